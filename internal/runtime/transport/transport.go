@@ -1,0 +1,108 @@
+// Package transport defines how svclab carries a unary RPC between
+// components, and keeps the registry of the transports that do it.
+//
+// Every transport plugs in behind the grpc-go generated stubs: the client side
+// is a grpc.ClientConnInterface and the server side a grpc.ServiceRegistrar,
+// so application code never knows which transport it runs on. Server-side
+// middleware is a grpc.UnaryServerInterceptor handed to the method handler and
+// client-side middleware a grpc.UnaryClientInterceptor, on every transport
+// alike.
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"sort"
+	"sync"
+
+	"google.golang.org/grpc"
+)
+
+// Server serves the services registered on it.
+type Server interface {
+	grpc.ServiceRegistrar
+	// Serve accepts connections on lis until Stop is called. It returns nil
+	// after Stop.
+	Serve(lis net.Listener) error
+	// Stop closes the listeners and every open connection.
+	Stop()
+}
+
+// Conn is a client connection to one server address.
+type Conn interface {
+	grpc.ClientConnInterface
+	Close() error
+}
+
+// ServerOptions configure a Server.
+type ServerOptions struct {
+	// Interceptors run around every handler, outermost first.
+	Interceptors []grpc.UnaryServerInterceptor
+	// TLS, when set, makes the server speak TLS (mTLS when it asks for
+	// client certificates).
+	TLS *tls.Config
+}
+
+// DialOptions configure a Conn.
+type DialOptions struct {
+	// Interceptors run around every call, outermost first.
+	Interceptors []grpc.UnaryClientInterceptor
+	// TLS, when set, makes the client speak TLS.
+	TLS *tls.Config
+}
+
+// Transport carries calls across process boundaries.
+type Transport interface {
+	// Name is the value of deploy.transport that selects this transport.
+	Name() string
+	// Networks lists the listener networks the transport can serve on,
+	// preferred first ("unix", "tcp").
+	Networks() []string
+	NewServer(opts ServerOptions) Server
+	Dial(ctx context.Context, network, addr string, opts DialOptions) (Conn, error)
+}
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]Transport{}
+)
+
+// Register makes a transport available by name. It panics on a duplicate
+// name, as that is a programming error.
+func Register(t Transport) {
+	mu.Lock()
+	defer mu.Unlock()
+	if _, dup := registry[t.Name()]; dup {
+		panic("transport: Register called twice for " + t.Name())
+	}
+	registry[t.Name()] = t
+}
+
+// Lookup returns the transport registered under name.
+func Lookup(name string) (Transport, error) {
+	mu.RLock()
+	defer mu.RUnlock()
+	t, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown transport %q (known: %v)", name, namesLocked())
+	}
+	return t, nil
+}
+
+// Names lists the registered transports, sorted.
+func Names() []string {
+	mu.RLock()
+	defer mu.RUnlock()
+	return namesLocked()
+}
+
+func namesLocked() []string {
+	names := make([]string, 0, len(registry))
+	for n := range registry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
