@@ -1,0 +1,234 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Experiment is the [experiment] table: which factors vary, how the runs are
+// designed, ordered and timed.
+type Experiment struct {
+	// Name names the results directory; the spec file's stem by default.
+	Name string
+	// Design is "full" (the default) or "fractional".
+	Design string
+	// Generators define the fractional design, e.g. D = "ABC": the factor
+	// with letter D takes the product of the signs of A, B and C.
+	Generators []Generator
+	// Repetitions is r, the number of runs of each design point.
+	Repetitions int
+	// Order is "random" (the default), "sequential" or "interleaved".
+	Order string
+	// Seed randomises the run order. Nil means choose one and record it.
+	Seed *int64
+	// Warmup, Duration and Cooldown time each run. Zero means "use the
+	// [load] table's value" for Warmup and Duration.
+	Warmup, Duration, Cooldown Duration
+	// Response names the headline metric of the report, e.g. "p99_ms".
+	Response string
+	// Factors in the order the spec writes them.
+	Factors []Factor
+}
+
+// Factor is one varied key, with its levels and the letter that names it in
+// designs and allocation tables (A, B, C, ... in spec order).
+type Factor struct {
+	Name   string
+	Letter string
+	Levels []any
+	Line   int
+}
+
+// Generator defines one factor of a fractional design as a product of
+// others, e.g. {Letter: "D", Word: "ABC"}.
+type Generator struct {
+	Letter string
+	Word   string
+	Line   int
+}
+
+// experimentTable is [experiment] as written, minus factors and generators,
+// whose order matters and which are read from the tree directly.
+type experimentTable struct {
+	Name        string         `toml:"name"`
+	Design      string         `toml:"design"`
+	Repetitions *int           `toml:"repetitions"`
+	Order       string         `toml:"order"`
+	Seed        *int64         `toml:"seed"`
+	Warmup      Duration       `toml:"warmup"`
+	Duration    Duration       `toml:"duration"`
+	Cooldown    Duration       `toml:"cooldown"`
+	Response    string         `toml:"response"`
+	Factors     map[string]any `toml:"factors"`
+	Generators  map[string]any `toml:"generators"`
+}
+
+var (
+	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	letterRE = regexp.MustCompile(`^[A-Z]$`)
+	wordRE   = regexp.MustCompile(`^[A-Z]+$`)
+)
+
+// ResponseMetrics are the run-level metrics a report can lead with.
+var ResponseMetrics = []string{"p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms", "mean_ms", "max_ms", "rps", "error_rate"}
+
+func (s *Spec) decodeExperiment() error {
+	var t experimentTable
+	if err := s.Decode("experiment", &t); err != nil {
+		return err
+	}
+	e := Experiment{
+		Name: t.Name, Design: t.Design, Order: t.Order, Seed: t.Seed,
+		Warmup: t.Warmup, Duration: t.Duration, Cooldown: t.Cooldown, Response: t.Response,
+		Repetitions: 1,
+	}
+	if e.Name == "" {
+		base := s.Path[strings.LastIndex(s.Path, "/")+1:]
+		e.Name = strings.TrimSuffix(base, ".toml")
+	} else if !nameRE.MatchString(e.Name) {
+		return s.Errorf("experiment.name", "must be letters, digits, '.', '_' or '-' (it names a directory), got %q", e.Name)
+	}
+	if t.Repetitions != nil {
+		if *t.Repetitions < 1 || *t.Repetitions > 10000 {
+			return s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions)
+		}
+		e.Repetitions = *t.Repetitions
+	}
+	switch e.Design {
+	case "":
+		e.Design = "full"
+	case "full", "fractional":
+	default:
+		return s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design)
+	}
+	switch e.Order {
+	case "":
+		e.Order = "random"
+	case "random", "sequential", "interleaved":
+	default:
+		return s.Errorf("experiment.order", "must be \"random\", \"sequential\" or \"interleaved\", got %q", e.Order)
+	}
+	if e.Response == "" {
+		e.Response = "p99_ms"
+	} else if !slices.Contains(ResponseMetrics, e.Response) {
+		return s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", "))
+	}
+	var err error
+	if e.Factors, err = s.factors(t.Factors); err != nil {
+		return err
+	}
+	if e.Generators, err = s.generators(t.Generators, e.Factors); err != nil {
+		return err
+	}
+	if e.Design == "fractional" && len(e.Generators) == 0 {
+		return s.Errorf("experiment.design", "a fractional design needs [experiment.generators], e.g. D = \"ABC\"")
+	}
+	if e.Design == "full" && len(e.Generators) > 0 {
+		return s.Errorf("experiment.generators", "generators need design = \"fractional\"")
+	}
+	s.Experiment = e
+	return nil
+}
+
+// factors reads [experiment.factors] in the order the file writes them.
+func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
+	names := s.orderedChildren("experiment.factors", raw)
+	if len(names) > 26 {
+		return nil, s.Errorf("experiment.factors", "at most 26 factors, got %d", len(names))
+	}
+	var out []Factor
+	for i, name := range names {
+		key := "experiment.factors." + quoteKeyPart(name)
+		levels, ok := raw[name].([]any)
+		if !ok {
+			return nil, s.Errorf(key, "levels must be a list, e.g. %q = [\"grpc\", \"http\"]", name)
+		}
+		if len(levels) < 2 {
+			return nil, s.Errorf(key, "a factor needs at least two levels, got %d", len(levels))
+		}
+		for a := range levels {
+			for b := a + 1; b < len(levels); b++ {
+				if fmt.Sprint(levels[a]) == fmt.Sprint(levels[b]) {
+					return nil, s.Errorf(key, "level %v is listed twice", levels[a])
+				}
+			}
+		}
+		out = append(out, Factor{Name: name, Letter: string(rune('A' + i)), Levels: levels, Line: s.Line(key)})
+	}
+	return out, nil
+}
+
+func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, error) {
+	letters := map[string]bool{}
+	for _, f := range factors {
+		letters[f.Letter] = true
+	}
+	var out []Generator
+	for _, l := range s.orderedChildren("experiment.generators", raw) {
+		key := "experiment.generators." + quoteKeyPart(l)
+		word, ok := raw[l].(string)
+		switch {
+		case !letterRE.MatchString(l):
+			return nil, s.Errorf(key, "a generator is named by one factor letter, e.g. D = \"ABC\"")
+		case !letters[l]:
+			return nil, s.Errorf(key, "no factor has letter %s (factors are lettered A, B, ... in the order [experiment.factors] lists them)", l)
+		case !ok || !wordRE.MatchString(word):
+			return nil, s.Errorf(key, "must be a word of factor letters, e.g. \"ABC\"")
+		}
+		for _, c := range word {
+			if !letters[string(c)] || string(c) == l {
+				return nil, s.Errorf(key, "letter %c in %q is not another factor", c, word)
+			}
+		}
+		out = append(out, Generator{Letter: l, Word: word, Line: s.Line(key)})
+	}
+	return out, nil
+}
+
+// orderedChildren lists the keys of the table at path in file order; keys
+// set by factor levels (and so absent from the file) come last, sorted.
+func (s *Spec) orderedChildren(path string, raw map[string]any) []string {
+	var names []string
+	seen := map[string]bool{}
+	prefix := path + "."
+	for _, k := range s.index.order {
+		rest, ok := strings.CutPrefix(k, prefix)
+		if !ok {
+			continue
+		}
+		name, complete := unquoteFirstPart(rest)
+		if !complete || seen[name] {
+			continue
+		}
+		if _, present := raw[name]; present {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	for _, k := range sortedKeys(raw) {
+		if !seen[k] {
+			names = append(names, k)
+		}
+	}
+	return names
+}
+
+// unquoteFirstPart returns the first part of a dotted key and whether the
+// key had exactly that one part.
+func unquoteFirstPart(k string) (string, bool) {
+	if strings.HasPrefix(k, "\"") {
+		q, err := strconv.QuotedPrefix(k)
+		if err != nil {
+			return "", false
+		}
+		part, err := strconv.Unquote(q)
+		return part, err == nil && len(q) == len(k)
+	}
+	if strings.ContainsAny(k, ".[") {
+		return "", false
+	}
+	return k, true
+}

@@ -1,0 +1,403 @@
+// Package spec reads svclab spec files: TOML with the tables [app],
+// [deploy], [load] and [experiment].
+//
+// The package checks syntax, types and unknown keys, and gives every error
+// the file, line and dotted key it is about. It does not know the apps or the
+// load generator: callers decode [app] and [load] into their own structs with
+// Decode, and report semantic errors with Errorf, so that every error a user
+// meets has the same shape. Factor levels from [experiment] are applied with
+// With, which yields the effective spec of one run.
+package spec
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Tables are the top-level tables a spec may have.
+var Tables = []string{"app", "deploy", "load", "experiment"}
+
+// Error is a problem with a spec, located at a key and a line.
+type Error struct {
+	File string
+	Line int    // 0 when unknown
+	Key  string // dotted key; empty for whole-file problems
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.File)
+	if e.Line > 0 {
+		b.WriteString(":" + strconv.Itoa(e.Line))
+	}
+	b.WriteString(": ")
+	if e.Key != "" {
+		b.WriteString(e.Key + ": ")
+	}
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Spec is one parsed spec file, or the effective spec of one run when
+// factor levels have been applied.
+type Spec struct {
+	Path   string
+	Source []byte
+
+	App        App
+	Deploy     Deploy
+	Experiment Experiment
+
+	tree  map[string]any
+	index keyIndex
+	// setBy maps a key whose value a factor level replaced to the line of
+	// that factor, so errors about it point at the factor.
+	setBy map[string]int
+}
+
+// App is the [app] table's common part; the rest belongs to the app and is
+// read with Decode("app", ...).
+type App struct {
+	Name string
+}
+
+// Deploy is the [deploy] table.
+type Deploy struct {
+	// Deployer is "local" (the default).
+	Deployer string `toml:"deployer"`
+	// Transport carries calls across groups: grpc (default), http, netrpc,
+	// or inproc when everything runs in one group.
+	Transport string `toml:"transport"`
+	// Placement names an entry of Placements, or one of the built-in
+	// placements "monolith" and "split".
+	Placement string `toml:"placement"`
+	// Placements maps a name to a list of groups; a group is a list of
+	// component names that share one process.
+	Placements map[string][][]string `toml:"placements"`
+	// Network is "tcp", "unix", or empty for the transport's preference.
+	Network string `toml:"network"`
+	// StartTimeout bounds how long deployment may take.
+	StartTimeout Duration `toml:"start_timeout"`
+}
+
+// Defaults for [deploy].
+const (
+	DefaultDeployer     = "local"
+	DefaultTransport    = "grpc"
+	DefaultPlacement    = "monolith"
+	DefaultStartTimeout = 20 * time.Second
+)
+
+// Duration is a time.Duration written in TOML as a string such as "30s".
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("not a duration (write e.g. \"30s\" or \"1m30s\"): %q", b)
+	}
+	if v < 0 {
+		return fmt.Errorf("must not be negative, got %s", v)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes the duration as a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Load reads and parses a spec file.
+func Load(path string) (*Spec, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read spec: %w", err)
+	}
+	return Parse(path, src)
+}
+
+// Parse parses a spec from src; path is used in error messages.
+func Parse(path string, src []byte) (*Spec, error) {
+	s := &Spec{Path: path, Source: src, setBy: map[string]int{}}
+	if err := toml.Unmarshal(src, &s.tree); err != nil {
+		return nil, s.decodeError("", err, nil)
+	}
+	if s.tree == nil {
+		s.tree = map[string]any{}
+	}
+	s.index = indexKeys(src)
+	if err := s.checkTopLevel(); err != nil {
+		return nil, err
+	}
+	if err := s.decodeOwn(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Spec) checkTopLevel() error {
+	for _, k := range s.index.order {
+		if strings.Contains(k, ".") || strings.Contains(k, "[") {
+			continue
+		}
+		if !slices.Contains(Tables, k) {
+			return s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], ["))
+		}
+	}
+	for k := range s.tree {
+		if !slices.Contains(Tables, k) {
+			return s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], ["))
+		}
+		if _, ok := s.tree[k].(map[string]any); !ok {
+			return s.Errorf(k, "must be a table, e.g. [%s]", k)
+		}
+	}
+	return nil
+}
+
+// decodeOwn decodes the tables this package owns: [deploy], [experiment],
+// and app.name.
+func (s *Spec) decodeOwn() error {
+	app, _ := s.tree["app"].(map[string]any)
+	if name, ok := app["name"]; ok {
+		str, ok := name.(string)
+		if !ok || str == "" {
+			return s.Errorf("app.name", "must be a non-empty string naming the app")
+		}
+		s.App.Name = str
+	}
+	s.Deploy = Deploy{}
+	if err := s.Decode("deploy", &s.Deploy); err != nil {
+		return err
+	}
+	if s.Deploy.Deployer == "" {
+		s.Deploy.Deployer = DefaultDeployer
+	}
+	if s.Deploy.Transport == "" {
+		s.Deploy.Transport = DefaultTransport
+	}
+	if s.Deploy.Placement == "" {
+		s.Deploy.Placement = DefaultPlacement
+	}
+	if s.Deploy.StartTimeout == 0 {
+		s.Deploy.StartTimeout = Duration(DefaultStartTimeout)
+	}
+	switch s.Deploy.Network {
+	case "", "tcp", "unix":
+	default:
+		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q", s.Deploy.Network)
+	}
+	if s.Deploy.Deployer != "local" {
+		return s.Errorf("deploy.deployer", "unknown deployer %q (this version has: local)", s.Deploy.Deployer)
+	}
+	return s.decodeExperiment()
+}
+
+// Decode decodes table ("app", "deploy", "load" or "experiment") into v,
+// which must be a pointer to a struct with toml tags. Keys v has no field
+// for are errors, as are values of the wrong type; both name the key and
+// line. For "app", the key name is left out, as App.Name holds it.
+func (s *Spec) Decode(table string, v any) error {
+	t, _ := s.tree[table].(map[string]any)
+	if table == "app" {
+		t = maps.Clone(t)
+		delete(t, "name")
+	}
+	if len(t) == 0 {
+		return nil
+	}
+	buf, err := toml.Marshal(t)
+	if err != nil {
+		return &Error{File: s.Path, Key: table, Line: s.Line(table), Err: fmt.Errorf("re-encode: %w", err)}
+	}
+	dec := toml.NewDecoder(bytes.NewReader(buf))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return s.decodeError(table, err, v)
+	}
+	return nil
+}
+
+// decodeError turns a go-toml error into an *Error. Keys from go-toml are
+// relative to the decoded table; prefix makes them absolute.
+func (s *Spec) decodeError(prefix string, err error, target any) error {
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) && len(strict.Errors) > 0 {
+		var errs []error
+		for i := range strict.Errors {
+			rel := strict.Errors[i].Key()
+			key := s.absKey(prefix, rel)
+			hint := ""
+			if len(rel) > 0 {
+				hint = didYouMean(rel[len(rel)-1], knownKeys(target, rel[:len(rel)-1]))
+			}
+			errs = append(errs, s.Errorf(key, "unknown key%s", hint))
+		}
+		return errors.Join(errs...)
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		msg := strings.TrimPrefix(de.Error(), "toml: ")
+		if prefix == "" {
+			// A syntax error in the file as written: go-toml's line is right.
+			line, _ := de.Position()
+			return &Error{File: s.Path, Line: line, Key: strings.Join(de.Key(), "."), Err: errors.New(msg)}
+		}
+		key := s.absKey(prefix, de.Key())
+		return s.Errorf(key, "%s", msg)
+	}
+	if prefix == "" {
+		return &Error{File: s.Path, Err: err}
+	}
+	// Errors from UnmarshalText come without a key; find the key by value
+	// is not possible, so name the table.
+	return s.Errorf(prefix, "%v", err)
+}
+
+func (s *Spec) absKey(prefix string, k toml.Key) string {
+	parts := make([]string, 0, len(k)+1)
+	if prefix != "" {
+		parts = append(parts, prefix)
+	}
+	for _, p := range k {
+		parts = append(parts, quoteKeyPart(p))
+	}
+	return strings.Join(parts, ".")
+}
+
+// Errorf returns an *Error about key, located at the line the key is
+// written on (or the line of the factor that set it, or of its nearest
+// written parent).
+func (s *Spec) Errorf(key, format string, args ...any) error {
+	return &Error{File: s.Path, Line: s.Line(key), Key: key, Err: fmt.Errorf(format, args...)}
+}
+
+// Line returns the line key is written on, falling back to the factor that
+// set it and then to its nearest parent; 0 if none is written.
+func (s *Spec) Line(key string) int {
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := s.setBy[k]; ok {
+			return l
+		}
+		if l, ok := s.index.lines[k]; ok {
+			return l
+		}
+	}
+	return 0
+}
+
+func parentKey(k string) string {
+	if i := strings.LastIndexAny(k, ".["); i > 0 {
+		return k[:i]
+	}
+	return ""
+}
+
+// Lookup returns the value at a dotted path in the spec as written (or as
+// set by a factor level), and whether it is present.
+func (s *Spec) Lookup(path string) (any, bool) {
+	var cur any = s.tree
+	for _, p := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		cur, ok = m[p]
+		if !ok {
+			return nil, false
+		}
+	}
+	return cur, true
+}
+
+// Tree returns a deep copy of the spec's tables, with any factor levels
+// applied: the effective spec of a run, as written to the result store.
+func (s *Spec) Tree() map[string]any {
+	return deepCopy(s.tree).(map[string]any)
+}
+
+// With returns the spec with each dotted path in levels set to its value, as
+// the effective spec of one run. Every path must name a key of [app],
+// [deploy] or [load]; errors point at the line of the factor in
+// [experiment.factors]. Decoding into the caller's structs (Decode) then
+// reports values that do not fit.
+func (s *Spec) With(levels map[string]any) (*Spec, error) {
+	tree := deepCopy(s.tree).(map[string]any)
+	setBy := maps.Clone(s.setBy)
+	paths := slices.Sorted(maps.Keys(levels))
+	for _, path := range paths {
+		factorKey := "experiment.factors." + quoteKeyPart(path)
+		line := s.Line(factorKey)
+		parts := strings.Split(path, ".")
+		if len(parts) < 2 || !slices.Contains([]string{"app", "deploy", "load"}, parts[0]) {
+			return nil, &Error{File: s.Path, Line: line, Key: factorKey,
+				Err: fmt.Errorf("a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\"")}
+		}
+		m := tree
+		for i, p := range parts[:len(parts)-1] {
+			next, ok := m[p]
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			nm, ok := next.(map[string]any)
+			if !ok {
+				return nil, &Error{File: s.Path, Line: line, Key: factorKey,
+					Err: fmt.Errorf("%s is not a table", strings.Join(parts[:i+1], "."))}
+			}
+			m = nm
+		}
+		m[parts[len(parts)-1]] = deepCopy(levels[path])
+		setBy[path] = line
+	}
+	out := &Spec{Path: s.Path, Source: s.Source, tree: tree, index: s.index, setBy: setBy}
+	if err := out.decodeOwn(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(t))
+		for k, e := range t {
+			m[k] = deepCopy(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(t))
+		for i, e := range t {
+			s[i] = deepCopy(e)
+		}
+		return s
+	default:
+		return v
+	}
+}
+
+// sortedKeys is used where map order would otherwise leak into output.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,211 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `# a comment
+[app]
+name = "chain"
+hops = 3
+
+[deploy]
+transport = "http"
+placement = "two"
+[deploy.placements]
+two = [["hop1"], ["hop2", "hop3"]]
+
+[load]
+rate = 100
+
+[experiment]
+design = "fractional"
+repetitions = 3
+seed = 7
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"app.hops" = [3, 5]
+"load.rate" = [10, 100]
+[experiment.generators]
+C = "AB"
+`
+
+type appCfg struct {
+	Hops    int    `toml:"hops"`
+	Payload string `toml:"payload"`
+}
+
+type loadCfg struct {
+	Rate     float64  `toml:"rate"`
+	Duration Duration `toml:"duration"`
+	Stages   []struct {
+		Rate float64 `toml:"rate"`
+	} `toml:"stages"`
+}
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse("good.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.App.Name != "chain" || s.Deploy.Transport != "http" || s.Deploy.Placement != "two" {
+		t.Errorf("got app %+v deploy %+v", s.App, s.Deploy)
+	}
+	if got := s.Deploy.Placements["two"]; len(got) != 2 || got[1][1] != "hop3" {
+		t.Errorf("placements = %v", s.Deploy.Placements)
+	}
+	if s.Deploy.Deployer != "local" || s.Deploy.StartTimeout.D() != DefaultStartTimeout {
+		t.Errorf("defaults not applied: %+v", s.Deploy)
+	}
+	e := s.Experiment
+	if e.Name != "good" || e.Repetitions != 3 || *e.Seed != 7 || e.Order != "random" || e.Response != "p99_ms" {
+		t.Errorf("experiment = %+v", e)
+	}
+	var names, letters []string
+	for _, f := range e.Factors {
+		names = append(names, f.Name)
+		letters = append(letters, f.Letter)
+	}
+	if strings.Join(names, ",") != "deploy.transport,app.hops,load.rate" || strings.Join(letters, "") != "ABC" {
+		t.Errorf("factors in wrong order: %v %v", names, letters)
+	}
+	if e.Factors[0].Line != 20 || e.Factors[2].Line != 22 {
+		t.Errorf("factor lines = %d, %d; want 20, 22", e.Factors[0].Line, e.Factors[2].Line)
+	}
+	if len(e.Generators) != 1 || e.Generators[0] != (Generator{Letter: "C", Word: "AB", Line: 24}) {
+		t.Errorf("generators = %+v", e.Generators)
+	}
+	var app appCfg
+	if err := s.Decode("app", &app); err != nil || app.Hops != 3 {
+		t.Errorf("Decode(app) = %+v, %v", app, err)
+	}
+}
+
+func TestErrorsNameKeyAndLine(t *testing.T) {
+	tests := []struct {
+		name string
+		src  string
+		want string // substring of the error, which starts with file:line
+	}{
+		{"syntax", "[deploy]\ntransport = \n", "x.toml:2:"},
+		{"unknown table", "[app]\nname = \"chain\"\n\n[deplyo]\ntransport = \"grpc\"\n", "x.toml:4: deplyo: unknown table"},
+		{"unknown deploy key", "[deploy]\ntransprot = \"grpc\"\n", `x.toml:2: deploy.transprot: unknown key (did you mean "transport"?)`},
+		{"wrong type", "[deploy]\n\ntransport = 5\n", "x.toml:3: deploy.transport:"},
+		{"bad network", "[deploy]\nnetwork = \"udp\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got "udp"`},
+		{"bad duration", "[deploy]\nstart_timeout = \"soon\"\n", `x.toml:2: deploy.start_timeout`},
+		{"app name type", "[app]\nname = 3\n", "x.toml:2: app.name: must be a non-empty string"},
+		{"one level", "[experiment.factors]\n\"deploy.transport\" = [\"grpc\"]\n", `x.toml:2: experiment.factors."deploy.transport": a factor needs at least two levels, got 1`},
+		{"levels not list", "[experiment]\n[experiment.factors]\n\"load.rate\" = 5\n", `x.toml:3: experiment.factors."load.rate": levels must be a list`},
+		{"duplicate level", "[experiment.factors]\n\"load.rate\" = [1, 2, 1]\n", "level 1 is listed twice"},
+		{"bad order", "[experiment]\norder = \"shuffled\"\n", `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved"`},
+		{"bad repetitions", "[experiment]\nrepetitions = 0\n", "x.toml:2: experiment.repetitions: must be between 1 and 10000"},
+		{"fractional without generators", "[experiment]\ndesign = \"fractional\"\n", "x.toml:2: experiment.design: a fractional design needs"},
+		{"generator unknown letter", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1,2]\nb = [1,2]\n[experiment.generators]\nD = \"AB\"\n", "x.toml:7: experiment.generators.D: no factor has letter D"},
+		{"generator self", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1,2]\nb = [1,2]\n[experiment.generators]\nB = \"AB\"\n", "letter B in \"AB\" is not another factor"},
+		{"unknown experiment key", "[experiment]\nrepetition = 3\n", `x.toml:2: experiment.repetition: unknown key (did you mean "repetitions"?)`},
+		{"bad response", "[experiment]\nresponse = \"p42\"\n", "x.toml:2: experiment.response: unknown metric"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tt.src))
+			if err == nil {
+				t.Fatalf("Parse succeeded, want error containing %q", tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %q\nwant it to contain %q", err, tt.want)
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Errorf("error %T is not a *spec.Error", err)
+			}
+		})
+	}
+}
+
+func TestDecodeCallerTables(t *testing.T) {
+	src := "[app]\nname = \"chain\"\nhops = 3\npayload = \"small\"\nhopz = 2\n\n[load]\nrate = 10\n[[load.stages]]\nrate = 1\n[[load.stages]]\nrat = 2\n"
+	s, err := Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var app appCfg
+	err = s.Decode("app", &app)
+	if err == nil || !strings.Contains(err.Error(), `x.toml:5: app.hopz: unknown key (did you mean "hops"?)`) {
+		t.Errorf("Decode(app) error = %v", err)
+	}
+	var l loadCfg
+	err = s.Decode("load", &l)
+	if err == nil || !strings.Contains(err.Error(), "load.stages") || !strings.Contains(err.Error(), "rat") {
+		t.Errorf("Decode(load) error = %v", err)
+	}
+}
+
+func TestWith(t *testing.T) {
+	s, err := Parse("x.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.With(map[string]any{"deploy.transport": "grpc", "app.hops": int64(5), "load.duration": "2s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Deploy.Transport != "grpc" || s.Deploy.Transport != "http" {
+		t.Errorf("With changed the wrong spec: run %q, base %q", r.Deploy.Transport, s.Deploy.Transport)
+	}
+	var app appCfg
+	if err := r.Decode("app", &app); err != nil || app.Hops != 5 {
+		t.Errorf("app = %+v, %v", app, err)
+	}
+	var l loadCfg
+	if err := r.Decode("load", &l); err != nil || l.Duration.D() != 2*time.Second || l.Rate != 100 {
+		t.Errorf("load = %+v, %v", l, err)
+	}
+	if v, ok := r.Lookup("app.hops"); !ok || v != int64(5) {
+		t.Errorf("Lookup(app.hops) = %v, %v", v, ok)
+	}
+
+	// A level that does not fit is reported at the factor's line.
+	bad, err := s.With(map[string]any{"load.rate": "fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Decode("load", &l)
+	if err == nil || !strings.HasPrefix(err.Error(), "x.toml:22: load.rate:") {
+		t.Errorf("bad level error = %v", err)
+	}
+	// So is a path that names no key.
+	bad, err = s.With(map[string]any{"load.rte": int64(3)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = bad.Decode("load", &l)
+	if err == nil || !strings.Contains(err.Error(), `load.rte: unknown key (did you mean "rate"?)`) {
+		t.Errorf("unknown path error = %v", err)
+	}
+	_, err = s.With(map[string]any{"experiment.seed": int64(1)})
+	if err == nil || !strings.Contains(err.Error(), "a factor must be a key of [app], [deploy] or [load]") {
+		t.Errorf("experiment factor error = %v", err)
+	}
+	_, err = s.With(map[string]any{"deploy.transport.x": int64(1)})
+	if err == nil || !strings.Contains(err.Error(), "deploy.transport is not a table") {
+		t.Errorf("path through scalar error = %v", err)
+	}
+	_, err = s.With(map[string]any{"deploy.transport": "x", "deploy.network": "udp"})
+	if err == nil || !strings.Contains(err.Error(), "deploy.network") {
+		t.Errorf("bad deploy level error = %v", err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, tt := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"abc", "abc", 0}, {"transprot", "transport", 2}, {"rate", "rte", 1}, {"kitten", "sitting", 3}} {
+		if got := editDistance(tt.a, tt.b); got != tt.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.d)
+		}
+	}
+}
