@@ -1,0 +1,214 @@
+// Package dispatch holds what the non-grpc transports share on the server
+// side: a table from full method name to the registered implementation and
+// its grpc.MethodDesc handler, interceptor chaining, and the grpc-timeout
+// encoding used to carry deadlines.
+package dispatch
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+)
+
+// Method is one registered unary method.
+type Method struct {
+	// FullMethod is "/package.Service/Method", as grpc spells it.
+	FullMethod string
+	Service    *grpc.ServiceDesc
+	Impl       any
+	Handler    grpc.MethodHandler
+}
+
+// Table maps full method names to their handlers. The zero value is ready.
+// Registration normally happens before serving, but Table does not enforce
+// that, so a read-write lock keeps a late registration safe; lookups share
+// the read lock and do not contend.
+type Table struct {
+	mu       sync.RWMutex
+	methods  map[string]*Method
+	services map[string]grpc.ServiceInfo
+	// OnRegister, when set, is called for every service as it is registered,
+	// so a transport can prepare per-message state (e.g. gob types).
+	OnRegister func(desc *grpc.ServiceDesc)
+}
+
+// RegisterService implements grpc.ServiceRegistrar. Streaming methods are
+// recorded in the service info but not callable: calls to them fail with
+// codes.Unimplemented, as they would for an unknown method.
+func (t *Table) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	if impl != nil && desc.HandlerType != nil {
+		// grpc.Server makes the same check; doing it here keeps the
+		// transports interchangeable in what they accept.
+		if !implements(impl, desc.HandlerType) {
+			panic(fmt.Sprintf("dispatch: RegisterService found the handler of type %T that does not satisfy %s", impl, desc.ServiceName))
+		}
+	}
+	if t.OnRegister != nil {
+		t.OnRegister(desc)
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.methods == nil {
+		t.methods = map[string]*Method{}
+		t.services = map[string]grpc.ServiceInfo{}
+	}
+	if _, dup := t.services[desc.ServiceName]; dup {
+		panic("dispatch: RegisterService found duplicate service registration for " + desc.ServiceName)
+	}
+	info := grpc.ServiceInfo{Metadata: desc.Metadata}
+	for i := range desc.Methods {
+		md := &desc.Methods[i]
+		full := "/" + desc.ServiceName + "/" + md.MethodName
+		t.methods[full] = &Method{FullMethod: full, Service: desc, Impl: impl, Handler: md.Handler}
+		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
+	}
+	for _, sd := range desc.Streams {
+		info.Methods = append(info.Methods, grpc.MethodInfo{Name: sd.StreamName, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams})
+	}
+	t.services[desc.ServiceName] = info
+}
+
+// GetServiceInfo reports the registered services, as grpc.Server does.
+func (t *Table) GetServiceInfo() map[string]grpc.ServiceInfo {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[string]grpc.ServiceInfo, len(t.services))
+	for k, v := range t.services {
+		out[k] = v
+	}
+	return out
+}
+
+// Lookup returns the method registered under fullMethod, or nil.
+func (t *Table) Lookup(fullMethod string) *Method {
+	t.mu.RLock()
+	m := t.methods[fullMethod]
+	t.mu.RUnlock()
+	return m
+}
+
+// ChainServer folds interceptors into one, the first outermost. It returns
+// nil for none, so handlers take their direct path.
+func ChainServer(ints []grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
+	switch len(ints) {
+	case 0:
+		return nil
+	case 1:
+		return ints[0]
+	}
+	ints = append([]grpc.UnaryServerInterceptor(nil), ints...)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		return serverStep(ints, 0, info, handler)(ctx, req)
+	}
+}
+
+func serverStep(ints []grpc.UnaryServerInterceptor, i int, info *grpc.UnaryServerInfo, final grpc.UnaryHandler) grpc.UnaryHandler {
+	if i == len(ints) {
+		return final
+	}
+	return func(ctx context.Context, req any) (any, error) {
+		return ints[i](ctx, req, info, serverStep(ints, i+1, info, final))
+	}
+}
+
+// ChainClient folds client interceptors into one, the first outermost. It
+// returns nil for none.
+func ChainClient(ints []grpc.UnaryClientInterceptor) grpc.UnaryClientInterceptor {
+	switch len(ints) {
+	case 0:
+		return nil
+	case 1:
+		return ints[0]
+	}
+	ints = append([]grpc.UnaryClientInterceptor(nil), ints...)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		return clientStep(ints, 0, invoker)(ctx, method, req, reply, cc, opts...)
+	}
+}
+
+func clientStep(ints []grpc.UnaryClientInterceptor, i int, final grpc.UnaryInvoker) grpc.UnaryInvoker {
+	if i == len(ints) {
+		return final
+	}
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, opts ...grpc.CallOption) error {
+		return ints[i](ctx, method, req, reply, cc, clientStep(ints, i+1, final), opts...)
+	}
+}
+
+// EncodeTimeout writes d in the grpc-timeout header format: at most eight
+// digits and a unit, rounding up so the server never sees a later deadline
+// than the client's.
+func EncodeTimeout(d time.Duration) string {
+	if d <= 0 {
+		return "0n"
+	}
+	const maxDigits = 99999999
+	units := []struct {
+		d time.Duration
+		u string
+	}{{time.Nanosecond, "n"}, {time.Microsecond, "u"}, {time.Millisecond, "m"}, {time.Second, "S"}, {time.Minute, "M"}, {time.Hour, "H"}}
+	for _, u := range units {
+		n := (d + u.d - 1) / u.d
+		if n <= maxDigits {
+			return strconv.FormatInt(int64(n), 10) + u.u
+		}
+	}
+	return strconv.Itoa(maxDigits) + "H"
+}
+
+// DecodeTimeout parses a grpc-timeout header value.
+func DecodeTimeout(s string) (time.Duration, error) {
+	if len(s) < 2 || len(s) > 9 {
+		return 0, fmt.Errorf("timeout %q: bad length", s)
+	}
+	n, err := strconv.ParseInt(s[:len(s)-1], 10, 64)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("timeout %q: bad number", s)
+	}
+	var unit time.Duration
+	switch s[len(s)-1] {
+	case 'n':
+		unit = time.Nanosecond
+	case 'u':
+		unit = time.Microsecond
+	case 'm':
+		unit = time.Millisecond
+	case 'S':
+		unit = time.Second
+	case 'M':
+		unit = time.Minute
+	case 'H':
+		unit = time.Hour
+	default:
+		return 0, fmt.Errorf("timeout %q: bad unit", s)
+	}
+	return time.Duration(n) * unit, nil
+}
+
+// SplitMethod splits "/pkg.Service/Method" into its parts.
+func SplitMethod(full string) (service, method string, ok bool) {
+	if !strings.HasPrefix(full, "/") {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(full, '/')
+	if i <= 0 {
+		return "", "", false
+	}
+	return full[1:i], full[i+1:], true
+}
+
+// implements reports whether impl satisfies the interface that
+// handlerType, a pointer to an interface, points to.
+func implements(impl any, handlerType any) bool {
+	ht := reflect.TypeOf(handlerType)
+	if ht == nil || ht.Kind() != reflect.Pointer || ht.Elem().Kind() != reflect.Interface {
+		return true
+	}
+	return reflect.TypeOf(impl).Implements(ht.Elem())
+}

@@ -1,0 +1,33 @@
+package echo
+
+import (
+	"context"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Service is the reference implementation of EchoServer. It honours
+// sleep_micros (returning early, with the context's error, when the
+// context ends first) and fail_code.
+type Service struct {
+	UnimplementedEchoServer
+}
+
+// Echo returns the payload, after sleeping or failing as the request asks.
+func (Service) Echo(ctx context.Context, in *EchoRequest) (*EchoResponse, error) {
+	if in.SleepMicros > 0 {
+		t := time.NewTimer(time.Duration(in.SleepMicros) * time.Microsecond)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if in.FailCode != 0 {
+		return nil, status.Errorf(codes.Code(in.FailCode), "echo: failing with %s as asked", codes.Code(in.FailCode))
+	}
+	return &EchoResponse{Payload: in.Payload}, nil
+}
