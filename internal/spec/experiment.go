@@ -141,7 +141,7 @@ func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
 	}
 	var out []Factor
 	for i, name := range names {
-		key := "experiment.factors." + quoteKeyPart(name)
+		key := FactorKey(name)
 		levels, ok := raw[name].([]any)
 		if !ok {
 			return nil, s.Errorf(key, "levels must be a list, e.g. %q = [\"grpc\", \"http\"]", name)
@@ -232,3 +232,7 @@ func unquoteFirstPart(k string) (string, bool) {
 	}
 	return k, true
 }
+
+// FactorKey is the dotted key of the factor named name, as errors name it:
+// experiment.factors."deploy.transport".
+func FactorKey(name string) string { return "experiment.factors." + quoteKeyPart(name) }

@@ -342,7 +342,7 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 	setBy := maps.Clone(s.setBy)
 	paths := slices.Sorted(maps.Keys(levels))
 	for _, path := range paths {
-		factorKey := "experiment.factors." + quoteKeyPart(path)
+		factorKey := FactorKey(path)
 		line := s.Line(factorKey)
 		parts := strings.Split(path, ".")
 		if len(parts) < 2 || !slices.Contains([]string{"app", "deploy", "load"}, parts[0]) {

@@ -1,0 +1,150 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Plan is the ordered list of runs an experiment makes.
+type Plan struct {
+	Spec   *spec.Spec
+	Design *Design
+	Seed   int64
+	Runs   []Run
+	// Warmup, Duration and Cooldown time each run.
+	Warmup, Duration, Cooldown time.Duration
+}
+
+// Run is one deployment measured once.
+type Run struct {
+	ID         string         `json:"id"`
+	Index      int            `json:"index"`      // 1-based position in run order
+	Repetition int            `json:"repetition"` // 1-based
+	Point      Point          `json:"-"`
+	Levels     map[string]any `json:"levels"`
+	// Spec is the effective spec of this run, with the levels applied.
+	Spec *spec.Spec `json:"-"`
+}
+
+// Timing gives the per-run durations the planner cannot take from the spec
+// alone, because the [load] table belongs to the load generator.
+type Timing struct {
+	Warmup, Duration time.Duration
+}
+
+// perRunOverhead estimates deploying and tearing down one run, for the
+// time estimate only.
+const perRunOverhead = 1500 * time.Millisecond
+
+// NewPlan expands the spec's design into ordered runs. seed is used when the
+// spec names none; the plan records the seed it used. loadTiming is called
+// per run to read the warm-up and measurement durations from its effective
+// [load] table, and may report errors in that table.
+func NewPlan(s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, error)) (*Plan, error) {
+	d, err := NewDesign(s)
+	if err != nil {
+		return nil, err
+	}
+	e := s.Experiment
+	if e.Seed != nil {
+		seed = *e.Seed
+	}
+	p := &Plan{Spec: s, Design: d, Seed: seed, Cooldown: e.Cooldown.D()}
+
+	type slot struct {
+		point, rep int
+	}
+	var order []slot
+	switch e.Order {
+	case "sequential":
+		for pi := range d.Points {
+			for r := 1; r <= e.Repetitions; r++ {
+				order = append(order, slot{pi, r})
+			}
+		}
+	case "interleaved":
+		for r := 1; r <= e.Repetitions; r++ {
+			for pi := range d.Points {
+				order = append(order, slot{pi, r})
+			}
+		}
+	default: // random
+		for r := 1; r <= e.Repetitions; r++ {
+			for pi := range d.Points {
+				order = append(order, slot{pi, r})
+			}
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), 0x5c1ab))
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	}
+
+	// Each design point gets its effective spec once; repetitions share it.
+	specs := make([]*spec.Spec, len(d.Points))
+	for i, pt := range d.Points {
+		levels := d.levels(pt)
+		rs, err := s.With(levels)
+		if err != nil {
+			return nil, err
+		}
+		t, err := loadTiming(rs)
+		if err != nil {
+			return nil, err
+		}
+		if e.Warmup > 0 {
+			t.Warmup = e.Warmup.D()
+		}
+		if e.Duration > 0 {
+			t.Duration = e.Duration.D()
+		}
+		if i == 0 {
+			p.Warmup, p.Duration = t.Warmup, t.Duration
+		} else if t.Warmup != p.Warmup || t.Duration != p.Duration {
+			return nil, s.Errorf("experiment", "every run must have the same warm-up and duration; set experiment.warmup and experiment.duration rather than making them factors")
+		}
+		specs[i] = rs
+	}
+	for i, sl := range order {
+		pt := d.Points[sl.point]
+		levels := d.levels(pt)
+		p.Runs = append(p.Runs, Run{
+			ID:         runID(i+1, levels, sl.rep),
+			Index:      i + 1,
+			Repetition: sl.rep,
+			Point:      pt,
+			Levels:     levels,
+			Spec:       specs[sl.point],
+		})
+	}
+	return p, nil
+}
+
+func (d *Design) levels(p Point) map[string]any {
+	m := make(map[string]any, len(p))
+	for i, li := range p {
+		m[d.Factors[i].Name] = d.Factors[i].Levels[li]
+	}
+	return m
+}
+
+// runID names a run by its position and a short hash of what it runs, so a
+// directory listing sorts in run order and a changed plan shows.
+func runID(index int, levels map[string]any, rep int) string {
+	b, _ := json.Marshal(struct {
+		L map[string]any
+		R int
+	}{levels, rep}) // json sorts map keys, so the hash is stable
+	h := sha256.Sum256(b)
+	return fmt.Sprintf("r%03d-%s", index, hex.EncodeToString(h[:3]))
+}
+
+// Estimate is the expected wall time of the whole plan.
+func (p *Plan) Estimate() time.Duration {
+	per := p.Warmup + p.Duration + p.Cooldown + perRunOverhead
+	return time.Duration(len(p.Runs)) * per
+}

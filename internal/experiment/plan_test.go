@@ -1,0 +1,229 @@
+package experiment
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+func mustParse(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// fixedTiming stands in for the load table's durations; it also decodes
+// [load] strictly so that an unknown factor path surfaces as it does in
+// the real runner.
+func fixedTiming(s *spec.Spec) (Timing, error) {
+	var l struct {
+		Rate float64 `toml:"rate"`
+	}
+	if err := s.Decode("load", &l); err != nil {
+		return Timing{}, err
+	}
+	return Timing{Warmup: time.Second, Duration: 5 * time.Second}, nil
+}
+
+func TestFullFactorialStandardOrder(t *testing.T) {
+	s := mustParse(t, `
+[experiment]
+order = "sequential"
+repetitions = 2
+[experiment.factors]
+"deploy.transport" = ["grpc", "http", "netrpc"]
+"deploy.placement" = ["monolith", "split"]
+`)
+	p, err := NewPlan(s, 1, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Design.Points) != 6 || len(p.Runs) != 12 {
+		t.Fatalf("points %d runs %d, want 6 and 12", len(p.Design.Points), len(p.Runs))
+	}
+	// The first factor varies fastest; sequential keeps repetitions together.
+	want := []string{"grpc monolith", "grpc monolith", "http monolith", "http monolith", "netrpc monolith"}
+	for i, w := range want {
+		r := p.Runs[i]
+		got := fmt.Sprintf("%v %v", r.Levels["deploy.transport"], r.Levels["deploy.placement"])
+		if got != w {
+			t.Errorf("run %d = %q, want %q", i+1, got, w)
+		}
+	}
+	if p.Runs[0].Repetition != 1 || p.Runs[1].Repetition != 2 {
+		t.Errorf("repetitions = %d, %d", p.Runs[0].Repetition, p.Runs[1].Repetition)
+	}
+	if p.Runs[3].Spec.Deploy.Transport != "http" || p.Runs[3].Spec.Deploy.Placement != "monolith" {
+		t.Errorf("run spec not effective: %+v", p.Runs[3].Spec.Deploy)
+	}
+	if got := p.Estimate(); got != 12*(6*time.Second+perRunOverhead) {
+		t.Errorf("Estimate = %v", got)
+	}
+}
+
+func TestInterleavedOrder(t *testing.T) {
+	s := mustParse(t, `
+[experiment]
+order = "interleaved"
+repetitions = 3
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+`)
+	p, err := NewPlan(s, 1, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range p.Runs {
+		got = append(got, fmt.Sprintf("%v%d", r.Levels["deploy.transport"], r.Repetition))
+	}
+	if strings.Join(got, " ") != "grpc1 http1 grpc2 http2 grpc3 http3" {
+		t.Errorf("order = %v", got)
+	}
+}
+
+func TestRandomOrderReproducibleFromSeed(t *testing.T) {
+	src := `
+[experiment]
+repetitions = 5
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"load.rate" = [10, 100]
+`
+	order := func(seed int64) []string {
+		p, err := NewPlan(mustParse(t, src), seed, fixedTiming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Seed != seed {
+			t.Errorf("plan seed = %d, want %d", p.Seed, seed)
+		}
+		var ids []string
+		for _, r := range p.Runs {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	a, b, c := order(42), order(42), order(43)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("same seed, different order:\n%v\n%v", a, b)
+	}
+	if reflect.DeepEqual(a, c) {
+		t.Errorf("seeds 42 and 43 gave the same order of 20 runs")
+	}
+	// Every (point, repetition) appears exactly once.
+	seen := map[string]bool{}
+	p, _ := NewPlan(mustParse(t, src), 42, fixedTiming)
+	for _, r := range p.Runs {
+		k := fmt.Sprint(r.Point, r.Repetition)
+		if seen[k] {
+			t.Errorf("slot %s twice", k)
+		}
+		seen[k] = true
+	}
+	if len(seen) != 20 {
+		t.Errorf("%d distinct slots, want 20", len(seen))
+	}
+	// A seed in the spec wins over the one offered.
+	p, _ = NewPlan(mustParse(t, strings.Replace(src, "repetitions = 5", "repetitions = 5\nseed = 42", 1)), 99, fixedTiming)
+	if p.Seed != 42 {
+		t.Errorf("spec seed ignored: %d", p.Seed)
+	}
+}
+
+// The textbook 2^(4-1) design with D = ABC (Montgomery, Design and Analysis
+// of Experiments, table 8.3; Jain, ch. 19): the base 2^3 design in standard
+// order with D the product of the signs of A, B and C.
+func TestFractionalHalfFraction(t *testing.T) {
+	s := mustParse(t, `
+[experiment]
+design = "fractional"
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"deploy.placement" = ["monolith", "split"]
+"load.rate" = [10, 100]
+"app.payload" = ["small", "large"]
+[experiment.generators]
+D = "ABC"
+`)
+	d, err := NewDesign(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"----", "+--+", "-+-+", "++--", "--++", "+-+-", "-++-", "++++"}
+	var got []string
+	for _, p := range d.Points {
+		var b strings.Builder
+		for _, l := range p {
+			b.WriteByte("-+"[l])
+		}
+		got = append(got, b.String())
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("points = %v\nwant     %v", got, want)
+	}
+	if !reflect.DeepEqual(d.Defining, []string{"ABCD"}) || d.Resolution != 4 {
+		t.Errorf("defining = %v resolution %d", d.Defining, d.Resolution)
+	}
+	wantAliases := []string{"I = ABCD", "A = BCD", "B = ACD", "C = ABD", "D = ABC", "AB = CD", "AC = BD", "AD = BC"}
+	if !reflect.DeepEqual(d.Aliases, wantAliases) {
+		t.Errorf("aliases = %q\nwant %q", d.Aliases, wantAliases)
+	}
+}
+
+// A 2^(5-2) design with D = AB and E = AC has I = ABD = ACE = BCDE.
+func TestFractionalQuarterFraction(t *testing.T) {
+	s := mustParse(t, `
+[experiment]
+design = "fractional"
+[experiment.factors]
+a = [1, 2]
+b = [1, 2]
+c = [1, 2]
+d = [1, 2]
+e = [1, 2]
+[experiment.generators]
+D = "AB"
+E = "AC"
+`)
+	d, err := NewDesign(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Points) != 8 || !reflect.DeepEqual(d.Defining, []string{"ABD", "ACE", "BCDE"}) || d.Resolution != 3 {
+		t.Errorf("points %d defining %v resolution %d", len(d.Points), d.Defining, d.Resolution)
+	}
+	if d.Aliases[1] != "A = BD = CE = ABCDE" {
+		t.Errorf("alias of A = %q", d.Aliases[1])
+	}
+	for _, p := range d.Points {
+		sa, sb, sc := 2*p[0]-1, 2*p[1]-1, 2*p[2]-1
+		if 2*p[3]-1 != sa*sb || 2*p[4]-1 != sa*sc {
+			t.Errorf("point %v breaks D = AB or E = AC", p)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	tests := []struct{ name, src, want string }{
+		{"unknown path", "[experiment.factors]\n\"load.rte\" = [1, 2]\n", `x.toml:2: load.rte: unknown key (did you mean "rate"?)`},
+		{"not a spec table", "[experiment.factors]\n\"experiment.seed\" = [1, 2]\n", "x.toml:2: experiment.factors.\"experiment.seed\": a factor must be a key of [app], [deploy] or [load]"},
+		{"three levels in fractional", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1, 2, 3]\nb = [1, 2]\nc = [1, 2]\n[experiment.generators]\nC = \"AB\"\n", "x.toml:4: experiment.factors.a: a fractional design needs two levels per factor, got 3"},
+		{"generated base", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1, 2]\nb = [1, 2]\nc = [1, 2]\nd = [1, 2]\n[experiment.generators]\nC = \"AB\"\nD = \"AC\"\n", "C is itself generated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NewPlan(mustParse(t, tt.src), 1, fixedTiming)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v\nwant %q", err, tt.want)
+			}
+		})
+	}
+}
