@@ -439,6 +439,9 @@ func TestHealth(t *testing.T) {
 
 func TestStopUnblocks(t *testing.T) {
 	for _, f := range fixtures(t) {
+		if f.tr == nil {
+			continue // an inproc call runs on the caller's goroutine; there is no server to stop
+		}
 		t.Run(f.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			entered := make(chan struct{}, 1)

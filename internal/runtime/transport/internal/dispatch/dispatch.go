@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 )
 
 // Method is one registered unary method.
@@ -211,4 +212,17 @@ func implements(impl any, handlerType any) bool {
 		return true
 	}
 	return reflect.TypeOf(impl).Implements(ht.Elem())
+}
+
+// StatusError gives err the gRPC status grpc-go's server would give it: a
+// status error stays as it is, a context error maps to Canceled or
+// DeadlineExceeded, anything else becomes Unknown with err's text.
+func StatusError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	return status.FromContextError(err).Err()
 }
