@@ -1,0 +1,174 @@
+// Package runtime is svclab's component model: the registry of apps and their
+// components, placement resolution against a spec, and the host that runs one
+// group of components in one process.
+//
+// A component is one implementation of one protobuf service. It reaches the
+// services it depends on only through the grpc.ClientConnInterface values the
+// host injects, so the same code runs whether its peers share its process
+// (the inproc transport) or sit behind grpc, http or netrpc.
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+// App is a reference application: a named set of components whose shape
+// follows from the app's config.
+type App struct {
+	// Name is the value of app.name in a spec.
+	Name string
+	// Summary is one line for listings and docs.
+	Summary string
+	// NewConfig returns a pointer to the app's config struct holding the
+	// defaults. The spec's [app] table (minus name) is decoded into it
+	// strictly, and the host receives it as JSON, so the struct needs both
+	// toml and json tags.
+	NewConfig func() Config
+}
+
+// Config is an app's configuration, from which its components follow.
+type Config interface {
+	// Validate checks the values after decoding. Problems with one key are
+	// returned as *KeyError so they can point at the spec line.
+	Validate() error
+	// Components lists the app's components, in call order from the entry.
+	Components() []Component
+	// Entry names the component clients call.
+	Entry() string
+	// Requests returns the requests that drive the app as configured, for
+	// a load generator that is given no request of its own. Each is a call
+	// of the entry component.
+	Requests() []Request
+}
+
+// KeyError is a problem with one key of the [app] table.
+type KeyError struct {
+	Key string // relative to [app], e.g. "hops"
+	Msg string
+}
+
+func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
+
+// KeyErrorf returns a *KeyError for key.
+func KeyErrorf(key, format string, args ...any) error {
+	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Component is one implementation of one service.
+type Component struct {
+	// Name is how placements refer to the component, e.g. "hop2".
+	Name string
+	// Service is the grpc-go generated service descriptor the component
+	// implements.
+	Service *grpc.ServiceDesc
+	// Deps names the components this one calls.
+	Deps []string
+	// New builds the implementation (a value Service.HandlerType accepts),
+	// given a client connection for every name in Deps. Calls through deps
+	// must not be made before New returns: peers may still be starting.
+	New func(ctx context.Context, deps Deps) (any, error)
+}
+
+// Deps maps a dependency's component name to the connection that reaches it.
+type Deps map[string]grpc.ClientConnInterface
+
+// Conn returns the connection to component name; it panics when the
+// component did not declare name in Deps, which is a programming error.
+func (d Deps) Conn(name string) grpc.ClientConnInterface {
+	c, ok := d[name]
+	if !ok {
+		panic("runtime: no connection to undeclared dependency " + name)
+	}
+	return c
+}
+
+// Request is one call of an app's entry component.
+type Request struct {
+	// Name labels the operation in results, e.g. "call" or "movie".
+	Name string
+	// Method is the full method name, "/package.Service/Method". It is also
+	// the path of the HTTP/JSON gateway route (POST).
+	Method string
+	// Message is the request. Treat it as read-only: it is shared.
+	Message proto.Message
+	// NewResponse returns an empty response message for the call.
+	NewResponse func() proto.Message
+	// Check reports whether resp is a correct answer to Message; nil means
+	// any response is accepted.
+	Check func(resp proto.Message) error
+}
+
+// JSON is the request as the HTTP/JSON gateway takes it (protojson).
+func (r Request) JSON() []byte {
+	b, err := protojson.Marshal(r.Message)
+	if err != nil {
+		// protojson fails only on invalid UTF-8 or unset required fields,
+		// which the apps' request builders never produce.
+		panic(fmt.Sprintf("runtime: request %s: protojson: %v", r.Name, err))
+	}
+	return b
+}
+
+// Invoke calls the request's method on cc and checks the answer.
+func (r Request) Invoke(ctx context.Context, cc grpc.ClientConnInterface, opts ...grpc.CallOption) (proto.Message, error) {
+	resp := r.NewResponse()
+	if err := cc.Invoke(ctx, r.Method, r.Message, resp, opts...); err != nil {
+		return nil, err
+	}
+	if r.Check != nil {
+		if err := r.Check(resp); err != nil {
+			return resp, fmt.Errorf("%s: wrong answer: %w", r.Name, err)
+		}
+	}
+	return resp, nil
+}
+
+var (
+	appsMu sync.RWMutex
+	apps   = map[string]*App{}
+)
+
+// Register makes an app available by name; apps call it from init. It
+// panics on a duplicate name, a programming error.
+func Register(a *App) {
+	appsMu.Lock()
+	defer appsMu.Unlock()
+	if _, dup := apps[a.Name]; dup {
+		panic("runtime: Register called twice for app " + a.Name)
+	}
+	apps[a.Name] = a
+}
+
+// Lookup returns the app registered under name.
+func Lookup(name string) (*App, error) {
+	appsMu.RLock()
+	defer appsMu.RUnlock()
+	a, ok := apps[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown app %q (known: %v)", name, appNamesLocked())
+	}
+	return a, nil
+}
+
+// Apps lists the registered app names, sorted.
+func Apps() []string {
+	appsMu.RLock()
+	defer appsMu.RUnlock()
+	return appNamesLocked()
+}
+
+func appNamesLocked() []string {
+	names := make([]string, 0, len(apps))
+	for n := range apps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}

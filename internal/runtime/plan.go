@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Built-in placements, resolved from the app's components when
+// [deploy.placements] does not define them.
+const (
+	PlacementMonolith = "monolith" // every component in one group
+	PlacementSplit    = "split"    // one group per component
+)
+
+// Plan is a spec resolved against its app: which components exist, how they
+// are grouped into processes, and what carries calls between the groups.
+// Resolve builds it and checks everything a deployment needs, so that a
+// deployer can start processes knowing the spec is sound.
+type Plan struct {
+	App    *App
+	Config Config
+	// Transport carries calls across groups and into the entry component.
+	Transport string
+	// Network is the listener network of the transport, "tcp" or "unix";
+	// empty when the transport cannot leave the process (inproc).
+	Network string
+	// Placement is the name of the chosen placement.
+	Placement string
+	Groups    []Group
+	// Entry names the component clients call.
+	Entry string
+	// StartTimeout bounds how long a deployment may take to become ready.
+	StartTimeout time.Duration
+
+	components map[string]Component
+}
+
+// Group is a set of components that share one process.
+type Group struct {
+	// Name is the components joined with "+", e.g. "hop2+hop3".
+	Name       string
+	Components []string
+}
+
+// InProcess reports whether the transport cannot cross processes, so the
+// entry is reachable only through the HTTP/JSON gateway.
+func (p *Plan) InProcess() bool { return p.Network == "" }
+
+// Component returns the named component.
+func (p *Plan) Component(name string) (Component, bool) {
+	c, ok := p.components[name]
+	return c, ok
+}
+
+// GroupOf returns the index of the group that holds component name, or -1.
+func (p *Plan) GroupOf(name string) int {
+	for i, g := range p.Groups {
+		if slices.Contains(g.Components, name) {
+			return i
+		}
+	}
+	return -1
+}
+
+// EntryGroup returns the index of the group holding the entry component.
+func (p *Plan) EntryGroup() int { return p.GroupOf(p.Entry) }
+
+// Exposed lists the components of group i that need a transport listener:
+// the entry, and every component called from another group. Other
+// components are reached only inproc.
+func (p *Plan) Exposed(i int) []string {
+	var out []string
+	for _, name := range p.Groups[i].Components {
+		if name == p.Entry && !p.InProcess() {
+			out = append(out, name)
+			continue
+		}
+		if p.calledFromOutside(i, name) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (p *Plan) calledFromOutside(group int, name string) bool {
+	for j, g := range p.Groups {
+		if j == group {
+			continue
+		}
+		for _, caller := range g.Components {
+			if slices.Contains(p.components[caller].Deps, name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Requests returns the app's default requests for its config.
+func (p *Plan) Requests() []Request { return p.Config.Requests() }
+
+// ConfigJSON is the app config as the host receives it.
+func (p *Plan) ConfigJSON() (json.RawMessage, error) {
+	b, err := json.Marshal(p.Config)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s config: %w", p.App.Name, err)
+	}
+	return b, nil
+}
+
+// Resolve decodes the spec's [app] table into its app's config and resolves
+// [deploy] against the app's components. Every error is a *spec.Error naming
+// the key and line: an unknown app, transport or placement name, a bad app
+// value, a component that is unknown, placed twice or not placed, and the
+// inproc transport with more than one group.
+func Resolve(s *spec.Spec) (*Plan, error) {
+	if s.App.Name == "" {
+		return nil, s.Errorf("app.name", "missing: name the app (known: %s)", strings.Join(Apps(), ", "))
+	}
+	app, err := Lookup(s.App.Name)
+	if err != nil {
+		return nil, s.Errorf("app.name", "%v", err)
+	}
+	cfg := app.NewConfig()
+	if err := s.Decode("app", cfg); err != nil {
+		return nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		var ke *KeyError
+		if errors.As(err, &ke) {
+			return nil, s.Errorf("app."+ke.Key, "%s", ke.Msg)
+		}
+		return nil, s.Errorf("app", "%v", err)
+	}
+	p := &Plan{
+		App:          app,
+		Config:       cfg,
+		Transport:    s.Deploy.Transport,
+		Placement:    s.Deploy.Placement,
+		Entry:        cfg.Entry(),
+		StartTimeout: s.Deploy.StartTimeout.D(),
+		components:   map[string]Component{},
+	}
+	if err := p.indexComponents(); err != nil {
+		return nil, err
+	}
+
+	tr, err := transport.Lookup(p.Transport)
+	if err != nil {
+		return nil, s.Errorf("deploy.transport", "%v", err)
+	}
+	if nets := tr.Networks(); len(nets) > 0 {
+		p.Network = nets[0]
+		if s.Deploy.Network != "" {
+			if !slices.Contains(nets, s.Deploy.Network) {
+				return nil, s.Errorf("deploy.network", "transport %q cannot listen on %q (it can on: %s)", p.Transport, s.Deploy.Network, strings.Join(nets, ", "))
+			}
+			p.Network = s.Deploy.Network
+		}
+	}
+
+	groups, key, err := p.placementGroups(s)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.checkGroups(groups); err != nil {
+		return nil, s.Errorf(key, "%v", err)
+	}
+	for _, g := range groups {
+		p.Groups = append(p.Groups, Group{Name: strings.Join(g, "+"), Components: slices.Clone(g)})
+	}
+	if p.InProcess() && len(p.Groups) > 1 {
+		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
+			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(networkTransports(), ", "))
+	}
+	return p, nil
+}
+
+// indexComponents checks the app's own component list, whose mistakes are
+// bugs in the app rather than in the spec.
+func (p *Plan) indexComponents() error {
+	comps := p.Config.Components()
+	for _, c := range comps {
+		if c.Name == "" || c.Service == nil || c.New == nil {
+			return fmt.Errorf("app %s: component %q lacks a name, service or constructor", p.App.Name, c.Name)
+		}
+		if _, dup := p.components[c.Name]; dup {
+			return fmt.Errorf("app %s: two components named %q", p.App.Name, c.Name)
+		}
+		p.components[c.Name] = c
+	}
+	for _, c := range comps {
+		for _, d := range c.Deps {
+			if _, ok := p.components[d]; !ok {
+				return fmt.Errorf("app %s: component %s depends on unknown component %q", p.App.Name, c.Name, d)
+			}
+		}
+	}
+	if _, ok := p.components[p.Entry]; !ok {
+		return fmt.Errorf("app %s: entry component %q does not exist", p.App.Name, p.Entry)
+	}
+	return nil
+}
+
+// componentNames lists the components in the app's order.
+func (p *Plan) componentNames() []string {
+	var names []string
+	for _, c := range p.Config.Components() {
+		names = append(names, c.Name)
+	}
+	return names
+}
+
+// placementGroups returns the chosen placement's groups and the spec key
+// that errors about them should name.
+func (p *Plan) placementGroups(s *spec.Spec) ([][]string, string, error) {
+	if g, ok := s.Deploy.Placements[p.Placement]; ok {
+		return g, "deploy.placements." + p.Placement, nil
+	}
+	names := p.componentNames()
+	switch p.Placement {
+	case PlacementMonolith:
+		return [][]string{names}, "deploy.placement", nil
+	case PlacementSplit:
+		var g [][]string
+		for _, n := range names {
+			g = append(g, []string{n})
+		}
+		return g, "deploy.placement", nil
+	}
+	known := []string{PlacementMonolith, PlacementSplit}
+	for k := range s.Deploy.Placements {
+		if !slices.Contains(known, k) {
+			known = append(known, k)
+		}
+	}
+	sort.Strings(known[2:])
+	return nil, "", s.Errorf("deploy.placement", "unknown placement %q (known: %s)", p.Placement, strings.Join(known, ", "))
+}
+
+// checkGroups checks that groups place every component exactly once.
+func (p *Plan) checkGroups(groups [][]string) error {
+	if len(groups) == 0 {
+		return fmt.Errorf("placement %q has no groups", p.Placement)
+	}
+	names := p.componentNames()
+	where := map[string]int{}
+	for i, g := range groups {
+		if len(g) == 0 {
+			return fmt.Errorf("group %d of placement %q is empty", i+1, p.Placement)
+		}
+		for _, c := range g {
+			if _, ok := p.components[c]; !ok {
+				return fmt.Errorf("unknown component %q (app %s has: %s)", c, p.App.Name, strings.Join(names, ", "))
+			}
+			if j, dup := where[c]; dup {
+				if j == i {
+					return fmt.Errorf("component %q is listed twice in group %d", c, i+1)
+				}
+				return fmt.Errorf("component %q is placed twice, in groups %d and %d", c, j+1, i+1)
+			}
+			where[c] = i
+		}
+	}
+	var missing []string
+	for _, n := range names {
+		if _, ok := where[n]; !ok {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("component(s) %s not placed: every component of app %s must be in exactly one group", strings.Join(missing, ", "), p.App.Name)
+	}
+	return nil
+}
+
+// networkTransports lists the registered transports that cross processes.
+func networkTransports() []string {
+	var out []string
+	for _, n := range transport.Names() {
+		if t, err := transport.Lookup(n); err == nil && len(t.Networks()) > 0 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
