@@ -1,0 +1,146 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/prometheus/procfs"
+)
+
+// Process is one process whose resources a run samples.
+type Process struct {
+	Name string `json:"name"`
+	// Components hosted by the process; empty for the load generator.
+	Components []string `json:"components,omitempty"`
+	PID        int      `json:"pid"`
+}
+
+// ResourceRow is one row of resources.parquet.
+type ResourceRow struct {
+	TS       float64 `parquet:"t_s"`
+	Process  string  `parquet:"process"`
+	PID      int64   `parquet:"pid"`
+	CPUS     float64 `parquet:"cpu_s"`
+	RSSBytes int64   `parquet:"rss_bytes"`
+}
+
+// ResourceSampler reads the CPU time and RSS of a set of processes from
+// /proc once per interval.
+type ResourceSampler struct {
+	fs       procfs.FS
+	procs    []Process
+	interval time.Duration
+
+	mu    sync.Mutex
+	rows  []ResourceRow
+	zero  time.Time // the t_s origin: the start of the measurement
+	start time.Time
+}
+
+// NewResourceSampler samples procs every interval once Start is called.
+func NewResourceSampler(procs []Process, interval time.Duration) (*ResourceSampler, error) {
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("open /proc: %w", err)
+	}
+	return &ResourceSampler{fs: fs, procs: procs, interval: interval}, nil
+}
+
+// Start samples until ctx is done. zero is the time t_s counts from.
+func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
+	rs.mu.Lock()
+	rs.zero = zero
+	rs.mu.Unlock()
+	go func() {
+		t := time.NewTicker(rs.interval)
+		defer t.Stop()
+		rs.sample(time.Now())
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				rs.sample(now)
+			}
+		}
+	}()
+}
+
+// SetZero moves the origin of t_s, for when the measurement starts after
+// sampling began (warm-up gets negative times).
+func (rs *ResourceSampler) SetZero(zero time.Time) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	shift := rs.zero.Sub(zero).Seconds()
+	for i := range rs.rows {
+		rs.rows[i].TS += shift
+	}
+	rs.zero = zero
+}
+
+// Sample takes one sample now; Start calls it on every tick.
+func (rs *ResourceSampler) sample(now time.Time) {
+	var rows []ResourceRow
+	for _, p := range rs.procs {
+		proc, err := rs.fs.Proc(p.PID)
+		if err != nil {
+			continue // exited: the run records why elsewhere
+		}
+		st, err := proc.Stat()
+		if err != nil {
+			continue
+		}
+		rows = append(rows, ResourceRow{
+			Process:  p.Name,
+			PID:      int64(p.PID),
+			CPUS:     st.CPUTime(),
+			RSSBytes: int64(st.ResidentMemory()),
+		})
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	for i := range rows {
+		rows[i].TS = now.Sub(rs.zero).Seconds()
+	}
+	rs.rows = append(rs.rows, rows...)
+}
+
+// Rows returns the samples so far.
+func (rs *ResourceSampler) Rows() []ResourceRow {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return append([]ResourceRow(nil), rs.rows...)
+}
+
+// WriteParquet writes the samples as resources.parquet.
+func (rs *ResourceSampler) WriteParquet(path string) error {
+	rows := rs.Rows()
+	if err := parquet.WriteFile(path, rows); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// CPUSeconds is the CPU time each process used between the first sample at
+// or after from and the last sample, keyed by process name.
+func CPUSeconds(rows []ResourceRow, from float64) map[string]float64 {
+	first := map[string]float64{}
+	last := map[string]float64{}
+	for _, r := range rows {
+		if r.TS < from {
+			continue
+		}
+		if _, ok := first[r.Process]; !ok {
+			first[r.Process] = r.CPUS
+		}
+		last[r.Process] = r.CPUS
+	}
+	out := map[string]float64{}
+	for k, v := range last {
+		out[k] = v - first[k]
+	}
+	return out
+}

@@ -1,0 +1,289 @@
+package experiment
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Store is one experiment's results directory (see docs/RESULTS.md).
+type Store struct {
+	Dir string
+}
+
+// RunDir is where a committed run lives.
+func (st *Store) RunDir(id string) string { return filepath.Join(st.Dir, "runs", id) }
+
+const tmpPrefix = ".tmp-"
+
+// ExperimentFile is experiment.json.
+type ExperimentFile struct {
+	Name          string         `json:"name"`
+	SvclabVersion string         `json:"svclab_version"`
+	SvclabCommit  string         `json:"svclab_commit"`
+	Created       string         `json:"created"`
+	SpecPath      string         `json:"spec_path"`
+	SpecText      string         `json:"spec_text"`
+	SpecSHA256    string         `json:"spec_sha256"`
+	Seed          int64          `json:"seed"`
+	Design        DesignInfo     `json:"design"`
+	Factors       []FactorInfo   `json:"factors"`
+	Response      map[string]any `json:"response"`
+	Runs          []PlannedRun   `json:"runs"`
+	Host          HostInfo       `json:"host"`
+}
+
+// DesignInfo is experiment.json's "design".
+type DesignInfo struct {
+	Kind        string            `json:"kind"`
+	Generators  map[string]string `json:"generators,omitempty"`
+	Aliases     []string          `json:"aliases,omitempty"`
+	Resolution  int               `json:"resolution,omitempty"`
+	Order       string            `json:"order"`
+	Repetitions int               `json:"repetitions"`
+	WarmupS     float64           `json:"warmup_s"`
+	DurationS   float64           `json:"duration_s"`
+	CooldownS   float64           `json:"cooldown_s"`
+}
+
+// FactorInfo is one entry of experiment.json's "factors".
+type FactorInfo struct {
+	Name   string `json:"name"`
+	Letter string `json:"letter"`
+	Levels []any  `json:"levels"`
+}
+
+// PlannedRun is one entry of experiment.json's "runs".
+type PlannedRun struct {
+	ID         string         `json:"id"`
+	Index      int            `json:"index"`
+	Repetition int            `json:"repetition"`
+	Levels     map[string]any `json:"levels"`
+	Spec       map[string]any `json:"spec"`
+}
+
+// Describe builds experiment.json for a plan.
+func Describe(p *Plan, version, commit string, now time.Time) ExperimentFile {
+	e := p.Spec.Experiment
+	ef := ExperimentFile{
+		Name:          e.Name,
+		SvclabVersion: version,
+		SvclabCommit:  commit,
+		Created:       now.UTC().Format(time.RFC3339),
+		SpecPath:      p.Spec.Path,
+		SpecText:      string(p.Spec.Source),
+		SpecSHA256:    SpecHash(p.Spec.Source),
+		Seed:          p.Seed,
+		Design: DesignInfo{
+			Kind: p.Design.Kind, Aliases: p.Design.Aliases, Resolution: p.Design.Resolution,
+			Order: e.Order, Repetitions: e.Repetitions,
+			WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(), CooldownS: p.Cooldown.Seconds(),
+		},
+		Response: map[string]any{"metric": e.Response, "operation": "total"},
+		Host:     ReadHostInfo(),
+		Factors:  []FactorInfo{},
+	}
+	if len(e.Generators) > 0 {
+		ef.Design.Generators = map[string]string{}
+		for _, g := range e.Generators {
+			ef.Design.Generators[g.Letter] = g.Word
+		}
+	}
+	for _, f := range p.Design.Factors {
+		ef.Factors = append(ef.Factors, FactorInfo{Name: f.Name, Letter: f.Letter, Levels: f.Levels})
+	}
+	for _, r := range p.Runs {
+		ef.Runs = append(ef.Runs, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: r.Spec.Tree()})
+	}
+	return ef
+}
+
+// SpecHash is the hex SHA-256 of a spec's bytes, which --resume compares.
+func SpecHash(src []byte) string {
+	h := sha256.Sum256(src)
+	return hex.EncodeToString(h[:])
+}
+
+// CreateStore makes a new results directory under root, named for the
+// experiment and the time, and writes experiment.json into it.
+func CreateStore(root string, ef ExperimentFile, now time.Time) (*Store, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, fmt.Errorf("create results root: %w", err)
+	}
+	base := ef.Name + "-" + now.Format("20060102-150405")
+	dir := filepath.Join(root, base)
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) || i > 100 {
+			return nil, fmt.Errorf("create results directory: %w", err)
+		}
+		dir = filepath.Join(root, fmt.Sprintf("%s-%d", base, i))
+	}
+	if err := os.Mkdir(filepath.Join(dir, "runs"), 0o755); err != nil {
+		return nil, fmt.Errorf("create runs directory: %w", err)
+	}
+	st := &Store{Dir: dir}
+	if err := writeJSONAtomic(filepath.Join(dir, "experiment.json"), ef); err != nil {
+		return nil, err
+	}
+	return st, syncDir(root)
+}
+
+// OpenStore opens an existing results directory for --resume. It reads
+// experiment.json and removes the directories of runs that were in flight.
+func OpenStore(dir string) (*Store, *ExperimentFile, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "experiment.json"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s is not a results directory (no experiment.json): %w", dir, err)
+	}
+	var ef ExperimentFile
+	if err := json.Unmarshal(b, &ef); err != nil {
+		return nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "experiment.json"), err)
+	}
+	st := &Store{Dir: dir}
+	entries, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("read runs: %w", err)
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), tmpPrefix) {
+			if err := os.RemoveAll(filepath.Join(dir, "runs", e.Name())); err != nil {
+				return nil, nil, fmt.Errorf("remove unfinished run %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return st, &ef, nil
+}
+
+// Committed lists the IDs of runs committed so far, sorted.
+func (st *Store) Committed() (map[string]bool, error) {
+	entries, err := os.ReadDir(filepath.Join(st.Dir, "runs"))
+	if err != nil {
+		return nil, fmt.Errorf("read runs: %w", err)
+	}
+	out := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() && !strings.HasPrefix(e.Name(), tmpPrefix) {
+			out[e.Name()] = true
+		}
+	}
+	return out, nil
+}
+
+// RunWriter collects one run's files in a temporary directory until Commit.
+type RunWriter struct {
+	st  *Store
+	id  string
+	Dir string // the temporary directory: write the run's files here
+}
+
+// BeginRun starts writing a run. A leftover temporary directory of the
+// same run is discarded first.
+func (st *Store) BeginRun(id string) (*RunWriter, error) {
+	tmp := filepath.Join(st.Dir, "runs", tmpPrefix+id)
+	if err := os.RemoveAll(tmp); err != nil {
+		return nil, fmt.Errorf("clear %s: %w", tmp, err)
+	}
+	if err := os.Mkdir(tmp, 0o755); err != nil {
+		return nil, fmt.Errorf("create run directory: %w", err)
+	}
+	return &RunWriter{st: st, id: id, Dir: tmp}, nil
+}
+
+// WriteJSON writes one JSON file into the run.
+func (w *RunWriter) WriteJSON(name string, v any) error {
+	return writeJSON(filepath.Join(w.Dir, name), v)
+}
+
+// Commit fsyncs every file of the run and renames its directory into place,
+// so a run directory is either complete or absent.
+func (w *RunWriter) Commit() error {
+	entries, err := os.ReadDir(w.Dir)
+	if err != nil {
+		return fmt.Errorf("commit run %s: %w", w.id, err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, e := range entries {
+		if err := syncFile(filepath.Join(w.Dir, e.Name())); err != nil {
+			return fmt.Errorf("commit run %s: %w", w.id, err)
+		}
+	}
+	if err := syncDir(w.Dir); err != nil {
+		return fmt.Errorf("commit run %s: %w", w.id, err)
+	}
+	final := w.st.RunDir(w.id)
+	if err := os.RemoveAll(final); err != nil {
+		return fmt.Errorf("commit run %s: %w", w.id, err)
+	}
+	if err := os.Rename(w.Dir, final); err != nil {
+		return fmt.Errorf("commit run %s: %w", w.id, err)
+	}
+	return syncDir(filepath.Join(w.st.Dir, "runs"))
+}
+
+// Abort discards the run's temporary directory.
+func (w *RunWriter) Abort() { os.RemoveAll(w.Dir) }
+
+func writeJSON(path string, v any) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeJSONAtomic replaces path in one step, for files outside a run.
+func writeJSONAtomic(path string, v any) error {
+	tmp := path + ".tmp"
+	if err := writeJSON(tmp, v); err != nil {
+		return err
+	}
+	if err := syncFile(tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+func syncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}
+
+func syncDir(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,154 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+)
+
+func TestStoreCommitIsAtomic(t *testing.T) {
+	root := t.TempDir()
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	st, err := CreateStore(root, ExperimentFile{Name: "demo", Seed: 7}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(st.Dir) != "demo-20261122-100000" {
+		t.Errorf("dir = %s", st.Dir)
+	}
+	// A second experiment in the same second gets its own directory.
+	st2, err := CreateStore(root, ExperimentFile{Name: "demo"}, now)
+	if err != nil || st2.Dir == st.Dir {
+		t.Fatalf("second store %v, %v", st2, err)
+	}
+
+	w, err := st.BeginRun("r001-abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteJSON("run.json", map[string]string{"status": "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Committed()
+	if len(got) != 0 {
+		t.Errorf("run visible before commit: %v", got)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = st.Committed()
+	if !got["r001-abc"] || len(got) != 1 {
+		t.Errorf("committed = %v", got)
+	}
+	if _, err := os.Stat(filepath.Join(st.RunDir("r001-abc"), "run.json")); err != nil {
+		t.Error(err)
+	}
+
+	// A run in flight when the process died leaves only a .tmp- directory,
+	// which reopening removes.
+	w2, _ := st.BeginRun("r002-def")
+	_ = w2.WriteJSON("run.json", map[string]string{"status": "ok"})
+	st3, ef, err := OpenStore(st.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ef.Name != "demo" || ef.Seed != 7 {
+		t.Errorf("experiment.json = %+v", ef)
+	}
+	if _, err := os.Stat(w2.Dir); !os.IsNotExist(err) {
+		t.Errorf("unfinished run directory survived reopening: %v", err)
+	}
+	got, _ = st3.Committed()
+	if len(got) != 1 {
+		t.Errorf("committed after reopen = %v", got)
+	}
+
+	if _, _, err := OpenStore(t.TempDir()); err == nil {
+		t.Error("OpenStore on an empty directory succeeded")
+	}
+}
+
+func TestExperimentJSONRoundTrip(t *testing.T) {
+	s := mustParse(t, `
+[app]
+name = "chain"
+[experiment]
+repetitions = 2
+seed = 3
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+`)
+	p, err := NewPlan(s, 0, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef := Describe(p, "v1", "abc", time.Unix(0, 0))
+	b, err := json.Marshal(ef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	runs := back["runs"].([]any)
+	if len(runs) != 4 || back["seed"].(float64) != 3 || back["spec_sha256"] != SpecHash(s.Source) {
+		t.Errorf("experiment.json = %s", b)
+	}
+	first := runs[0].(map[string]any)
+	spec := first["spec"].(map[string]any)
+	level := first["levels"].(map[string]any)["deploy.transport"]
+	if spec["deploy"].(map[string]any)["transport"] != level {
+		t.Errorf("effective spec %v does not carry level %v", spec, level)
+	}
+	host := back["host"].(map[string]any)
+	if host["cores"].(float64) < 1 || host["go_version"] == "" || host["kernel"] == "" {
+		t.Errorf("host = %v", host)
+	}
+}
+
+func TestResourceSampler(t *testing.T) {
+	rs, err := NewResourceSampler([]Process{{Name: "self", PID: os.Getpid()}, {Name: "gone", PID: 1 << 30}}, 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	start := time.Now()
+	rs.Start(ctx, start)
+	// Burn CPU for 400 ms so the samples must show it.
+	x := 0
+	for time.Since(start) < 400*time.Millisecond {
+		x++
+	}
+	time.Sleep(60 * time.Millisecond)
+	cancel()
+	rows := rs.Rows()
+	if len(rows) < 4 {
+		t.Fatalf("%d samples in 460 ms at 50 ms", len(rows))
+	}
+	for _, r := range rows {
+		if r.Process != "self" || r.RSSBytes <= 0 {
+			t.Errorf("row %+v", r)
+		}
+	}
+	if used := CPUSeconds(rows, 0)["self"]; used < 0.2 {
+		t.Errorf("CPU used = %.3f s over a 400 ms busy loop (x=%d)", used, x)
+	}
+	rs.SetZero(start.Add(time.Second))
+	if got := rs.Rows()[0].TS; got > -0.9 {
+		t.Errorf("t_s after moving zero 1 s later = %.3f", got)
+	}
+	path := filepath.Join(t.TempDir(), "resources.parquet")
+	if err := rs.WriteParquet(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := parquet.ReadFile[ResourceRow](path)
+	if err != nil || len(back) != len(rs.Rows()) {
+		t.Errorf("read back %d rows, %v", len(back), err)
+	}
+}
