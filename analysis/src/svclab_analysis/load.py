@@ -1,0 +1,413 @@
+"""Read an svclab result directory (docs/RESULTS.md) into run-level DataFrames.
+
+The run is the unit of replication: every function here reduces a run to one
+row of numbers. Per-request samples and HDR logs are read only to describe
+distributions (CDFs), never to feed a test.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .errors import AnalysisError
+from .metrics import CORE_METRICS, canonical
+
+RUN_COLUMNS = [
+    "run_id",
+    "index",
+    "repetition",
+    "status",
+    "reason",
+    "bottleneck",
+    "warnings",
+    "late_sends",
+    "dropped",
+    "duration_s",
+    "dir",
+]
+
+
+@dataclass
+class Factor:
+    name: str
+    letter: str
+    levels: list[str]
+
+    @property
+    def short(self) -> str:
+        """`deploy.transport` -> `transport`: column headers stay readable."""
+        return self.name.rsplit(".", 1)[-1]
+
+
+@dataclass
+class Experiment:
+    """Everything the report needs, as plain DataFrames plus the metadata."""
+
+    path: Path
+    meta: dict[str, Any]
+    factors: list[Factor]
+    runs: pd.DataFrame
+    metrics: pd.DataFrame
+    response_metric: str = "p99_ms"
+    response_operation: str = "total"
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def factor_names(self) -> list[str]:
+        return [f.name for f in self.factors]
+
+    def ok_runs(self) -> pd.DataFrame:
+        return self.runs[self.runs["status"] == "ok"]
+
+
+def level_str(value: Any) -> str:
+    """One spelling for a level, whether it came from TOML, JSON or a CSV."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str | int | float):
+        return str(value)
+    return json.dumps(value, sort_keys=True)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        with path.open(encoding="utf-8") as fh:
+            data = json.load(fh)
+    except json.JSONDecodeError as exc:
+        raise AnalysisError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except OSError as exc:
+        raise AnalysisError(f"{path}: cannot read ({exc.strerror})") from None
+    if not isinstance(data, dict):
+        raise AnalysisError(f"{path}: expected a JSON object")
+    return data
+
+
+def _num(value: Any) -> float:
+    """JSON null (Go cannot write NaN) and missing keys become NaN."""
+    if value is None or isinstance(value, bool):
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def operation_metrics(op: dict[str, Any]) -> dict[str, float]:
+    """Run-level numbers for one operation of summary.json."""
+    lat = op.get("latency") or {}
+    count = _num(op.get("count"))
+    errors = _num(op.get("errors"))
+    rps = _num(op.get("rps"))
+    err_frac = errors / count if count and count > 0 else math.nan
+    out = {
+        "count": count,
+        "errors": errors,
+        "completed_rps": rps,
+        # Throughput counts only served requests: errors that return fast must
+        # not look like capacity (the S1 lesson).
+        "throughput_rps": rps * (1.0 - err_frac) if not math.isnan(err_frac) else rps,
+        "error_rate_pct": 100.0 * err_frac,
+    }
+    for key in ("mean_ms", "stdev_ms", "min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
+                "p999_ms", "max_ms"):
+        out[key] = _num(lat.get(key))
+    st = op.get("service_time") or {}
+    for key in ("mean_ms", "p50_ms", "p99_ms"):
+        out["service_" + key] = _num(st.get(key))
+    return out
+
+
+def cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
+    """CPU seconds the system under test used in the measurement window.
+
+    `cpu_s` is cumulative per process, so the window's use is the last sample
+    in [0, duration] minus the last sample at or before 0. Keyed by pid too: a
+    restarted or replicated process is a separate counter. The load generator
+    is excluded because it is not the system under test.
+    """
+    need = {"t_s", "process", "cpu_s"}
+    if resources.empty or not need <= set(resources.columns):
+        return math.nan
+    df = resources[resources["process"].astype(str) != "loadgen"]
+    if df.empty:
+        return math.nan
+    keys = ["process", "pid"] if "pid" in df.columns else ["process"]
+    end = duration_s if duration_s and not math.isnan(duration_s) else math.inf
+    total = 0.0
+    for _, g in df.groupby(keys, sort=False):
+        g = g.sort_values("t_s")
+        inside = g[(g["t_s"] >= 0) & (g["t_s"] <= end + 0.5)]
+        if inside.empty:
+            continue
+        before = g[g["t_s"] <= 0]
+        start = before["cpu_s"].iloc[-1] if not before.empty else inside["cpu_s"].iloc[0]
+        total += float(inside["cpu_s"].iloc[-1] - start)
+    return total
+
+
+def _read_parquet(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises many types for a torn file
+        raise AnalysisError(f"{path}: cannot read Parquet ({exc})") from None
+
+
+def _factors_from_meta(meta: dict[str, Any], run_levels: list[dict[str, str]]) -> list[Factor]:
+    factors: list[Factor] = []
+    raw = meta.get("factors")
+    if isinstance(raw, list) and raw:
+        for i, f in enumerate(raw):
+            if not isinstance(f, dict) or "name" not in f:
+                raise AnalysisError("experiment.json: each factor needs a \"name\"")
+            levels = [level_str(v) for v in f.get("levels") or []]
+            letter = str(f.get("letter") or chr(ord("A") + i))
+            factors.append(Factor(str(f["name"]), letter, levels))
+    else:
+        # Hand-written stores may lack experiment.json's factors: take them
+        # from the runs, in first-seen order.
+        names: list[str] = []
+        for lv in run_levels:
+            names += [n for n in lv if n not in names]
+        for i, n in enumerate(names):
+            seen: list[str] = []
+            for lv in run_levels:
+                if n in lv and lv[n] not in seen:
+                    seen.append(lv[n])
+            factors.append(Factor(n, chr(ord("A") + i), seen))
+    # Levels that occur in runs but not in the plan still count.
+    for f in factors:
+        for lv in run_levels:
+            v = lv.get(f.name)
+            if v is not None and v not in f.levels:
+                f.levels.append(v)
+    return factors
+
+
+def load_experiment(
+    path: str | Path,
+    metric: str | None = None,
+    operation: str | None = None,
+) -> Experiment:
+    """Load a result directory. Raises AnalysisError for anything a user can fix."""
+    root = Path(path)
+    if not root.exists():
+        raise AnalysisError(f"{root}: no such results directory")
+    if not root.is_dir():
+        raise AnalysisError(f"{root}: not a directory")
+    notes: list[str] = []
+    meta_path = root / "experiment.json"
+    if meta_path.exists():
+        meta = _read_json(meta_path)
+    else:
+        meta = {}
+        notes.append("experiment.json is missing: factors are taken from the runs' run.json")
+    runs_dir = root / "runs"
+    run_dirs = (
+        sorted(d for d in runs_dir.iterdir() if d.is_dir() and not d.name.startswith("."))
+        if runs_dir.is_dir()
+        else []
+    )
+    if not run_dirs:
+        raise AnalysisError(f"{root}: no runs (expected committed run directories under runs/)")
+
+    run_rows: list[dict[str, Any]] = []
+    metric_rows: list[dict[str, Any]] = []
+    run_levels: list[dict[str, str]] = []
+    for d in run_dirs:
+        rj = d / "run.json"
+        if not rj.exists():
+            notes.append(f"{d.name}: no run.json, skipped")
+            continue
+        run = _read_json(rj)
+        levels = {str(k): level_str(v) for k, v in (run.get("levels") or {}).items()}
+        run_levels.append(levels)
+        gen = run.get("generator") or {}
+        warnings = [str(w) for w in run.get("warnings") or []]
+        bottleneck = bool(gen.get("bottleneck")) or any(
+            w.startswith("generator_bottleneck") for w in warnings
+        )
+        row: dict[str, Any] = {
+            "run_id": str(run.get("id") or d.name),
+            "index": int(run.get("index") or 0),
+            "repetition": int(run.get("repetition") or 0),
+            "status": str(run.get("status") or "failed"),
+            "reason": str(run.get("reason") or ""),
+            "bottleneck": bottleneck,
+            "warnings": warnings,
+            "late_sends": _num(gen.get("late_sends")),
+            "dropped": _num(gen.get("dropped")),
+            "duration_s": _num(run.get("duration_s")),
+            "dir": str(d),
+            "levels": levels,
+        }
+        summary_path = d / "summary.json"
+        if row["status"] == "ok" and not summary_path.exists():
+            row["status"] = "failed"
+            row["reason"] = "summary.json missing"
+        if row["status"] == "ok":
+            summary = _read_json(summary_path)
+            ops = summary.get("operations")
+            if not isinstance(ops, list) or not ops:
+                raise AnalysisError(f"{summary_path}: no \"operations\" array")
+            duration = _num(summary.get("duration_s"))
+            if math.isnan(duration):
+                duration = row["duration_s"]
+            row["duration_s"] = duration
+            res_path = d / "resources.parquet"
+            cpu = (
+                cpu_seconds(_read_parquet(res_path), duration) if res_path.exists() else math.nan
+            )
+            total_count = math.nan
+            for op in ops:
+                if isinstance(op, dict) and op.get("kind") == "total":
+                    total_count = _num(op.get("count"))
+            for op in ops:
+                if not isinstance(op, dict) or "name" not in op:
+                    raise AnalysisError(f"{summary_path}: an operation has no \"name\"")
+                m = operation_metrics(op)
+                m["cpu_s"] = cpu
+                m["cpu_s_per_1k"] = (
+                    1000.0 * cpu / total_count if total_count and total_count > 0 else math.nan
+                )
+                metric_rows.append(
+                    {"run_id": row["run_id"], "operation": str(op["name"]),
+                     "kind": str(op.get("kind") or "request"), **m}
+                )
+        run_rows.append(row)
+
+    if not run_rows:
+        raise AnalysisError(f"{root}: no run has a run.json")
+    factors = _factors_from_meta(meta, run_levels)
+    runs = pd.DataFrame(run_rows)
+    for f in factors:
+        runs[f.name] = pd.Categorical(
+            [lv.get(f.name) for lv in runs["levels"]], categories=f.levels, ordered=True
+        )
+    runs = runs.drop(columns=["levels"]).sort_values(["index", "run_id"]).reset_index(drop=True)
+
+    planned = meta.get("runs")
+    if isinstance(planned, list) and len(planned) > len(runs):
+        notes.append(
+            f"{len(planned) - len(runs)} of {len(planned)} planned runs have no results "
+            "(interrupted? `svclab run --resume` continues the plan)"
+        )
+
+    metrics = pd.DataFrame(metric_rows)
+    if metrics.empty:
+        reasons = sorted({r for r in runs["reason"] if r})
+        why = f" ({'; '.join(reasons[:3])})" if reasons else ""
+        raise AnalysisError(f"{root}: no run finished ok, nothing to analyse{why}")
+    metrics = metrics.merge(
+        runs[["run_id", "index", "repetition", *[f.name for f in factors]]], on="run_id"
+    )
+
+    response = meta.get("response") or {}
+    m = canonical(metric or str(response.get("metric") or "p99_ms"))
+    op_name = operation or str(response.get("operation") or "total")
+    if m not in metrics.columns:
+        known = ", ".join(c for c in CORE_METRICS)
+        raise AnalysisError(f"unknown metric {m!r}; known metrics: {known}")
+    if op_name not in set(metrics["operation"]):
+        ops = ", ".join(sorted(set(metrics["operation"])))
+        raise AnalysisError(f"no operation {op_name!r} in the runs; operations: {ops}")
+    return Experiment(root, meta, factors, runs, metrics, m, op_name, notes)
+
+
+def response_table(exp: Experiment, operation: str | None = None) -> pd.DataFrame:
+    """One row per ok run for one operation: factor columns plus every metric."""
+    op = operation or exp.response_operation
+    df = exp.metrics[exp.metrics["operation"] == op].copy()
+    return df.sort_values("index").reset_index(drop=True)
+
+
+def load_timeseries(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """timeseries.parquet of the ok runs, with run_id and factor columns added."""
+    ok = exp.ok_runs()
+    if run_ids is not None:
+        ok = ok[ok["run_id"].isin(list(run_ids))]
+    frames = []
+    for _, r in ok.iterrows():
+        p = Path(r["dir"]) / "timeseries.parquet"
+        if p.exists():
+            ts = _read_parquet(p)
+            ts["run_id"] = r["run_id"]
+            frames.append(ts)
+    if not frames:
+        return pd.DataFrame()
+    ts = pd.concat(frames, ignore_index=True)
+    return ts.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+
+
+def load_samples(
+    exp: Experiment, operation: str, max_per_run: int = 20000, seed: int = 1
+) -> pd.DataFrame:
+    """Per-request latencies (ms) of the ok runs, thinned per run for plotting."""
+    ok = exp.ok_runs()
+    rng = np.random.default_rng(seed)
+    frames = []
+    for _, r in ok.iterrows():
+        p = Path(r["dir"]) / "samples.parquet"
+        if not p.exists():
+            continue
+        s = _read_parquet(p)
+        if "latency_us" not in s.columns:
+            continue
+        if "operation" in s.columns and operation != "total":
+            s = s[s["operation"] == operation]
+        if len(s) > max_per_run:
+            s = s.iloc[np.sort(rng.choice(len(s), max_per_run, replace=False))]
+        frames.append(
+            pd.DataFrame({"run_id": r["run_id"], "latency_ms": s["latency_us"].to_numpy() / 1e3})
+        )
+    if not frames:
+        return pd.DataFrame(columns=["run_id", "latency_ms"])
+    out = pd.concat(frames, ignore_index=True)
+    return out.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+
+
+def hdr_quantiles(path: Path, tag: str, quantiles: np.ndarray) -> np.ndarray | None:
+    """Latency quantiles (ms) over a whole HdrHistogram interval log for one tag.
+
+    Returns None when the log is absent or unreadable: HDR logs only feed the
+    CDF plot, so a missing one must not stop a report.
+    """
+    if not path.exists():
+        return None
+    try:
+        from hdrh.histogram import HdrHistogram
+    except ImportError:
+        return None
+    total: HdrHistogram | None = None
+    try:
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:
+                line = line.strip()
+                if not line or line.startswith("#") or line.startswith('"'):
+                    continue
+                line_tag = None
+                if line.startswith("Tag="):
+                    line_tag, line = line[4:].split(",", 1)
+                want = tag if tag != "total" else "total"
+                if (line_tag or "total") != want:
+                    continue
+                payload = line.rsplit(",", 1)[-1]
+                h = HdrHistogram.decode(payload)
+                if total is None:
+                    total = h
+                else:
+                    total.add(h)
+    except Exception:
+        return None
+    if total is None or total.get_total_count() == 0:
+        return None
+    return np.array([total.get_value_at_percentile(100.0 * q) for q in quantiles]) / 1e3

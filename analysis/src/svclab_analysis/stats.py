@@ -1,0 +1,273 @@
+"""Run-level statistics: descriptive CIs, sample size, pairwise and rank tests.
+
+Every function takes run-level rows (one row per run) and returns a
+DataFrame. None of them should ever be given per-request samples: requests
+within a run are correlated, so treating them as independent makes every
+p-value tiny and every normality test reject (the weakness of S3).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import scikit_posthocs as sp
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from .design import numeric_response, ordered_levels
+from .errors import AnalysisError
+
+
+def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Student-t interval for the mean; NaN with fewer than two values."""
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2:
+        return math.nan, math.nan
+    if np.ptp(x) == 0:
+        return float(x[0]), float(x[0])
+    ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=confidence)
+    return float(ci.low), float(ci.high)
+
+
+def median_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free order-statistic interval for the median.
+
+    It exists only when the sample is large enough for the extreme order
+    statistics to reach the confidence (n >= 6 at 95%); otherwise NaN.
+    """
+    x = np.asarray(x, dtype=float)
+    if len(x) < 2:
+        return math.nan, math.nan
+    res = stats.quantile_test(x, q=float(np.median(x)), p=0.5)
+    ci = res.confidence_interval(confidence_level=confidence)
+    return float(ci.low), float(ci.high)
+
+
+def _groups(df: pd.DataFrame, by: Sequence[str]) -> list[tuple[tuple[str, ...], pd.DataFrame]]:
+    if not by:
+        return [((), df)]
+    out = []
+    for key, g in df.groupby(list(by), sort=True, observed=True):
+        key_t = key if isinstance(key, tuple) else (key,)
+        out.append((tuple(str(k) for k in key_t), g))
+    return out
+
+
+def describe(
+    df: pd.DataFrame,
+    metrics: Sequence[str],
+    by: Sequence[str] = (),
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Per group and metric: n, mean with CI, sd, CV and median with CI.
+
+    NaN values of a metric (for example CPU when resources.parquet is absent)
+    are dropped for that metric only.
+    """
+    rows: list[dict[str, Any]] = []
+    for key, g in _groups(df, by):
+        for m in metrics:
+            x = pd.to_numeric(g[m], errors="coerce").dropna().to_numpy(dtype=float)
+            row: dict[str, Any] = dict(zip(by, key, strict=True))
+            row["metric"] = m
+            row["n"] = len(x)
+            if len(x) == 0:
+                rows.append(row)
+                continue
+            mean = float(np.mean(x))
+            sd = float(np.std(x, ddof=1)) if len(x) > 1 else math.nan
+            lo, hi = mean_ci(x, confidence)
+            mlo, mhi = median_ci(x, confidence)
+            row.update(
+                mean=mean, mean_ci_low=lo, mean_ci_high=hi, sd=sd,
+                cv_pct=100.0 * sd / abs(mean) if mean != 0 and not math.isnan(sd) else math.nan,
+                median=float(np.median(x)), median_ci_low=mlo, median_ci_high=mhi,
+                min=float(np.min(x)), max=float(np.max(x)),
+            )
+            rows.append(row)
+    cols = [*by, "metric", "n", "mean", "mean_ci_low", "mean_ci_high", "sd", "cv_pct", "median",
+            "median_ci_low", "median_ci_high", "min", "max"]
+    return pd.DataFrame(rows).reindex(columns=cols)
+
+
+def sample_size(
+    df: pd.DataFrame,
+    response: str,
+    by: Sequence[str] = (),
+    error_pct: float = 5.0,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """Jain's estimate of the replications for a ±error_pct% interval on the mean.
+
+    n = (100 · t · s / (r · x̄))², with t the two-sided Student quantile on
+    the n−1 degrees of freedom of the runs so far (S3 used t(0.95; 9) = 1.833,
+    which is confidence 0.90 with a 10-value pilot).
+    """
+    if error_pct <= 0:
+        raise AnalysisError(f"--error must be positive, got {error_pct}")
+    if not 0 < confidence < 1:
+        raise AnalysisError(f"confidence must be between 0 and 1, got {confidence}")
+    y = numeric_response(df, response)
+    data = df.assign(**{response: y})
+    rows: list[dict[str, Any]] = []
+    for key, g in _groups(data, by):
+        x = g[response].to_numpy(dtype=float)
+        n = len(x)
+        row: dict[str, Any] = dict(zip(by, key, strict=True))
+        mean = float(np.mean(x))
+        sd = float(np.std(x, ddof=1)) if n > 1 else math.nan
+        t = float(stats.t.ppf(1 - (1 - confidence) / 2, n - 1)) if n > 1 else math.nan
+        if n > 1 and mean != 0:
+            required = math.ceil((100.0 * t * sd / (error_pct * abs(mean))) ** 2)
+            required = max(required, 2)
+            half = 100.0 * t * sd / (abs(mean) * math.sqrt(n))
+        else:
+            required, half = math.nan, math.nan
+        row.update(n=n, mean=mean, sd=sd, t=t, error_pct=error_pct, confidence=confidence,
+                   required=required, additional=max(0, required - n) if required == required
+                   else math.nan, halfwidth_pct=half)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _ratio_of_medians_ci(
+    a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int
+) -> tuple[float, float]:
+    if np.median(b) == 0:
+        return math.nan, math.nan
+
+    def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.median(x, axis=axis) / np.median(y, axis=axis)
+
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            # Tiny or tied samples make BCa degenerate; percentile is the fallback.
+            warnings.simplefilter("ignore")
+            res = stats.bootstrap(
+                (a, b), ratio, vectorized=True, paired=False, confidence_level=confidence,
+                n_resamples=n_resamples, method=method, rng=np.random.default_rng(seed),
+            )
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return lo, hi
+    return math.nan, math.nan
+
+
+def mann_whitney(
+    a: np.ndarray,
+    b: np.ndarray,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Mann-Whitney U of a against b, with effect sizes and the ratio of medians.
+
+    rank_biserial = 2·U_a/(n_a·n_b) − 1 lies in [−1, 1] and is positive when
+    a tends to be larger; cles = U_a/(n_a·n_b) is P(a > b) + ½·P(a = b).
+    """
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    if len(a) == 0 or len(b) == 0:
+        raise AnalysisError("a group to compare has no values")
+    res = stats.mannwhitneyu(a, b, alternative="two-sided")
+    nn = len(a) * len(b)
+    cles = float(res.statistic) / nn
+    lo, hi = _ratio_of_medians_ci(a, b, confidence, n_resamples, seed)
+    mb = float(np.median(b))
+    return {
+        "n_a": len(a), "n_b": len(b),
+        "median_a": float(np.median(a)), "median_b": mb,
+        "U": float(res.statistic), "p": float(res.pvalue),
+        "rank_biserial": 2.0 * cles - 1.0, "cles": cles,
+        "ratio": float(np.median(a)) / mb if mb != 0 else math.nan,
+        "ratio_ci_low": lo, "ratio_ci_high": hi,
+    }
+
+
+def compare(
+    df: pd.DataFrame,
+    response: str,
+    group: str,
+    confidence: float = 0.95,
+    n_resamples: int = 9999,
+    seed: int = 0,
+) -> dict[str, pd.DataFrame]:
+    """Compare the levels of `group` on `response`.
+
+    Returns "groups" (per-level n, median, mean), "pairs" (Mann-Whitney U for
+    every pair with Holm-adjusted p, rank-biserial, CLES and the ratio of
+    medians with a bootstrap CI) and, for more than two levels, "kruskal"
+    (Kruskal-Wallis H) and "dunn" (Dunn's test, Holm-adjusted).
+    """
+    if group not in df.columns:
+        raise AnalysisError(f"no column {group!r}; columns are: {', '.join(map(str, df.columns))}")
+    y = numeric_response(df, response)
+    if df[group].isna().any():
+        raise AnalysisError(f"group {group!r} has {int(df[group].isna().sum())} empty value(s)")
+    levels = ordered_levels(df[group])
+    if len(levels) < 2:
+        only = levels[0] if levels else "none"
+        raise AnalysisError(f"group {group!r} has only one level ({only}); it needs two")
+    data = pd.DataFrame({"g": df[group].astype(str).to_numpy(), "y": y.to_numpy()})
+    values = {lv: data.loc[data["g"] == lv, "y"].to_numpy() for lv in levels}
+
+    groups = pd.DataFrame(
+        [{"level": lv, "n": len(v), "median": float(np.median(v)), "mean": float(np.mean(v))}
+         for lv, v in values.items()]
+    )
+    pair_rows = []
+    for a, b in itertools.combinations(levels, 2):
+        pair_rows.append({"a": a, "b": b, **mann_whitney(values[a], values[b], confidence,
+                                                         n_resamples, seed)})
+    pairs = pd.DataFrame(pair_rows)
+    pairs["p_holm"] = multipletests(pairs["p"], method="holm")[1]
+    out = {"groups": groups, "pairs": pairs}
+    if len(levels) > 2:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kw = stats.kruskal(*values.values())
+        out["kruskal"] = pd.DataFrame(
+            [{"H": float(kw.statistic), "df": len(levels) - 1, "p": float(kw.pvalue)}]
+        )
+        dunn = sp.posthoc_dunn(data, val_col="y", group_col="g", p_adjust="holm")
+        out["dunn"] = pd.DataFrame(
+            [{"a": a, "b": b, "p_holm": float(dunn.loc[a, b])}
+             for a, b in itertools.combinations(levels, 2)]
+        )
+    return out
+
+
+def shapiro(residuals: np.ndarray) -> dict[str, float]:
+    """Shapiro-Wilk on model residuals (one per run); NaN when it cannot run."""
+    r = np.asarray(residuals, dtype=float)
+    r = r[np.isfinite(r)]
+    if len(r) < 3 or np.ptp(r) == 0:
+        return {"n": len(r), "W": math.nan, "p": math.nan}
+    res = stats.shapiro(r)
+    return {"n": len(r), "W": float(res.statistic), "p": float(res.pvalue)}
+
+
+def qq_points(residuals: np.ndarray) -> pd.DataFrame:
+    """Normal QQ coordinates of the residuals, with the fitted line's values."""
+    r = np.asarray(residuals, dtype=float)
+    r = r[np.isfinite(r)]
+    if len(r) < 2:
+        return pd.DataFrame(columns=["theoretical", "sample", "line"])
+    (osm, osr), (slope, intercept, _) = stats.probplot(r, dist="norm")
+    return pd.DataFrame({"theoretical": osm, "sample": osr, "line": slope * osm + intercept})
+
+
+def cell_residuals(df: pd.DataFrame, response: str, by: Sequence[str]) -> np.ndarray:
+    """Deviations of each run from its configuration's mean: the residuals of
+    the full cell-means model, which exist for any design."""
+    if not by:
+        y = df[response].astype(float)
+        return (y - y.mean()).to_numpy()
+    means = df.groupby(list(by), observed=True)[response].transform("mean")
+    return (df[response].astype(float) - means).to_numpy()
