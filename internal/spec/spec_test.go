@@ -209,3 +209,18 @@ func TestEditDistance(t *testing.T) {
 		}
 	}
 }
+
+func TestLocate(t *testing.T) {
+	s, err := Parse("x.toml", []byte("[load]\nrate = -5\n\nusers = 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Locate("load", errors.Join(&KeyError{Key: "rate", Msg: "must be > 0"}, &KeyError{Key: "load.users", Msg: "open loop has no users"}, errors.New("something else")))
+	want := "x.toml:2: load.rate: must be > 0\nx.toml:4: load.users: open loop has no users\nx.toml:1: load: something else"
+	if err == nil || err.Error() != want {
+		t.Errorf("Locate = %q\nwant %q", err, want)
+	}
+	if s.Locate("load", nil) != nil {
+		t.Error("Locate(nil) != nil")
+	}
+}
