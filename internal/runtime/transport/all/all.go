@@ -6,4 +6,5 @@ package all
 
 import (
 	_ "github.com/svclab/svclab/internal/runtime/transport/grpctransport" // registers "grpc"
+	_ "github.com/svclab/svclab/internal/runtime/transport/httptransport" // registers "http"
 )

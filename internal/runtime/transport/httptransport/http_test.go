@@ -1,0 +1,132 @@
+package httptransport_test
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/runtime/transport/httptransport"
+	"github.com/svclab/svclab/proto/echo"
+)
+
+// serve starts an echo server and returns its base URL.
+func serve(t *testing.T) string {
+	t.Helper()
+	s := httptransport.NewServer(transport.ServerOptions{})
+	echo.RegisterEchoServer(s, echo.Service{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(lis)
+	t.Cleanup(s.Stop)
+	return "http://" + lis.Addr().String()
+}
+
+// TestPlainClient calls the server as curl would, to pin the wire format
+// that docs/TRANSPORTS.md documents.
+func TestPlainClient(t *testing.T) {
+	base := serve(t)
+	for _, tc := range []struct {
+		name, method, path, body string
+		wantHTTP                 int
+		wantBody                 string // substring
+		wantGRPC                 string // Grpc-Status header
+	}{
+		{"ok", "POST", "/svclab.echo.Echo/Echo", `{"payload":"aGVsbG8="}`, 200, `"payload":"aGVsbG8="`, ""},
+		{"proto field names", "POST", "/svclab.echo.Echo/Echo", `{"payload":"aGk=","sleep_micros":"1"}`, 200, `"payload":"aGk="`, ""},
+		{"empty body", "POST", "/svclab.echo.Echo/Echo", ``, 200, `{}`, ""},
+		{"not found", "POST", "/svclab.echo.Echo/Echo", `{"failCode":5}`, 404, `"code":5`, "5"},
+		{"deadline", "POST", "/svclab.echo.Echo/Echo", `{"failCode":4}`, 504, `"message":"echo: failing with DeadlineExceeded as asked"`, "4"},
+		{"bad json", "POST", "/svclab.echo.Echo/Echo", `{"payload":`, 400, `"code":3`, "3"},
+		{"unknown method", "POST", "/svclab.echo.Echo/Nope", `{}`, 404, `"code":12`, "12"},
+		{"wrong verb", "GET", "/svclab.echo.Echo/Echo", ``, 405, `"code":12`, "12"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest(tc.method, base+tc.path, strings.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tc.wantHTTP {
+				t.Errorf("HTTP %d, want %d (body %s)", resp.StatusCode, tc.wantHTTP, b)
+			}
+			if !strings.Contains(string(b), tc.wantBody) {
+				t.Errorf("body %s lacks %s", b, tc.wantBody)
+			}
+			if got := resp.Header.Get("Grpc-Status"); got != tc.wantGRPC {
+				t.Errorf("Grpc-Status %q, want %q", got, tc.wantGRPC)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type %q", ct)
+			}
+			if !json.Valid(b) {
+				t.Errorf("body is not JSON: %s", b)
+			}
+		})
+	}
+}
+
+func TestBadTimeoutHeader(t *testing.T) {
+	base := serve(t)
+	req, _ := http.NewRequest("POST", base+"/svclab.echo.Echo/Echo", strings.NewReader(`{}`))
+	req.Header.Set("Grpc-Timeout", "soon")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 || resp.Header.Get("Grpc-Status") != "3" {
+		t.Errorf("HTTP %d, Grpc-Status %q; want 400 and 3", resp.StatusCode, resp.Header.Get("Grpc-Status"))
+	}
+}
+
+// TestMappingRoundTrips checks that where HTTPStatus is one-to-one, Code
+// inverts it, so an answer without a gRPC status still maps back sensibly.
+func TestMappingRoundTrips(t *testing.T) {
+	for _, c := range []codes.Code{codes.OK, codes.Canceled, codes.InvalidArgument, codes.DeadlineExceeded,
+		codes.NotFound, codes.PermissionDenied, codes.Unauthenticated, codes.ResourceExhausted,
+		codes.Aborted, codes.Unimplemented, codes.Internal, codes.Unavailable} {
+		if got := httptransport.Code(httptransport.HTTPStatus(c)); got != c {
+			t.Errorf("%s -> HTTP %d -> %s", c, httptransport.HTTPStatus(c), got)
+		}
+	}
+	if got := httptransport.Code(418); got != codes.Unknown {
+		t.Errorf("HTTP 418 -> %s, want Unknown", got)
+	}
+}
+
+// TestForeignErrors checks that an answer from something that is not a
+// svclab server (a proxy, a plain REST service) still yields a status.
+func TestForeignErrors(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "upstream is down", http.StatusServiceUnavailable)
+	})}
+	go hs.Serve(lis)
+	defer hs.Close()
+	c, err := httptransport.Dial(t.Context(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = echo.NewEchoClient(c).Echo(t.Context(), &echo.EchoRequest{})
+	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream is down") {
+		t.Errorf("got %v, want Unavailable with the body's text", err)
+	}
+}
