@@ -1,0 +1,529 @@
+// Package netrpctransport is the "netrpc" transport: Go's net/rpc with its
+// stock gob codec, as the S4 study used it.
+//
+// net/rpc dispatches on static Go method types, so every call goes through
+// one generic method, "Svclab.Call", whose argument is an envelope
+// (Request) naming the gRPC method, the caller's remaining time, its
+// metadata and the request message; the reply (Response) carries the
+// response message or a gRPC status. Messages travel in gob's interface
+// encoding, registered under their protobuf full names, so gob sends each
+// type's description once per connection and the values after it.
+//
+// A deadline becomes a server-side context deadline. A call the client
+// cancels returns at once, and a second method, "Svclab.Cancel", tells the
+// server to cancel the handler's context.
+//
+// gob carries only exported struct fields, which for generated messages
+// are exactly the protobuf fields. It cannot encode a struct with fields
+// but none exported: a message with no fields at all (google.protobuf.Empty)
+// travels as nothing and arrives as its zero value, but such a message
+// nested inside another cannot be sent. gob also flattens pointers, so an
+// empty sub-message that was set arrives unset.
+//
+// Importing the package registers the transport.
+package netrpctransport
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/rpc"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
+)
+
+// Name is the deploy.transport value that selects this transport.
+const Name = "netrpc"
+
+// The net/rpc service and method names every call uses.
+const (
+	rpcService = "Svclab"
+	callMethod = rpcService + ".Call"
+	cancelCall = rpcService + ".Cancel"
+)
+
+func init() { transport.Register(Transport{}) }
+
+// Transport is the netrpc transport.
+type Transport struct{}
+
+// Name returns "netrpc".
+func (Transport) Name() string { return Name }
+
+// Networks returns unix and tcp.
+func (Transport) Networks() []string { return []string{"unix", "tcp"} }
+
+// NewServer returns a *Server.
+func (Transport) NewServer(opts transport.ServerOptions) transport.Server { return NewServer(opts) }
+
+// Dial returns a *Conn.
+func (Transport) Dial(ctx context.Context, network, addr string, opts transport.DialOptions) (transport.Conn, error) {
+	return Dial(ctx, network, addr, opts)
+}
+
+// Request is the envelope of one call. It is exported because net/rpc
+// requires the argument types of its methods to be.
+type Request struct {
+	// Method is the gRPC full method name, "/package.Service/Method".
+	Method string
+	// Timeout is the caller's remaining time in nanoseconds, 0 for none:
+	// relative, as grpc-timeout is, so the hosts' clocks need not agree.
+	Timeout int64
+	// ID, when non-zero, is the handle by which Cancel names the call.
+	ID uint64
+	// Metadata is the caller's outgoing metadata.
+	Metadata map[string][]string
+	// Msg is the request message; nil for a message with no fields.
+	Msg any
+}
+
+// Response is the reply envelope.
+type Response struct {
+	// Msg is the response message; nil on failure or for a message with no
+	// fields.
+	Msg any
+	// Status is the google.rpc.Status, protobuf-encoded, of a failed call.
+	Status []byte
+}
+
+// Server serves registered services over net/rpc.
+type Server struct {
+	table     dispatch.Table
+	intercept grpc.UnaryServerInterceptor
+	tls       *tls.Config
+	rpc       *rpc.Server
+
+	base context.Context // ends at Stop, and with it every handler's context
+	stop context.CancelFunc
+
+	mu        sync.Mutex
+	stopped   bool
+	listeners map[net.Listener]bool
+	conns     map[net.Conn]bool
+
+	inflight sync.Map // call ID -> context.CancelFunc, for calls that can be cancelled
+	early    earlyCancels
+}
+
+// NewServer returns a Server with no services.
+func NewServer(opts transport.ServerOptions) *Server {
+	s := &Server{
+		intercept: dispatch.ChainServer(opts.Interceptors),
+		tls:       opts.TLS,
+		rpc:       rpc.NewServer(),
+		listeners: map[net.Listener]bool{},
+		conns:     map[net.Conn]bool{},
+	}
+	s.table.OnRegister = registerService
+	s.base, s.stop = context.WithCancel(context.Background())
+	if err := s.rpc.RegisterName(rpcService, &receiver{s}); err != nil {
+		panic("netrpc: " + err.Error()) // the receiver's methods are fixed: a bug here
+	}
+	return s
+}
+
+// RegisterService implements grpc.ServiceRegistrar. It registers the
+// service's message types with gob, which needs the service in the
+// protobuf registry, as generated code puts it; it panics otherwise.
+func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
+	s.table.RegisterService(desc, impl)
+}
+
+// GetServiceInfo reports the registered services, as grpc.Server does.
+func (s *Server) GetServiceInfo() map[string]grpc.ServiceInfo { return s.table.GetServiceInfo() }
+
+// Serve accepts connections on lis until Stop. It returns nil after Stop.
+func (s *Server) Serve(lis net.Listener) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		lis.Close()
+		return nil
+	}
+	s.listeners[lis] = true
+	s.mu.Unlock()
+	var delay time.Duration // backoff on temporary accept errors, as net/http does
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			s.mu.Lock()
+			stopped := s.stopped
+			s.mu.Unlock()
+			if stopped {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return fmt.Errorf("netrpc accept on %s: %w", lis.Addr(), err)
+		}
+		delay = 0
+		if s.tls != nil {
+			c = tls.Server(c, s.tls)
+		}
+		if !s.track(c) {
+			c.Close()
+			return nil
+		}
+		go func() {
+			s.rpc.ServeConn(c) // closes c when the client goes away
+			s.untrack(c)
+		}()
+	}
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return false
+	}
+	s.conns[c] = true
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Stop closes the listeners and connections and ends the context of every
+// call in progress.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	s.stopped = true
+	for l := range s.listeners {
+		l.Close()
+	}
+	for c := range s.conns {
+		c.Close()
+	}
+	s.mu.Unlock()
+	s.stop()
+}
+
+// receiver is the one net/rpc service; its exported methods are the
+// transport's wire protocol.
+type receiver struct{ s *Server }
+
+// Call runs one gRPC method. Its error return is always nil: failures go in
+// resp.Status, where their gRPC code survives, rather than in net/rpc's
+// string-only error.
+func (r *receiver) Call(req *Request, resp *Response) error {
+	s := r.s
+	m := s.table.Lookup(req.Method)
+	if m == nil {
+		resp.setStatus(status.New(codes.Unimplemented, "netrpc: unknown method "+req.Method))
+		return nil
+	}
+	ctx := s.base
+	var cancel context.CancelFunc
+	switch {
+	case req.Timeout != 0:
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.Timeout))
+	case req.ID != 0:
+		ctx, cancel = context.WithCancel(ctx)
+	}
+	if cancel != nil {
+		defer cancel()
+	}
+	if req.ID != 0 {
+		s.inflight.Store(req.ID, cancel)
+		defer s.inflight.Delete(req.ID)
+		if s.early.take(req.ID) {
+			cancel() // the Cancel overtook the call
+		}
+	}
+	if len(req.Metadata) > 0 {
+		ctx = metadata.NewIncomingContext(ctx, metadata.MD(req.Metadata))
+	}
+	dec := func(in any) error {
+		if req.Msg == nil {
+			return nil
+		}
+		return shallowCopy(in, req.Msg)
+	}
+	out, err := m.Handler(m.Impl, ctx, dec, s.intercept)
+	if err != nil {
+		resp.setStatus(status.Convert(dispatch.StatusError(err)))
+		return nil
+	}
+	gt := registerMessage(out)
+	if gt.err != nil {
+		resp.setStatus(status.New(codes.Internal, gt.err.Error()))
+		return nil
+	}
+	if !gt.empty {
+		resp.Msg = out
+	}
+	return nil
+}
+
+// Cancel cancels the call with the given ID, if it is still running.
+func (r *receiver) Cancel(id uint64, found *bool) error {
+	if c, ok := r.s.inflight.Load(id); ok {
+		c.(context.CancelFunc)()
+		*found = true
+		return nil
+	}
+	// net/rpc runs each request on its own goroutine, so a Cancel can
+	// overtake the Call it cancels; remember it for a while.
+	r.s.early.add(id)
+	return nil
+}
+
+func (resp *Response) setStatus(st *status.Status) {
+	b, err := proto.Marshal(st.Proto())
+	if err != nil {
+		b, _ = proto.Marshal(&spb.Status{Code: int32(st.Code()), Message: st.Message()})
+	}
+	resp.Status = b
+}
+
+// earlyCancels remembers Cancels that arrived before their Call. Entries
+// live a minute at most: a Cancel that arrives after its call finished
+// leaves one behind that no Call will take.
+type earlyCancels struct {
+	mu  sync.Mutex
+	ids map[uint64]time.Time
+}
+
+func (e *earlyCancels) add(id uint64) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.ids == nil {
+		e.ids = map[uint64]time.Time{}
+	}
+	now := time.Now()
+	if len(e.ids) >= 1024 {
+		for k, t := range e.ids {
+			if now.Sub(t) > time.Minute {
+				delete(e.ids, k)
+			}
+		}
+	}
+	e.ids[id] = now
+}
+
+func (e *earlyCancels) take(id uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.ids[id]; ok {
+		delete(e.ids, id)
+		return true
+	}
+	return false
+}
+
+// Conn calls a Server over one net/rpc connection, which multiplexes
+// concurrent calls. It dials on the first call and again on the first call
+// after the connection breaks.
+type Conn struct {
+	network, addr string
+	tls           *tls.Config
+	intercept     grpc.UnaryClientInterceptor
+	invoker       grpc.UnaryInvoker
+
+	idBase uint64 // random, so IDs from different clients do not collide
+	nextID atomic.Uint64
+
+	mu     sync.Mutex
+	client *rpc.Client
+	closed bool
+}
+
+// Dial returns a Conn to the Server at addr. It connects on the first call,
+// as grpc.NewClient does, so it does not fail when the server is not up
+// yet.
+func Dial(ctx context.Context, network, addr string, opts transport.DialOptions) (*Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("netrpc dial %s %s: %w", network, addr, err)
+	}
+	var seed [8]byte
+	rand.Read(seed[:])
+	c := &Conn{
+		network:   network,
+		addr:      addr,
+		tls:       opts.TLS,
+		intercept: dispatch.ChainClient(opts.Interceptors),
+		idBase:    binary.LittleEndian.Uint64(seed[:]),
+	}
+	c.invoker = c.invoke
+	return c, nil
+}
+
+// rpcClient returns the live connection, dialling if there is none.
+func (c *Conn) rpcClient(ctx context.Context) (*rpc.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, status.Error(codes.Canceled, "netrpc: connection closed")
+	}
+	if c.client != nil {
+		return c.client, nil
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, c.network, c.addr)
+	if err != nil {
+		return nil, status.Errorf(codes.Unavailable, "netrpc: dial %s %s: %v", c.network, c.addr, err)
+	}
+	if c.tls != nil {
+		cfg := c.tls
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			cfg.ServerName = "localhost"
+			if host, _, err := net.SplitHostPort(c.addr); err == nil && c.network != "unix" {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(nc, cfg)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, status.Errorf(codes.Unavailable, "netrpc: TLS handshake with %s: %v", c.addr, err)
+		}
+		nc = tc
+	}
+	c.client = rpc.NewClient(nc)
+	return c.client, nil
+}
+
+// broken forgets cl after it failed, so the next call dials afresh.
+func (c *Conn) broken(cl *rpc.Client) {
+	c.mu.Lock()
+	if c.client == cl {
+		c.client = nil
+	}
+	c.mu.Unlock()
+	cl.Close()
+}
+
+// Invoke implements grpc.ClientConnInterface. Client interceptors receive a
+// nil *grpc.ClientConn.
+func (c *Conn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
+	if c.intercept != nil {
+		return c.intercept(ctx, method, args, reply, nil, c.invoker, opts...)
+	}
+	return c.invoke(ctx, method, args, reply, nil)
+}
+
+func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	in, out := registerMessage(args), registerMessage(reply)
+	if in.err != nil {
+		return status.Error(codes.Internal, in.err.Error())
+	}
+	if out.err != nil {
+		return status.Error(codes.Internal, out.err.Error())
+	}
+	req := &Request{Method: method}
+	if !in.empty {
+		req.Msg = args
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		req.Timeout = int64(time.Until(dl))
+		if req.Timeout <= 0 {
+			return status.Error(codes.DeadlineExceeded, context.DeadlineExceeded.Error())
+		}
+	}
+	done := ctx.Done()
+	if done != nil {
+		req.ID = c.idBase + c.nextID.Add(1)
+	}
+	if md, ok := metadata.FromOutgoingContext(ctx); ok {
+		req.Metadata = md
+	}
+	cl, err := c.rpcClient(ctx)
+	if err != nil {
+		return err
+	}
+	var resp Response
+	call := cl.Go(callMethod, req, &resp, make(chan *rpc.Call, 1))
+	select {
+	case <-call.Done:
+	case <-done:
+		// The reply, if it comes, lands in resp, which nobody reads.
+		cl.Go(cancelCall, req.ID, new(bool), make(chan *rpc.Call, 1))
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if err := call.Error; err != nil {
+		var se rpc.ServerError
+		if errors.As(err, &se) {
+			return status.Errorf(codes.Internal, "netrpc: %s: server: %v", method, err)
+		}
+		c.broken(cl)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, rpc.ErrShutdown) || errors.Is(err, io.EOF) {
+			return status.Errorf(codes.Unavailable, "netrpc: %s: connection lost: %v", method, err)
+		}
+		return status.Errorf(codes.Unavailable, "netrpc: %s: %v", method, err)
+	}
+	if resp.Status != nil {
+		var sp spb.Status
+		if err := proto.Unmarshal(resp.Status, &sp); err != nil {
+			return status.Errorf(codes.Internal, "netrpc: %s: undecodable status: %v", method, err)
+		}
+		return status.ErrorProto(&sp)
+	}
+	if resp.Msg == nil {
+		if !out.empty {
+			return status.Errorf(codes.Internal, "netrpc: %s: response without a message", method)
+		}
+		return nil
+	}
+	return shallowCopy(reply, resp.Msg)
+}
+
+// shallowCopy sets *dst to *src: gob decoded the message into a value of
+// its own, and the caller wants it in the one it passed.
+func shallowCopy(dst, src any) error {
+	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
+	if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() || dv.IsNil() || sv.IsNil() {
+		return status.Errorf(codes.Internal, "netrpc: got a %T where a %T was expected", src, dst)
+	}
+	dv.Elem().Set(sv.Elem())
+	return nil
+}
+
+// NewStream implements grpc.ClientConnInterface; the netrpc transport
+// carries unary calls only.
+func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, status.Errorf(codes.Unimplemented, "netrpc: streaming method %s is not supported", method)
+}
+
+// Close closes the connection; calls in flight fail with Unavailable.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.client != nil {
+		err := c.client.Close()
+		c.client = nil
+		if err != nil && !errors.Is(err, rpc.ErrShutdown) {
+			return fmt.Errorf("netrpc close %s: %w", c.addr, err)
+		}
+	}
+	return nil
+}
