@@ -12,6 +12,8 @@ package echo
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	emptypb "google.golang.org/protobuf/types/known/emptypb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -135,15 +137,17 @@ var File_echo_echo_proto protoreflect.FileDescriptor
 
 const file_echo_echo_proto_rawDesc = "" +
 	"\n" +
-	"\x0fecho/echo.proto\x12\vsvclab.echo\"g\n" +
+	"\x0fecho/echo.proto\x12\vsvclab.echo\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\"g\n" +
 	"\vEchoRequest\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\fR\apayload\x12!\n" +
 	"\fsleep_micros\x18\x02 \x01(\x03R\vsleepMicros\x12\x1b\n" +
 	"\tfail_code\x18\x03 \x01(\x05R\bfailCode\"(\n" +
 	"\fEchoResponse\x12\x18\n" +
-	"\apayload\x18\x01 \x01(\fR\apayload2C\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload2\xb6\x01\n" +
 	"\x04Echo\x12;\n" +
-	"\x04Echo\x12\x18.svclab.echo.EchoRequest\x1a\x19.svclab.echo.EchoResponseB\x90\x01\n" +
+	"\x04Echo\x12\x18.svclab.echo.EchoRequest\x1a\x19.svclab.echo.EchoResponse\x126\n" +
+	"\x04Ping\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty\x129\n" +
+	"\aReflect\x12\x16.google.protobuf.Value\x1a\x16.google.protobuf.ValueB\x90\x01\n" +
 	"\x0fcom.svclab.echoB\tEchoProtoP\x01Z#github.com/svclab/svclab/proto/echo\xa2\x02\x03SEX\xaa\x02\vSvclab.Echo\xca\x02\fSvclab\\Echo_\xe2\x02\x18Svclab\\Echo_\\GPBMetadata\xea\x02\fSvclab::Echob\x06proto3"
 
 var (
@@ -160,14 +164,20 @@ func file_echo_echo_proto_rawDescGZIP() []byte {
 
 var file_echo_echo_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_echo_echo_proto_goTypes = []any{
-	(*EchoRequest)(nil),  // 0: svclab.echo.EchoRequest
-	(*EchoResponse)(nil), // 1: svclab.echo.EchoResponse
+	(*EchoRequest)(nil),    // 0: svclab.echo.EchoRequest
+	(*EchoResponse)(nil),   // 1: svclab.echo.EchoResponse
+	(*emptypb.Empty)(nil),  // 2: google.protobuf.Empty
+	(*structpb.Value)(nil), // 3: google.protobuf.Value
 }
 var file_echo_echo_proto_depIdxs = []int32{
 	0, // 0: svclab.echo.Echo.Echo:input_type -> svclab.echo.EchoRequest
-	1, // 1: svclab.echo.Echo.Echo:output_type -> svclab.echo.EchoResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
+	2, // 1: svclab.echo.Echo.Ping:input_type -> google.protobuf.Empty
+	3, // 2: svclab.echo.Echo.Reflect:input_type -> google.protobuf.Value
+	1, // 3: svclab.echo.Echo.Echo:output_type -> svclab.echo.EchoResponse
+	2, // 4: svclab.echo.Echo.Ping:output_type -> google.protobuf.Empty
+	3, // 5: svclab.echo.Echo.Reflect:output_type -> google.protobuf.Value
+	3, // [3:6] is the sub-list for method output_type
+	0, // [0:3] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name

@@ -14,6 +14,8 @@ import (
 	grpc "google.golang.org/grpc"
 	codes "google.golang.org/grpc/codes"
 	status "google.golang.org/grpc/status"
+	emptypb "google.golang.org/protobuf/types/known/emptypb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 )
 
 // This is a compile-time assertion to ensure that this generated file
@@ -22,7 +24,9 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Echo_Echo_FullMethodName = "/svclab.echo.Echo/Echo"
+	Echo_Echo_FullMethodName    = "/svclab.echo.Echo/Echo"
+	Echo_Ping_FullMethodName    = "/svclab.echo.Echo/Ping"
+	Echo_Reflect_FullMethodName = "/svclab.echo.Echo/Reflect"
 )
 
 // EchoClient is the client API for Echo service.
@@ -31,6 +35,12 @@ const (
 type EchoClient interface {
 	// Echo returns the request payload unchanged.
 	Echo(ctx context.Context, in *EchoRequest, opts ...grpc.CallOption) (*EchoResponse, error)
+	// Ping takes and returns a message with no fields, which some encodings
+	// (gob) cannot represent and must special-case.
+	Ping(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error)
+	// Reflect returns the value it receives: oneofs, maps, lists and nesting,
+	// to check that every transport carries them intact.
+	Reflect(ctx context.Context, in *structpb.Value, opts ...grpc.CallOption) (*structpb.Value, error)
 }
 
 type echoClient struct {
@@ -51,12 +61,38 @@ func (c *echoClient) Echo(ctx context.Context, in *EchoRequest, opts ...grpc.Cal
 	return out, nil
 }
 
+func (c *echoClient) Ping(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, Echo_Ping_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *echoClient) Reflect(ctx context.Context, in *structpb.Value, opts ...grpc.CallOption) (*structpb.Value, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(structpb.Value)
+	err := c.cc.Invoke(ctx, Echo_Reflect_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EchoServer is the server API for Echo service.
 // All implementations must embed UnimplementedEchoServer
 // for forward compatibility.
 type EchoServer interface {
 	// Echo returns the request payload unchanged.
 	Echo(context.Context, *EchoRequest) (*EchoResponse, error)
+	// Ping takes and returns a message with no fields, which some encodings
+	// (gob) cannot represent and must special-case.
+	Ping(context.Context, *emptypb.Empty) (*emptypb.Empty, error)
+	// Reflect returns the value it receives: oneofs, maps, lists and nesting,
+	// to check that every transport carries them intact.
+	Reflect(context.Context, *structpb.Value) (*structpb.Value, error)
 	mustEmbedUnimplementedEchoServer()
 }
 
@@ -69,6 +105,12 @@ type UnimplementedEchoServer struct{}
 
 func (UnimplementedEchoServer) Echo(context.Context, *EchoRequest) (*EchoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Echo not implemented")
+}
+func (UnimplementedEchoServer) Ping(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method Ping not implemented")
+}
+func (UnimplementedEchoServer) Reflect(context.Context, *structpb.Value) (*structpb.Value, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reflect not implemented")
 }
 func (UnimplementedEchoServer) mustEmbedUnimplementedEchoServer() {}
 func (UnimplementedEchoServer) testEmbeddedByValue()              {}
@@ -109,6 +151,42 @@ func _Echo_Echo_Handler(srv interface{}, ctx context.Context, dec func(interface
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Echo_Ping_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(emptypb.Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EchoServer).Ping(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Echo_Ping_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EchoServer).Ping(ctx, req.(*emptypb.Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Echo_Reflect_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(structpb.Value)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EchoServer).Reflect(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Echo_Reflect_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EchoServer).Reflect(ctx, req.(*structpb.Value))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Echo_ServiceDesc is the grpc.ServiceDesc for Echo service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -119,6 +197,14 @@ var Echo_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Echo",
 			Handler:    _Echo_Echo_Handler,
+		},
+		{
+			MethodName: "Ping",
+			Handler:    _Echo_Ping_Handler,
+		},
+		{
+			MethodName: "Reflect",
+			Handler:    _Echo_Reflect_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

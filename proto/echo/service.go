@@ -6,6 +6,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Service is the reference implementation of EchoServer. It honours
@@ -30,4 +32,14 @@ func (Service) Echo(ctx context.Context, in *EchoRequest) (*EchoResponse, error)
 		return nil, status.Errorf(codes.Code(in.FailCode), "echo: failing with %s as asked", codes.Code(in.FailCode))
 	}
 	return &EchoResponse{Payload: in.Payload}, nil
+}
+
+// Ping answers with nothing.
+func (Service) Ping(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return &emptypb.Empty{}, nil
+}
+
+// Reflect returns its argument.
+func (Service) Reflect(_ context.Context, v *structpb.Value) (*structpb.Value, error) {
+	return v, nil
 }

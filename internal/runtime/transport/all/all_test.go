@@ -26,6 +26,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/svclab/svclab/internal/runtime/transport"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all"
@@ -556,4 +559,39 @@ func tlsConfigs(t *testing.T) (server, client *tls.Config) {
 	server = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: cert}}}
 	client = &tls.Config{RootCAs: pool, ServerName: "localhost"}
 	return server, client
+}
+
+// TestMessageShapes sends messages with no fields and with oneofs, maps,
+// lists and nesting, which encodings other than protobuf (gob, JSON) must
+// each handle.
+func TestMessageShapes(t *testing.T) {
+	v, err := structpb.NewValue(map[string]any{
+		"name":   "svclab",
+		"n":      42.5,
+		"ok":     true,
+		"none":   nil,
+		"list":   []any{1.0, "two", []any{}, map[string]any{"deep": []any{false}}},
+		"nested": map[string]any{"empty": map[string]any{}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fixtures(t) {
+		t.Run(f.name, func(t *testing.T) {
+			r := f.start(t, transport.ServerOptions{}, transport.DialOptions{}, registerEcho)
+			c := echo.NewEchoClient(r.conn)
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if _, err := c.Ping(ctx, &emptypb.Empty{}); err != nil {
+				t.Errorf("Ping: %v", err)
+			}
+			got, err := c.Reflect(ctx, v)
+			if err != nil {
+				t.Fatalf("Reflect: %v", err)
+			}
+			if !proto.Equal(got, v) {
+				t.Errorf("Reflect returned\n%v\nwant\n%v", got, v)
+			}
+		})
+	}
 }
