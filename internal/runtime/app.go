@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // App is a reference application: a named set of components whose shape
@@ -36,7 +38,8 @@ type App struct {
 // Config is an app's configuration, from which its components follow.
 type Config interface {
 	// Validate checks the values after decoding. Problems with one key are
-	// returned as *KeyError so they can point at the spec line.
+	// returned as *spec.KeyError (see KeyErrorf), several joined with
+	// errors.Join, so they can point at the spec line.
 	Validate() error
 	// Components lists the app's components, in call order from the entry.
 	Components() []Component
@@ -48,17 +51,10 @@ type Config interface {
 	Requests() []Request
 }
 
-// KeyError is a problem with one key of the [app] table.
-type KeyError struct {
-	Key string // relative to [app], e.g. "hops"
-	Msg string
-}
-
-func (e *KeyError) Error() string { return e.Key + ": " + e.Msg }
-
-// KeyErrorf returns a *KeyError for key.
+// KeyErrorf returns a *spec.KeyError about key of the [app] table (e.g.
+// "hops"), which Resolve locates at the key's line in the spec.
 func KeyErrorf(key, format string, args ...any) error {
-	return &KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
+	return &spec.KeyError{Key: key, Msg: fmt.Sprintf(format, args...)}
 }
 
 // Component is one implementation of one service.

@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/runtime/transport/inproc"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -134,11 +134,7 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 		return nil, err
 	}
 	if err := cfg.Validate(); err != nil {
-		var ke *KeyError
-		if errors.As(err, &ke) {
-			return nil, s.Errorf("app."+ke.Key, "%s", ke.Msg)
-		}
-		return nil, s.Errorf("app", "%v", err)
+		return nil, s.Locate("app", err)
 	}
 	p := &Plan{
 		App:          app,
@@ -153,11 +149,16 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 		return nil, err
 	}
 
-	tr, err := transport.Lookup(p.Transport)
-	if err != nil {
-		return nil, s.Errorf("deploy.transport", "%v", err)
-	}
-	if nets := tr.Networks(); len(nets) > 0 {
+	if p.Transport == inproc.Name {
+		if s.Deploy.Network != "" {
+			return nil, s.Errorf("deploy.network", "transport %q has no network; leave deploy.network out", p.Transport)
+		}
+	} else {
+		tr, err := transport.Lookup(p.Transport)
+		if err != nil {
+			return nil, s.Errorf("deploy.transport", "unknown transport %q (known: %s)", p.Transport, strings.Join(Transports(), ", "))
+		}
+		nets := tr.Networks()
 		p.Network = nets[0]
 		if s.Deploy.Network != "" {
 			if !slices.Contains(nets, s.Deploy.Network) {
@@ -179,7 +180,7 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 	}
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
-			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(networkTransports(), ", "))
+			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
 	}
 	return p, nil
 }
@@ -282,13 +283,8 @@ func (p *Plan) checkGroups(groups [][]string) error {
 	return nil
 }
 
-// networkTransports lists the registered transports that cross processes.
-func networkTransports() []string {
-	var out []string
-	for _, n := range transport.Names() {
-		if t, err := transport.Lookup(n); err == nil && len(t.Networks()) > 0 {
-			out = append(out, n)
-		}
-	}
-	return out
+// Transports lists the values deploy.transport accepts: inproc and every
+// registered network transport.
+func Transports() []string {
+	return append([]string{inproc.Name}, transport.Names()...)
 }

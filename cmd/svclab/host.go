@@ -1,0 +1,62 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/svclab/svclab/apps/all" // every app a host may run
+	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/runtime"
+	_ "github.com/svclab/svclab/internal/runtime/transport/all" // every transport
+)
+
+var hostFlags struct {
+	config     string
+	deployment string
+	group      string
+}
+
+var hostCmd = &cobra.Command{
+	Use:    "host",
+	Short:  "Run one group of a deployment (started by the deployers, not by hand)",
+	Hidden: true,
+	Long: `host runs one group of components in this process, as a deployer asked.
+
+The deployer passes a JSON HostConfig in the ` + runtime.HostConfigEnv + ` environment
+variable, or in a file named by --config, and may hand over listening sockets as
+inherited file descriptors. --deployment and --group only label the process for
+ps and /proc scans. The host exits with status 0 on SIGTERM or SIGINT.`,
+	Args: cobra.NoArgs,
+	RunE: func(cmd *cobra.Command, _ []string) error {
+		var cfg *runtime.HostConfig
+		var err error
+		if hostFlags.config != "" {
+			b, rerr := os.ReadFile(hostFlags.config)
+			if rerr != nil {
+				return fmt.Errorf("host config: %w", rerr)
+			}
+			cfg, err = runtime.DecodeHostConfig(b)
+		} else {
+			cfg, err = local.HostConfigFromEnv()
+			if cfg == nil && err == nil {
+				return usageError{fmt.Errorf("no host config: set %s or pass --config", runtime.HostConfigEnv)}
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if hostFlags.group != "" && hostFlags.group != cfg.Group {
+			return fmt.Errorf("--group %s does not match the config's group %s", hostFlags.group, cfg.Group)
+		}
+		return local.RunHost(cmd.Context(), cfg)
+	},
+}
+
+func init() {
+	hostCmd.Flags().StringVar(&hostFlags.config, "config", "", "read the HostConfig JSON from this file instead of $"+runtime.HostConfigEnv)
+	hostCmd.Flags().StringVar(&hostFlags.deployment, "deployment", "", "deployment id (a label for ps and /proc scans)")
+	hostCmd.Flags().StringVar(&hostFlags.group, "group", "", "group name (a label; must match the config)")
+	rootCmd.AddCommand(hostCmd)
+}

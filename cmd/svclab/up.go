@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	_ "github.com/svclab/svclab/apps/all" // apps a spec may name
+	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/runtime"
+	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
+	"github.com/svclab/svclab/internal/spec"
+)
+
+var upFlags struct {
+	verbose bool
+	timeout time.Duration
+}
+
+var upCmd = &cobra.Command{
+	Use:   "up <spec.toml>",
+	Short: "Deploy one variant of a spec and keep it running in the foreground",
+	Long: `up validates the spec, starts one process per group of its placement, waits
+until every process answers health checks over its transport, prints the entry
+address, the HTTP/JSON gateway and a curl command, and stays in the foreground.
+
+Ctrl-C or SIGTERM stops every process (SIGTERM, then SIGKILL after a grace
+period). There is no "svclab down": the processes live only as long as "up",
+and die with it even when it is killed with -9 (see docs/DEPLOY.md).
+
+The spec's [app] and [deploy] tables are used; [load] and [experiment] are
+ignored. Factors are not expanded: up deploys the spec as written.`,
+	Example: `  svclab up experiments/chain.toml
+  svclab up -v experiments/select.toml     # also show the processes' logs`,
+	Args: cobra.ExactArgs(1),
+	RunE: func(cmd *cobra.Command, args []string) error {
+		s, err := spec.Load(args[0])
+		if err != nil {
+			return err
+		}
+		plan, err := runtime.Resolve(s)
+		if err != nil {
+			return err
+		}
+		opts := local.Options{ReadyTimeout: upFlags.timeout}
+		if upFlags.verbose {
+			opts.Log = os.Stderr
+		}
+		return local.Foreground(cmd.Context(), plan, opts, cmd.OutOrStdout())
+	},
+}
+
+func init() {
+	upCmd.Flags().BoolVarP(&upFlags.verbose, "verbose", "v", false, "forward every process's output to stderr, prefixed with its group")
+	upCmd.Flags().DurationVar(&upFlags.timeout, "timeout", 0, "how long to wait for readiness (default: deploy.start_timeout, 20s)")
+	rootCmd.AddCommand(upCmd)
+}
