@@ -214,7 +214,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from .report import build_report
 
     path = build_report(args.results, out=args.out, metric=args.metric,
-                        operation=args.operation)
+                        operation=args.operation, log=args.log, confidence=args.confidence)
     print(path)
     return 0
 
@@ -270,6 +270,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--metric", help="headline metric (default: experiment.json's response)")
     r.add_argument("--operation", help="operation (default: experiment.json's, else total)")
     r.add_argument("--out", help="output directory (default: the results directory)")
+    r.add_argument("--log", action="store_true", help="analyse log(metric): effects as ratios")
+    r.add_argument("--confidence", type=_confidence, default=0.95,
+                   help="confidence level, default 0.95")
     r.set_defaults(func=cmd_report)
     return p
 

@@ -122,11 +122,14 @@ def factorial(
     levels: Mapping[str, Sequence[str]] | None = None,
     log: bool = False,
     confidence: float = 0.95,
+    interactions: bool = True,
 ) -> Factorial:
     """2^k r factorial analysis of `response` over two-level `factors`.
 
     `levels` picks two levels of a factor that has more (the two-level subset
-    of a larger design); rows at other levels are left out.
+    of a larger design); rows at other levels are left out. With
+    interactions=False only main effects are fitted, which is what a
+    fractional design can estimate without its aliases.
     """
     check_factors(df, factors)
     if not 0 < confidence < 1:
@@ -177,7 +180,7 @@ def factorial(
 
     k = len(codings)
     cells = fit_df.groupby([names[c.name] for c in codings]).size()
-    if len(cells) < 2**k:
+    if interactions and len(cells) < 2**k:
         missing = []
         for combo in itertools.product((-1.0, 1.0), repeat=k):
             key = combo if k > 1 else combo[0]
@@ -194,7 +197,8 @@ def factorial(
             "least-squares estimates and sums of squares are sequential (type I)"
         )
 
-    formula = "y ~ " + " * ".join(names[c.name] for c in codings)
+    joiner = " * " if interactions else " + "
+    formula = "y ~ " + joiner.join(names[c.name] for c in codings)
     model = smf.ols(formula, data=fit_df).fit()
     dof = round(float(model.df_resid))
     params = model.params

@@ -375,13 +375,14 @@ def load_samples(
     return out.merge(ok[["run_id", *exp.factor_names]], on="run_id")
 
 
-def hdr_quantiles(path: Path, tag: str, quantiles: np.ndarray) -> np.ndarray | None:
-    """Latency quantiles (ms) over a whole HdrHistogram interval log for one tag.
+def hdr_quantiles(paths: Iterable[Path], tag: str, quantiles: np.ndarray) -> np.ndarray | None:
+    """Latency quantiles (ms) over whole HdrHistogram interval logs for one tag.
 
-    Returns None when the log is absent or unreadable: HDR logs only feed the
-    CDF plot, so a missing one must not stop a report.
+    Returns None when no log is there or one is unreadable: HDR logs only
+    feed the CDF plot, so a missing one must not stop a report.
     """
-    if not path.exists():
+    paths = [p for p in paths if p.exists()]
+    if not paths:
         return None
     try:
         from hdrh.histogram import HdrHistogram
@@ -389,23 +390,20 @@ def hdr_quantiles(path: Path, tag: str, quantiles: np.ndarray) -> np.ndarray | N
         return None
     total: HdrHistogram | None = None
     try:
-        with path.open(encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line or line.startswith("#") or line.startswith('"'):
-                    continue
-                line_tag = None
-                if line.startswith("Tag="):
-                    line_tag, line = line[4:].split(",", 1)
-                want = tag if tag != "total" else "total"
-                if (line_tag or "total") != want:
-                    continue
-                payload = line.rsplit(",", 1)[-1]
-                h = HdrHistogram.decode(payload)
-                if total is None:
-                    total = h
-                else:
-                    total.add(h)
+        lines = [ln.strip() for p in paths for ln in p.read_text(encoding="utf-8").splitlines()]
+        for line in lines:
+            if not line or line.startswith(("#", '"', "StartTimestamp")):
+                continue
+            line_tag = None
+            if line.startswith("Tag="):
+                line_tag, line = line[4:].split(",", 1)
+            if (line_tag or "total") != tag:
+                continue
+            h = HdrHistogram.decode(line.rsplit(",", 1)[-1])
+            if total is None:
+                total = h
+            else:
+                total.add(h)
     except Exception:
         return None
     if total is None or total.get_total_count() == 0:

@@ -29,8 +29,8 @@ def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
     x = np.asarray(x, dtype=float)
     if len(x) < 2:
         return math.nan, math.nan
-    if np.ptp(x) == 0:
-        return float(x[0]), float(x[0])
+    if np.ptp(x) <= 1e-12 * np.max(np.abs(x)):
+        return float(np.mean(x)), float(np.mean(x))
     ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=confidence)
     return float(ci.low), float(ci.high)
 
@@ -82,6 +82,8 @@ def describe(
                 continue
             mean = float(np.mean(x))
             sd = float(np.std(x, ddof=1)) if len(x) > 1 else math.nan
+            if sd == sd and sd <= 1e-12 * max(abs(mean), 1e-300):
+                sd = 0.0  # float noise of equal values: no spread
             lo, hi = mean_ci(x, confidence)
             mlo, mhi = median_ci(x, confidence)
             row.update(

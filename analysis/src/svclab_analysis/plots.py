@@ -1,0 +1,191 @@
+"""Figures for the report. Each function takes computed DataFrames and returns
+PNG bytes; nothing here computes a statistic."""
+
+from __future__ import annotations
+
+import io
+import itertools
+from collections.abc import Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
+
+# Colour-blind-safe (Okabe-Ito), in the order configurations are ranked.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000"]
+INK = "#1f2933"
+MUTED = "#7b8794"
+GRID = "#e4e7eb"
+
+plt.rcParams.update({
+    "font.family": "DejaVu Sans",
+    "font.size": 9,
+    "axes.edgecolor": MUTED,
+    "axes.labelcolor": INK,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "axes.titlelocation": "left",
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": GRID,
+    "grid.linewidth": 0.8,
+    "xtick.color": MUTED,
+    "ytick.color": MUTED,
+    "xtick.labelcolor": INK,
+    "ytick.labelcolor": INK,
+    "legend.frameon": False,
+    "legend.fontsize": 8,
+    "savefig.dpi": 130,
+    "savefig.bbox": "tight",
+})
+
+
+def colour(i: int) -> str:
+    return PALETTE[i % len(PALETTE)]
+
+
+def to_png(fig: Figure) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", facecolor="white")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def influence_bars(terms: pd.DataFrame, title: str) -> bytes:
+    """Percent of variation per term (allocation of variation), largest first."""
+    t = terms[terms["term"] != "Intercept"].copy()
+    t["label"] = t["term"].replace({"Residual": "error (between runs)"})
+    t = t.sort_values("percent", ascending=True)
+    fig, ax = plt.subplots(figsize=(7.0, 0.42 * len(t) + 0.9))
+    colours = [MUTED if lbl.startswith("error") else PALETTE[0] for lbl in t["label"]]
+    bars = ax.barh(t["label"], t["percent"], color=colours, height=0.62)
+    for b, v in zip(bars, t["percent"], strict=True):
+        ax.text(b.get_width() + 0.8, b.get_y() + b.get_height() / 2, f"{v:.1f}%",
+                va="center", fontsize=8, color=INK)
+    ax.set_xlim(0, max(100.0, float(t["percent"].max()) * 1.12))
+    ax.set_xlabel("share of the variation explained (%)")
+    ax.grid(axis="y", visible=False)
+    ax.set_title(title)
+    return to_png(fig)
+
+
+def boxplot(table: pd.DataFrame, response: str, label_col: str, order: Sequence[str],
+            ylabel: str, title: str) -> bytes:
+    """One box per configuration over its runs, with every run drawn as a dot."""
+    data = [table.loc[table[label_col] == lbl, response].dropna().to_numpy() for lbl in order]
+    fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(order) + 1.0))
+    pos = np.arange(len(order))[::-1]
+    ax.boxplot(data, positions=pos, vert=False, widths=0.55, showfliers=False,
+               medianprops={"color": INK, "linewidth": 1.5},
+               boxprops={"color": MUTED}, whiskerprops={"color": MUTED},
+               capprops={"color": MUTED})
+    rng = np.random.default_rng(0)
+    for i, (p, d) in enumerate(zip(pos, data, strict=True)):
+        ax.scatter(d, p + rng.uniform(-0.12, 0.12, len(d)), s=18, color=colour(i), zorder=3,
+                   alpha=0.9, edgecolors="white", linewidths=0.5)
+    ax.set_yticks(pos, list(order))
+    ax.set_xlabel(ylabel)
+    ax.grid(axis="y", visible=False)
+    ax.set_title(title)
+    return to_png(fig)
+
+
+def cdf(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title: str) -> bytes:
+    """Latency CDFs, one line per configuration, on a log latency axis."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    for i, (lbl, (x, p)) in enumerate(curves.items()):
+        ax.plot(x, p, color=colour(i), linewidth=1.6, label=lbl)
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.set_ylim(0, 1.0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of requests")
+    ax.legend(loc="lower right")
+    ax.set_title(title)
+    return to_png(fig)
+
+
+def timeseries(ts: pd.DataFrame, label_col: str, order: Sequence[str], latency_col: str,
+               latency_label: str, title: str) -> bytes:
+    """Latency and throughput per second, one thin line per run."""
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True)
+    for i, lbl in enumerate(order):
+        sub = ts[ts[label_col] == lbl]
+        for j, (_, run) in enumerate(sub.groupby("run_id", sort=True)):
+            run = run.sort_values("second")
+            kw = {"color": colour(i), "linewidth": 1.0, "alpha": 0.75,
+                  "label": lbl if j == 0 else None}
+            ax1.plot(run["second"], run[latency_col], **kw)
+            ax2.plot(run["second"], run["rps"], **kw)
+    ax1.set_ylabel(latency_label)
+    ax2.set_ylabel("throughput (req/s)")
+    ax2.set_xlabel("second of the measurement window (s)")
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax1.set_title(title)
+    return to_png(fig)
+
+
+def interactions(means: pd.DataFrame, factors: Sequence[str], response: str, ylabel: str,
+                 title: str) -> bytes:
+    """Interaction plots: mean response per level of one factor, a line per
+    level of another. Parallel lines mean no interaction."""
+    pairs = list(itertools.combinations(factors, 2))
+    ncol = min(3, len(pairs))
+    nrow = int(np.ceil(len(pairs) / ncol))
+    width = 4.6 if ncol == 1 else 7.0
+    fig, axes = plt.subplots(nrow, ncol, figsize=(width, 3.0 * nrow), squeeze=False)
+    for ax, (f1, f2) in zip(axes.flat, pairs, strict=False):
+        m = means.groupby([f1, f2], observed=True, sort=True)[response].mean().reset_index()
+        x_levels = list(dict.fromkeys(m[f1].astype(str)))
+        for i, (lv, g) in enumerate(m.groupby(f2, observed=True, sort=True)):
+            xs = [x_levels.index(str(v)) for v in g[f1]]
+            ax.plot(xs, g[response], marker="o", color=colour(i), linewidth=1.6,
+                    label=f"{f2.rsplit('.', 1)[-1]}={lv}")
+        ax.set_xticks(range(len(x_levels)), x_levels)
+        ax.margins(x=0.15)
+        ax.set_xlabel(f1.rsplit(".", 1)[-1])
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(pairs):]:
+        ax.set_visible(False)
+    fig.suptitle(title, x=0.01, ha="left", fontsize=10, fontweight="bold")
+    fig.tight_layout()
+    return to_png(fig)
+
+
+def qq(points: pd.DataFrame, ylabel: str, title: str) -> bytes:
+    fig, ax = plt.subplots(figsize=(4.6, 3.6))
+    ax.scatter(points["theoretical"], points["sample"], s=20, color=PALETTE[0], zorder=3)
+    ax.plot(points["theoretical"], points["line"], color=MUTED, linewidth=1.2)
+    ax.set_xlabel("normal quantile")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    return to_png(fig)
+
+
+def response_curve(summary: pd.DataFrame, x: str, series: str | None, xlabel: str,
+                   ylabel: str, title: str) -> bytes:
+    """Mean response with its CI against a numeric factor (latency vs load)."""
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    groups = [("", summary)] if series is None else list(
+        summary.groupby(series, observed=True, sort=False))
+    for i, (lbl, g) in enumerate(groups):
+        g = g.sort_values(x)
+        ax.errorbar(g[x], g["mean"], yerr=[g["mean"] - g["mean_ci_low"],
+                                           g["mean_ci_high"] - g["mean"]],
+                    marker="o", color=colour(i), capsize=3, linewidth=1.6,
+                    label=str(lbl) if lbl != "" else None)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if series is not None:
+        ax.legend()
+    ax.set_title(title)
+    return to_png(fig)
