@@ -347,6 +347,13 @@ func TestNoOrphans(t *testing.T) {
 			if sig == syscall.SIGTERM && werr != nil {
 				t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
 			}
+			if sig == syscall.SIGKILL {
+				// Nothing was left to remove the deployment's temp dir.
+				dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "svclab-"+id+"-*"))
+				for _, dir := range dirs {
+					_ = os.RemoveAll(dir)
+				}
+			}
 			end := time.Now().Add(5 * time.Second)
 			for {
 				left := deploymentProcs(id)

@@ -62,7 +62,7 @@ func Describe(w io.Writer, d *Deployment) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "entry:   %s (component %s)\n", d.Entry(), p.Entry)
 	fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
-	if ex := d.CurlExample(); ex != "" {
-		fmt.Fprintf(w, "try:\n  %s\n", ex)
+	if ex := d.CurlExamples(); len(ex) > 0 {
+		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
 	}
 }

@@ -632,25 +632,24 @@ func DialEndpoint(ctx context.Context, ep runtime.Endpoint, opts transport.DialO
 	return c, nil
 }
 
-// CurlExample is a command that calls the entry through the gateway with
-// the app's first default request. A body too long to paste (select's
-// large array) is written to a file in the deployment's temp dir, which
-// exists while the deployment runs.
-func (d *Deployment) CurlExample() string {
-	reqs := d.plan.Requests()
-	if len(reqs) == 0 {
-		return ""
-	}
-	r := reqs[0]
-	body := r.JSON()
-	data := "'" + string(body) + "'"
-	if len(body) > 200 {
-		f := filepath.Join(d.dir, r.Name+".json")
-		if err := os.WriteFile(f, body, 0o644); err == nil {
-			data = "@" + f
+// CurlExamples are commands that call the entry through the gateway, one
+// per default request of the app. A body too long to paste (select's large
+// array, the movie) is written to a file in the deployment's temp dir,
+// which exists while the deployment runs.
+func (d *Deployment) CurlExamples() []string {
+	var out []string
+	for _, r := range d.plan.Requests() {
+		body := r.JSON()
+		data := "'" + string(body) + "'"
+		if len(body) > 120 {
+			f := filepath.Join(d.dir, r.Name+".json")
+			if err := os.WriteFile(f, body, 0o644); err == nil {
+				data = "@" + f
+			}
 		}
+		out = append(out, fmt.Sprintf("curl -s -H 'Content-Type: application/json' --data %s %s%s", data, d.gatewayURL, r.Method))
 	}
-	return fmt.Sprintf("curl -s -X POST -H 'Content-Type: application/json' --data %s %s%s", data, d.gatewayURL, r.Method)
+	return out
 }
 
 // Stop ends every child: SIGTERM to its process group, then SIGKILL for
