@@ -190,7 +190,8 @@ type Process struct {
 	Components []string
 	PID        int
 	// Listen maps each of its components that is served on a listener
-	// (called from another group, or the entry) to its endpoint.
+	// (called from another group, or the entry) to its endpoint, and
+	// "gateway" to the gateway in the entry group.
 	Listen map[string]runtime.Endpoint
 
 	cmd      *exec.Cmd
@@ -238,10 +239,11 @@ func DeploySpec(ctx context.Context, s *spec.Spec, opts Options) (*Deployment, e
 }
 
 // Deploy starts one child per group of p and waits until each passes its
-// health checks over its own transport (the gateway over http). If a child
-// exits or is not ready within the timeout, everything started is stopped and
-// the error names the group, its components, its exit status and its last
-// output lines.
+// health checks over its own transport (the gateway over http). ctx bounds
+// the start only; the deployment runs until Stop. If a child exits or is not
+// ready within the timeout, everything started is stopped and the error
+// (wrapping a *ProcessError or a *NotReadyError) names the group, its
+// components, its exit status and its last output lines.
 func Deploy(ctx context.Context, p *runtime.Plan, opts Options) (_ *Deployment, err error) {
 	if opts.Executable == "" {
 		if opts.Executable, err = os.Executable(); err != nil {
