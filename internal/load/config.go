@@ -30,6 +30,9 @@ type Config struct {
 	// Duration is the measurement window. With stages and no duration, it is
 	// the stages' total.
 	Duration Duration `toml:"duration,omitempty" json:"duration,omitempty"`
+	// Requests, when > 0, ends the measurement after this many iterations
+	// (requests, or flows), even before Duration is over.
+	Requests int64 `toml:"requests,omitempty" json:"requests,omitempty"`
 	// Warmup runs load before the measurement window and discards it.
 	Warmup Duration `toml:"warmup,omitempty" json:"warmup,omitempty"`
 	// Users is the number of closed-loop virtual users.
@@ -197,6 +200,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ThinkMax < c.ThinkMin {
 		bad("think_max", "must be >= think_min (%s), got %s", c.ThinkMin, c.ThinkMax)
+	}
+	if c.Requests < 0 {
+		bad("requests", "must be >= 0, got %d", c.Requests)
 	}
 	if c.SpawnRate < 0 {
 		bad("spawn_rate", "must be >= 0, got %v", c.SpawnRate)

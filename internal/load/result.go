@@ -1,0 +1,370 @@
+package load
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/parquet-go/parquet-go"
+)
+
+// Result is what a run measured, in the shapes of docs/RESULTS.md.
+type Result struct {
+	Summary Summary
+	// Series has one row per operation per second of the measurement.
+	Series []SeriesRow
+	// Generator is the self-audit, the "generator" object of run.json.
+	Generator Generator
+	// Warnings are for run.json's "warnings", such as
+	// "generator_bottleneck: 12% of sends were late by more than 1 ms".
+	Warnings []string
+	// Started and Ended bound the run, warm-up included.
+	Started, Ended time.Time
+
+	// files streamed during the run, by their name in a run directory
+	files   map[string]string
+	tempDir string
+}
+
+// Summary is summary.json.
+type Summary struct {
+	DurationS  float64     `json:"duration_s"`
+	Operations []Operation `json:"operations"`
+	LateSends  int64       `json:"late_sends"`
+	Dropped    int64       `json:"dropped"`
+}
+
+// Operation is one entry of summary.json's "operations".
+type Operation struct {
+	Name          string           `json:"name"`
+	Kind          string           `json:"kind"` // "total", "request" or "flow"
+	Count         int64            `json:"count"`
+	Errors        int64            `json:"errors"`
+	RPS           float64          `json:"rps"`
+	ErrorsByClass map[string]int64 `json:"errors_by_class"`
+	Latency       Stats            `json:"latency"`
+	ServiceTime   Stats            `json:"service_time"`
+}
+
+// Stats describe a latency distribution in milliseconds. With no requests
+// they are all 0.
+type Stats struct {
+	MeanMs  float64 `json:"mean_ms"`
+	StdevMs float64 `json:"stdev_ms"`
+	MinMs   float64 `json:"min_ms"`
+	P50Ms   float64 `json:"p50_ms"`
+	P90Ms   float64 `json:"p90_ms"`
+	P95Ms   float64 `json:"p95_ms"`
+	P99Ms   float64 `json:"p99_ms"`
+	P999Ms  float64 `json:"p999_ms"`
+	MaxMs   float64 `json:"max_ms"`
+}
+
+// SeriesRow is one row of timeseries.parquet.
+type SeriesRow struct {
+	Second    int64   `parquet:"second" json:"second"`
+	Operation string  `parquet:"operation,dict" json:"operation"`
+	Requests  int64   `parquet:"requests" json:"requests"`
+	Errors    int64   `parquet:"errors" json:"errors"`
+	RPS       float64 `parquet:"rps" json:"rps"`
+	P50Ms     float64 `parquet:"p50_ms" json:"p50_ms"`
+	P90Ms     float64 `parquet:"p90_ms" json:"p90_ms"`
+	P99Ms     float64 `parquet:"p99_ms" json:"p99_ms"`
+}
+
+// Generator is the load generator's self-audit over the measurement
+// window: run.json's "generator" object.
+type Generator struct {
+	CPUS       float64 `json:"cpu_s"`
+	CPUPercent float64 `json:"cpu_percent"` // of one core
+	LateSends  int64   `json:"late_sends"`
+	Dropped    int64   `json:"dropped"`
+	// Lag is how late sends left: behind the arrival schedule in an open
+	// loop, behind each user's pace in a closed loop.
+	LagP50Ms       float64 `json:"lag_p50_ms"`
+	LagP99Ms       float64 `json:"lag_p99_ms"`
+	LagMaxMs       float64 `json:"lag_max_ms"`
+	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
+	GCPauseMaxMs   float64 `json:"gc_pause_max_ms"`
+	Bottleneck     bool    `json:"bottleneck"`
+	// Reason says why Bottleneck is set; empty when it is not.
+	Reason string `json:"reason"`
+}
+
+func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
+	if !r.audit.started {
+		r.audit.start()
+	}
+	sec := r.rec.lastSec
+	length := secs(r.stopAt - r.mstart - int64(sec)*int64(time.Second))
+	length = min(max(length, 1e-3), 1)
+	if r.stopAt > r.mstart {
+		p := r.rec.flush(sec, length)
+		r.progress(p)
+	}
+	gcTotal := r.audit.sampleGC()
+	cpu := cpuTime() - r.audit.cpu0
+	wall := time.Since(r.audit.t0)
+
+	rec := r.rec
+	rec.mu.Lock()
+	latLog, svcLog, samples := rec.latLog, rec.svcLog, rec.samples
+	rec.latLog, rec.svcLog, rec.samples = nil, nil, nil
+	rec.closedDone = true
+	rec.mu.Unlock()
+
+	res := &Result{Started: started, Ended: time.Now(), Series: rec.series,
+		files: map[string]string{}, tempDir: r.tempDir}
+	var errs []error
+	for name, h := range map[string]*hlogWriter{"latency.hlog": latLog, "service_time.hlog": svcLog} {
+		errs = append(errs, h.close())
+		res.files[name] = filepath.Join(r.dir, name)
+	}
+	if samples != nil {
+		errs = append(errs, samples.close())
+		res.files["samples.parquet"] = filepath.Join(r.dir, "samples.parquet")
+	}
+
+	dur := secs(max(r.stopAt-r.mstart, 0))
+	s := Summary{DurationS: dur, LateSends: rec.late, Dropped: rec.dropped}
+	for _, o := range rec.ops {
+		op := Operation{Name: o.name, Kind: o.kind, Count: o.count, Errors: o.errors,
+			ErrorsByClass: map[string]int64{"timeout": 0, "connection": 0},
+			Latency:       stats(o.lat), ServiceTime: stats(o.svc)}
+		if dur > 0 {
+			op.RPS = float64(o.count) / dur
+		}
+		for c, n := range o.classes {
+			op.ErrorsByClass[c] = n
+		}
+		s.Operations = append(s.Operations, op)
+	}
+	res.Summary = s
+
+	g := Generator{CPUS: cpu.Seconds(), LateSends: rec.late, Dropped: rec.dropped,
+		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: float64(r.audit.maxPause) / 1e6}
+	if wall > 0 {
+		g.CPUPercent = 100 * cpu.Seconds() / wall.Seconds()
+	}
+	if rec.lag.TotalCount() > 0 {
+		g.LagP50Ms = float64(rec.lag.ValueAtQuantile(50)) / 1e3
+		g.LagP99Ms = float64(rec.lag.ValueAtQuantile(99)) / 1e3
+		g.LagMaxMs = float64(rec.lag.Max()) / 1e3
+	}
+	var reasons []string
+	if !r.closed && rec.sends > 0 {
+		if f := float64(rec.late) / float64(rec.sends); f > 0.01 {
+			reasons = append(reasons, fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.1f ms)", 100*f, g.LagP99Ms))
+		}
+	}
+	if cores := runtime.GOMAXPROCS(0); g.CPUPercent > 90*float64(cores) {
+		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", g.CPUPercent, cores))
+	}
+	if wall > 0 && float64(gcTotal) > 0.05*float64(wall) {
+		reasons = append(reasons, fmt.Sprintf("GC paused the generator for %.0f ms (%.1f%% of the run)", g.GCPauseTotalMs, 100*float64(gcTotal)/float64(wall)))
+	}
+	if len(reasons) > 0 {
+		g.Bottleneck = true
+		g.Reason = joinReasons(reasons)
+		res.Warnings = append(res.Warnings, "generator_bottleneck: "+g.Reason)
+	}
+	if rec.dropped > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("dropped: %d arrivals were not sent because %d requests were already in flight (load.max_inflight)", rec.dropped, r.cfg.maxInflight()))
+	}
+	if ctxErr != nil {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %.1f s of measurement", dur))
+	}
+	res.Generator = g
+
+	if err := errors.Join(errs...); err != nil {
+		return res, fmt.Errorf("load: %w", err)
+	}
+	if ctxErr != nil {
+		return res, fmt.Errorf("load: run interrupted: %w", ctxErr)
+	}
+	return res, nil
+}
+
+func joinReasons(rs []string) string {
+	out := rs[0]
+	for _, r := range rs[1:] {
+		out += "; " + r
+	}
+	return out
+}
+
+func stats(h *hdr.Histogram) Stats {
+	if h.TotalCount() == 0 {
+		return Stats{}
+	}
+	v := h.ValueAtPercentilesSlice([]float64{50, 90, 95, 99, 99.9})
+	ms := func(us int64) float64 { return float64(us) / 1e3 }
+	return Stats{MeanMs: h.Mean() / 1e3, StdevMs: h.StdDev() / 1e3, MinMs: ms(h.Min()),
+		P50Ms: ms(v[0]), P90Ms: ms(v[1]), P95Ms: ms(v[2]), P99Ms: ms(v[3]), P999Ms: ms(v[4]), MaxMs: ms(h.Max())}
+}
+
+// Op returns the summary of the named operation ("total" included).
+func (r *Result) Op(name string) (Operation, bool) {
+	for _, o := range r.Summary.Operations {
+		if o.Name == name {
+			return o, true
+		}
+	}
+	return Operation{}, false
+}
+
+// WriteDir writes the run's files into dir, as docs/RESULTS.md lays out a
+// run directory: summary.json, timeseries.parquet, latency.hlog,
+// service_time.hlog and, with raw samples on, samples.parquet. Every file
+// is fsynced; the directory itself is the caller's to commit.
+func (r *Result) WriteDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("load: result directory: %w", err)
+	}
+	b, err := json.MarshalIndent(r.Summary, "", "  ")
+	if err != nil {
+		return fmt.Errorf("load: encoding summary.json: %w", err)
+	}
+	if err := writeFileSync(filepath.Join(dir, "summary.json"), append(b, '\n')); err != nil {
+		return err
+	}
+	if err := r.writeSeries(filepath.Join(dir, "timeseries.parquet")); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(r.files))
+	for n := range r.files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if err := copyFile(r.files[n], filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// GeneratorJSON is the "generator" object for run.json.
+func (r *Result) GeneratorJSON() ([]byte, error) { return json.Marshal(r.Generator) }
+
+// Close removes the temporary files of a run made without Options.Dir.
+func (r *Result) Close() error {
+	if r.tempDir == "" {
+		return nil
+	}
+	err := os.RemoveAll(r.tempDir)
+	r.tempDir = ""
+	return err
+}
+
+func (r *Result) writeSeries(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	w := parquet.NewGenericWriter[SeriesRow](f)
+	_, err = w.Write(r.Series)
+	if e := w.Close(); err == nil {
+		err = e
+	}
+	if e := f.Sync(); err == nil {
+		err = e
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("load: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func writeFileSync(path string, b []byte) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	_, err = f.Write(b)
+	if e := f.Sync(); err == nil {
+		err = e
+	}
+	if e := f.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("load: writing %s: %w", path, err)
+	}
+	return nil
+}
+
+// copyFile copies src to dst unless they are the same file (a run streamed
+// into its own directory).
+func copyFile(src, dst string) error {
+	if a, err := filepath.Abs(src); err == nil {
+		if b, err := filepath.Abs(dst); err == nil && a == b {
+			return nil
+		}
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return fmt.Errorf("load: %w", err)
+	}
+	_, err = io.Copy(out, in)
+	if e := out.Sync(); err == nil {
+		err = e
+	}
+	if e := out.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("load: copying %s to %s: %w", src, dst, err)
+	}
+	return nil
+}
+
+// Table writes the summary as an aligned table, one row per operation.
+func (r *Result) Table(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "operation\tkind\tcount\terrors\trps\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tsvc p50\tsvc p99\t\n")
+	for _, o := range r.Summary.Operations {
+		l, s := o.Latency, o.ServiceTime
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n",
+			o.Name, o.Kind, o.Count, o.Errors, o.RPS, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, s.P50Ms, s.P99Ms)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	g := r.Generator
+	fmt.Fprintf(w, "\nduration %.1fs  late sends %d  dropped %d  lag p50/p99/max %.2f/%.2f/%.2f ms  generator CPU %.0f%%  GC pause max %.2f ms\n",
+		r.Summary.DurationS, g.LateSends, g.Dropped, g.LagP50Ms, g.LagP99Ms, g.LagMaxMs, g.CPUPercent, g.GCPauseMaxMs)
+	for _, o := range r.Summary.Operations {
+		var classes []string
+		for c, n := range o.ErrorsByClass {
+			if n > 0 {
+				classes = append(classes, fmt.Sprintf("%s=%d", c, n))
+			}
+		}
+		if len(classes) > 0 {
+			sort.Strings(classes)
+			fmt.Fprintf(w, "errors of %s: %v\n", o.Name, classes)
+		}
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warn)
+	}
+	_, err := fmt.Fprint(w)
+	return err
+}

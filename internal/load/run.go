@@ -1,0 +1,583 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Options are the parts of a run that are not load settings.
+type Options struct {
+	// Progress, when set, is called once a second from the generator's
+	// own goroutine, during warm-up too; it must return quickly.
+	Progress func(Progress)
+	// Dir, when set, is where the HDR logs and raw samples are streamed
+	// during the run (the run directory being written, say). When empty
+	// they go to a temporary directory that Result.Close removes.
+	Dir string
+}
+
+// Run drives t as cfg says and returns what it measured. It returns when
+// the measurement window is over (or cfg.Requests iterations were run) and
+// the requests in flight have finished or timed out. When ctx is canceled
+// it stops early and returns the result so far together with an error
+// wrapping ctx.Err().
+func Run(ctx context.Context, cfg Config, t *Target, opt Options) (*Result, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	r, err := newRunner(cfg, t, opt)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+func (t *Target) check() error {
+	if t == nil || len(t.Ops) == 0 {
+		return errors.New("load: target has no operations")
+	}
+	seen := map[string]bool{"total": true}
+	for i, op := range t.Ops {
+		if op.Do == nil {
+			return fmt.Errorf("load: target operation %d (%q) has no Do function", i, op.Name)
+		}
+		if op.Name == "" || seen[op.Name] {
+			return fmt.Errorf("load: target operation %d: name %q is empty, \"total\" or used twice", i, op.Name)
+		}
+		seen[op.Name] = true
+		if t.Weighted && !(op.Weight > 0) {
+			return fmt.Errorf("load: target operation %q: weight must be > 0 in a weighted target, got %v", op.Name, op.Weight)
+		}
+	}
+	if t.Flow != "" && seen[t.Flow] {
+		return fmt.Errorf("load: flow name %q is taken by an operation or by \"total\"", t.Flow)
+	}
+	return nil
+}
+
+type runner struct {
+	cfg     Config
+	t       *Target
+	opt     Options
+	rec     *recorder
+	closed  bool // closed loop
+	base    time.Time
+	mstart  int64 // measurement start, ns since base
+	mend    int64 // measurement end as planned
+	stopAt  int64 // when sending stopped, ns since base
+	segs    []segment
+	flowIdx int // recorder index of the flow, 0 when there is none
+	iterIdx int // the operation whose typical latency paces closed-loop users
+	cum     []float64
+	seed    uint64
+	timeout time.Duration
+
+	budget     atomic.Int64 // iterations left when cfg.Requests > 0
+	budgetOnce sync.Once
+	budgetDone chan struct{}
+	inflight   atomic.Int64
+	pool       sync.Pool
+
+	dir, tempDir string
+	audit        auditor
+	interrupted  bool
+}
+
+func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
+	r := &runner{cfg: cfg, t: t, opt: opt, closed: cfg.mode() == "closed",
+		timeout: cfg.timeout(), budgetDone: make(chan struct{})}
+	r.seed = uint64(cfg.Seed)
+	if r.seed == 0 {
+		r.seed = uint64(time.Now().UnixNano())
+	}
+	if cfg.Requests > 0 {
+		r.budget.Store(cfg.Requests)
+	}
+	names := []string{"total"}
+	kinds := []string{"total"}
+	for _, op := range t.Ops {
+		names = append(names, op.Name)
+		kinds = append(kinds, "request")
+	}
+	if t.Flow != "" {
+		r.flowIdx = len(names)
+		names = append(names, t.Flow)
+		kinds = append(kinds, "flow")
+	}
+	switch {
+	case r.flowIdx > 0:
+		r.iterIdx = r.flowIdx
+	case len(t.Ops) == 1:
+		r.iterIdx = 1
+	}
+	sum := 0.0
+	for _, op := range t.Ops {
+		sum += op.Weight
+		r.cum = append(r.cum, sum)
+	}
+	if r.closed {
+		r.segs = profile(&cfg, float64(cfg.Users), func(s Stage) float64 { return float64(s.Users) })
+	} else {
+		r.segs = profile(&cfg, cfg.Rate, func(s Stage) float64 { return s.Rate })
+	}
+	r.mstart = int64(cfg.Warmup)
+	r.mend = r.mstart + int64(cfg.measureDuration())
+	r.rec = newRecorder(names, kinds, r.mstart)
+	r.pool.New = func() any { return &Session{Timeout: r.timeout, Rand: rand.New(rand.NewPCG(r.seed, 0))} }
+	return r, nil
+}
+
+func (r *runner) now() int64 { return int64(time.Since(r.base)) }
+
+func (r *runner) run(ctx context.Context) (*Result, error) {
+	r.dir = r.opt.Dir
+	if r.dir == "" {
+		d, err := os.MkdirTemp("", "svclab-load-")
+		if err != nil {
+			return nil, fmt.Errorf("load: temporary directory for HDR logs: %w", err)
+		}
+		r.dir, r.tempDir = d, d
+	}
+	started := time.Now()
+	r.base = started
+	mwall := started.Add(time.Duration(r.mstart))
+	var err error
+	if r.rec.latLog, err = newHlog(filepath.Join(r.dir, "latency.hlog"), mwall, "latency"); err != nil {
+		return nil, r.abandon(err)
+	}
+	if r.rec.svcLog, err = newHlog(filepath.Join(r.dir, "service_time.hlog"), mwall, "service time"); err != nil {
+		return nil, r.abandon(err)
+	}
+	if r.cfg.RawSamples {
+		if r.rec.samples, err = newSampleSink(filepath.Join(r.dir, "samples.parquet")); err != nil {
+			return nil, r.abandon(err)
+		}
+	}
+	if r.mstart == 0 {
+		r.audit.start()
+	}
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopTick := make(chan struct{})
+	tickDone := make(chan struct{})
+	go r.tick(stopTick, tickDone)
+	if r.closed {
+		r.closedLoop(runCtx, cancel)
+	} else {
+		r.openLoop(runCtx, cancel)
+	}
+	close(stopTick)
+	<-tickDone
+	r.interrupted = ctx.Err() != nil
+	return r.finish(started, ctx.Err())
+}
+
+// abandon cleans up after a run that could not start.
+func (r *runner) abandon(err error) error {
+	for _, h := range []*hlogWriter{r.rec.latLog, r.rec.svcLog} {
+		if h != nil {
+			h.close()
+		}
+	}
+	if r.tempDir != "" {
+		os.RemoveAll(r.tempDir)
+	}
+	return fmt.Errorf("load: %w", err)
+}
+
+// tick ends each second: of warm-up (progress only), then of the
+// measurement (series, HDR log intervals, progress). The last, possibly
+// partial, second is flushed by finish once the requests in flight are in.
+func (r *runner) tick(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	wait := func(at int64) bool {
+		if d := at - r.now(); d > 0 {
+			timer.Reset(time.Duration(d))
+			select {
+			case <-timer.C:
+				return true
+			case <-stop:
+				return false
+			}
+		}
+		select {
+		case <-stop:
+			return false
+		default:
+			return true
+		}
+	}
+	for k := int64(1); r.mstart > 0; k++ {
+		b := min(k*int64(time.Second), r.mstart)
+		if !wait(b) {
+			return
+		}
+		p := r.rec.flushWarmup(time.Duration(b-r.mstart), secs(b-(k-1)*int64(time.Second)))
+		r.progress(p)
+		if b == r.mstart {
+			r.audit.start()
+			break
+		}
+	}
+	for sec := 0; ; sec++ {
+		b := r.mstart + int64(sec+1)*int64(time.Second)
+		if b >= r.mend || !wait(b) {
+			return
+		}
+		p := r.rec.flush(sec, 1)
+		r.audit.sampleGC()
+		r.progress(p)
+	}
+}
+
+func (r *runner) progress(p Progress) {
+	if r.opt.Progress != nil {
+		r.opt.Progress(p)
+	}
+}
+
+// takeBudget reports whether one more measured iteration may start.
+func (r *runner) takeBudget(intended int64) bool {
+	if r.cfg.Requests <= 0 || intended < r.mstart {
+		return true
+	}
+	if r.budget.Add(-1) >= 0 {
+		return true
+	}
+	r.budgetOnce.Do(func() { close(r.budgetDone) })
+	return false
+}
+
+// openLoop sends at the planned arrival times whatever the target does.
+// Each arrival runs in its own goroutine, so a slow answer never delays
+// the next send; past max_inflight outstanding arrivals, new ones are
+// counted as dropped instead of queueing without bound.
+func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
+	var wg sync.WaitGroup
+	maxIn := int64(r.cfg.maxInflight())
+	poisson := r.cfg.Arrival == "poisson"
+	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
+	sl := newSleeper()
+	defer sl.close()
+	t := 0.0
+	stopped := r.mend
+loop:
+	for n := int64(0); ; n++ {
+		x := 1.0
+		if poisson {
+			x = rng.ExpFloat64()
+		} else if n == 0 {
+			x = 0
+		}
+		t = nextArrival(r.segs, t, x)
+		if math.IsInf(t, 1) || nanos(t) >= r.mend {
+			break
+		}
+		ti := nanos(t)
+		if !r.sleepUntil(ctx, sl, ti) {
+			stopped = r.now()
+			break loop
+		}
+		if !r.takeBudget(ti) {
+			stopped = r.now()
+			break
+		}
+		lag := r.now() - ti
+		if r.inflight.Load() >= maxIn {
+			r.rec.drop(ti)
+			continue
+		}
+		r.rec.send(ti, lag)
+		r.inflight.Add(1)
+		wg.Add(1)
+		s := r.pool.Get().(*Session)
+		s.reset(int(n), r.seed)
+		go func() {
+			defer wg.Done()
+			r.iterate(ctx, s, ti)
+			r.inflight.Add(-1)
+			r.pool.Put(s)
+		}()
+	}
+	r.stopAt = min(stopped, r.mend)
+	r.drain(&wg, cancel)
+}
+
+// sleepUntil waits until ti; false means ctx is done. It asks the kernel
+// to wake it early by the wake-up delay it has been seeing (a running
+// average), then yields until ti: on a virtual machine a timer wakes a
+// thread 100-200 µs late, which would otherwise be added to every
+// latency, while spinning the whole wait would burn a core.
+func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti int64) bool {
+	for {
+		d := ti - r.now() - sl.slack
+		if d <= 0 {
+			break
+		}
+		d = min(d, int64(time.Second)) // so that a canceled run stops promptly
+		asked := r.now() + d
+		if !sl.sleep(ctx, time.Duration(d)) {
+			return false
+		}
+		late := r.now() - asked
+		sl.slack += (clampI(late, 0, maxSlack) - sl.slack) / 8
+	}
+	for r.now() < ti {
+		runtime.Gosched()
+	}
+	return ctx.Err() == nil
+}
+
+const maxSlack = int64(time.Millisecond)
+
+func clampI(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
+
+func (s *Session) reset(user int, seed uint64) {
+	s.User, s.Iteration = user, 0
+	clear(s.Vars)
+	s.cookies = s.cookies[:0]
+	s.Rand = rand.New(rand.NewPCG(seed, uint64(user)))
+}
+
+// closedLoop runs virtual users, as many as the profile says at each
+// moment, started no faster than spawn_rate.
+func (r *runner) closedLoop(ctx context.Context, cancel context.CancelFunc) {
+	var wg sync.WaitGroup
+	var users []chan struct{}
+	const step = 20 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	spawn := 0.0
+	last := r.now()
+	stopped := r.mend
+	for {
+		now := r.now()
+		if now >= r.mend {
+			break
+		}
+		want := int(math.Round(levelAt(r.segs, secs(now))))
+		if sr := r.cfg.SpawnRate; sr > 0 {
+			// The allowance never exceeds one step's worth, so a pause in
+			// growth is not followed by a burst.
+			spawn = min(spawn+sr*secs(now-last), max(1, sr*step.Seconds()))
+		}
+		last = now
+		for len(users) < want {
+			if r.cfg.SpawnRate > 0 {
+				if spawn < 1 {
+					break
+				}
+				spawn--
+			}
+			stop := make(chan struct{})
+			id := len(users)
+			users = append(users, stop)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.user(ctx, id, stop)
+			}()
+		}
+		for len(users) > want {
+			close(users[len(users)-1])
+			users = users[:len(users)-1]
+		}
+		timer.Reset(time.Duration(min(int64(step), r.mend-now)))
+		select {
+		case <-timer.C:
+			continue
+		case <-ctx.Done():
+		case <-r.budgetDone:
+		}
+		stopped = r.now()
+		break
+	}
+	r.stopAt = min(stopped, r.mend)
+	for _, stop := range users {
+		close(stop)
+	}
+	r.drain(&wg, cancel)
+}
+
+// user is one virtual user: iterate, think, repeat. Its pacing lag is how
+// much later than planned each iteration starts, the plan being the
+// previous start plus the iteration's typical latency plus the think time:
+// a stalled answer shows up here even though the closed loop's own latency
+// hides it (coordinated omission).
+func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
+	s := &Session{User: id, Timeout: r.timeout, Rand: rand.New(rand.NewPCG(r.seed, uint64(id)))}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	prev, plan := int64(-1), int64(0)
+	for it := int64(0); ; it++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		start := r.now()
+		if start >= r.mend || ctx.Err() != nil || !r.takeBudget(start) {
+			return
+		}
+		lag := int64(0)
+		if prev >= 0 {
+			lag = start - (prev + plan)
+		}
+		r.rec.send(start, lag)
+		s.Iteration = it
+		r.iterate(ctx, s, start)
+		think := r.think(s.Rand)
+		prev, plan = start, r.rec.ops[r.iterIdx].expectedNs()+int64(think)
+		if think > 0 {
+			timer.Reset(think)
+			select {
+			case <-timer.C:
+			case <-stop:
+				return
+			case <-ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+func (r *runner) think(rng *rand.Rand) time.Duration {
+	c := &r.cfg
+	if c.ThinkTime > 0 {
+		return c.ThinkTime.D()
+	}
+	if c.ThinkMax > 0 {
+		return c.ThinkMin.D() + time.Duration(rng.Int64N(int64(c.ThinkMax-c.ThinkMin)+1))
+	}
+	return 0
+}
+
+// iterate runs one iteration for s: every operation in order, or one
+// picked by weight, then records the flow. intended is when the
+// iteration was meant to start; later steps are meant to start when the
+// one before them ends. A failed step ends the iteration, as later steps
+// usually need what it would have returned.
+func (r *runner) iterate(ctx context.Context, s *Session, intended int64) {
+	lo, hi := 0, len(r.t.Ops)
+	if r.t.Weighted {
+		lo = r.pick(s.Rand.Float64())
+		hi = lo + 1
+	}
+	stepStart, first, end := intended, int64(-1), intended
+	class := "ok"
+	for i := lo; i < hi; i++ {
+		s.sent = time.Time{}
+		call := r.now()
+		err := r.t.Ops[i].Do(ctx, s)
+		end = r.now()
+		sent := call
+		if !s.sent.IsZero() {
+			sent = int64(s.sent.Sub(r.base))
+		}
+		c := "ok"
+		if err != nil {
+			c = Classify(err)
+		}
+		r.rec.record(i+1, intended, stepStart, sent, end, c)
+		if first < 0 {
+			first = sent
+		}
+		if err != nil {
+			class = c
+			break
+		}
+		stepStart = end
+	}
+	if r.flowIdx > 0 {
+		r.rec.record(r.flowIdx, intended, intended, first, end, class)
+	}
+}
+
+func (r *runner) pick(u float64) int {
+	x := u * r.cum[len(r.cum)-1]
+	for i, c := range r.cum {
+		if x < c {
+			return i
+		}
+	}
+	return len(r.cum) - 1
+}
+
+// drain waits for the requests in flight: up to the request timeout plus a
+// second, then cancels them and waits up to two more seconds.
+func (r *runner) drain(wg *sync.WaitGroup, cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return
+	case <-time.After(r.timeout + time.Second):
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+	}
+}
+
+// auditor measures the generator itself over the measurement window.
+type auditor struct {
+	mu       sync.Mutex
+	started  bool
+	t0       time.Time
+	cpu0     time.Duration
+	gc0      uint64 // PauseTotalNs at start
+	lastGC   uint32
+	maxPause uint64
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (a *auditor) start() {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.started, a.t0, a.cpu0 = true, time.Now(), cpuTime()
+	a.gc0, a.lastGC, a.maxPause = ms.PauseTotalNs, ms.NumGC, 0
+}
+
+// sampleGC keeps the longest GC pause; MemStats remembers only the last
+// 256 pauses, so it is read every second.
+func (a *auditor) sampleGC() (total uint64) {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	from := a.lastGC
+	if ms.NumGC-from > 256 {
+		from = ms.NumGC - 256
+	}
+	for i := from; i < ms.NumGC; i++ {
+		a.maxPause = max(a.maxPause, ms.PauseNs[i%256])
+	}
+	a.lastGC = ms.NumGC
+	return ms.PauseTotalNs - a.gc0
+}
