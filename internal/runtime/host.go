@@ -259,7 +259,9 @@ func (h *host) serve(tr transport.Transport, opts transport.ServerOptions, what 
 	srv := tr.NewServer(opts)
 	srv.RegisterService(c.Service, impl)
 	registerHealth(srv)
-	h.servers = append(h.servers, served{what: what + " on " + l.Endpoint.String(), srv: srv, lis: lis})
+	// The listener's own address, as Addr may have asked for port 0.
+	at := Endpoint{Transport: l.Transport, Network: lis.Addr().Network(), Addr: lis.Addr().String()}
+	h.servers = append(h.servers, served{what: what + " on " + at.String(), srv: srv, lis: lis})
 	return nil
 }
 
