@@ -666,7 +666,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
 	for _, p := range d.processes {
-		_ = syscall.Kill(-p.PID, syscall.SIGTERM)
+		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
@@ -690,7 +690,7 @@ wait:
 			continue
 		default:
 		}
-		_ = syscall.Kill(-p.PID, syscall.SIGKILL)
+		signalGroup(p, syscall.SIGKILL)
 		select {
 		case <-p.done:
 		case <-time.After(5 * time.Second):
@@ -711,6 +711,16 @@ wait:
 		return fmt.Errorf("deployment %s: stop: %w", d.id, errors.Join(errs...))
 	}
 	return nil
+}
+
+// signalGroup signals the process group p leads, unless p has been reaped:
+// its id may then belong to someone else.
+func signalGroup(p *Process, sig syscall.Signal) {
+	select {
+	case <-p.done:
+	default:
+		_ = syscall.Kill(-p.PID, sig)
+	}
 }
 
 func killedBy(err error, sig syscall.Signal) bool {
