@@ -113,3 +113,14 @@ expect_status = 200
 		t.Fatalf("bad duration error = %v", err)
 	}
 }
+
+func decodeConfig(t *testing.T, doc string) Config {
+	t.Helper()
+	var c Config
+	dec := toml.NewDecoder(strings.NewReader(doc))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}

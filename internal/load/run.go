@@ -275,17 +275,19 @@ func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
 	sl := newSleeper()
 	defer sl.close()
-	t := 0.0
+	// Arrival n is where the rate's integral from the start reaches
+	// `area`; solving from the start each time, rather than stepping from
+	// the previous arrival, keeps rounding from drifting the schedule.
+	area := 0.0
 	stopped := r.mend
 loop:
 	for n := int64(0); ; n++ {
-		x := 1.0
 		if poisson {
-			x = rng.ExpFloat64()
-		} else if n == 0 {
-			x = 0
+			area += rng.ExpFloat64()
+		} else if n > 0 {
+			area++
 		}
-		t = nextArrival(r.segs, t, x)
+		t := nextArrival(r.segs, 0, area)
 		if math.IsInf(t, 1) || nanos(t) >= r.mend {
 			break
 		}

@@ -4,11 +4,11 @@ import (
 	"bufio"
 	"context"
 	"io"
-	"net/url"
-	"slices"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"slices"
 	"testing"
 	"time"
 )
