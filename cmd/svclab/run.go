@@ -1,0 +1,79 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+func init() { rootCmd.AddCommand(newRunCmd()) }
+
+func newRunCmd() *cobra.Command {
+	var (
+		opts     experiment.Options
+		noReport bool
+	)
+	c := &cobra.Command{
+		Use:   "run <spec.toml>",
+		Short: "Run an experiment: deploy, load and measure every run, then report",
+		Long: `run executes the plan that 'svclab plan' prints. For each run it deploys the
+variant with the local deployer, warms up, measures with the load generator
+while sampling every process's CPU and memory from /proc, tears down, and
+commits the run's results atomically under the results directory.
+
+A run whose deployment fails or whose service crashes is recorded as failed,
+with the reason and the tail of the service's stderr, and the experiment
+goes on (unless --fail-fast). If svclab is interrupted or killed, the
+committed runs are kept; --resume continues with the rest.
+
+At the end it runs the analysis and prints the path of the report.`,
+		Example: `  svclab run experiments/quickstart.toml
+  svclab run --resume results/quickstart-20261122-101500 experiments/quickstart.toml`,
+		Args: exactArgs(1, "give the spec file, e.g. svclab run experiments/quickstart.toml"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := spec.Load(args[0])
+			if err != nil {
+				return err
+			}
+			opts.Version, opts.Commit = version, commit
+			opts.Log = cmd.ErrOrStderr()
+			opts.Live = term.IsTerminal(int(os.Stderr.Fd()))
+			out, err := experiment.Execute(cmd.Context(), s, opts)
+			if out != nil && out.Dir != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
+			}
+			if err != nil {
+				if errors.Is(err, experiment.ErrInterrupted) {
+					return err
+				}
+				if out != nil && out.Dir != "" {
+					return fmt.Errorf("%w (results so far: %s)", err, out.Dir)
+				}
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "results: %s\n", out.Dir)
+			if noReport {
+				return nil
+			}
+			report, err := runAnalysis(cmd.Context(), out.Dir, "", "", cmd.ErrOrStderr())
+			if err != nil {
+				return fmt.Errorf("report: %w (the results are complete; retry with: svclab report %s)", err, out.Dir)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", report)
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&opts.ResultsRoot, "results", "results", "directory under which the experiment's results directory is made")
+	f.StringVar(&opts.ResumeDir, "resume", "", "continue the experiment in this results directory (the spec must be unchanged)")
+	f.BoolVar(&opts.FailFast, "fail-fast", false, "stop at the first failed run")
+	f.Int64Var(&opts.Seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
+	f.BoolVar(&noReport, "no-report", false, "do not run the analysis at the end")
+	return c
+}

@@ -1,0 +1,74 @@
+package experiment
+
+import (
+	"fmt"
+
+	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Prepared is one design point checked and ready to deploy and load.
+type Prepared struct {
+	Spec    *spec.Spec
+	Runtime *runtime.Plan
+	Load    load.Config
+}
+
+// Prepare resolves a run's effective spec against its app and the load
+// generator, so that every error in any run surfaces before the first
+// one starts.
+func Prepare(s *spec.Spec) (*Prepared, error) {
+	rp, err := runtime.Resolve(s)
+	if err != nil {
+		return nil, err
+	}
+	var lc load.Config
+	if err := s.Decode("load", &lc); err != nil {
+		return nil, err
+	}
+	if err := lc.Validate(); err != nil {
+		return nil, s.Locate("load", err)
+	}
+	return &Prepared{Spec: s, Runtime: rp, Load: lc}, nil
+}
+
+// Timing reads the warm-up and measurement durations of a prepared run.
+func (p *Prepared) Timing() Timing {
+	d := p.Load.Duration.D()
+	if d == 0 {
+		for _, st := range p.Load.Stages {
+			d += st.Duration.D()
+		}
+	}
+	if d == 0 {
+		d = load.DefaultDuration
+	}
+	return Timing{Warmup: p.Load.Warmup.D(), Duration: d}
+}
+
+// PlanSpec is NewPlan with every design point prepared; the prepared points
+// are returned keyed by run ID.
+func PlanSpec(s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
+	bySpec := map[*spec.Spec]*Prepared{}
+	p, err := NewPlan(s, seed, func(rs *spec.Spec) (Timing, error) {
+		pr, err := Prepare(rs)
+		if err != nil {
+			return Timing{}, err
+		}
+		bySpec[rs] = pr
+		return pr.Timing(), nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make(map[string]*Prepared, len(p.Runs))
+	for _, r := range p.Runs {
+		pr, ok := bySpec[r.Spec]
+		if !ok {
+			return nil, nil, fmt.Errorf("run %s has no prepared spec", r.ID)
+		}
+		out[r.ID] = pr
+	}
+	return p, out, nil
+}

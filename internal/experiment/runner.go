@@ -1,0 +1,435 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Options configure Execute.
+type Options struct {
+	// ResultsRoot is where new results directories are made ("results").
+	ResultsRoot string
+	// ResumeDir, when set, continues the experiment in that directory.
+	ResumeDir string
+	// FailFast stops at the first failed run.
+	FailFast bool
+	// Seed orders the runs when the spec sets no seed; 0 means the clock.
+	Seed int64
+	// Version and Commit identify the binary in experiment.json.
+	Version, Commit string
+	// Log receives the progress line and messages; nil discards them.
+	Log io.Writer
+	// Live rewrites the progress line in place (a terminal); otherwise a
+	// line is printed every few seconds.
+	Live bool
+}
+
+// Outcome summarises an experiment.
+type Outcome struct {
+	Dir                 string
+	OK, Failed, Resumed int
+	Runs                int
+	Elapsed             time.Duration
+}
+
+// RunFile is run.json.
+type RunFile struct {
+	ID         string            `json:"id"`
+	Index      int               `json:"index"`
+	Repetition int               `json:"repetition"`
+	Levels     map[string]any    `json:"levels"`
+	Status     string            `json:"status"`
+	Reason     string            `json:"reason"`
+	StderrTail map[string]string `json:"stderr_tail,omitempty"`
+	Started    string            `json:"started"`
+	Ended      string            `json:"ended"`
+	WarmupS    float64           `json:"warmup_s"`
+	DurationS  float64           `json:"duration_s"`
+	Warnings   []string          `json:"warnings"`
+	Generator  any               `json:"generator,omitempty"`
+	Processes  []Process         `json:"processes"`
+}
+
+// ErrInterrupted is returned when the context ends mid-experiment; the
+// committed runs are kept and --resume continues.
+var ErrInterrupted = errors.New("experiment interrupted")
+
+// Execute runs (or resumes) the experiment a spec describes and returns where
+// its results are.
+func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) {
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	var (
+		st        *Store
+		committed = map[string]bool{}
+		seed      = opts.Seed
+	)
+	if opts.ResumeDir != "" {
+		var ef *ExperimentFile
+		var err error
+		st, ef, err = OpenStore(opts.ResumeDir)
+		if err != nil {
+			return nil, err
+		}
+		if got := SpecHash(s.Source); got != ef.SpecSHA256 {
+			return nil, fmt.Errorf("%s has changed since the experiment in %s started (sha256 %.12s, recorded %.12s): restore the spec, or start a new experiment without --resume", s.Path, st.Dir, got, ef.SpecSHA256)
+		}
+		seed = ef.Seed
+		if committed, err = st.Committed(); err != nil {
+			return nil, err
+		}
+		p, prepared, err := PlanSpec(s, seed)
+		if err != nil {
+			return nil, err
+		}
+		if err := samePlan(p, ef); err != nil {
+			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
+		}
+		return execute(ctx, st, p, prepared, committed, opts, logw)
+	}
+	if seed == 0 {
+		seed = time.Now().UnixNano() & (1<<53 - 1)
+	}
+	p, prepared, err := PlanSpec(s, seed)
+	if err != nil {
+		return nil, err
+	}
+	root := opts.ResultsRoot
+	if root == "" {
+		root = "results"
+	}
+	st, err = CreateStore(root, Describe(p, opts.Version, opts.Commit, time.Now()), time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return execute(ctx, st, p, prepared, committed, opts, logw)
+}
+
+// samePlan checks that a resumed plan is the one experiment.json recorded,
+// which the seed and an unchanged spec guarantee unless svclab changed.
+func samePlan(p *Plan, ef *ExperimentFile) error {
+	if len(p.Runs) != len(ef.Runs) {
+		return fmt.Errorf("the plan now has %d runs, the experiment recorded %d; was svclab upgraded? start a new experiment", len(p.Runs), len(ef.Runs))
+	}
+	for i, r := range p.Runs {
+		if r.ID != ef.Runs[i].ID {
+			return fmt.Errorf("run %d is now %s, recorded %s; was svclab upgraded? start a new experiment", i+1, r.ID, ef.Runs[i].ID)
+		}
+	}
+	return nil
+}
+
+func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer) (*Outcome, error) {
+	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
+	start := time.Now()
+	prog := newProgress(logw, opts.Live, p, start)
+	if len(committed) > 0 {
+		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
+	}
+	for i, r := range p.Runs {
+		if committed[r.ID] {
+			out.Resumed++
+			prog.skip()
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
+		}
+		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog)
+		if err != nil {
+			if ctx.Err() != nil {
+				prog.done()
+				return out, fmt.Errorf("%w during run %d (%s), which will be redone; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, r.ID, st.Dir, p.Spec.Path)
+			}
+			return out, err
+		}
+		prog.finish(rf)
+		if rf.Status == "ok" {
+			out.OK++
+		} else {
+			out.Failed++
+			fmt.Fprintf(logw, "run %d/%d %s failed: %s\n", r.Index, len(p.Runs), r.ID, rf.Reason)
+			if opts.FailFast {
+				prog.done()
+				return out, fmt.Errorf("run %s failed (--fail-fast): %s", r.ID, rf.Reason)
+			}
+		}
+		if i < len(p.Runs)-1 && p.Cooldown > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(p.Cooldown):
+			}
+		}
+	}
+	prog.done()
+	out.Elapsed = time.Since(start)
+	return out, nil
+}
+
+// runOne deploys, loads, tears down and commits one run. A failure of the
+// system under test is recorded in the run; only a failure to write results
+// or an interruption is returned as an error.
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress) (*RunFile, error) {
+	w, err := st.BeginRun(r.ID)
+	if err != nil {
+		return nil, err
+	}
+	rf := &RunFile{
+		ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels,
+		Started: time.Now().UTC().Format(time.RFC3339Nano),
+		WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(),
+		Warnings: []string{}, Status: "ok",
+	}
+	prog.begin(r, "deploying")
+	fail := func(reason string, tails map[string]string) {
+		rf.Status, rf.Reason = "failed", reason
+		if len(tails) > 0 {
+			rf.StderrTail = tails
+		}
+	}
+
+	dep, derr := local.Deploy(ctx, pr.Runtime, local.Options{})
+	if derr != nil {
+		if ctx.Err() != nil {
+			w.Abort()
+			return nil, ctx.Err()
+		}
+		fail(fmt.Sprintf("deploy: %v", derr), nil)
+		return rf, commitRun(w, rf)
+	}
+	stopped := false
+	stop := func() {
+		if !stopped {
+			stopped = true
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = dep.Stop(sctx)
+		}
+	}
+	defer stop()
+
+	procs := []Process{{Name: "loadgen", PID: os.Getpid()}}
+	for _, dp := range dep.Processes() {
+		procs = append(procs, Process{Name: dp.Name, Components: dp.Components, PID: dp.PID})
+	}
+	rf.Processes = procs
+	sampler, err := NewResourceSampler(procs, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	sctx, cancelSampler := context.WithCancel(ctx)
+	defer cancelSampler()
+	sampler.Start(sctx, time.Now().Add(p.Warmup))
+
+	target, err := TargetFor(ctx, pr, dep)
+	if err != nil {
+		if ctx.Err() != nil {
+			w.Abort()
+			return nil, ctx.Err()
+		}
+		fail(fmt.Sprintf("load target: %v", err), tails(dep))
+		return rf, commitRun(w, rf)
+	}
+	if target.Close != nil {
+		defer target.Close()
+	}
+
+	// A service that dies during the run ends the load early: what comes
+	// after is not a measurement of the variant.
+	lctx, cancelLoad := context.WithCancel(ctx)
+	defer cancelLoad()
+	var crashed *local.Process
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		select {
+		case proc := <-dep.Exited():
+			crashed = proc
+			cancelLoad()
+		case <-lctx.Done():
+		}
+	}()
+
+	cfg := pr.Load
+	cfg.Warmup = load.Duration(p.Warmup)
+	cfg.Duration = load.Duration(p.Duration)
+	prog.begin(r, "warm-up")
+	measureStart := time.Now().Add(p.Warmup)
+	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update})
+	cancelLoad()
+	<-watchDone
+	cancelSampler()
+	if ctx.Err() != nil {
+		if res != nil {
+			res.Close()
+		}
+		w.Abort()
+		return nil, ctx.Err()
+	}
+	if !res.Started.IsZero() {
+		sampler.SetZero(res.Started.Add(p.Warmup))
+	} else {
+		sampler.SetZero(measureStart)
+	}
+	switch {
+	case crashed != nil:
+		<-crashed.Done()
+		fail(fmt.Sprintf("group %s (components %s) exited during the run: %v", crashed.Name, strings.Join(crashed.Components, ", "), crashed.Err()), tails(dep))
+	case lerr != nil:
+		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
+	}
+	stop()
+	if res != nil {
+		defer res.Close()
+		if err := res.WriteDir(w.Dir); err != nil {
+			return nil, err
+		}
+		rf.Generator = res.Generator
+		rf.Warnings = append(rf.Warnings, res.Warnings...)
+		if tot, ok := res.Op("total"); ok && tot.Count > 0 && tot.Errors == tot.Count && rf.Status == "ok" {
+			fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(dep))
+		}
+	}
+	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
+		return nil, err
+	}
+	return rf, commitRun(w, rf)
+}
+
+// tails collects the last output lines of every process of a deployment.
+func tails(dep *local.Deployment) map[string]string {
+	out := map[string]string{}
+	for _, p := range dep.Processes() {
+		if t := p.Tail(); len(t) > 0 {
+			out[p.Name] = strings.Join(t, "\n")
+		}
+	}
+	return out
+}
+
+func commitRun(w *RunWriter, rf *RunFile) error {
+	rf.Ended = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := w.WriteJSON("run.json", rf); err != nil {
+		return err
+	}
+	return w.Commit()
+}
+
+// progress prints "run k of n" with live load figures.
+type progress struct {
+	w     io.Writer
+	live  bool
+	plan  *Plan
+	start time.Time
+
+	mu       sync.Mutex
+	run      Run
+	phase    string
+	last     load.Progress
+	done_    int
+	lastLine time.Time
+	width    int
+}
+
+func newProgress(w io.Writer, live bool, p *Plan, start time.Time) *progress {
+	return &progress{w: w, live: live, plan: p, start: start}
+}
+
+func (pg *progress) skip() {
+	pg.mu.Lock()
+	pg.done_++
+	pg.mu.Unlock()
+}
+
+func (pg *progress) begin(r Run, phase string) {
+	pg.mu.Lock()
+	pg.run, pg.phase, pg.last = r, phase, load.Progress{}
+	pg.mu.Unlock()
+	pg.print(true)
+}
+
+func (pg *progress) update(lp load.Progress) {
+	pg.mu.Lock()
+	pg.last = lp
+	if lp.Warmup {
+		pg.phase = "warm-up"
+	} else {
+		pg.phase = "measuring"
+	}
+	pg.mu.Unlock()
+	pg.print(false)
+}
+
+func (pg *progress) finish(rf *RunFile) {
+	pg.mu.Lock()
+	pg.done_++
+	pg.mu.Unlock()
+	if !pg.live {
+		return
+	}
+	pg.print(true)
+}
+
+func (pg *progress) done() {
+	if pg.live {
+		fmt.Fprintln(pg.w)
+	}
+}
+
+func (pg *progress) print(force bool) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	now := time.Now()
+	if !pg.live && !force && now.Sub(pg.lastLine) < 5*time.Second {
+		return
+	}
+	pg.lastLine = now
+	per := pg.plan.Estimate() / time.Duration(max(1, len(pg.plan.Runs)))
+	left := time.Duration(len(pg.plan.Runs)-pg.done_) * per
+	if pg.phase == "measuring" {
+		left -= pg.last.Elapsed
+	}
+	var levels []string
+	keys := make([]string, 0, len(pg.run.Levels))
+	for k := range pg.run.Levels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		levels = append(levels, fmt.Sprintf("%s=%v", k[strings.LastIndex(k, ".")+1:], pg.run.Levels[k]))
+	}
+	line := fmt.Sprintf("run %d/%d [%s] %s", pg.run.Index, len(pg.plan.Runs), strings.Join(levels, " "), pg.phase)
+	if pg.phase == "measuring" || pg.phase == "warm-up" {
+		line += fmt.Sprintf(" %4.0fs | %7.1f rps  %d err  p99 %.2f ms", pg.last.Elapsed.Seconds(), pg.last.RPS, pg.last.TotalErrors, float64(pg.last.P99)/1e6)
+	}
+	line += fmt.Sprintf(" | elapsed %s  left ~%s", fmtClock(now.Sub(pg.start)), fmtClock(max(0, left)))
+	if pg.live {
+		pad := ""
+		if n := pg.width - len(line); n > 0 {
+			pad = strings.Repeat(" ", n)
+		}
+		pg.width = len(line)
+		fmt.Fprintf(pg.w, "\r%s%s", line, pad)
+		return
+	}
+	fmt.Fprintln(pg.w, line)
+}
+
+func fmtClock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}

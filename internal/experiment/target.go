@@ -1,0 +1,89 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+)
+
+// TargetFor builds what the load generator drives in one run.
+//
+// A [load] table that names its own request, flow or target is used as
+// written, against the deployment's HTTP/JSON gateway when it names no
+// target. Otherwise the generator calls the app's own requests on the entry
+// component over the run's transport, through the generated stubs' method
+// names, so the transport under test carries the client's calls too. With
+// the inproc transport nothing crosses a process, so the gateway is used.
+//
+// Before any load, each request is made once and its answer checked, so
+// a variant that answers wrongly fails instead of being measured.
+func TargetFor(ctx context.Context, pr *Prepared, dep *local.Deployment) (*load.Target, error) {
+	cfg := pr.Load
+	if cfg.Request != nil || cfg.Flow != nil || cfg.Target != "" {
+		if cfg.Target == "" {
+			cfg.Target = dep.GatewayURL()
+		}
+		return load.NewTarget(cfg)
+	}
+	reqs := pr.Runtime.Requests()
+	if len(reqs) == 0 {
+		return nil, fmt.Errorf("app %s has no default request; give one in [load.request]", pr.Runtime.App.Name)
+	}
+	if pr.Runtime.InProcess() {
+		return gatewayTarget(ctx, cfg, dep.GatewayURL(), reqs)
+	}
+	tr, err := transport.Lookup(pr.Runtime.Transport)
+	if err != nil {
+		return nil, err
+	}
+	entry := dep.Entry()
+	conn, err := tr.Dial(ctx, entry.Network, entry.Addr, transport.DialOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("dial entry %s: %w", entry, err)
+	}
+	t := &load.Target{Weighted: len(reqs) > 1, Close: conn.Close}
+	for _, r := range reqs {
+		cctx, cancel := context.WithTimeout(ctx, pr.Runtime.StartTimeout)
+		_, err := r.Invoke(cctx, conn)
+		cancel()
+		if err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("first call of %s over %s: %w", r.Name, pr.Runtime.Transport, err)
+		}
+		msg, newResp := r.Message, r.NewResponse
+		t.Ops = append(t.Ops, load.GRPCOp(r.Name, conn, r.Method,
+			func(*load.Session) (any, error) { return msg, nil },
+			func() any { return newResp() }))
+		t.Ops[len(t.Ops)-1].Weight = 1
+	}
+	return t, nil
+}
+
+// gatewayTarget posts each request's JSON to the HTTP/JSON gateway.
+func gatewayTarget(ctx context.Context, cfg load.Config, url string, reqs []runtime.Request) (*load.Target, error) {
+	cfg.Target = url
+	cfg.Protocol = "http"
+	steps := make([]load.Request, 0, len(reqs))
+	for _, r := range reqs {
+		steps = append(steps, load.Request{
+			Name:         r.Name,
+			Method:       http.MethodPost,
+			Path:         r.Method,
+			Body:         string(r.JSON()),
+			Headers:      map[string]string{"Content-Type": "application/json"},
+			ExpectStatus: http.StatusOK,
+			Weight:       1,
+		})
+	}
+	if len(steps) == 1 {
+		cfg.Request = &steps[0]
+	} else {
+		cfg.Flow = &load.Flow{Order: "weighted", Steps: steps}
+	}
+	return load.NewTarget(cfg)
+}
