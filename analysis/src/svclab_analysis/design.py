@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
-import statsmodels.formula.api as smf
+from statsmodels.formula.api import ols
+from statsmodels.stats.anova import anova_lm
 
 from .errors import AnalysisError
 
@@ -199,13 +199,13 @@ def factorial(
 
     joiner = " * " if interactions else " + "
     formula = "y ~ " + joiner.join(names[c.name] for c in codings)
-    model = smf.ols(formula, data=fit_df).fit()
+    model = ols(formula, data=fit_df).fit()
     dof = round(float(model.df_resid))
     params = model.params
     with warnings.catch_warnings():
         # r = 1 leaves no error degrees of freedom: statsmodels divides by zero.
         warnings.simplefilter("ignore", RuntimeWarning)
-        table = sm.stats.anova_lm(model, typ=1)
+        table = anova_lm(model, typ=1)
         ci = model.conf_int(alpha=1 - confidence)
     if dof == 0:
         notes.append("one replication per cell: no error term, so no confidence intervals")
@@ -287,12 +287,12 @@ def anova(
             for order in range(1, len(terms))
             for c in itertools.combinations(terms, order)
         ) or "1"
-    model = smf.ols(f"y ~ {rhs}", data=fit_df).fit()
+    model = ols(f"y ~ {rhs}", data=fit_df).fit()
     if model.df_resid < 1:
         raise AnalysisError("too few rows for ANOVA: no degrees of freedom left for error")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        table = sm.stats.anova_lm(model, typ=2)
+        table = anova_lm(model, typ=2)
     table = table.rename(columns={"PR(>F)": "p"}).reset_index(names="term")
     table["mean_sq"] = table["sum_sq"] / table["df"]
     total = table["sum_sq"].sum()

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import scikit_posthocs as sp
 from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
@@ -237,7 +236,9 @@ def compare(
         out["kruskal"] = pd.DataFrame(
             [{"H": float(kw.statistic), "df": len(levels) - 1, "p": float(kw.pvalue)}]
         )
-        dunn = sp.posthoc_dunn(data, val_col="y", group_col="g", p_adjust="holm")
+        import scikit_posthocs  # slow to import; only multi-level comparisons need it
+
+        dunn = scikit_posthocs.posthoc_dunn(data, val_col="y", group_col="g", p_adjust="holm")
         out["dunn"] = pd.DataFrame(
             [{"a": a, "b": b, "p_holm": float(dunn.loc[a, b])}
              for a, b in itertools.combinations(levels, 2)]

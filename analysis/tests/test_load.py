@@ -1,0 +1,89 @@
+"""The loader on a synthetic store written exactly as docs/RESULTS.md says."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from synth import make_results
+
+from svclab_analysis.errors import AnalysisError
+from svclab_analysis.load import cpu_seconds, load_experiment, response_table
+
+
+def test_runs_and_run_level_metrics(results_dir: Path) -> None:
+    exp = load_experiment(results_dir)
+    assert exp.response_metric == "p99_ms" and exp.response_operation == "total"
+    assert [f.name for f in exp.factors] == ["deploy.transport", "app.payload"]
+    assert [f.levels for f in exp.factors] == [["grpc", "http"], ["small", "large"]]
+    # 12 ok runs plus one failed; the .tmp- directory is not a run.
+    assert len(exp.runs) == 13
+    assert (exp.runs["status"] == "ok").sum() == 12
+    failed = exp.runs[exp.runs["status"] == "failed"].iloc[0]
+    assert "exited with status 2" in failed["reason"]
+    assert exp.runs.loc[exp.runs["index"] == 2, "bottleneck"].item()
+    t = response_table(exp)
+    assert len(t) == 12
+    cell = t[(t["deploy.transport"] == "grpc") & (t["app.payload"] == "small")]
+    assert sorted(cell["p99_ms"]) == pytest.approx([1.9, 2.0, 2.1])
+    # 0.5 CPU-s per second of the 10 s window over 1000 requests.
+    assert t["cpu_s_per_1k"].tolist() == pytest.approx([5.0] * 12)
+    # 1000 requests with 2 errors in the last cell: 0.2% errors, 99.8 req/s served.
+    last = t[(t["deploy.transport"] == "http") & (t["app.payload"] == "large")]
+    assert last["error_rate_pct"].tolist() == pytest.approx([0.2] * 3)
+    assert last["throughput_rps"].tolist() == pytest.approx([99.8] * 3)
+    assert set(exp.metrics["operation"]) == {"total", "Echo"}
+
+
+def test_cpu_seconds_window_and_pids() -> None:
+    res = pd.DataFrame({
+        "t_s": [-1.0, 0.0, 5.0, 10.0, 11.0, 0.0, 10.0, 0.0, 10.0],
+        "process": ["g0"] * 5 + ["g0"] * 2 + ["loadgen"] * 2,
+        "pid": [1] * 5 + [2] * 2 + [3] * 2,
+        "cpu_s": [1.0, 2.0, 4.0, 6.0, 99.0, 0.0, 1.5, 0.0, 50.0],
+    })
+    # pid 1: 6 - 2 = 4 s inside [0, 10]; pid 2 (a replica): 1.5 s; loadgen excluded.
+    assert cpu_seconds(res, 10.0) == pytest.approx(5.5)
+
+
+def test_hand_written_store_without_experiment_json(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "r", samples=False)
+    (root / "experiment.json").unlink()
+    exp = load_experiment(root)
+    assert [f.name for f in exp.factors] == ["deploy.transport", "app.payload"]
+    assert any("experiment.json is missing" in n for n in exp.notes)
+
+
+def test_numeric_levels_and_nulls(tmp_path: Path) -> None:
+    root = make_results(
+        tmp_path / "r",
+        factors=[{"name": "load.rate", "letter": "A", "levels": [10, 100]}],
+        p99={(10,): 1.0, (100,): 3.0}, failed_cell=None, samples=False)
+    # Go writes no NaN: a missing percentile is null.
+    s = next((root / "runs").glob("r001-*")) / "summary.json"
+    data = json.loads(s.read_text())
+    data["operations"][0]["latency"]["p999_ms"] = None
+    s.write_text(json.dumps(data))
+    exp = load_experiment(root)
+    assert exp.factors[0].levels == ["10", "100"]
+    t = response_table(exp)
+    assert t["p999_ms"].isna().sum() == 1
+
+
+def test_errors_name_the_problem(tmp_path: Path) -> None:
+    with pytest.raises(AnalysisError, match="no such results directory"):
+        load_experiment(tmp_path / "absent")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(AnalysisError, match="no runs"):
+        load_experiment(tmp_path / "empty")
+    root = make_results(tmp_path / "r", samples=False)
+    with pytest.raises(AnalysisError, match="no operation 'GET /x'"):
+        load_experiment(root, operation="GET /x")
+    bad = next((root / "runs").glob("r001-*")) / "summary.json"
+    bad.write_text("{not json")
+    with pytest.raises(AnalysisError, match="summary.json: not valid JSON"):
+        load_experiment(root)
+    shutil.rmtree(root)
