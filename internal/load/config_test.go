@@ -124,3 +124,22 @@ func decodeConfig(t *testing.T, doc string) Config {
 	}
 	return c
 }
+
+func TestCheckLoopback(t *testing.T) {
+	for _, tt := range []struct {
+		target string
+		ok     bool
+	}{
+		{"http://127.0.0.1:8080/x", true},
+		{"http://localhost:9/", true},
+		{"http://[::1]:80", true},
+		{"127.0.0.2:9000", true},
+		{"http://10.1.2.3/", false},
+		{"192.168.0.1:80", false},
+		{"http://8.8.8.8/", false},
+	} {
+		if err := CheckLoopback(tt.target); (err == nil) != tt.ok {
+			t.Errorf("CheckLoopback(%q) = %v, want ok=%v", tt.target, err, tt.ok)
+		}
+	}
+}

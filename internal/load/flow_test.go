@@ -19,7 +19,7 @@ func shopServer(t *testing.T) *httptest.Server {
 	t.Helper()
 	var mu sync.Mutex
 	var n atomic.Int64
-	carts := map[string]string{}   // token -> cart id
+	carts := map[string]string{}    // token -> cart id
 	sessions := map[string]string{} // session cookie -> token
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
