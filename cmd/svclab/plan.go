@@ -22,6 +22,7 @@ func newPlanCmd() *cobra.Command {
 		asJSON bool
 		brief  bool
 		seed   int64
+		sets   []string
 	)
 	c := &cobra.Command{
 		Use:   "plan <spec.toml>",
@@ -34,10 +35,11 @@ For a fractional design it also prints the defining relation and the alias
 structure.`,
 		Example: `  svclab plan experiments/quickstart.toml
   svclab plan --brief experiments/quickstart.toml
+  svclab plan --set experiment.repetitions=5 experiments/quickstart.toml
   svclab plan --json experiments/quickstart.toml | jq '.runs[0]'`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab plan experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := spec.Load(args[0])
+			s, err := loadSpec(args[0], sets)
 			if err != nil {
 				return err
 			}
@@ -57,7 +59,27 @@ structure.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as experiment.json would record it")
 	c.Flags().BoolVar(&brief, "brief", false, "leave out the effective spec of each design point")
 	c.Flags().Int64Var(&seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
+	addSetFlag(c, &sets)
 	return c
+}
+
+// addSetFlag adds --set key=value, repeatable, to a command that reads a spec.
+func addSetFlag(c *cobra.Command, sets *[]string) {
+	c.Flags().StringArrayVar(sets, "set", nil, "override a spec key, e.g. --set load.rate=100 --set 'experiment.factors.\"app.op\"=[\"void\"]' (repeatable)")
+}
+
+// loadSpec reads a spec and applies --set overrides in order.
+func loadSpec(path string, sets []string) (*spec.Spec, error) {
+	s, err := spec.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range sets {
+		if err := s.Set(a); err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return s, nil
 }
 
 func printPlan(w io.Writer, p *experiment.Plan, full bool) error {

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/svclab/svclab/internal/experiment"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 func init() { rootCmd.AddCommand(newRunCmd()) }
@@ -18,6 +17,7 @@ func newRunCmd() *cobra.Command {
 	var (
 		opts     experiment.Options
 		noReport bool
+		sets     []string
 	)
 	c := &cobra.Command{
 		Use:   "run <spec.toml>",
@@ -34,10 +34,11 @@ committed runs are kept; --resume continues with the rest.
 
 At the end it runs the analysis and prints the path of the report.`,
 		Example: `  svclab run experiments/quickstart.toml
-  svclab run --resume results/quickstart-20261122-101500 experiments/quickstart.toml`,
+  svclab run --resume results/quickstart-20261122-101500 experiments/quickstart.toml
+  svclab run --set experiment.repetitions=2 --set load.duration=2s experiments/quickstart.toml`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab run experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := spec.Load(args[0])
+			s, err := loadSpec(args[0], sets)
 			if err != nil {
 				return err
 			}
@@ -75,5 +76,6 @@ At the end it runs the analysis and prints the path of the report.`,
 	f.BoolVar(&opts.FailFast, "fail-fast", false, "stop at the first failed run")
 	f.Int64Var(&opts.Seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
 	f.BoolVar(&noReport, "no-report", false, "do not run the analysis at the end")
+	addSetFlag(c, &sets)
 	return c
 }

@@ -85,8 +85,8 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err != nil {
 			return nil, err
 		}
-		if got := SpecHash(s.Source); got != ef.SpecSHA256 {
-			return nil, fmt.Errorf("%s has changed since the experiment in %s started (sha256 %.12s, recorded %.12s): restore the spec, or start a new experiment without --resume", s.Path, st.Dir, got, ef.SpecSHA256)
+		if got := SpecHash(s); got != ef.SpecSHA256 {
+			return nil, fmt.Errorf("%s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
 		}
 		seed = ef.Seed
 		if committed, err = st.Committed(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // Store is one experiment's results directory (see docs/RESULTS.md).
@@ -34,6 +36,7 @@ type ExperimentFile struct {
 	SpecPath      string         `json:"spec_path"`
 	SpecText      string         `json:"spec_text"`
 	SpecSHA256    string         `json:"spec_sha256"`
+	Overrides     []string       `json:"overrides"`
 	Seed          int64          `json:"seed"`
 	Design        DesignInfo     `json:"design"`
 	Factors       []FactorInfo   `json:"factors"`
@@ -81,7 +84,8 @@ func Describe(p *Plan, version, commit string, now time.Time) ExperimentFile {
 		Created:       now.UTC().Format(time.RFC3339),
 		SpecPath:      p.Spec.Path,
 		SpecText:      string(p.Spec.Source),
-		SpecSHA256:    SpecHash(p.Spec.Source),
+		SpecSHA256:    SpecHash(p.Spec),
+		Overrides:     append([]string{}, p.Spec.Overrides...),
 		Seed:          p.Seed,
 		Design: DesignInfo{
 			Kind: p.Design.Kind, Aliases: p.Design.Aliases, Resolution: p.Design.Resolution,
@@ -107,10 +111,15 @@ func Describe(p *Plan, version, commit string, now time.Time) ExperimentFile {
 	return ef
 }
 
-// SpecHash is the hex SHA-256 of a spec's bytes, which --resume compares.
-func SpecHash(src []byte) string {
-	h := sha256.Sum256(src)
-	return hex.EncodeToString(h[:])
+// SpecHash is the hex SHA-256 of a spec's bytes followed by its --set
+// overrides, one per line; --resume compares it.
+func SpecHash(s *spec.Spec) string {
+	h := sha256.New()
+	h.Write(s.Source)
+	for _, o := range s.Overrides {
+		h.Write([]byte("\n--set " + o))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // CreateStore makes a new results directory under root, named for the

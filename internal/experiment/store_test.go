@@ -97,7 +97,7 @@ seed = 3
 		t.Fatal(err)
 	}
 	runs := back["runs"].([]any)
-	if len(runs) != 4 || back["seed"].(float64) != 3 || back["spec_sha256"] != SpecHash(s.Source) {
+	if len(runs) != 4 || back["seed"].(float64) != 3 || back["spec_sha256"] != SpecHash(s) {
 		t.Errorf("experiment.json = %s", b)
 	}
 	first := runs[0].(map[string]any)

@@ -60,6 +60,8 @@ type Spec struct {
 	App        App
 	Deploy     Deploy
 	Experiment Experiment
+	// Overrides are the --set assignments applied after parsing, in order.
+	Overrides []string
 
 	tree  map[string]any
 	index keyIndex
@@ -366,7 +368,7 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 		m[parts[len(parts)-1]] = deepCopy(levels[path])
 		setBy[path] = line
 	}
-	out := &Spec{Path: s.Path, Source: s.Source, tree: tree, index: s.index, setBy: setBy}
+	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy}
 	if err := out.decodeOwn(); err != nil {
 		return nil, err
 	}

@@ -224,3 +224,43 @@ func TestLocate(t *testing.T) {
 		t.Error("Locate(nil) != nil")
 	}
 }
+
+func TestSet(t *testing.T) {
+	s, err := Parse("x.toml", []byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range []string{"experiment.repetitions=2", `load.duration="1s"`, "deploy.transport=grpc", `experiment.factors."app.hops"=[2, 4]`} {
+		if err := s.Set(a); err != nil {
+			t.Fatalf("Set(%s): %v", a, err)
+		}
+	}
+	if s.Experiment.Repetitions != 2 || s.Deploy.Transport != "grpc" || len(s.Overrides) != 4 {
+		t.Errorf("after Set: %+v %+v %v", s.Experiment, s.Deploy, s.Overrides)
+	}
+	if v, _ := s.Lookup("load.duration"); v != "1s" {
+		t.Errorf("load.duration = %v", v)
+	}
+	if f := s.Experiment.Factors[1]; f.Name != "app.hops" || len(f.Levels) != 2 || f.Levels[1] != int64(4) {
+		t.Errorf("factor = %+v", f)
+	}
+	for _, tt := range []struct{ in, want string }{
+		{"norate", "write key=value"},
+		{"rate=5", "name a key inside a table"},
+		{"deploy.transport.x=1", "deploy.transport is not a table"},
+		{"experiment.repetitions=0", "experiment.repetitions: must be between 1 and 10000"},
+		{"bogus.x=1", "unknown table"},
+		{`experiment.factors."app=1`, "unterminated"},
+	} {
+		if err := s.Set(tt.in); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Set(%q) = %v, want %q", tt.in, err, tt.want)
+		}
+	}
+	// A rejected assignment leaves the spec as it was.
+	if s.Experiment.Repetitions != 2 || len(s.Overrides) != 4 {
+		t.Errorf("failed Set changed the spec: %+v, %v", s.Experiment, s.Overrides)
+	}
+	if _, ok := s.Lookup("bogus"); ok {
+		t.Error("failed Set left a table behind")
+	}
+}

@@ -1,0 +1,97 @@
+package spec
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Set replaces the value at a dotted key, as `svclab run --set` does:
+// key=value where value is a TOML value (`3`, `"1s"`, `["a", "b"]`), or a
+// bare string when it does not parse as one. Quoted key parts keep their
+// dots: experiment.factors."app.op"=["void","movie"].
+//
+// Overrides are recorded in Overrides, which the result store keeps beside
+// the spec text, so a resumed experiment must be given the same ones.
+func (s *Spec) Set(assignment string) error {
+	key, raw, ok := strings.Cut(assignment, "=")
+	key, raw = strings.TrimSpace(key), strings.TrimSpace(raw)
+	if !ok || key == "" {
+		return fmt.Errorf("--set %q: write key=value, e.g. --set load.rate=100", assignment)
+	}
+	parts, err := splitKey(key)
+	if err != nil {
+		return fmt.Errorf("--set %q: %w", assignment, err)
+	}
+	var holder struct{ V any }
+	var value any = raw
+	if err := toml.Unmarshal([]byte("V = "+raw), &holder); err == nil {
+		value = holder.V
+	}
+	saved, savedOwn := deepCopy(s.tree).(map[string]any), *s
+	restore := func(err error) error {
+		*s = savedOwn
+		s.tree = saved
+		return err
+	}
+	m := s.tree
+	for i, p := range parts[:len(parts)-1] {
+		next, ok := m[p]
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		nm, ok := next.(map[string]any)
+		if !ok {
+			return restore(fmt.Errorf("--set %s: %s is not a table", key, strings.Join(parts[:i+1], ".")))
+		}
+		m = nm
+	}
+	m[parts[len(parts)-1]] = value
+	if err := s.checkTopLevel(); err != nil {
+		return restore(fmt.Errorf("--set %s: %w", key, err))
+	}
+	if err := s.decodeOwn(); err != nil {
+		return restore(fmt.Errorf("--set %s: %w", key, err))
+	}
+	s.Overrides = append(s.Overrides, key+"="+raw)
+	return nil
+}
+
+// splitKey splits a dotted key, honouring double-quoted parts.
+func splitKey(key string) ([]string, error) {
+	var parts []string
+	for key != "" {
+		if strings.HasPrefix(key, `"`) {
+			q, err := strconv.QuotedPrefix(key)
+			if err != nil {
+				return nil, fmt.Errorf("unterminated quoted key part in %s", key)
+			}
+			p, _ := strconv.Unquote(q)
+			parts = append(parts, p)
+			key = key[len(q):]
+		} else {
+			i := strings.IndexByte(key, '.')
+			if i < 0 {
+				i = len(key)
+			}
+			if i == 0 {
+				return nil, fmt.Errorf("empty key part")
+			}
+			parts = append(parts, key[:i])
+			key = key[i:]
+		}
+		if key != "" {
+			if key[0] != '.' || len(key) == 1 {
+				return nil, fmt.Errorf("expected '.' between key parts")
+			}
+			key = key[1:]
+		}
+	}
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("name a key inside a table, e.g. load.rate")
+	}
+	return parts, nil
+}
