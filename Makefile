@@ -63,5 +63,9 @@ proto:
 quickstart: build venv
 	$(BIN)/svclab run experiments/quickstart.toml
 
+## replicate: run every replication spec and regenerate docs/REPLICATIONS.md (about an hour)
+replicate: build venv
+	bash scripts/replicate.sh
+
 clean:
 	rm -rf $(BIN) $(VENV) results
