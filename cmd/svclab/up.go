@@ -10,12 +10,12 @@ import (
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
-	"github.com/svclab/svclab/internal/spec"
 )
 
 var upFlags struct {
 	verbose bool
 	timeout time.Duration
+	sets    []string
 }
 
 var upCmd = &cobra.Command{
@@ -32,10 +32,11 @@ and die with it even when it is killed with -9 (see docs/DEPLOY.md).
 The spec's [app] and [deploy] tables are used; [load] and [experiment] are
 ignored. Factors are not expanded: up deploys the spec as written.`,
 	Example: `  svclab up experiments/chain.toml
-  svclab up -v experiments/select.toml     # also show the processes' logs`,
-	Args: cobra.ExactArgs(1),
+  svclab up -v experiments/select.toml     # also show the processes' logs
+  svclab up --set deploy.placement=monolith --set deploy.transport=http experiments/chain.toml`,
+	Args: exactArgs(1, "give the spec file, e.g. svclab up experiments/chain.toml"),
 	RunE: func(cmd *cobra.Command, args []string) error {
-		s, err := spec.Load(args[0])
+		s, err := loadSpec(args[0], upFlags.sets)
 		if err != nil {
 			return err
 		}
@@ -54,5 +55,6 @@ ignored. Factors are not expanded: up deploys the spec as written.`,
 func init() {
 	upCmd.Flags().BoolVarP(&upFlags.verbose, "verbose", "v", false, "forward every process's output to stderr, prefixed with its group")
 	upCmd.Flags().DurationVar(&upFlags.timeout, "timeout", 0, "how long to wait for readiness (default: deploy.start_timeout, 20s)")
+	addSetFlag(upCmd, &upFlags.sets)
 	rootCmd.AddCommand(upCmd)
 }

@@ -48,7 +48,7 @@ func TestResolve(t *testing.T) {
 			name:    "monolith is built in",
 			spec:    "[app]\nname = \"chain\"\n",
 			groups:  [][]string{{"hop1", "hop2", "hop3"}},
-			network: "unix",
+			network: "tcp",
 			exposed: [][]string{{"hop1"}},
 		},
 		{
@@ -63,7 +63,7 @@ func TestResolve(t *testing.T) {
 			spec: "[app]\nname = \"chain\"\nhops = 4\n[deploy]\ntransport = \"http\"\nplacement = \"two\"\n" +
 				"[deploy.placements]\ntwo = [[\"hop3\", \"hop4\"], [\"hop1\", \"hop2\"]]\n",
 			groups:   [][]string{{"hop3", "hop4"}, {"hop1", "hop2"}},
-			network:  "unix",
+			network:  "tcp",
 			exposed:  [][]string{{"hop3"}, {"hop1"}},
 			entryGrp: 1,
 		},
@@ -78,7 +78,7 @@ func TestResolve(t *testing.T) {
 			name:    "a spec may redefine split",
 			spec:    "[app]\nname = \"rpcops\"\n[deploy]\nplacement = \"split\"\n[deploy.placements]\nsplit = [[\"ops\"], [\"frontend\"]]\n",
 			groups:  [][]string{{"ops"}, {"frontend"}},
-			network: "unix",
+			network: "tcp",
 			exposed: [][]string{{"ops"}, {"frontend"}},
 			// the entry is in the second group
 			entryGrp: 1,

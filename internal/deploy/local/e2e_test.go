@@ -147,10 +147,10 @@ func TestEndToEnd(t *testing.T) {
 
 func testDeployment(t *testing.T, app, tr, placement string) {
 	src := fmt.Sprintf("[app]\nname = %q\n[deploy]\ntransport = %q\nplacement = %q\n", app, tr, placement)
-	if placement == "split" {
-		// Monoliths use the transports' preferred unix sockets; split
-		// deployments cover loopback TCP without doubling the matrix.
-		src += "network = \"tcp\"\n"
+	if placement == "monolith" && tr != "inproc" {
+		// Split deployments use the default, loopback TCP; monoliths
+		// cover unix sockets without doubling the matrix.
+		src += "network = \"unix\"\n"
 	}
 	p := resolve(t, src)
 	if want := map[string]string{"split": "tcp", "monolith": "unix"}[placement]; tr != "inproc" && p.Network != want {
