@@ -84,6 +84,6 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
         load_experiment(root, operation="GET /x")
     bad = next((root / "runs").glob("r001-*")) / "summary.json"
     bad.write_text("{not json")
-    with pytest.raises(AnalysisError, match="summary.json: not valid JSON"):
+    with pytest.raises(AnalysisError, match=r"summary\.json: not valid JSON"):
         load_experiment(root)
     shutil.rmtree(root)

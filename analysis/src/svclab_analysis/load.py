@@ -274,14 +274,14 @@ def load_experiment(
             for op in ops:
                 if not isinstance(op, dict) or "name" not in op:
                     raise AnalysisError(f"{summary_path}: an operation has no \"name\"")
-                m = operation_metrics(op)
-                m["cpu_s"] = cpu
-                m["cpu_s_per_1k"] = (
+                om = operation_metrics(op)
+                om["cpu_s"] = cpu
+                om["cpu_s_per_1k"] = (
                     1000.0 * cpu / total_count if total_count and total_count > 0 else math.nan
                 )
                 metric_rows.append(
                     {"run_id": row["run_id"], "operation": str(op["name"]),
-                     "kind": str(op.get("kind") or "request"), **m}
+                     "kind": str(op.get("kind") or "request"), **om}
                 )
         run_rows.append(row)
 

@@ -83,7 +83,7 @@ def boxplot(table: pd.DataFrame, response: str, label_col: str, order: Sequence[
     data = [table.loc[table[label_col] == lbl, response].dropna().to_numpy() for lbl in order]
     fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(order) + 1.0))
     pos = np.arange(len(order))[::-1]
-    ax.boxplot(data, positions=pos, vert=False, widths=0.55, showfliers=False,
+    ax.boxplot(data, positions=pos, orientation="horizontal", widths=0.55, showfliers=False,
                medianprops={"color": INK, "linewidth": 1.5},
                boxprops={"color": MUTED}, whiskerprops={"color": MUTED},
                capprops={"color": MUTED})

@@ -124,6 +124,7 @@ def sample_size(
         mean = float(np.mean(x))
         sd = float(np.std(x, ddof=1)) if n > 1 else math.nan
         t = float(stats.t.ppf(1 - (1 - confidence) / 2, n - 1)) if n > 1 else math.nan
+        required: float
         if n > 1 and mean != 0:
             required = math.ceil((100.0 * t * sd / (error_pct * abs(mean))) ** 2)
             required = max(required, 2)
@@ -238,7 +239,11 @@ def compare(
         )
         import scikit_posthocs  # slow to import; only multi-level comparisons need it
 
-        dunn = scikit_posthocs.posthoc_dunn(data, val_col="y", group_col="g", p_adjust="holm")
+        with warnings.catch_warnings():
+            # All-tied data divides by zero inside Dunn's z: its p is NaN, shown as "—".
+            warnings.simplefilter("ignore", RuntimeWarning)
+            dunn = scikit_posthocs.posthoc_dunn(data, val_col="y", group_col="g",
+                                                p_adjust="holm")
         out["dunn"] = pd.DataFrame(
             [{"a": a, "b": b, "p_holm": float(dunn.loc[a, b])}
              for a, b in itertools.combinations(levels, 2)]

@@ -1,0 +1,130 @@
+"""The report on synthetic result directories in the docs/RESULTS.md layout."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run_cli
+from synth import make_results
+
+from svclab_analysis.report import build_report
+
+SECTIONS = ["The answer", "Design and environment", "Per-metric tables", "Plots",
+            "Pairwise comparisons", "Warnings", "Methods"]
+
+
+def section(md: str, title: str) -> str:
+    start = md.index(f"## {title}\n")
+    nxt = md.find("\n## ", start + 1)
+    return md[start: nxt if nxt != -1 else len(md)]
+
+
+def test_files_and_section_order(report_dir: Path) -> None:
+    html = (report_dir / "report.html").read_text()
+    md = (report_dir / "report.md").read_text()
+    assert re.findall(r"<h2>(.*?)</h2>", html) == SECTIONS
+    assert [ln[3:] for ln in md.splitlines() if ln.startswith("## ")] == SECTIONS
+    for key in ("influence", "box", "cdf", "timeseries", "interactions", "qq"):
+        assert (report_dir / "figures" / f"{key}.png").stat().st_size > 1000
+        assert f"](figures/{key}.png)" in md
+    # Self-contained: every image inlined, nothing fetched, no script.
+    assert html.count('src="data:image/png;base64,') == 6
+    assert not re.search(r'(src|href)="https?:', html)
+    assert "<script" not in html
+
+
+def test_answer_numbers(report_dir: Path) -> None:
+    md = (report_dir / "report.md").read_text()
+    answer = section(md, "The answer")
+    # Best cell: p99 runs 1.9, 2.0, 2.1 ms -> mean 2.00 ms, sd 0.1, and the
+    # t interval 2.0 ± t(0.975; 2) * 0.1 / sqrt(3) = 2.0 ± 0.248 -> 1.75–2.25 ms.
+    assert "**transport=grpc · payload=small** has the lowest mean p99 latency: **2.00 ms**" \
+        in answer
+    assert "95% CI 1.75–2.25 ms, 3 runs" in answer
+    # Worst: grpc/large at 8.0 ms, median ratio 8.0 / 2.0 = 4.
+    assert "transport=grpc · payload=large, has 8.00 ms: its median is 4.00×" in answer
+    # Allocation of variation from cell means 2 (grpc,small), 4 (http,small),
+    # 8 (grpc,large), 5 (http,large) with r = 3:
+    #   q_transport = (-2 + 4 - 8 + 5)/4 = -0.25, q_payload = (-2 - 4 + 8 + 5)/4 = 1.75,
+    #   q_AB = (2 - 4 - 8 + 5)/4 = -1.25; SS = 12 q^2 = 0.75, 36.75, 18.75;
+    #   SSE = 4 cells * (0.01 + 0 + 0.01) = 0.08; SST = 56.33.
+    # payload explains 36.75 / 56.33 = 65.2%.
+    assert "**app.payload** explains 65.2% of the variation" in answer
+    rows = [ln for ln in answer.splitlines() if ln.startswith("| ")]
+    assert rows[0].startswith("| rank | transport | payload | mean p99 (ms) | 95% CI (ms)")
+    assert rows[1].startswith("| 1 | grpc | small | 2.00 | 1.75–2.25 | 2.00 | 1 (best) |")
+    assert rows[4].startswith("| 4 | grpc | large | 8.00 | 7.75–8.25 | 8.00 | 4.00 (")
+    # 36.75 may print as 36.7 or 36.8 depending on the last bit of the float.
+    assert re.search(r"\| app\.payload \| 1\.75 \| 1\.68–1\.82 \| 36\.[78] \| 65\.2 \|", answer)
+    assert "| deploy.transport | −0.250 | −0.317 to −0.183 | 0.750 | 1.33 |" in answer
+
+
+def test_metric_tables_units_and_warnings(report_dir: Path) -> None:
+    md = (report_dir / "report.md").read_text()
+    metrics = section(md, "Per-metric tables")
+    for heading in ("p50 latency (ms)", "p95 latency (ms)", "p99 latency (ms)",
+                    "mean latency (ms)", "throughput (req/s)", "error rate (%)",
+                    "CPU per 1000 requests (CPU·s/1000 req)"):
+        assert f"### {heading}" in metrics
+    cpu = metrics[metrics.index("### CPU per 1000"):]
+    assert "| grpc | small | 3 | 5.00 | 5.00–5.00 |" in cpu
+    # Jain: grpc/small has s = 0.1, x̄ = 2, t(0.975; 2) = 4.303:
+    # (100 * 4.303 * 0.1 / (5 * 2))^2 = 18.5 -> 19 runs.
+    assert "| grpc | small | 3 | 2.00 | 0.100 | 12.4 | 19 |" in metrics
+    warnings = section(md, "Warnings")
+    assert "1 of 13 runs failed" in warnings and "exited with status 2" in warnings
+    assert "the load generator was the bottleneck" in warnings
+    assert "generator_bottleneck: 12% of sends" in warnings
+    assert "had errors" in warnings
+    assert "Jain's estimate: 19 runs per configuration" in warnings
+    pairwise = section(md, "Pairwise comparisons")
+    assert "Kruskal-Wallis across all 4 configurations" in pairwise
+    assert "Shapiro-Wilk on the 12 run residuals" in section(md, "Plots")
+    assert "The run is the unit of replication" in section(md, "Methods")
+
+
+def test_cli_report_prints_path(results_dir: Path, tmp_path: Path) -> None:
+    r = run_cli("report", str(results_dir), "--out", str(tmp_path / "out"), "--metric",
+                "p50_ms", "--log")
+    assert r.returncode == 0, r.stderr
+    path = Path(r.stdout.strip())
+    assert path == (tmp_path / "out" / "report.html").resolve() and path.exists()
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "p50 latency (p50_ms) of operation 'total', analysed on the log scale" in md
+    assert "high/low ratio (×)" in md
+
+
+def test_three_level_factor_anova_and_subsets(tmp_path: Path) -> None:
+    factors = [{"name": "mesh.setup", "letter": "A", "levels": ["default", "obs", "mtls"]},
+               {"name": "app.payload", "letter": "B", "levels": ["small", "large"]}]
+    p99 = {("default", "small"): 11.7, ("obs", "small"): 12.6, ("mtls", "small"): 11.9,
+           ("default", "large"): 23.3, ("obs", "large"): 24.2, ("mtls", "large"): 22.2}
+    root = make_results(tmp_path / "s2", factors=factors, p99=p99, failed_cell=None,
+                        bottleneck_run=None, samples=False)
+    build_report(root, operation="Echo")
+    md = (root / "report.md").read_text()
+    assert "### ANOVA (type II sums of squares)" in md
+    assert "two-level subset (setup: default vs obs)" in md
+    assert "two-level subset (setup: default vs mtls)" in md
+    assert "Kruskal-Wallis H =" in md
+    # No samples.parquet: the CDF falls back to summary percentiles.
+    assert (root / "figures" / "cdf.png").exists()
+
+
+def test_single_configuration(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "one", factors=[{"name": "deploy.transport",
+                                                    "letter": "A", "levels": ["grpc"]}],
+                        p99={("grpc",): 3.0}, failed_cell=None, samples=False)
+    build_report(root)
+    md = (root / "report.md").read_text()
+    assert "**all runs** has the lowest mean p99 latency: **3.00 ms**" in md
+    assert "no (one level: grpc)" in md
+    assert "Nothing to compare" in md
+
+
+@pytest.mark.parametrize("metric", ["throughput_rps", "rps", "cpu_s_per_1k", "error_rate"])
+def test_other_headline_metrics(results_dir: Path, tmp_path: Path, metric: str) -> None:
+    build_report(results_dir, out=tmp_path, metric=metric)
+    assert (tmp_path / "report.html").exists()
