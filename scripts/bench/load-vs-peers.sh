@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# Closed-loop maximum throughput of `svclab load` against wrk and hey (and
+# vegeta when it can be installed), all driving the same net/http server in
+# the same run. The server is pinned to one core and the generator under
+# test to the other (taskset), and the tools take turns in rounds so that
+# noise from other work on the machine falls on all of them alike; each
+# tool's figure is its median over the rounds.
+#
+# Environment: ROUNDS (default 5), SECONDS_PER_RUN (5), CONNS (64),
+# BENCH_STRICT=1 to exit non-zero when a target is missed.
+# Output: one line per run, then a table of medians and ratios.
+set -euo pipefail
+
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+TOOLS=$ROOT/bin/tools
+ROUNDS=${ROUNDS:-5}
+SECS=${SECONDS_PER_RUN:-5}
+CONNS=${CONNS:-64}
+WORK=$(mktemp -d)
+SERVER_PID=
+cleanup() {
+	if [ -n "$SERVER_PID" ]; then kill "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+say() { echo "load-vs-peers: $*"; }
+
+# --- peers ---------------------------------------------------------------
+mkdir -p "$TOOLS"
+if ! command -v wrk >/dev/null; then
+	if [ "$(id -u)" = 0 ]; then
+		say "installing wrk from Debian"
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk) >/dev/null 2>&1 || say "apt-get install wrk failed"
+	else
+		say "wrk missing and not root: cannot apt-get install it"
+	fi
+fi
+WRK=$(command -v wrk || true)
+if [ ! -x "$TOOLS/hey" ]; then
+	say "installing hey"
+	GOBIN=$TOOLS go install github.com/rakyll/hey@latest >/dev/null 2>&1 || say "go install hey failed"
+fi
+HEY=$TOOLS/hey; [ -x "$HEY" ] || HEY=
+VEGETA=$TOOLS/vegeta
+if [ ! -x "$VEGETA" ]; then
+	if ! GOBIN=$TOOLS timeout 120 go install github.com/tsenart/vegeta@latest >"$WORK/vegeta.log" 2>&1; then
+		say "vegeta: 'go install github.com/tsenart/vegeta@latest' failed (the module proxy refuses it): $(tail -1 "$WORK/vegeta.log")"
+		say "vegeta is left out of this comparison"
+	fi
+fi
+[ -x "$VEGETA" ] || VEGETA=
+
+# --- binaries ------------------------------------------------------------
+go build -o "$WORK/svclab" ./cmd/svclab
+go build -o "$WORK/benchserver" ./internal/load/benchserver
+
+taskset -c 1 "$WORK/benchserver" >"$WORK/addr" 2>&1 &
+SERVER_PID=$!
+for _ in $(seq 50); do [ -s "$WORK/addr" ] && break; sleep 0.1; done
+ADDR=$(head -1 "$WORK/addr")
+URL=http://$ADDR/
+say "server $URL on core 1; generators on core 0; $CONNS connections, ${SECS}s per run, $ROUNDS rounds"
+
+gen() { taskset -c 0 "$@"; }
+
+run_svclab() {
+	gen "$WORK/svclab" load --mode closed --users "$CONNS" -d "${SECS}s" -q -o "$WORK/s.json" "$URL" >/dev/null
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["operations"][0]["rps"])' "$WORK/s.json"
+}
+run_wrk() { gen "$WRK" -t1 -c"$CONNS" -d"${SECS}s" "$URL" | awk '/Requests\/sec/ {print $2}'; }
+run_hey() { gen "$HEY" -z "${SECS}s" -c "$CONNS" "$URL" | awk '/Requests\/sec/ {print $2}'; }
+run_vegeta() {
+	echo "GET $URL" | gen "$VEGETA" attack -rate=0 -max-workers="$CONNS" -workers="$CONNS" -duration="${SECS}s" |
+		gen "$VEGETA" report | awk -F'[ ,]+' '/^Requests/ {print $(NF)}'
+}
+
+TOOLS_RUN=(svclab)
+[ -n "$WRK" ] && TOOLS_RUN+=(wrk)
+[ -n "$HEY" ] && TOOLS_RUN+=(hey)
+[ -n "$VEGETA" ] && TOOLS_RUN+=(vegeta)
+
+# warm the server and the page cache once, unrecorded
+run_svclab >/dev/null
+
+for r in $(seq "$ROUNDS"); do
+	# rotate the order each round
+	n=${#TOOLS_RUN[@]}
+	for i in $(seq 0 $((n - 1))); do
+		t=${TOOLS_RUN[$(((i + r) % n))]}
+		# user+system CPU of the run, children included: a noisy machine
+		# moves throughput a lot, CPU per request much less
+		TIMEFORMAT='%U %S'
+		{ time "run_$t" >"$WORK/v" 2>/dev/null; } 2>"$WORK/cpu" || echo 0 >"$WORK/v"
+		v=$(cat "$WORK/v"); read -r u s <"$WORK/cpu"
+		echo "$t $v $u $s" >>"$WORK/results"
+		say "round $r: $t $v rps, cpu ${u}s user ${s}s sys"
+	done
+done
+
+python3 - "$WORK/results" "${BENCH_STRICT:-0}" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+import os
+secs = float(os.environ.get("SECONDS_PER_RUN", "5"))
+res = defaultdict(list)
+cpu = defaultdict(list)
+for line in open(sys.argv[1]):
+    t, v, u, s = line.split()
+    res[t].append(float(v))
+    if float(v) > 0:
+        cpu[t].append((float(u) + float(s)) * 1e6 / (float(v) * secs))
+med = {t: statistics.median(v) for t, v in res.items()}
+cpr = {t: statistics.median(v) for t, v in cpu.items()}
+print()
+print(f"{'tool':8} {'median rps':>11} {'min':>9} {'max':>9} {'svclab/tool':>12} {'CPU us/req':>11} {'tool/svclab CPU':>16}")
+for t in ["svclab", "wrk", "hey", "vegeta"]:
+    if t not in med:
+        continue
+    ratio = med["svclab"] / med[t] if med[t] else float("nan")
+    eff = cpr.get(t, float("nan")) / cpr.get("svclab", float("nan"))
+    print(f"{t:8} {med[t]:11.0f} {min(res[t]):9.0f} {max(res[t]):9.0f} {ratio:12.2f} {cpr.get(t, float('nan')):11.1f} {eff:16.2f}")
+miss = []
+if "wrk" in med and med["svclab"] < 0.7 * med["wrk"]:
+    miss.append("svclab < 70% of wrk")
+if "hey" in med and med["svclab"] < med["hey"]:
+    miss.append("svclab < hey")
+print()
+print("targets (svclab >= 0.70 x wrk, >= hey):", "MISSED: " + "; ".join(miss) if miss else "met")
+if miss and sys.argv[2] == "1":
+    sys.exit(1)
+EOF
