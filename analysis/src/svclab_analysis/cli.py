@@ -96,6 +96,8 @@ def _fmt(v: Any) -> str:
     if isinstance(v, float):
         if not math.isfinite(v):
             return "—"
+        if abs(v) >= 1e4:
+            return f"{v:.0f}"
         return f"{v:.4g}"
     return str(v)
 

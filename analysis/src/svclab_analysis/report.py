@@ -709,11 +709,16 @@ def document(a: Analysis) -> list[Section]:
             dunn = cc["dunn"].merge(cc["pairs"][["a", "b", "ratio", "ratio_ci_low",
                                                  "ratio_ci_high", "rank_biserial"]],
                                     on=["a", "b"])
+            def values(label: str) -> str:
+                return " · ".join(a.cfg_cells(label))
+
             s.blocks.append(Table(
                 ["A", "B", "Dunn p (Holm)", "rank-biserial r", "median ratio A/B (×)",
                  f"{conf}% CI (×)"],
-                [[r.a, r.b, pval(r.p_holm), num(r.rank_biserial), num(r.ratio),
-                  ci(r.ratio_ci_low, r.ratio_ci_high)] for r in dunn.itertuples()]))
+                [[values(r.a), values(r.b), pval(r.p_holm), num(r.rank_biserial),
+                  num(r.ratio), ci(r.ratio_ci_low, r.ratio_ci_high)]
+                 for r in dunn.itertuples()],
+                caption="Configurations as " + " · ".join(a.cfg_headers()) + "."))
     if len(s.blocks) == 1:
         s.blocks.append(Para("Nothing to compare: the runs have one configuration."))
     sections.append(s)
