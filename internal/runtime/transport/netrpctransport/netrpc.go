@@ -3,11 +3,13 @@
 //
 // net/rpc dispatches on static Go method types, so every call goes through
 // one generic method, "Svclab.Call", whose argument is an envelope
-// (Request) naming the gRPC method, the caller's remaining time, its
-// metadata and the request message; the reply (Response) carries the
-// response message or a gRPC status. Messages travel in gob's interface
-// encoding, registered under their protobuf full names, so gob sends each
-// type's description once per connection and the values after it.
+// (Request) naming the gRPC method, the caller's remaining time and its
+// metadata, and the request message; the reply (Response) carries a gRPC
+// status on failure and the response message on success. The codec is
+// net/rpc's gob codec with the envelope's fields added to net/rpc's header
+// and the message as the body, a gob value of the generated Go struct, so
+// a call sends as many gob values as one of bare net/rpc; gob describes
+// each type once per connection and sends only values after that.
 //
 // A deadline becomes a server-side context deadline. A call the client
 // cancels returns at once, and a second method, "Svclab.Cancel", tells the
@@ -80,7 +82,8 @@ func (Transport) Dial(ctx context.Context, network, addr string, opts transport.
 }
 
 // Request is the envelope of one call. It is exported because net/rpc
-// requires the argument types of its methods to be.
+// requires the argument types of its methods to be. On the wire its fields
+// ride in net/rpc's header and the message is the body (see codec.go).
 type Request struct {
 	// Method is the gRPC full method name, "/package.Service/Method".
 	Method string
@@ -91,17 +94,23 @@ type Request struct {
 	ID uint64
 	// Metadata is the caller's outgoing metadata.
 	Metadata map[string][]string
-	// Msg is the request message; nil for a message with no fields.
-	Msg any
+	// NoMsg is set when no message follows: gob cannot encode a struct with
+	// no exported fields, which is what a message with no fields is.
+	NoMsg bool
+
+	msg any // the request message
 }
 
-// Response is the reply envelope.
+// Response is the reply envelope. On the wire its fields ride in net/rpc's
+// header and the message, unless NoMsg is set, is the body.
 type Response struct {
-	// Msg is the response message; nil on failure or for a message with no
-	// fields.
-	Msg any
 	// Status is the google.rpc.Status, protobuf-encoded, of a failed call.
 	Status []byte
+	// NoMsg is set when no message follows: on failure, or for a message
+	// with no fields.
+	NoMsg bool
+
+	msg any // the response message
 }
 
 // Server serves registered services over net/rpc.
@@ -119,6 +128,7 @@ type Server struct {
 	listeners map[net.Listener]bool
 	conns     map[net.Conn]bool
 
+	inputs   sync.Map // full method name -> reflect.Type of its request message
 	inflight sync.Map // call ID -> context.CancelFunc, for calls that can be cancelled
 	early    earlyCancels
 }
@@ -132,7 +142,7 @@ func NewServer(opts transport.ServerOptions) *Server {
 		listeners: map[net.Listener]bool{},
 		conns:     map[net.Conn]bool{},
 	}
-	s.table.OnRegister = registerService
+	s.table.OnRegister = s.registerService
 	s.base, s.stop = context.WithCancel(context.Background())
 	if err := s.rpc.RegisterName(rpcService, &receiver{s}); err != nil {
 		panic("netrpc: " + err.Error()) // the receiver's methods are fixed: a bug here
@@ -187,7 +197,7 @@ func (s *Server) Serve(lis net.Listener) error {
 			return nil
 		}
 		go func() {
-			s.rpc.ServeConn(c) // closes c when the client goes away
+			s.rpc.ServeCodec(newServerCodec(s, c)) // closes c when the client goes away
 			s.untrack(c)
 		}()
 	}
@@ -260,10 +270,10 @@ func (r *receiver) Call(req *Request, resp *Response) error {
 		ctx = metadata.NewIncomingContext(ctx, metadata.MD(req.Metadata))
 	}
 	dec := func(in any) error {
-		if req.Msg == nil {
+		if req.msg == nil {
 			return nil
 		}
-		return shallowCopy(in, req.Msg)
+		return shallowCopy(in, req.msg)
 	}
 	out, err := m.Handler(m.Impl, ctx, dec, s.intercept)
 	if err != nil {
@@ -275,9 +285,7 @@ func (r *receiver) Call(req *Request, resp *Response) error {
 		resp.setStatus(status.New(codes.Internal, gt.err.Error()))
 		return nil
 	}
-	if !gt.empty {
-		resp.Msg = out
-	}
+	resp.NoMsg, resp.msg = gt.empty, out
 	return nil
 }
 
@@ -299,7 +307,7 @@ func (resp *Response) setStatus(st *status.Status) {
 	if err != nil {
 		b, _ = proto.Marshal(&spb.Status{Code: int32(st.Code()), Message: st.Message()})
 	}
-	resp.Status = b
+	resp.Status, resp.NoMsg = b, true
 }
 
 // earlyCancels remembers Cancels that arrived before their Call. Entries
@@ -405,7 +413,7 @@ func (c *Conn) rpcClient(ctx context.Context) (*rpc.Client, error) {
 		}
 		nc = tc
 	}
-	c.client = rpc.NewClient(nc)
+	c.client = rpc.NewClientWithCodec(newClientCodec(nc))
 	return c.client, nil
 }
 
@@ -439,10 +447,7 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	if out.err != nil {
 		return status.Error(codes.Internal, out.err.Error())
 	}
-	req := &Request{Method: method}
-	if !in.empty {
-		req.Msg = args
-	}
+	req := &Request{Method: method, NoMsg: in.empty, msg: args}
 	if dl, ok := ctx.Deadline(); ok {
 		req.Timeout = int64(time.Until(dl))
 		if req.Timeout <= 0 {
@@ -460,12 +465,22 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	if err != nil {
 		return err
 	}
-	var resp Response
-	call := cl.Go(callMethod, req, &resp, make(chan *rpc.Call, 1))
+	resp := &Response{}
+	if !out.empty {
+		if done == nil {
+			// The call cannot return before its reply is in: decode the
+			// reply straight into the caller's message.
+			resp.msg = reply
+		} else {
+			resp.msg = reflect.New(reflect.TypeOf(reply).Elem()).Interface()
+		}
+	}
+	call := cl.Go(callMethod, req, resp, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
 	case <-done:
-		// The reply, if it comes, lands in resp, which nobody reads.
+		// The reply, if it comes, lands in resp.msg, which is not the
+		// caller's and which nobody reads.
 		cl.Go(cancelCall, req.ID, new(bool), make(chan *rpc.Call, 1))
 		return status.FromContextError(ctx.Err()).Err()
 	}
@@ -487,13 +502,16 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 		}
 		return status.ErrorProto(&sp)
 	}
-	if resp.Msg == nil {
+	if resp.NoMsg {
 		if !out.empty {
 			return status.Errorf(codes.Internal, "netrpc: %s: response without a message", method)
 		}
 		return nil
 	}
-	return shallowCopy(reply, resp.Msg)
+	if resp.msg == reply {
+		return nil
+	}
+	return shallowCopy(reply, resp.msg)
 }
 
 // shallowCopy sets *dst to *src: gob decoded the message into a value of
@@ -524,6 +542,15 @@ func (c *Conn) Close() error {
 		if err != nil && !errors.Is(err, rpc.ErrShutdown) {
 			return fmt.Errorf("netrpc close %s: %w", c.addr, err)
 		}
+	}
+	return nil
+}
+
+// inputType returns the Go type of method's request message, or nil for
+// an unknown method.
+func (s *Server) inputType(method string) reflect.Type {
+	if t, ok := s.inputs.Load(method); ok {
+		return t.(reflect.Type)
 	}
 	return nil
 }

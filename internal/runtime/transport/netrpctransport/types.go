@@ -25,10 +25,11 @@ type gobType struct {
 // reflect.Type, so the per-call check is one map load.
 var gobTypes sync.Map
 
-// registerMessage registers msg's type, its sub-messages and its oneof
-// wrappers with gob under their protobuf full names, so that a value in
-// the envelope's interface field decodes into the same type on the other
-// side whatever Go package path it has there.
+// registerMessage registers the oneof wrapper types of msg and its
+// sub-messages with gob, and notes whether msg has fields gob can encode.
+// A oneof is the one interface-typed field of a generated struct, and gob
+// must know by name every concrete type an interface can hold; the names
+// are "<message full name>.<field name>", the same in every process.
 func registerMessage(msg any) *gobType {
 	t := reflect.TypeOf(msg)
 	if v, ok := gobTypes.Load(t); ok {
@@ -61,9 +62,6 @@ func registerDesc(mt protoreflect.MessageType, seen map[protoreflect.FullName]bo
 			err = fmt.Errorf("netrpc: registering %s with gob: %v", md.FullName(), r)
 		}
 	}()
-	if hasExportedField(reflect.TypeOf(goMsg).Elem()) {
-		gob.RegisterName(string(md.FullName()), goMsg)
-	}
 	fields := md.Fields()
 	for i := 0; i < fields.Len(); i++ {
 		fd := fields.Get(i)
@@ -126,10 +124,11 @@ func hasExportedField(t reflect.Type) bool {
 	return false
 }
 
-// registerService registers the request and response types of every
-// unary method of desc, found through the protobuf registry: the server
-// must know them before the first request arrives.
-func registerService(desc *grpc.ServiceDesc) {
+// registerService notes the request type of every unary method of desc,
+// found through the protobuf registry, and registers the request and
+// response types with gob: the server must know them before the first
+// request arrives.
+func (s *Server) registerService(desc *grpc.ServiceDesc) {
 	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(desc.ServiceName))
 	if err != nil {
 		panic(fmt.Sprintf("netrpc: service %s is not in the protobuf registry, so its message types are unknown: %v", desc.ServiceName, err))
@@ -143,13 +142,17 @@ func registerService(desc *grpc.ServiceDesc) {
 		if md.IsStreamingClient() || md.IsStreamingServer() {
 			continue
 		}
-		for _, name := range []protoreflect.FullName{md.Input().FullName(), md.Output().FullName()} {
+		for i, name := range []protoreflect.FullName{md.Input().FullName(), md.Output().FullName()} {
 			mt, err := protoregistry.GlobalTypes.FindMessageByName(name)
 			if err != nil {
 				panic(fmt.Sprintf("netrpc: message %s of %s: %v", name, md.FullName(), err))
 			}
-			if gt := registerMessage(mt.New().Interface()); gt.err != nil {
+			msg := mt.New().Interface()
+			if gt := registerMessage(msg); gt.err != nil {
 				panic(gt.err.Error())
+			}
+			if i == 0 {
+				s.inputs.Store("/"+desc.ServiceName+"/"+string(md.Name()), reflect.TypeOf(msg))
 			}
 		}
 	}
