@@ -153,14 +153,8 @@ type serverCodec struct {
 	req      requestHeader
 	resp     responseHeader
 	envelope bool // the request being read has an envelope body
-	// methods[id-1] is the method the client numbered id, with its request
-	// type (nil for a method the server does not have).
-	methods []methodType
-}
-
-type methodType struct {
-	name string
-	in   reflect.Type
+	// methods[id-1] is the method the client numbered id.
+	methods []*methodEntry
 }
 
 func newServerCodec(s *Server, rwc io.ReadWriteCloser) *serverCodec {
@@ -169,13 +163,13 @@ func newServerCodec(s *Server, rwc io.ReadWriteCloser) *serverCodec {
 }
 
 // method resolves the header's method ID, learning it if it is new.
-func (c *serverCodec) method(h *requestHeader) (methodType, error) {
+func (c *serverCodec) method(h *requestHeader) (*methodEntry, error) {
 	id := int(h.MethodID)
 	switch {
 	case h.Method != "" && id == len(c.methods)+1:
-		c.methods = append(c.methods, methodType{h.Method, c.s.inputType(h.Method)})
+		c.methods = append(c.methods, c.s.resolve(h.Method))
 	case id < 1 || id > len(c.methods) || h.Method != "" && h.Method != c.methods[id-1].name:
-		return methodType{}, fmt.Errorf("netrpc: request with method ID %d (%q) out of sequence", id, h.Method)
+		return nil, fmt.Errorf("netrpc: request with method ID %d (%q) out of sequence", id, h.Method)
 	}
 	return c.methods[id-1], nil
 }
@@ -206,16 +200,17 @@ func (c *serverCodec) ReadRequestBody(body any) error {
 	req, _ := body.(*Request)
 	if req != nil {
 		req.Method, req.Timeout, req.ID, req.Metadata, req.NoMsg = m.name, h.Timeout, h.ID, h.Metadata, h.NoMsg
+		req.mt = m
 	}
 	if h.NoMsg {
 		return nil
 	}
-	if req == nil || m.in == nil {
+	if req == nil || m.m == nil {
 		// Nobody to hand it to, or an unknown method that Call will answer
 		// Unimplemented: read the message past.
 		return c.dec.DecodeValue(reflect.Value{}) // discards the value
 	}
-	req.msg = reflect.New(m.in.Elem()).Interface()
+	req.msg = reflect.New(m.types.in.Elem()).Interface()
 	return c.dec.Decode(req.msg)
 }
 

@@ -142,18 +142,23 @@ func (s *Server) registerService(desc *grpc.ServiceDesc) {
 		if md.IsStreamingClient() || md.IsStreamingServer() {
 			continue
 		}
+		var types messageTypes
 		for i, name := range []protoreflect.FullName{md.Input().FullName(), md.Output().FullName()} {
 			mt, err := protoregistry.GlobalTypes.FindMessageByName(name)
 			if err != nil {
 				panic(fmt.Sprintf("netrpc: message %s of %s: %v", name, md.FullName(), err))
 			}
 			msg := mt.New().Interface()
-			if gt := registerMessage(msg); gt.err != nil {
+			gt := registerMessage(msg)
+			if gt.err != nil {
 				panic(gt.err.Error())
 			}
 			if i == 0 {
-				s.inputs.Store("/"+desc.ServiceName+"/"+string(md.Name()), reflect.TypeOf(msg))
+				types.in = reflect.TypeOf(msg)
+			} else {
+				types.out, types.outEmpty = reflect.TypeOf(msg), gt.empty
 			}
 		}
+		s.methods.Store("/"+desc.ServiceName+"/"+string(md.Name()), &types)
 	}
 }
