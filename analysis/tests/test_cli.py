@@ -10,6 +10,8 @@ import pytest
 from conftest import run_cli
 from scipy import stats
 
+from svclab_analysis.cli import main
+
 JAIN_CSV = """A,B,y
 a1,b1,15
 a1,b1,18
@@ -126,9 +128,7 @@ BAD = [
 ]
 
 
-@pytest.mark.parametrize(("args", "message"), BAD)
-def test_bad_input_one_line_exit_2(args: list[str], message: str, csv_dir: Path,
-                                   results_dir: Path) -> None:
+def bad_inputs(csv_dir: Path, results_dir: Path) -> dict[str, str]:
     (csv_dir / "d.csv").write_text(JAIN_CSV)
     (csv_dir / "one.csv").write_text(JAIN_CSV.replace("b2", "b1"))
     (csv_dir / "text.csv").write_text(JAIN_CSV.replace("a1,b1,18", "a1,b1,fast"))
@@ -142,7 +142,32 @@ def test_bad_input_one_line_exit_2(args: list[str], message: str, csv_dir: Path,
     paths = {"csv": csv_dir / "d.csv", "one": csv_dir / "one.csv", "text": csv_dir / "text.csv",
              "empty": csv_dir / "empty.csv", "missing": csv_dir / "absent",
              "emptydir": csv_dir / "emptydir", "noruns": noruns, "okdir": results_dir}
-    r = run_cli(*[a.format(**{k: str(v) for k, v in paths.items()}) for a in args])
+    return {k: str(v) for k, v in paths.items()}
+
+
+@pytest.mark.parametrize(("args", "message"), BAD)
+def test_bad_input_one_line_exit_2(args: list[str], message: str, csv_dir: Path,
+                                   results_dir: Path, capsys: pytest.CaptureFixture[str]
+                                   ) -> None:
+    paths = bad_inputs(csv_dir, results_dir)
+    try:
+        code = main([a.format(**paths) for a in args])
+    except SystemExit as exc:  # argparse itself rejects a missing option
+        code = exc.code
+    captured = capsys.readouterr()
+    assert code == 2, (captured.out, captured.err)
+    assert message in captured.err
+    assert "Traceback" not in captured.err
+    assert len(captured.err.strip().splitlines()) == 1, captured.err
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("index", [0, 3, 10, 12, 14])
+def test_bad_input_via_subprocess(index: int, csv_dir: Path, results_dir: Path) -> None:
+    # The same cases through the installed console script: what a user sees.
+    args, message = BAD[index]
+    paths = bad_inputs(csv_dir, results_dir)
+    r = run_cli(*[a.format(**paths) for a in args])
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert message in r.stderr
     assert "Traceback" not in r.stderr

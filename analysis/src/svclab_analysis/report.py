@@ -218,9 +218,10 @@ def config_labels(df: pd.DataFrame, factors: list[str]) -> pd.Series:
     if not factors:
         return pd.Series(["all runs"] * len(df), index=df.index)
     sn = short_names(factors)
-    return df[factors].astype(str).apply(
-        lambda r: " · ".join(f"{sn[f]}={r[f]}" for f in factors), axis=1
-    )
+    out = sn[factors[0]] + "=" + df[factors[0]].astype(str)
+    for f in factors[1:]:
+        out = out + " · " + sn[f] + "=" + df[f].astype(str)
+    return out.astype(object)
 
 
 def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Analysis:
