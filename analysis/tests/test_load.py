@@ -6,12 +6,13 @@ import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from synth import make_results
 
 from svclab_analysis.errors import AnalysisError
-from svclab_analysis.load import cpu_seconds, load_experiment, response_table
+from svclab_analysis.load import cpu_seconds, hdr_quantiles, load_experiment, response_table
 
 
 def test_runs_and_run_level_metrics(results_dir: Path) -> None:
@@ -87,3 +88,32 @@ def test_errors_name_the_problem(tmp_path: Path) -> None:
     with pytest.raises(AnalysisError, match=r"summary\.json: not valid JSON"):
         load_experiment(root)
     shutil.rmtree(root)
+
+
+def test_hdr_logs(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "r", samples=False, hlog=True, failed_cell=None)
+    logs = sorted((root / "runs").glob("r*/latency.hlog"))
+    assert len(logs) == 12
+    qs = np.array([0.5, 0.99])
+    # The first run is grpc/small, p99 1.9 ms: its histogram's median is p99/3.
+    med = hdr_quantiles(logs[:1], "total", qs)
+    assert med is not None
+    assert med[0] == pytest.approx(1.9 / 3, rel=0.1)
+    assert med[1] > med[0]
+    # "GET /echo" is tagged GET_/echo in the log.
+    assert hdr_quantiles(logs[:1], "GET /echo", qs) is not None
+    assert hdr_quantiles(logs[:1], "absent", qs) is None
+    assert hdr_quantiles([tmp_path / "none.hlog"], "total", qs) is None
+
+
+def test_empty_operation_has_no_latency(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "r", samples=False, failed_cell=None)
+    s = next((root / "runs").glob("r001-*")) / "summary.json"
+    data = json.loads(s.read_text())
+    op = data["operations"][1]
+    op.update(count=0, errors=0, rps=0)
+    op["latency"] = {k: 0 for k in op["latency"]}
+    s.write_text(json.dumps(data))
+    exp = load_experiment(root, operation="Echo")
+    t = response_table(exp)
+    assert t["p99_ms"].isna().sum() == 1

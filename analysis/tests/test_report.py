@@ -109,16 +109,18 @@ def test_three_level_factor_anova_and_subsets(tmp_path: Path) -> None:
     assert "two-level subset (setup: default vs obs)" in md
     assert "two-level subset (setup: default vs mtls)" in md
     assert "Kruskal-Wallis H =" in md
-    # No samples.parquet: the CDF falls back to summary percentiles.
+    # No samples.parquet and no HDR log: the CDF falls back to summary percentiles.
     assert (root / "figures" / "cdf.png").exists()
+    assert "only from the percentiles in summary.json" in md
 
 
 def test_single_configuration(tmp_path: Path) -> None:
     root = make_results(tmp_path / "one", factors=[{"name": "deploy.transport",
                                                     "letter": "A", "levels": ["grpc"]}],
-                        p99={("grpc",): 3.0}, failed_cell=None, samples=False)
+                        p99={("grpc",): 3.0}, failed_cell=None, samples=False, hlog=True)
     build_report(root)
     md = (root / "report.md").read_text()
+    assert "from the HDR histogram logs (latency.hlog)" in md
     assert "**all runs** has the lowest mean p99 latency: **3.00 ms**" in md
     assert "no (one level: grpc)" in md
     assert "Nothing to compare" in md

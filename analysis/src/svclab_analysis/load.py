@@ -106,6 +106,10 @@ def operation_metrics(op: dict[str, Any]) -> dict[str, float]:
     """Run-level numbers for one operation of summary.json."""
     lat = op.get("latency") or {}
     count = _num(op.get("count"))
+    if count == 0:
+        # The store writes every statistic of an empty operation as 0; a
+        # latency of 0 ms would be a lie, so it is missing instead.
+        lat = {}
     errors = _num(op.get("errors"))
     rps = _num(op.get("rps"))
     err_frac = errors / count if count and count > 0 else math.nan
@@ -236,6 +240,10 @@ def load_experiment(
         bottleneck = bool(gen.get("bottleneck")) or any(
             w.startswith("generator_bottleneck") for w in warnings
         )
+        if bottleneck and gen.get("reason") and not any(
+            w.startswith("generator_bottleneck") for w in warnings
+        ):
+            warnings.insert(0, f"generator_bottleneck: {gen['reason']}")
         row: dict[str, Any] = {
             "run_id": str(run.get("id") or d.name),
             "index": int(run.get("index") or 0),
@@ -382,6 +390,8 @@ def hdr_quantiles(paths: Iterable[Path], tag: str, quantiles: np.ndarray) -> np.
     feed the CDF plot, so a missing one must not stop a report.
     """
     paths = [p for p in paths if p.exists()]
+    # The log format forbids spaces and commas in tags; the store writes "_".
+    tag = tag.replace(" ", "_").replace(",", "_")
     if not paths:
         return None
     try:

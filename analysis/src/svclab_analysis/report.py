@@ -186,6 +186,7 @@ class Analysis:
     samplesize: pd.DataFrame | None = None
     warnings: list[str] = field(default_factory=list)
     figures: dict[str, bytes] = field(default_factory=dict)
+    cdf_source: str = ""
 
     def cfg_headers(self) -> list[str]:
         if not self.factors:
@@ -404,7 +405,7 @@ def figures(a: Analysis) -> dict[str, bytes]:
     figs["box"] = plots.boxplot(a.table, a.metric, CONFIG, order, ylab,
                             f"{a.mlabel} per run, by configuration")
 
-    curves = latency_curves(a, order)
+    curves, a.cdf_source = latency_curves(a, order)
     if curves:
         figs["cdf"] = plots.cdf(curves, "latency (ms, log scale)",
                             f"Latency distribution ({a.operation})")
@@ -438,9 +439,12 @@ def figures(a: Analysis) -> dict[str, bytes]:
     return figs
 
 
-def latency_curves(a: Analysis, order: list[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def latency_curves(
+    a: Analysis, order: list[str]
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
     """CDF curves per configuration from the best source available: raw
-    samples, else HDR logs, else the percentiles in summary.json."""
+    samples, else HDR logs, else the percentiles in summary.json. Returns the
+    curves and a phrase naming the source."""
     curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     samples = load_samples(a.exp, a.operation)
     if not samples.empty:
@@ -450,7 +454,7 @@ def latency_curves(a: Analysis, order: list[str]) -> dict[str, tuple[np.ndarray,
             if len(x):
                 curves[c] = (x, np.arange(1, len(x) + 1) / len(x))
         if curves:
-            return curves
+            return curves, "from the per-request samples (samples.parquet)"
     qs = np.concatenate([np.linspace(0.0, 0.99, 100), [0.995, 0.999, 0.9999]])
     for c in order:
         dirs = a.table.loc[a.table[CONFIG] == c, "run_id"]
@@ -460,7 +464,7 @@ def latency_curves(a: Analysis, order: list[str]) -> dict[str, tuple[np.ndarray,
         if v is not None:
             curves[c] = (v, qs)
     if curves:
-        return curves
+        return curves, "from the HDR histogram logs (latency.hlog)"
     pcols = [("min_ms", 0.0), ("p50_ms", 0.5), ("p90_ms", 0.9), ("p95_ms", 0.95),
              ("p99_ms", 0.99), ("p999_ms", 0.999), ("max_ms", 1.0)]
     for c in order:
@@ -469,7 +473,8 @@ def latency_curves(a: Analysis, order: list[str]) -> dict[str, tuple[np.ndarray,
                rows[col].notna().any()]
         if len(pts) >= 3:
             curves[c] = (np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
-    return curves
+    return curves, ("only from the percentiles in summary.json (median over runs), so "
+                    "approximate; `load.raw_samples = true` gives the full curve")
 
 
 # ---------------------------------------------------------------- document
@@ -626,14 +631,18 @@ def document(a: Analysis) -> list[Section]:
             continue
         s.blocks.append(Heading(f"{label_of(metric)} ({mu})"))
         has_mci = dm["median_ci_low"].notna().any()
+        # A long unit in every header would push the table off the page: the
+        # heading and the caption state it once instead.
+        hu = f" ({mu})" if len(mu) <= 5 else ""
         s.blocks.append(Table(
-            [*a.cfg_headers(), "runs", f"mean ({mu})", f"{conf}% CI ({mu})", f"median ({mu})",
-             *([f"{conf}% CI ({mu})"] if has_mci else []), f"sd ({mu})", "CV (%)"],
+            [*a.cfg_headers(), "runs", f"mean{hu}", f"{conf}% CI{hu}", f"median{hu}",
+             *([f"{conf}% CI{hu}"] if has_mci else []), f"sd{hu}", "CV (%)"],
             [[*a.cfg_cells(getattr(r, CONFIG)), integer(r.n), num(r.mean),
               ci(r.mean_ci_low, r.mean_ci_high), num(r.median),
               *([ci(r.median_ci_low, r.median_ci_high)] if has_mci else []), num(r.sd),
               num(r.cv_pct)]
-             for r in dm.itertuples()]))
+             for r in dm.itertuples()],
+            caption="" if hu else f"All values in {mu} except the CV."))
     if a.per_level:
         s.blocks.append(Heading(f"{a.mlabel} per factor level ({u})"))
         rows = []
@@ -661,8 +670,9 @@ def document(a: Analysis) -> list[Section]:
     s = Section("plots", "Plots")
     captions = {
         "box": f"{a.mlabel} of every run ({u}); boxes show quartiles over runs.",
-        "cdf": "Latency CDF per configuration, requests of all its runs pooled. It describes "
-               "the distribution only; no test uses per-request data.",
+        "cdf": f"Latency CDF per configuration, requests of all its runs pooled, "
+               f"{a.cdf_source}. It describes the distribution only; no test uses "
+               "per-request data.",
         "timeseries": "Per-second latency and throughput of every run, one line per run.",
         "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
                         "interaction.",
