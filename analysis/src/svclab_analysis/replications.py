@@ -108,17 +108,16 @@ S0_PLACEMENT_MAP: dict[str, str] = {"monolith": "a", "two": "c", "split": "d"}
 # ---------------------------------------------------------------- small helpers
 
 
-def fmt_ci(lo: float, hi: float, unit: str = "") -> str:
-    s = ci(lo, hi, unit)
-    return s if s == "—" else f"({s})"
-
-
 def est(value: float, lo: float, hi: float, unit: str = "") -> str:
-    """`1.23 (1.10–1.40)`: an estimate and its interval."""
+    """`1.23 (1.10–1.40)`, or `2.1× (1.9–2.3)`: an estimate and its interval.
+
+    The unit, if any, follows the estimate; a missing interval is left out.
+    """
     if not math.isfinite(value):
         return "—"
-    interval = fmt_ci(lo, hi, unit)
-    return num(value) if interval == "—" else f"{num(value)} {interval}"
+    text = num(value) + unit
+    interval = ci(lo, hi)
+    return text if interval == "—" else f"{text} ({interval})"
 
 
 def verdict(lo: float, hi: float, expect_above_one: bool) -> str:
@@ -233,7 +232,8 @@ def provenance(exp: Experiment, default_command: str) -> str:
         f"- Command: `{command}`",
         f"- Wall time: {wall}.",
     ]
-    when = str(meta.get("created") or "—")
+    created = _parse_time(meta.get("created"))
+    when = created.strftime("%Y-%m-%d %H:%M UTC") if created else "—"
     load_bits = []
     if rep.get("loadavg_before"):
         load_bits.append(f"load average {rep['loadavg_before']} before")
@@ -442,8 +442,8 @@ def s3_section(exp: Experiment) -> str:
     out.append(md_table(["implementation", "size", "CPU ms per request", "generator CPU (%)",
                          "throughput (req/s)", "flagged runs"], rows))
     out.append("")
-    out.append(f"Verdicts, computed from the intervals: StdSize, *gRPC wins*: **{verdicts['std']}**;"
-               f" LargeSize, *REST wins*: **{verdicts['large']}**.")
+    out.append("Verdicts, computed from the intervals: StdSize, *gRPC wins*: "
+               f"**{verdicts['std']}**; LargeSize, *REST wins*: **{verdicts['large']}**.")
     return "\n".join(out)
 
 
@@ -579,14 +579,13 @@ def s2_section(exp: Experiment) -> str:
                          "paper: observability", "paper: mTLS"], rows))
     out.append("")
 
+    d = S2_PAPER_DEFAULT
     out.append("**Effects as ratios** (ratio of the run means' medians, 95% bootstrap interval "
                "over runs). The paper's default setup: large ÷ small "
-               f"{num(S2_PAPER_DEFAULT[(10, 'large')] / S2_PAPER_DEFAULT[(10, 'small')])}× at "
-               f"10 req/s and {num(S2_PAPER_DEFAULT[(100, 'large')] / S2_PAPER_DEFAULT[(100, 'small')])}"
-               f"× at 100; 100 ÷ 10 req/s "
-               f"{num(S2_PAPER_DEFAULT[(100, 'small')] / S2_PAPER_DEFAULT[(10, 'small')])}× "
-               f"(small) and {num(S2_PAPER_DEFAULT[(100, 'large')] / S2_PAPER_DEFAULT[(10, 'large')])}"
-               "× (large).")
+               f"{num(d[(10, 'large')] / d[(10, 'small')])}× at 10 req/s and "
+               f"{num(d[(100, 'large')] / d[(100, 'small')])}× at 100; 100 ÷ 10 req/s "
+               f"{num(d[(100, 'small')] / d[(10, 'small')])}× (small) and "
+               f"{num(d[(100, 'large')] / d[(10, 'large')])}× (large).")
     out.append("")
     rows = []
     payload_v: list[str] = []
@@ -646,9 +645,10 @@ def s2_section(exp: Experiment) -> str:
                     continue
                 name = "error (between runs)" if t["term"] == "Residual" else str(t["term"])
                 eff = "—" if t["term"] == "Residual" else est(t["effect"], t["ci_low"],
-                                                              t["ci_high"], "ms")
+                                                              t["ci_high"])
                 rows.append([name, eff, num(t["percent"])])
-            out.append(md_table(["term", "effect q (95% CI)", "variation explained (%)"], rows))
+            out.append(md_table(["term", "effect q, ms (95% CI)", "variation explained (%)"],
+                                  rows))
             out.append("")
             out.append("Paper, default vs observability: setup 13.2%, rate 18.4%, payload 20.3%, "
                        "setup×rate 9.0%, setup×payload 9.7%, rate×payload 19.8%, all three 9.7%. "
@@ -844,8 +844,9 @@ def rewrite(doc: str, sections: dict[str, str]) -> str:
                 f"expected exactly one region <!-- BEGIN {key} --> ... <!-- END {key} --> in "
                 f"the document, found {len(found)}"
             )
-        text = body.rstrip("\n") + "\n"
-        doc = rx.sub(lambda m, t=text: m.group(1) + t + m.group(3), doc)
+        m = rx.search(doc)
+        assert m is not None
+        doc = doc[: m.start(2)] + body.rstrip("\n") + "\n" + doc[m.end(2):]
     return doc
 
 
