@@ -130,3 +130,17 @@ def test_single_configuration(tmp_path: Path) -> None:
 def test_other_headline_metrics(results_dir: Path, tmp_path: Path, metric: str) -> None:
     build_report(results_dir, out=tmp_path, metric=metric)
     assert (tmp_path / "report.html").exists()
+
+
+def test_answer_does_not_overclaim_noise(tmp_path: Path) -> None:
+    # Cells 2.00/2.05 ms with runs ±0.1 ms: q_transport = 0.025 ms but
+    # s_q = sqrt(0.08/8)/sqrt(12) = 0.0289 ms, so its 95% interval,
+    # 0.025 ± 2.306 * 0.0289, includes 0.
+    p99 = {("grpc", "small"): 2.0, ("http", "small"): 2.05,
+           ("grpc", "large"): 2.0, ("http", "large"): 2.05}
+    root = make_results(tmp_path / "noise", p99=p99, failed_cell=None, bottleneck_run=None,
+                        samples=False)
+    build_report(root)
+    answer = section((root / "report.md").read_text(), "The answer")
+    assert "**deploy.transport** explains" in answer
+    assert "not distinguishable from run-to-run noise at 95% confidence" in answer

@@ -545,10 +545,19 @@ def document(a: Analysis) -> list[Section]:
         if not tt.empty:
             top = tt.iloc[0]
             err = terms.loc[terms["term"] == "Residual", "percent"]
+            err_pct = float(err.iloc[0]) if len(err) else math.nan
             text += (f" **{top['term']}** explains {num(top['percent'])}% of the variation "
                      f"in {'log ' if a.log else ''}{a.mlabel}")
-            text += (f"; differences between repeated runs explain {num(err.iloc[0])}%."
-                     if len(err) and err.iloc[0] == err.iloc[0] else ".")
+            text += (f"; differences between repeated runs explain {num(err_pct)}%."
+                     if err_pct == err_pct else ".")
+            # A share of variation is not evidence: say when the top term could
+            # be noise, so the headline cannot overclaim.
+            sig = term_significant(a, str(top["term"]))
+            if sig is False:
+                text += (f" That effect is not distinguishable from run-to-run noise at "
+                         f"{conf}% confidence; more repetitions would settle it.")
+            elif err_pct == err_pct and err_pct > float(top["percent"]):
+                text += " Run-to-run noise outweighs every factor."
     s.blocks.append(Para(text, "answer"))
     rows = []
     for i, r in enumerate(a.ranked.itertuples(), start=1):
@@ -744,6 +753,24 @@ def document(a: Analysis) -> list[Section]:
     s.blocks.append(Bullets(methods_text(a)))
     sections.append(s)
     return sections
+
+
+def term_significant(a: Analysis, term: str) -> bool | None:
+    """Whether a term's effect is distinguishable from noise: its interval
+    excludes zero (2^k r) or its ANOVA p is below 1 − confidence. None when
+    there is no error term to judge by."""
+    if a.main is not None:
+        t = a.main.terms.set_index("term")
+        if term not in t.index or not math.isfinite(float(t.loc[term, "ci_low"])):
+            return None
+        lo, hi = float(t.loc[term, "ci_low"]), float(t.loc[term, "ci_high"])
+        return bool(lo > 0 or hi < 0)
+    if a.anova_table is not None:
+        t = a.anova_table.set_index("term")
+        if term not in t.index or not math.isfinite(float(t.loc[term, "p"])):
+            return None
+        return bool(float(t.loc[term, "p"]) < 1 - a.confidence)
+    return None
 
 
 def _pairs_table(pr: pd.DataFrame, u: str) -> Table:
