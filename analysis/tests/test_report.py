@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -144,3 +145,19 @@ def test_answer_does_not_overclaim_noise(tmp_path: Path) -> None:
     answer = section((root / "report.md").read_text(), "The answer")
     assert "**deploy.transport** explains" in answer
     assert "not distinguishable from run-to-run noise at 95% confidence" in answer
+
+
+def test_configuration_with_no_ok_run(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "lost", samples=False)
+    for run in (root / "runs").iterdir():
+        rj = run / "run.json"
+        if not rj.exists():
+            continue
+        meta = json.loads(rj.read_text())
+        if meta["levels"] == {"deploy.transport": "http", "app.payload": "large"}:
+            meta.update(status="failed", reason="deploy failed")
+            rj.write_text(json.dumps(meta))
+    build_report(root)
+    md = (root / "report.md").read_text()
+    assert "transport=http · payload=large: no run finished ok" in md
+    assert "main effects only" in md

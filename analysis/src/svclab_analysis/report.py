@@ -342,6 +342,12 @@ def checks(a: Analysis) -> list[str]:
         items = [f"{r.run_id} ({r.reason or 'no reason given'})" for r in failed.itertuples()]
         out.append(f"{len(failed)} of {len(runs)} runs failed and are left out: "
                    + "; ".join(items[:8]) + (" …" if len(items) > 8 else ""))
+    if a.factors:
+        have = set(a.table[CONFIG])
+        # Configurations all of whose runs failed vanish from every table.
+        lost = sorted(set(config_labels(runs[runs["status"] != "ok"], a.factors)) - have)
+        for c in lost:
+            out.append(f"{c}: no run finished ok, so it is missing from every table")
     bott = runs[(runs["status"] == "ok") & runs["bottleneck"]]
     for r in bott.itertuples():
         detail = next((w for w in r.warnings if w.startswith("generator_bottleneck")),
