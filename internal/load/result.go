@@ -135,6 +135,14 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 
 	dur := secs(max(r.stopAt-r.mstart, 0))
 	s := Summary{DurationS: dur, LateSends: rec.late, Dropped: rec.dropped}
+	tot := rec.ops[0]
+	for _, o := range rec.ops[1:] {
+		if o.kind == "request" {
+			for c, n := range o.classes {
+				tot.classes[c] += n
+			}
+		}
+	}
 	for _, o := range rec.ops {
 		op := Operation{Name: o.name, Kind: o.kind, Count: o.count, Errors: o.errors,
 			ErrorsByClass: map[string]int64{"timeout": 0, "connection": 0},
