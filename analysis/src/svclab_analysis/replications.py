@@ -513,7 +513,8 @@ def s4_section(exp: Experiment) -> str:
             av = anova(response_table(exp, "void"), metric, ["deploy.transport",
                                                              "app.string_len"])
             share = float(av.set_index("term").loc["app.string_len", "percent"])
-            out.append(f"Check of the pooling: `app.string_len` explains {num(share)}% of the "
+            share_txt = "< 0.01" if share < 0.01 else num(share)
+            out.append(f"Check of the pooling: `app.string_len` explains {share_txt}% of the "
                        "variation of `void`'s mean latency (ANOVA over transport × string_len); "
                        "it is not an input of `void`.")
             out.append("")

@@ -1,0 +1,384 @@
+"""Tests of the generator of docs/REPLICATIONS.md's tables.
+
+Each test writes small results directories in the docs/RESULTS.md layout,
+with per-run numbers chosen so that the expected table entries can be
+computed here independently (scipy's t quantile, plain numpy sums of
+squares) and then looked for in the generated Markdown.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from svclab_analysis import replications as rp
+from svclab_analysis.errors import AnalysisError
+from svclab_analysis.report import num
+
+LATENCY_KEYS = ["mean_ms", "stdev_ms", "min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
+                "p999_ms", "max_ms"]
+DURATION = 10
+
+# (levels, repetition) -> {operation: {metric: value}}; a missing metric is
+# derived from p50_ms.
+Values = Callable[[dict[str, Any], int], dict[str, dict[str, float]]]
+
+
+def _latency(m: dict[str, float]) -> dict[str, float]:
+    base = m.get("p50_ms", m.get("mean_ms", m.get("p95_ms", 1.0)))
+    out = {k: base for k in LATENCY_KEYS}
+    out["stdev_ms"] = base / 10
+    out.update({k: v for k, v in m.items() if k in LATENCY_KEYS})
+    return out
+
+
+def write_store(
+    root: Path,
+    name: str,
+    factors: list[tuple[str, list[Any]]],
+    values: Values,
+    reps: int,
+    stamp: str = "20260102-030405",
+    rps: float = 100.0,
+    cpu_per_s: float = 0.5,
+    bottleneck: Callable[[dict[str, Any], int], bool] | None = None,
+    replicate: dict[str, Any] | None = None,
+) -> Path:
+    """A results directory `<root>/<name>-<stamp>` as svclab run writes it."""
+    d = root / f"{name}-{stamp}"
+    (d / "runs").mkdir(parents=True)
+    plan = []
+    for rep in range(1, reps + 1):
+        for cell in itertools.product(*[lv for _, lv in factors]):
+            plan.append((dict(zip([n for n, _ in factors], cell, strict=True)), rep))
+    runs = []
+    for i, (levels, rep) in enumerate(plan, start=1):
+        h = hashlib.sha256(json.dumps(levels, sort_keys=True).encode()).hexdigest()[:6]
+        rid = f"r{i:03d}-{h}"
+        runs.append({"id": rid, "index": i, "repetition": rep, "levels": levels, "spec": {}})
+        rd = d / "runs" / rid
+        rd.mkdir()
+        flag = bool(bottleneck and bottleneck(levels, rep))
+        (rd / "run.json").write_text(json.dumps({
+            "id": rid, "index": i, "repetition": rep, "levels": levels, "status": "ok",
+            "reason": "", "started": "2026-01-02T03:04:05Z",
+            "ended": f"2026-01-02T03:{4 + i // 60:02d}:{(5 + i) % 60:02d}Z",
+            "warmup_s": 1, "duration_s": DURATION,
+            "warnings": ["generator_bottleneck: 5% of sends were late"] if flag else [],
+            "generator": {"cpu_s": 1.0, "cpu_percent": 12.5, "late_sends": 50 if flag else 0,
+                          "dropped": 0, "lag_p50_ms": 0.01, "lag_p99_ms": 7.5 if flag else 0.2,
+                          "lag_max_ms": 9.0, "gc_pause_total_ms": 1, "gc_pause_max_ms": 0.1,
+                          "bottleneck": flag, "reason": "late" if flag else ""},
+            "processes": [{"name": "g0", "components": ["x"], "pid": 100 + i},
+                          {"name": "loadgen", "pid": 1}],
+        }))
+        count = int(rps * DURATION)
+        ops = []
+        for op, m in values(levels, rep).items():
+            ops.append({"name": op, "kind": "total" if op == "total" else "request",
+                        "count": count, "errors": 0, "rps": rps, "errors_by_class": {},
+                        "latency": _latency(m), "service_time": _latency(m)})
+        (rd / "summary.json").write_text(json.dumps(
+            {"duration_s": float(DURATION), "operations": ops, "late_sends": 0, "dropped": 0}))
+        t = np.arange(-1.0, DURATION + 1.0)
+        pd.DataFrame({
+            "t_s": t, "process": ["g0"] * len(t), "pid": np.full(len(t), 100 + i, dtype="int64"),
+            "cpu_s": 3.0 + cpu_per_s * np.clip(t, -1, DURATION),
+            "rss_bytes": np.full(len(t), 2**25, dtype="int64"),
+        }).to_parquet(rd / "resources.parquet", index=False)
+    (d / "experiment.json").write_text(json.dumps({
+        "name": name, "svclab_version": "v-test", "svclab_commit": "abc",
+        "created": "2026-01-02T03:04:05Z", "spec_path": f"experiments/{name}.toml",
+        "spec_text": "", "spec_sha256": "", "seed": 7,
+        "design": {"kind": "full", "order": "random", "repetitions": reps, "warmup_s": 1,
+                   "duration_s": DURATION, "cooldown_s": 0},
+        "factors": [{"name": n, "letter": chr(65 + i), "levels": lv}
+                    for i, (n, lv) in enumerate(factors)],
+        "response": {"metric": "p50_ms", "operation": "total"},
+        "runs": runs,
+        "host": {"hostname": "h", "cpu_model": "Test CPU", "cores": 2, "kernel": "6",
+                 "os": "linux", "go_version": "go", "memory_bytes": 2**34},
+    }))
+    if replicate is not None:
+        (d / "replicate.json").write_text(json.dumps(replicate))
+    return d
+
+
+def t_interval(x: list[float]) -> tuple[float, float, float]:
+    a = np.asarray(x, dtype=float)
+    m = float(a.mean())
+    half = float(stats.t.ppf(0.975, len(a) - 1) * a.std(ddof=1) / math.sqrt(len(a)))
+    return m, m - half, m + half
+
+
+def est_text(x: list[float]) -> str:
+    m, lo, hi = t_interval(x)
+    return f"{num(m)} ({num(lo)}–{num(hi)})"
+
+
+# ---------------------------------------------------------------- S3
+
+# Per-run medians (ms): five runs per cell. gRPC wins small, and here gRPC
+# also wins large (the opposite of the paper), which the verdict must say.
+S3_P50 = {
+    ("grpc", "std"): [1.0, 1.1, 1.2, 1.3, 1.4],
+    ("http", "std"): [2.0, 2.2, 2.4, 2.6, 2.8],
+    ("grpc", "large"): [8.0, 8.5, 9.0, 9.5, 10.0],
+    ("http", "large"): [40.0, 42.0, 44.0, 46.0, 48.0],
+}
+
+
+def s3_store(root: Path, **kw: Any) -> Path:
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        return {"total": {"p50_ms": S3_P50[(lv["deploy.transport"], lv["app.size"])][rep - 1]}}
+
+    return write_store(root, "s3-style", [("deploy.transport", ["grpc", "http"]),
+                                          ("app.size", ["std", "large"])], values, reps=5, **kw)
+
+
+def test_s3_tables(tmp_path: Path) -> None:
+    d = s3_store(tmp_path, bottleneck=lambda lv, rep: lv["app.size"] == "large" and rep == 2)
+    text = rp.build_section(rp.STUDIES["s3"], d)
+    # Means with Student-t intervals over the five runs, for each cell.
+    for cell in S3_P50:
+        assert est_text(S3_P50[cell]) in text, cell
+    # The paper's numbers are there, in ms.
+    assert "| Go/gRPC | 0.710 (0.060) |" in text
+    assert "7.68 (0.700)" in text and "4.47 (0.670)" in text
+    assert "not run (no Java implementation yet)" in text
+    # REST ÷ gRPC: ratio of the run medians, 2.4/1.2 = 2 at StdSize, 44/9 at LargeSize.
+    assert "| StdSize | 4.55× | 2.00× (" in text
+    assert f"| LargeSize | 0.582× | {num(44 / 9)}× (" in text
+    assert "gRPC wins small requests | holds |" in text
+    assert "REST wins large requests | does not hold (reversed) |" in text
+    # Allocation of variation per size: SS of the transport over the total SS.
+    for size, col in (("std", 2), ("large", 4)):
+        g, h = np.array(S3_P50[("grpc", size)]), np.array(S3_P50[("http", size)])
+        y = np.concatenate([g, h])
+        ss_a = 5 * ((g.mean() - y.mean()) ** 2 + (h.mean() - y.mean()) ** 2)
+        share = 100 * ss_a / ((y - y.mean()) ** 2).sum()
+        row = next(ln for ln in text.splitlines() if ln.startswith("| communication style |"))
+        assert [c.strip() for c in row.split("|")][col + 1] == num(share)
+    # Two flagged large runs, reported per cell; CPU per request 0.5 s / 100 req/s = 5 ms.
+    assert "| Go/gRPC | large | 5.00 (5.00–5.00) | 12.5 | 100 | 1 of 5 |" in text
+    assert "20 of 20 planned runs ok, 2 flagged by the generator's self-audit" in text
+
+
+def test_provenance_uses_replicate_json(tmp_path: Path) -> None:
+    d = s3_store(tmp_path, replicate={"command": "bin/svclab run experiments/s3-style.toml",
+                                      "wall_s": 500.4, "loadavg_before": "0.10 0.20 0.30",
+                                      "loadavg_after": "1.50 1.00 0.50"})
+    text = rp.build_section(rp.STUDIES["s3"], d)
+    assert "Wall time: 8 min 20 s (measured by scripts/replicate.sh" in text
+    assert "load average 0.10 0.20 0.30 before, 1.50 1.00 0.50 after" in text
+    assert "Ran 2026-01-02 03:04 UTC" in text
+
+
+def test_provenance_without_replicate_json(tmp_path: Path) -> None:
+    text = rp.build_section(rp.STUDIES["s3"], s3_store(tmp_path))
+    # Runs end at 03:04:06 .. 03:04:25 (run 20 ends at 03:04:25); start 03:04:05.
+    assert "Wall time: 20 s (first run's start to last run's end" in text
+    assert "Command: `bin/svclab run experiments/s3-style.toml`" in text
+
+
+# ---------------------------------------------------------------- S4
+
+
+def s4_values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+    base = 0.8 if lv["deploy.transport"] == "grpc" else 0.4
+    n = int(lv["app.string_len"])
+    jitter = 0.01 * rep
+    return {
+        "total": {"mean_ms": base + jitter},
+        "void": {"mean_ms": base + jitter},
+        "long": {"mean_ms": base + 0.01 + jitter},
+        "eightlongs": {"mean_ms": base + 0.02 + jitter},
+        "string": {"mean_ms": base + n / 1000 + jitter},
+        "movie": {"mean_ms": base + 0.1 + jitter},
+    }
+
+
+def test_s4_tables(tmp_path: Path) -> None:
+    d = write_store(tmp_path, "s4-rpc", [("deploy.transport", ["grpc", "netrpc"]),
+                                         ("app.string_len", [2, 1024])], s4_values, reps=3)
+    text = rp.build_section(rp.STUDIES["s4"], d)
+    # void is pooled over string_len: 6 runs a transport.
+    void_g = [0.81, 0.82, 0.83] * 2
+    void_n = [0.41, 0.42, 0.43] * 2
+    row = next(ln for ln in text.splitlines() if ln.startswith("| void |"))
+    assert est_text(void_g) in row and est_text(void_n) in row
+    assert f"{num(0.82 / 0.42)}× (" in row and "| 6 / 6 |" in row
+    # string is per length, 3 runs each: 0.8 + 1.024 + jitter for grpc.
+    row = next(ln for ln in text.splitlines() if ln.startswith("| string, 1024 chars |"))
+    assert est_text([1.834, 1.844, 1.854]) in row
+    assert "| 3 / 3 |" in row
+    assert "holds for every operation" in text
+    assert "6.36–11.0× in the paper" in text
+    # Jain: n = (100 t s / (5 mean))^2 for string, 2 chars, grpc.
+    x = np.array([0.812, 0.822, 0.832])
+    need = math.ceil((100 * stats.t.ppf(0.975, 2) * x.std(ddof=1) / (5 * x.mean())) ** 2)
+    row = next(ln for ln in text.splitlines()
+               if ln.startswith("| string, 2 chars | grpc | 3 |"))
+    assert f"| {max(need, 2)} |" in row
+    # string_len does not enter void: its ANOVA share is 0.
+    assert "`app.string_len` explains < 0.01% of the variation" in text
+
+
+# ---------------------------------------------------------------- S2
+
+
+def test_s2_tables(tmp_path: Path) -> None:
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        base = {"small": 2.0, "large": 10.0}[lv["app.payload"]]
+        if lv["deploy.transport"] == "http":
+            base *= 2
+        if int(lv["load.rate"]) == 100 and lv["app.payload"] == "large":
+            base *= 3  # slower at the higher rate: the paper's default was not
+        return {"total": {"mean_ms": base + 0.1 * rep}}
+
+    d = write_store(tmp_path, "s2-payload",
+                    [("load.rate", [10, 100]), ("app.payload", ["small", "large"]),
+                     ("deploy.transport", ["grpc", "http"])], values, reps=5)
+    text = rp.build_section(rp.STUDIES["s2"], d)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| 10 req/s, small |"))
+    assert row.startswith("| 10 req/s, small | 11.7 | ")
+    assert est_text([2.1, 2.2, 2.3, 2.4, 2.5]) + ", 5 runs" in row
+    assert est_text([4.1, 4.2, 4.3, 4.4, 4.5]) + ", 5 runs" in row
+    assert row.endswith("| 12.6 | 11.9 |")
+    assert "| large ÷ small | grpc, 10 req/s | 1.99× | " in text
+    lines = [ln for ln in text.splitlines() if ln.startswith("| 100 ÷ 10 req/s |")]
+    small = next(ln for ln in lines if "grpc, small" in ln)
+    large = next(ln for ln in lines if "grpc, large" in ln)
+    assert small.endswith("| holds |")
+    assert large.endswith("does not hold (slower at the higher rate) |")
+    assert f"| 0.781× | {num(30.3 / 10.3)}× (" in large
+    # The 2^3 r allocation sums to 100% and names every term.
+    shares = []
+    for ln in text.splitlines():
+        if ln.startswith(("| load.", "| app.", "| deploy.", "| error (between runs)")):
+            shares.append(float(ln.rstrip(" |").rsplit("| ", 1)[1]))
+    assert len(shares) == 8
+    assert sum(shares) == pytest.approx(100, abs=0.2)
+
+
+# ---------------------------------------------------------------- S0
+
+
+def s0_values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+    u = int(lv["load.users"])
+    p95 = {"monolith": 2.0 + u / 100, "two": 3.0 + u / 50, "split": 4.0 + u / 5}[
+        lv["deploy.placement"]]
+    return {"total": {"p95_ms": p95 * (1 + 0.02 * rep)}}
+
+
+def test_s0_tables(tmp_path: Path) -> None:
+    d = write_store(tmp_path, "s0-granularity",
+                    [("deploy.placement", ["monolith", "two", "split"]),
+                     ("load.users", [10, 100])], s0_values, reps=3)
+    text = rp.build_section(rp.STUDIES["s0"], d)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| split |"))
+    assert "(d) every service its own process: 8.00 → 68.0" in row
+    assert est_text([24.0 * (1 + 0.02 * r) for r in (1, 2, 3)]) in row
+    # split ÷ monolith: 6/2.1 at 10 users, 24/3 at 100 users (ratios of medians).
+    row = next(ln for ln in text.splitlines() if ln.startswith("| split ÷ monolith |"))
+    assert f"| {num(6.0 / 2.1)}× (" in row and f"| {num(24.0 / 3.0)}× (" in row
+    assert "dominates at high load* (split ÷ monolith at 100 users" in text
+    assert "**holds**" in text
+    # System CPU: 0.5 CPU-s per second is 50% of one core; 5 ms per request at 100 req/s.
+    assert "| monolith | 10 | 100 (100–100) | 5.00 (5.00–5.00) | 50.0 | 12.5 | 0 of 3 |" in text
+
+
+# ---------------------------------------------------------------- the document
+
+
+DOC = """# Replications
+
+Prose before.
+
+<!-- BEGIN s3 -->
+old s3 table
+<!-- END s3 -->
+
+Prose between.
+
+<!-- BEGIN s4 -->
+old s4 table
+<!-- END s4 -->
+
+Prose after.
+"""
+
+
+def test_rewrite_replaces_only_regions() -> None:
+    new = rp.rewrite(DOC, {"s3": "new table\nline 2\n"})
+    assert "<!-- BEGIN s3 -->\nnew table\nline 2\n<!-- END s3 -->" in new
+    assert "old s4 table" in new
+    assert new.replace("new table\nline 2\n", "old s3 table\n") == DOC
+    # Idempotent.
+    assert rp.rewrite(new, {"s3": "new table\nline 2"}) == new
+
+
+def test_rewrite_needs_exactly_one_region() -> None:
+    with pytest.raises(AnalysisError, match="found 0"):
+        rp.rewrite(DOC, {"s0": "x"})
+    with pytest.raises(AnalysisError, match="found 2"):
+        rp.rewrite(DOC + "<!-- BEGIN s4 -->\nx\n<!-- END s4 -->\n", {"s4": "x"})
+
+
+def test_latest_results(tmp_path: Path) -> None:
+    s3_store(tmp_path, stamp="20260101-000000")
+    newest = s3_store(tmp_path, stamp="20260301-000000")
+    s3_store(tmp_path, stamp="20260201-000000")
+    (tmp_path / "s3-style-20270101-000000").mkdir()  # no experiment.json: not a result
+    write_store(tmp_path, "s3-style-x", [("deploy.transport", ["grpc", "http"])],
+                lambda lv, rep: {"total": {"p50_ms": 1.0}}, reps=2, stamp="20280101-000000")
+    assert rp.latest_results(tmp_path, "s3-style") == newest
+    assert rp.latest_results(tmp_path, "s4-rpc") is None
+    assert rp.latest_results(tmp_path / "missing", "s3-style") is None
+
+
+def test_cli_rewrites_the_document(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    s3_store(results)
+    doc = tmp_path / "REPLICATIONS.md"
+    doc.write_text(DOC)
+    assert rp.main(["--results", str(results), "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert "old s3 table" not in text
+    assert est_text(S3_P50[("http", "large")]) in text
+    # s4 has no results: its region is left as it was.
+    assert "<!-- BEGIN s4 -->\nold s4 table\n<!-- END s4 -->" in text
+    assert "s4: no results of s4-rpc" in capsys.readouterr().err
+    assert text.startswith("# Replications\n\nProse before.\n")
+
+
+def test_cli_explicit_dir_and_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    d = s3_store(tmp_path / "elsewhere")
+    assert rp.main(["--results", str(tmp_path / "none"), "--only", "s3", "--stdout",
+                    f"s3={d}"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("<!-- BEGIN s3 -->\n<!-- generated by")
+    assert rp.main(["s9=x"]) == 2
+    assert "expected KEY=DIR" in capsys.readouterr().err
+    assert rp.main(["--only", "s7"]) == 2
+    assert rp.main(["--results", str(tmp_path / "elsewhere"), "--only", "s3",
+                    "--doc", str(tmp_path / "missing.md")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_verdict() -> None:
+    assert rp.verdict(1.2, 3.0, True) == "holds"
+    assert rp.verdict(0.2, 0.9, True) == "does not hold (reversed)"
+    assert rp.verdict(0.9, 1.1, True).startswith("inconclusive")
+    assert rp.verdict(0.2, 0.9, False) == "holds"
+    assert rp.verdict(math.nan, 1.0, False).startswith("inconclusive")
