@@ -94,7 +94,7 @@ for r in $(seq "$ROUNDS"); do
 		TIMEFORMAT='%U %S'
 		{ time "run_$t" >"$WORK/v" 2>/dev/null; } 2>"$WORK/cpu" || echo 0 >"$WORK/v"
 		v=$(cat "$WORK/v"); read -r u s <"$WORK/cpu"
-		echo "$t $v $u $s" >>"$WORK/results"
+		echo "$r $t $v $u $s" >>"$WORK/results"
 		say "round $r: $t $v rps, cpu ${u}s user ${s}s sys"
 	done
 done
@@ -106,21 +106,28 @@ import os
 secs = float(os.environ.get("SECONDS_PER_RUN", "5"))
 res = defaultdict(list)
 cpu = defaultdict(list)
+byround = defaultdict(dict)
 for line in open(sys.argv[1]):
-    t, v, u, s = line.split()
+    r, t, v, u, s = line.split()
     res[t].append(float(v))
+    byround[r][t] = float(v)
     if float(v) > 0:
         cpu[t].append((float(u) + float(s)) * 1e6 / (float(v) * secs))
 med = {t: statistics.median(v) for t, v in res.items()}
 cpr = {t: statistics.median(v) for t, v in cpu.items()}
+# svclab / tool within each round, where both met the same machine load
+paired = {t: statistics.median([rd["svclab"] / rd[t] for rd in byround.values() if rd.get(t)]) for t in med}
 print()
-print(f"{'tool':8} {'median rps':>11} {'min':>9} {'max':>9} {'svclab/tool':>12} {'CPU us/req':>11} {'tool/svclab CPU':>16}")
+print(f"{'tool':8} {'median rps':>11} {'min':>9} {'max':>9} {'svclab/tool':>12} {'same-round':>11} {'CPU us/req':>11} {'tool/svclab CPU':>16}")
 for t in ["svclab", "wrk", "hey", "vegeta"]:
     if t not in med:
         continue
     ratio = med["svclab"] / med[t] if med[t] else float("nan")
     eff = cpr.get(t, float("nan")) / cpr.get("svclab", float("nan"))
-    print(f"{t:8} {med[t]:11.0f} {min(res[t]):9.0f} {max(res[t]):9.0f} {ratio:12.2f} {cpr.get(t, float('nan')):11.1f} {eff:16.2f}")
+    print(f"{t:8} {med[t]:11.0f} {min(res[t]):9.0f} {max(res[t]):9.0f} {ratio:12.2f} {paired[t]:11.2f} {cpr.get(t, float('nan')):11.1f} {eff:16.2f}")
+print()
+print("svclab/tool: ratio of medians; same-round: median over rounds of svclab/tool in that round;")
+print("tool/svclab CPU: the tool's CPU per request over svclab's (> 1: svclab is cheaper)")
 miss = []
 if "wrk" in med and med["svclab"] < 0.7 * med["wrk"]:
     miss.append("svclab < 70% of wrk")
