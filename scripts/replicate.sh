@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# Run the replication specs and regenerate the tables of docs/REPLICATIONS.md.
+#
+#   make replicate                        # build, venv, then this script (about an hour)
+#   bash scripts/replicate.sh             # the same, builds what is missing
+#   bash scripts/replicate.sh s3 s4       # only these studies, then rewrite their tables
+#   RESULTS=/tmp/r bash scripts/replicate.sh s0 -- --set experiment.repetitions=2
+#                                         # extra arguments after -- go to `svclab run`
+#
+# For each spec it records, in <results dir>/replicate.json, the exact
+# command, its wall time (svclab run, analysis included) and the load
+# average before and after, which the generated tables quote. Then
+#   python -m svclab_analysis.replications
+# rewrites the marked regions of docs/REPLICATIONS.md from the newest
+# results of each spec. A spec that fails does not stop the others; the
+# script exits non-zero at the end if any did.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+SVCLAB=${SVCLAB:-$ROOT/bin/svclab}
+VENV=${SVCLAB_VENV:-$ROOT/.venv}
+RESULTS=${RESULTS:-results}
+DOC=${DOC:-docs/REPLICATIONS.md}
+
+declare -A SPEC=(
+  [s3]=experiments/s3-style.toml
+  [s4]=experiments/s4-rpc.toml
+  [s2]=experiments/s2-payload.toml
+  [s0]=experiments/s0-granularity.toml
+)
+ORDER=(s3 s4 s2 s0)
+
+studies=()
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --) shift; extra=("$@"); break ;;
+    s0|s2|s3|s4) studies+=("$1"); shift ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "replicate.sh: unknown argument '$1' (studies: ${ORDER[*]}; svclab run flags after --)" >&2; exit 2 ;;
+  esac
+done
+[ ${#studies[@]} -eq 0 ] && studies=("${ORDER[@]}")
+
+if [ ! -x "$SVCLAB" ] || [ ! -x "$VENV/bin/python" ]; then
+  echo "replicate.sh: building svclab and the analysis virtualenv (make build venv)" >&2
+  make build venv >&2 || exit 1
+fi
+
+loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
+now() { date +%s.%N; }
+
+failed=0
+summary=()
+for s in "${studies[@]}"; do
+  spec=${SPEC[$s]}
+  cmd=(bin/svclab run --results "$RESULTS" "${extra[@]}" "$spec")
+  shown=$(printf '%q ' "${cmd[@]}"); shown=${shown% }
+  echo "== $s: $shown" >&2
+  before=$(loadavg)
+  started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  t0=$(now)
+  out=$(mktemp)
+  SVCLAB_VENV=$VENV "$SVCLAB" run --results "$RESULTS" "${extra[@]}" "$spec" | tee "$out"
+  rc=${PIPESTATUS[0]}
+  t1=$(now)
+  after=$(loadavg)
+  dir=$(sed -n 's/^results: //p' "$out" | tail -n 1)
+  rm -f "$out"
+  wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
+  if [ -z "$dir" ] || [ ! -d "$dir" ]; then
+    echo "replicate.sh: $s: svclab run exited $rc and named no results directory" >&2
+    failed=1
+    summary+=("$s: failed (exit $rc) after ${wall}s")
+    continue
+  fi
+  "$VENV/bin/python" - "$dir/replicate.json" "$shown" "$wall" "$before" "$after" "$started" "$rc" <<'EOF'
+import json, sys
+path, command, wall, before, after, started, rc = sys.argv[1:]
+with open(path, "w", encoding="utf-8") as fh:
+    json.dump({"command": command, "wall_s": float(wall), "loadavg_before": before,
+               "loadavg_after": after, "started": started, "exit_code": int(rc)}, fh, indent=2)
+    fh.write("\n")
+EOF
+  if [ "$rc" -ne 0 ]; then
+    failed=1
+    summary+=("$s: exit $rc after ${wall}s, results in $dir")
+  else
+    summary+=("$s: ${wall}s, results in $dir")
+  fi
+done
+
+only=$(IFS=,; echo "${studies[*]}")
+echo "== regenerating $DOC ($only)" >&2
+if ! "$VENV/bin/python" -m svclab_analysis.replications --results "$RESULTS" --doc "$DOC" --only "$only"; then
+  failed=1
+fi
+printf '%s\n' "${summary[@]}" >&2
+exit $failed
