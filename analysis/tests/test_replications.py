@@ -382,3 +382,14 @@ def test_verdict() -> None:
     assert rp.verdict(0.9, 1.1, True).startswith("inconclusive")
     assert rp.verdict(0.2, 0.9, False) == "holds"
     assert rp.verdict(math.nan, 1.0, False).startswith("inconclusive")
+
+
+def test_one_run_per_cell_gives_ratios_without_intervals(tmp_path: Path) -> None:
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        return {"total": {"p50_ms": S3_P50[(lv["deploy.transport"], lv["app.size"])][0]}}
+
+    d = write_store(tmp_path, "s3-style", [("deploy.transport", ["grpc", "http"]),
+                                           ("app.size", ["std", "large"])], values, reps=1)
+    text = rp.build_section(rp.STUDIES["s3"], d)
+    assert "| StdSize | 4.55× | 2.00× | — | gRPC wins small requests | inconclusive (no interval) |" \
+        in text

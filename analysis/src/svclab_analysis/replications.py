@@ -298,6 +298,10 @@ def ratio_of(a: np.ndarray, b: np.ndarray) -> Ratio:
     b = b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0:
         return Ratio(math.nan, math.nan, math.nan, math.nan)
+    if len(a) < 2 or len(b) < 2:
+        # One run a side: a ratio, but no interval and no test.
+        mb = float(np.median(b))
+        return Ratio(float(np.median(a)) / mb if mb else math.nan, math.nan, math.nan, math.nan)
     r = mann_whitney(a, b, confidence=CONFIDENCE, n_resamples=BOOTSTRAP_RESAMPLES, seed=0)
     return Ratio(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], r["p"])
 
