@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -128,5 +129,54 @@ func TestForeignErrors(t *testing.T) {
 	_, err = echo.NewEchoClient(c).Echo(t.Context(), &echo.EchoRequest{})
 	if st, _ := status.FromError(err); st.Code() != codes.Unavailable || !strings.Contains(st.Message(), "upstream is down") {
 		t.Errorf("got %v, want Unavailable with the body's text", err)
+	}
+}
+
+type countingListener struct {
+	net.Listener
+	accepted atomic.Int32
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.accepted.Add(1)
+	}
+	return c, err
+}
+
+// TestKeepAlive checks that sequential calls reuse one connection,
+// including after an error answer and with a large body.
+func TestKeepAlive(t *testing.T) {
+	s := httptransport.NewServer(transport.ServerOptions{})
+	echo.RegisterEchoServer(s, echo.Service{})
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := &countingListener{Listener: inner}
+	go s.Serve(lis)
+	defer s.Stop()
+	c, err := httptransport.Dial(t.Context(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ec := echo.NewEchoClient(c)
+	for i := range 20 {
+		req := &echo.EchoRequest{Payload: make([]byte, 100)}
+		switch i % 3 {
+		case 1:
+			req.Payload = make([]byte, 200<<10)
+		case 2:
+			req.FailCode = int32(codes.NotFound)
+		}
+		_, err := ec.Echo(t.Context(), req)
+		if (err != nil) != (req.FailCode != 0) {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := lis.accepted.Load(); n != 1 {
+		t.Errorf("20 sequential calls used %d connections, want 1", n)
 	}
 }
