@@ -221,7 +221,6 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and sets Content-Length on its own.
 const smallBody = 2048
 
-
 var jsonContentType = []string{"application/json"}
 
 // writeStatus answers with st; httpStatus 0 means the one HTTPStatus maps
