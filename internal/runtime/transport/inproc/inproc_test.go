@@ -110,3 +110,31 @@ func TestAllocations(t *testing.T) {
 		t.Errorf("%v allocations per call, want at most 5", n)
 	}
 }
+
+// BenchmarkStub is a call through the generated stub; BenchmarkDirect
+// calls the implementation as a plain method, for the floor.
+func BenchmarkStub(b *testing.B) {
+	ch := inproc.New(transport.ServerOptions{}, transport.DialOptions{})
+	echo.RegisterEchoServer(ch, echo.Service{})
+	c := echo.NewEchoClient(ch)
+	req := &echo.EchoRequest{Payload: make([]byte, 100)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Echo(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDirect(b *testing.B) {
+	var s echo.EchoServer = echo.Service{}
+	req := &echo.EchoRequest{Payload: make([]byte, 100)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Echo(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

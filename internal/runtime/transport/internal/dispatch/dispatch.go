@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -28,11 +29,11 @@ type Method struct {
 
 // Table maps full method names to their handlers. The zero value is ready.
 // Registration normally happens before serving, but Table does not enforce
-// that, so a read-write lock keeps a late registration safe; lookups share
-// the read lock and do not contend.
+// that: a registration replaces the method map with an extended copy, so
+// a lookup, on every call, is one atomic load and takes no lock.
 type Table struct {
-	mu       sync.RWMutex
-	methods  map[string]*Method
+	mu       sync.Mutex // serialises registrations
+	methods  atomic.Pointer[map[string]*Method]
 	services map[string]grpc.ServiceInfo
 	// OnRegister, when set, is called for every service as it is registered,
 	// so a transport can prepare per-message state (e.g. gob types).
@@ -55,20 +56,26 @@ func (t *Table) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.methods == nil {
-		t.methods = map[string]*Method{}
+	if t.services == nil {
 		t.services = map[string]grpc.ServiceInfo{}
 	}
 	if _, dup := t.services[desc.ServiceName]; dup {
 		panic("dispatch: RegisterService found duplicate service registration for " + desc.ServiceName)
 	}
+	methods := map[string]*Method{}
+	if old := t.methods.Load(); old != nil {
+		for k, v := range *old {
+			methods[k] = v
+		}
+	}
 	info := grpc.ServiceInfo{Metadata: desc.Metadata}
 	for i := range desc.Methods {
 		md := &desc.Methods[i]
 		full := "/" + desc.ServiceName + "/" + md.MethodName
-		t.methods[full] = &Method{FullMethod: full, Service: desc, Impl: impl, Handler: md.Handler}
+		methods[full] = &Method{FullMethod: full, Service: desc, Impl: impl, Handler: md.Handler}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
 	}
+	t.methods.Store(&methods)
 	for _, sd := range desc.Streams {
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: sd.StreamName, IsClientStream: sd.ClientStreams, IsServerStream: sd.ServerStreams})
 	}
@@ -77,8 +84,8 @@ func (t *Table) RegisterService(desc *grpc.ServiceDesc, impl any) {
 
 // GetServiceInfo reports the registered services, as grpc.Server does.
 func (t *Table) GetServiceInfo() map[string]grpc.ServiceInfo {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	out := make(map[string]grpc.ServiceInfo, len(t.services))
 	for k, v := range t.services {
 		out[k] = v
@@ -88,10 +95,10 @@ func (t *Table) GetServiceInfo() map[string]grpc.ServiceInfo {
 
 // Lookup returns the method registered under fullMethod, or nil.
 func (t *Table) Lookup(fullMethod string) *Method {
-	t.mu.RLock()
-	m := t.methods[fullMethod]
-	t.mu.RUnlock()
-	return m
+	if m := t.methods.Load(); m != nil {
+		return (*m)[fullMethod]
+	}
+	return nil
 }
 
 // ChainServer folds interceptors into one, the first outermost. It returns
