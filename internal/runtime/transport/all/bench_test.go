@@ -39,11 +39,13 @@ import (
 // Each call's latency goes into an HdrHistogram; the metrics are p50 and
 // p99 in microseconds for svclab (p50-us, p99-us) and the bare library
 // (bare-p50-us, bare-p99-us), and p50-ratio, svclab over bare. ns/op is
-// the time of one turn of both and means little.
+// the time of one turn of both and means little. Beside inproc, a third
+// peer takes its turn: the implementation called as a plain method
+// (direct-p50-us), the floor under what any stub could cost.
 // scripts/bench/transports.sh tabulates the metrics.
 func BenchmarkRoundTrip(b *testing.B) {
-	pairs := [][2]peer{
-		{inprocPeer(b), rawTCPPeer(b)},
+	pairs := [][]peer{
+		{inprocPeer(b), rawTCPPeer(b), directPeer(b)},
 		{svclabPeer(b, "netrpc"), netrpcBarePeer(b)},
 		{svclabPeer(b, "grpc"), grpcBarePeer(b)},
 		{svclabPeer(b, "http"), httpBarePeer(b)},
@@ -55,7 +57,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		p := payload(size.n)
 		for _, pair := range pairs {
 			b.Run(size.name+"/"+pair[0].name, func(b *testing.B) {
-				measurePair(b, pair[0], pair[1], p)
+				measurePair(b, pair[0], pair[1], pair[2:], p)
 			})
 		}
 	}
@@ -83,7 +85,7 @@ func timed(call func(), batch int, h *hdrhistogram.Histogram) {
 	h.RecordValue(int64(time.Since(t0)) / int64(batch))
 }
 
-func measurePair(b *testing.B, svclab, bare peer, p []byte) {
+func measurePair(b *testing.B, svclab, bare peer, extra []peer, p []byte) {
 	sc, bc := svclab.call(b, p), bare.call(b, p)
 	sb, bb := max(svclab.batch, 1), max(bare.batch, 1)
 	for range 50 { // connections, type descriptions, pools
@@ -91,6 +93,11 @@ func measurePair(b *testing.B, svclab, bare peer, p []byte) {
 		bc()
 	}
 	sh, bh := newHist(), newHist()
+	xc := make([]func(), len(extra))
+	xh := make([]*hdrhistogram.Histogram, len(extra))
+	for i, x := range extra {
+		xc[i], xh[i] = x.call(b, p), newHist()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {
@@ -101,8 +108,14 @@ func measurePair(b *testing.B, svclab, bare peer, p []byte) {
 			timed(bc, bb, bh)
 			timed(sc, sb, sh)
 		}
+		for j, x := range extra {
+			timed(xc[j], max(x.batch, 1), xh[j])
+		}
 	}
 	b.StopTimer()
+	for j, x := range extra {
+		b.ReportMetric(float64(xh[j].ValueAtQuantile(50))/1e3, x.name+"-p50-us")
+	}
 	s50, b50 := float64(sh.ValueAtQuantile(50))/1e3, float64(bh.ValueAtQuantile(50))/1e3
 	b.ReportMetric(s50, "p50-us")
 	b.ReportMetric(float64(sh.ValueAtQuantile(99))/1e3, "p99-us")
@@ -185,6 +198,22 @@ func inprocPeer(b *testing.B) peer {
 		ctx := context.Background()
 		return func() {
 			resp, err := c.Echo(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			check(b, resp.Payload, p)
+		}
+	}}
+}
+
+// directPeer calls the echo implementation as a plain Go method.
+func directPeer(b *testing.B) peer {
+	var s echo.EchoServer = echo.Service{}
+	return peer{name: "direct", batch: 32, call: func(b *testing.B, p []byte) func() {
+		req := &echo.EchoRequest{Payload: p}
+		ctx := context.Background()
+		return func() {
+			resp, err := s.Echo(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
