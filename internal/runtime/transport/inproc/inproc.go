@@ -24,8 +24,6 @@ package inproc
 
 import (
 	"context"
-	"reflect"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -89,32 +87,14 @@ func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ 
 		return status.FromContextError(err).Err()
 	}
 	ctx = serverContext(ctx)
-	d := decoders.Get().(*decoder)
-	d.src = args
-	resp, err := m.Handler(m.Impl, ctx, d.decode, c.server)
-	d.src = nil
-	decoders.Put(d)
+	d := dispatch.NewDecoder(args)
+	resp, err := m.Handler(m.Impl, ctx, d.Decode, c.server)
+	d.Release()
 	if err != nil {
 		return dispatch.StatusError(err)
 	}
-	return shallowCopy(reply, resp)
+	return dispatch.ShallowCopy(reply, resp)
 }
-
-// decoder is the dec func a MethodHandler takes. A closure over the
-// request would be an allocation per call, a fifth of a call's cost;
-// pooled decoders, their method value bound once, are not. A handler calls
-// dec before it returns, or never, so the decoder can go back to the pool
-// when the handler is done.
-type decoder struct {
-	src    any
-	decode func(any) error
-}
-
-var decoders = sync.Pool{New: func() any {
-	d := new(decoder)
-	d.decode = func(in any) error { return shallowCopy(in, d.src) }
-	return d
-}}
 
 // serverContext turns the caller's context into the one a handler would see
 // across a network: the outgoing metadata becomes incoming, and neither the
@@ -128,17 +108,6 @@ func serverContext(ctx context.Context) context.Context {
 		return metadata.NewIncomingContext(ctx, nil)
 	}
 	return ctx
-}
-
-// shallowCopy sets *dst to *src. Both must be pointers to the same type,
-// which they are unless an interceptor swapped a message for another type.
-func shallowCopy(dst, src any) error {
-	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
-	if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() || dv.IsNil() || sv.IsNil() {
-		return status.Errorf(codes.Internal, "inproc: cannot pass a %T as a %T", src, dst)
-	}
-	dv.Elem().Set(sv.Elem())
-	return nil
 }
 
 // NewStream implements grpc.ClientConnInterface; svclab carries unary calls

@@ -270,13 +270,9 @@ func (r *receiver) Call(req *Request, resp *Response) error {
 	if len(req.Metadata) > 0 {
 		ctx = metadata.NewIncomingContext(ctx, metadata.MD(req.Metadata))
 	}
-	dec := func(in any) error {
-		if req.msg == nil {
-			return nil
-		}
-		return shallowCopy(in, req.msg)
-	}
-	out, err := mt.m.Handler(mt.m.Impl, ctx, dec, s.intercept)
+	dec := dispatch.NewDecoder(req.msg)
+	out, err := mt.m.Handler(mt.m.Impl, ctx, dec.Decode, s.intercept)
+	dec.Release()
 	if err != nil {
 		resp.setStatus(status.Convert(dispatch.StatusError(err)))
 		return nil
@@ -518,18 +514,7 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	if resp.msg == reply {
 		return nil
 	}
-	return shallowCopy(reply, resp.msg)
-}
-
-// shallowCopy sets *dst to *src: gob decoded the message into a value of
-// its own, and the caller wants it in the one it passed.
-func shallowCopy(dst, src any) error {
-	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
-	if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() || dv.IsNil() || sv.IsNil() {
-		return status.Errorf(codes.Internal, "netrpc: got a %T where a %T was expected", src, dst)
-	}
-	dv.Elem().Set(sv.Elem())
-	return nil
+	return dispatch.ShallowCopy(reply, resp.msg)
 }
 
 // NewStream implements grpc.ClientConnInterface; the netrpc transport

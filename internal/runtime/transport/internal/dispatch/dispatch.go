@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
@@ -232,4 +233,52 @@ func StatusError(err error) error {
 		return err
 	}
 	return status.FromContextError(err).Err()
+}
+
+// ShallowCopy sets *dst to *src. Both must be non-nil pointers to the same
+// type, which they are unless an interceptor swapped a message for another
+// type; the error says so with codes.Internal.
+func ShallowCopy(dst, src any) error {
+	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
+	if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() || dv.IsNil() || sv.IsNil() {
+		return status.Errorf(codes.Internal, "cannot pass a %T as a %T", src, dst)
+	}
+	dv.Elem().Set(sv.Elem())
+	return nil
+}
+
+// Decoder is the dec func a grpc.MethodHandler takes, for a request that is
+// already a message: Decode shallow-copies it into the handler's own. A
+// closure over the request would be an allocation per call; pooled
+// Decoders, their func bound once, are not.
+type Decoder struct {
+	src any
+	// Decode is the func to hand to the MethodHandler. A nil source leaves
+	// the handler's message as it is, zero.
+	Decode func(any) error
+}
+
+var decoders = sync.Pool{New: func() any {
+	d := new(Decoder)
+	d.Decode = func(in any) error {
+		if d.src == nil {
+			return nil
+		}
+		return ShallowCopy(in, d.src)
+	}
+	return d
+}}
+
+// NewDecoder returns a pooled Decoder for src. Release it once the handler
+// has returned: a handler calls dec before then or never.
+func NewDecoder(src any) *Decoder {
+	d := decoders.Get().(*Decoder)
+	d.src = src
+	return d
+}
+
+// Release returns d to the pool.
+func (d *Decoder) Release() {
+	d.src = nil
+	decoders.Put(d)
 }
