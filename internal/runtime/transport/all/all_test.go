@@ -598,3 +598,64 @@ func TestMessageShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestReconnect restarts the server on the same address: the client must
+// recover without being dialled again, as a deployer restarting a process
+// expects.
+func TestReconnect(t *testing.T) {
+	for _, f := range fixtures(t) {
+		if f.tr == nil {
+			continue
+		}
+		t.Run(f.name, func(t *testing.T) {
+			lis := listen(t, f.network)
+			addr := lis.Addr().String()
+			serve := func(lis net.Listener) transport.Server {
+				srv := f.tr.NewServer(transport.ServerOptions{})
+				registerEcho(srv)
+				go srv.Serve(lis)
+				return srv
+			}
+			srv := serve(lis)
+			conn, err := f.tr.Dial(context.Background(), f.network, addr, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			c := echo.NewEchoClient(conn)
+			if _, err := c.Echo(context.Background(), &echo.EchoRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			srv.Stop()
+			if f.network == "unix" {
+				os.Remove(addr)
+			}
+			// A call while the server is down fails, and says why.
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_, err = c.Echo(ctx, &echo.EchoRequest{})
+			cancel()
+			if code := status.Code(err); code != codes.Unavailable && code != codes.DeadlineExceeded {
+				t.Errorf("call with the server down: %v, want Unavailable (or DeadlineExceeded)", err)
+			}
+			lis2, err := net.Listen(f.network, addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv = serve(lis2)
+			defer srv.Stop()
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, err := c.Echo(ctx, &echo.EchoRequest{Payload: []byte("back")})
+				cancel()
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no successful call within 10s of the restart: %v", err)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		})
+	}
+}
