@@ -1,5 +1,5 @@
-// Package netrpctransport is the "netrpc" transport: Go's net/rpc with its
-// stock gob codec, as the S4 study used it.
+// Package netrpctransport is the "netrpc" transport: Go's net/rpc with
+// gob, as the S4 study used it.
 //
 // net/rpc dispatches on static Go method types, so every call goes through
 // one generic method, "Svclab.Call", whose argument is an envelope

@@ -15,8 +15,8 @@ import (
 // gobType is what the transport knows about one message type.
 type gobType struct {
 	// empty is set for a struct with no exported field, which gob refuses
-	// to encode ("type has no exported fields"); such a message travels as
-	// a nil interface and the receiver keeps its zero value.
+	// to encode ("type has no exported fields"); such a message is not sent
+	// (NoMsg) and the receiver keeps its zero value.
 	empty bool
 	err   error // why the type could not be registered
 }
