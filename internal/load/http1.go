@@ -128,6 +128,10 @@ func (c *h1Client) Close() error {
 type h1Response struct {
 	status int
 	reuse  bool
+	// got is set once any byte of the answer has arrived; a reused
+	// connection that fails before that was most likely closed by the
+	// server while idle, and the request never reached it.
+	got bool
 }
 
 // roundTrip writes req and reads one response. The session keeps the
@@ -145,6 +149,9 @@ func (cn *h1Conn) roundTrip(req []byte, head bool, s *Session, ex *extractor, de
 	length, chunked := int64(-1), false
 	for {
 		line, err := readLine(br)
+		if len(line) > 0 {
+			r.got = true
+		}
 		if err != nil {
 			return r, err
 		}

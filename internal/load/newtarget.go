@@ -362,13 +362,27 @@ func h1Op(c *h1Client, h *httpReq) func(ctx context.Context, s *Session) error {
 			return err
 		}
 		s.MarkSent()
+		reused := cn != nil
 		if cn == nil {
 			if cn, err = c.dial(ctx); err != nil {
 				c.release(nil, false)
 				return err
 			}
 		}
-		resp, err := cn.roundTrip(req, h.head, s, h.ex, s.sent.Add(s.Timeout))
+		deadline := s.sent.Add(s.Timeout)
+		resp, err := cn.roundTrip(req, h.head, s, h.ex, deadline)
+		if err != nil && reused && !resp.got && time.Now().Before(deadline) {
+			// The server closed the idle connection (a keep-alive timeout)
+			// before our request reached it: retry once on a new one, as
+			// net/http does, rather than report an error the service never
+			// saw. The wait stays in the service time.
+			cn.nc.Close()
+			if cn, err = c.dial(ctx); err != nil {
+				c.release(nil, false)
+				return err
+			}
+			resp, err = cn.roundTrip(req, h.head, s, h.ex, deadline)
+		}
 		c.release(cn, err == nil && resp.reuse)
 		if err != nil {
 			return err

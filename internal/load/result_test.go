@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,5 +175,19 @@ func TestCanceled(t *testing.T) {
 	}
 	if tot := mustOp(t, res, "total"); tot.Count == 0 || res.Summary.DurationS > 1 {
 		t.Fatalf("partial result: %+v", res.Summary)
+	}
+}
+
+// TestIdleClosedConnection: a server that closes idle keep-alive
+// connections must not turn into errors: the request is resent on a new
+// connection, as net/http does.
+func TestIdleClosedConnection(t *testing.T) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Config.IdleTimeout = 30 * time.Millisecond
+	srv.Start()
+	defer srv.Close()
+	res := run(t, Config{Target: srv.URL, Mode: "closed", Users: 1, ThinkTime: Duration(80 * time.Millisecond), Requests: 8}, Options{})
+	if tot := mustOp(t, res, "total"); tot.Count != 8 || tot.Errors != 0 {
+		t.Fatalf("total %+v: want 8 requests, no error", tot)
 	}
 }

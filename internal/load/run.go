@@ -136,7 +136,7 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 	r.mstart = int64(cfg.Warmup)
 	r.mend = r.mstart + int64(cfg.measureDuration())
 	r.rec = newRecorder(names, kinds, r.mstart)
-	r.pool.New = func() any { return &Session{Timeout: r.timeout, Rand: rand.New(rand.NewPCG(r.seed, 0))} }
+	r.pool.New = func() any { return newSession(0, r.seed, r.timeout) }
 	return r, nil
 }
 
@@ -279,6 +279,7 @@ func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	// `area`; solving from the start each time, rather than stepping from
 	// the previous arrival, keeps rounding from drifting the schedule.
 	area := 0.0
+	prev := int64(0)
 	stopped := r.mend
 loop:
 	for n := int64(0); ; n++ {
@@ -292,10 +293,14 @@ loop:
 			break
 		}
 		ti := nanos(t)
-		if !r.sleepUntil(ctx, sl, ti) {
+		if n == 0 {
+			prev = ti - int64(time.Second) // no gap yet: do not limit the margin
+		}
+		if !r.sleepUntil(ctx, sl, ti, ti-prev) {
 			stopped = r.now()
 			break loop
 		}
+		prev = ti
 		if !r.takeBudget(ti) {
 			stopped = r.now()
 			break
@@ -321,14 +326,24 @@ loop:
 	r.drain(&wg, cancel)
 }
 
-// sleepUntil waits until ti; false means ctx is done. It asks the kernel
-// to wake it early by the wake-up delay it has been seeing (a running
-// average), then yields until ti: on a virtual machine a timer wakes a
-// thread 100-200 µs late, which would otherwise be added to every
-// latency, while spinning the whole wait would burn a core.
-func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti int64) bool {
+func newSession(user int, seed uint64, timeout time.Duration) *Session {
+	pcg := rand.NewPCG(seed, uint64(user))
+	return &Session{User: user, Timeout: timeout, Rand: rand.New(pcg), pcg: pcg}
+}
+
+// sleepUntil waits until ti; false means ctx is done. gap is the time
+// since the previous arrival. It asks the kernel to wake it early by the
+// wake-up delay it has been seeing, then yields until ti: on a virtual
+// machine a timer wakes a thread 50-500 µs late, which would otherwise be
+// added to every latency, while spinning the whole wait would burn a
+// core. The early margin is the delay's running mean plus twice its
+// running deviation (as TCP estimates a retransmission timeout), so most
+// wake-ups come before ti, and at most half the gap between arrivals, so
+// high rates do not spin all the time.
+func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) bool {
+	margin := min(sl.mean+2*sl.dev, maxSlack, gap/2)
 	for {
-		d := ti - r.now() - sl.slack
+		d := ti - r.now() - margin
 		if d <= 0 {
 			break
 		}
@@ -337,8 +352,10 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti int64) bool {
 		if !sl.sleep(ctx, time.Duration(d)) {
 			return false
 		}
-		late := r.now() - asked
-		sl.slack += (clampI(late, 0, maxSlack) - sl.slack) / 8
+		late := clampI(r.now()-asked, 0, maxSlack)
+		diff := late - sl.mean
+		sl.mean += diff / 8
+		sl.dev += (max(diff, -diff) - sl.dev) / 4
 	}
 	for r.now() < ti {
 		runtime.Gosched()
@@ -354,7 +371,7 @@ func (s *Session) reset(user int, seed uint64) {
 	s.User, s.Iteration = user, 0
 	clear(s.Vars)
 	s.cookies = s.cookies[:0]
-	s.Rand = rand.New(rand.NewPCG(seed, uint64(user)))
+	s.pcg.Seed(seed, uint64(user))
 }
 
 // closedLoop runs virtual users, as many as the profile says at each
@@ -423,7 +440,7 @@ func (r *runner) closedLoop(ctx context.Context, cancel context.CancelFunc) {
 // a stalled answer shows up here even though the closed loop's own latency
 // hides it (coordinated omission).
 func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
-	s := &Session{User: id, Timeout: r.timeout, Rand: rand.New(rand.NewPCG(r.seed, uint64(id)))}
+	s := newSession(id, r.seed, r.timeout)
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	prev, plan := int64(-1), int64(0)

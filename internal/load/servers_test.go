@@ -90,9 +90,9 @@ func freePort(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// rttFloor measures the median round trip of n GETs to srvURL with a
-// plain blocking client on one keep-alive connection, in ms.
-func rttFloor(t *testing.T, srvURL string, n int) float64 {
+// rtts measures n round trips of a GET to srvURL with a plain blocking
+// client on one keep-alive connection, in ms.
+func rtts(t *testing.T, srvURL string, n int) []float64 {
 	t.Helper()
 	u, _ := url.Parse(srvURL)
 	c, err := net.Dial("tcp", u.Host)
@@ -117,6 +117,11 @@ func rttFloor(t *testing.T, srvURL string, n int) float64 {
 		rtts = append(rtts, float64(time.Since(start))/1e6)
 		time.Sleep(2 * time.Millisecond) // as idle between requests as the test's
 	}
-	slices.Sort(rtts)
-	return rtts[len(rtts)/2]
+	return rtts
+}
+
+func median(xs []float64) float64 {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

@@ -18,11 +18,12 @@ import (
 // A timerfd read through the runtime's poller wakes the scheduler as soon
 // as the kernel timer expires (tens of µs), whatever epoll's timeout.
 type sleeper struct {
-	slack int64 // ns to wake early by, learnt from past wake-ups
-	f     *os.File
-	fd    int
-	buf   [8]byte
-	tm    *time.Timer // fallback when the timerfd is unavailable
+	// running mean and deviation of how late wake-ups are, in ns
+	mean, dev int64
+	f         *os.File
+	fd        int
+	buf       [8]byte
+	tm        *time.Timer // fallback when the timerfd is unavailable
 }
 
 func newSleeper() *sleeper {

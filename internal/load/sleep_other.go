@@ -10,8 +10,9 @@ import (
 // sleeper waits with the runtime's timers, which may fire up to a
 // millisecond late on an idle process; the Linux build uses a timerfd.
 type sleeper struct {
-	tm    *time.Timer
-	slack int64 // ns to wake early by, learnt from past wake-ups
+	tm *time.Timer
+	// running mean and deviation of how late wake-ups are, in ns
+	mean, dev int64
 }
 
 func newSleeper() *sleeper {

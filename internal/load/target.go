@@ -65,6 +65,7 @@ type Session struct {
 	Rand *rand.Rand
 
 	cookies []cookie
+	pcg     *rand.PCG // Rand's source, reseeded when a pooled session is reused
 	sent    time.Time
 	scratch []byte // request rendering, reused
 	body    []byte // response body when something is extracted from it
