@@ -24,25 +24,36 @@ import (
 
 // requestHeader is rpc.Request plus the envelope fields of Request. The
 // gRPC method name is sent once per connection, with the number that
-// stands for it in later calls.
+// stands for it in later calls. The fields a call mostly leaves zero sit
+// in a struct of their own, which gob leaves out whole when the pointer is
+// nil: every field of the header costs time to encode, even a zero one.
 type requestHeader struct {
 	ServiceMethod string
 	Seq           uint64
-	Method        string // set the first time MethodID is used
 	MethodID      uint32
-	Timeout       int64
-	ID            uint64
-	Metadata      map[string][]string
-	NoMsg         bool
+	Call          *callFields
 }
 
-// responseHeader is rpc.Response plus the envelope fields of Response.
+type callFields struct {
+	Method   string // set the first time MethodID is used
+	Timeout  int64
+	ID       uint64
+	Metadata map[string][]string
+	NoMsg    bool
+}
+
+// responseHeader is rpc.Response plus the envelope fields of Response,
+// which only a failure or an empty message sets.
 type responseHeader struct {
 	ServiceMethod string
 	Seq           uint64
 	Error         string
-	Status        []byte
-	NoMsg         bool
+	Reply         *replyFields
+}
+
+type replyFields struct {
+	Status []byte
+	NoMsg  bool
 }
 
 type clientCodec struct {
@@ -53,6 +64,7 @@ type clientCodec struct {
 	// net/rpc writes requests one at a time, and reads each response's
 	// header and then its body on one goroutine, so these need no lock.
 	req      requestHeader
+	call     callFields
 	resp     responseHeader
 	envelope bool              // the response being read has an envelope body
 	methods  map[string]uint32 // method IDs sent on this connection
@@ -76,19 +88,22 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 
 func (c *clientCodec) writeRequest(r *rpc.Request, body any) error {
 	if req, ok := body.(*Request); ok {
-		c.req = requestHeader{
-			ServiceMethod: r.ServiceMethod, Seq: r.Seq,
-			Timeout: req.Timeout, ID: req.ID, Metadata: req.Metadata, NoMsg: req.NoMsg,
-		}
-		id, ok := c.methods[req.Method]
-		if !ok {
+		c.req = requestHeader{ServiceMethod: r.ServiceMethod, Seq: r.Seq}
+		id, known := c.methods[req.Method]
+		if !known {
 			id = uint32(len(c.methods) + 1)
 			c.methods[req.Method] = id
-			c.req.Method = req.Method
 		}
 		c.req.MethodID = id
+		if !known || req.Timeout != 0 || req.ID != 0 || req.Metadata != nil || req.NoMsg {
+			c.call = callFields{Timeout: req.Timeout, ID: req.ID, Metadata: req.Metadata, NoMsg: req.NoMsg}
+			if !known {
+				c.call.Method = req.Method
+			}
+			c.req.Call = &c.call
+		}
 		err := c.enc.Encode(&c.req)
-		c.req.Metadata = nil // do not keep the caller's map alive
+		c.call.Metadata = nil // do not keep the caller's map alive
 		if err != nil {
 			return err
 		}
@@ -128,7 +143,9 @@ func (c *clientCodec) ReadResponseBody(body any) error {
 	if resp == nil {
 		resp = new(Response) // nobody waits for this reply: read it past
 	}
-	resp.Status, resp.NoMsg = c.resp.Status, c.resp.NoMsg
+	if rf := c.resp.Reply; rf != nil {
+		resp.Status, resp.NoMsg = rf.Status, rf.NoMsg
+	}
 	if resp.NoMsg {
 		return nil
 	}
@@ -152,6 +169,7 @@ type serverCodec struct {
 	// sending mutex.
 	req      requestHeader
 	resp     responseHeader
+	reply    replyFields
 	envelope bool // the request being read has an envelope body
 	// methods[id-1] is the method the client numbered id.
 	methods []*methodEntry
@@ -163,16 +181,18 @@ func newServerCodec(s *Server, rwc io.ReadWriteCloser) *serverCodec {
 }
 
 // method resolves the header's method ID, learning it if it is new.
-func (c *serverCodec) method(h *requestHeader) (*methodEntry, error) {
+func (c *serverCodec) method(h *requestHeader, cf *callFields) (*methodEntry, error) {
 	id := int(h.MethodID)
 	switch {
-	case h.Method != "" && id == len(c.methods)+1:
-		c.methods = append(c.methods, c.s.resolve(h.Method))
-	case id < 1 || id > len(c.methods) || h.Method != "" && h.Method != c.methods[id-1].name:
-		return nil, fmt.Errorf("netrpc: request with method ID %d (%q) out of sequence", id, h.Method)
+	case cf.Method != "" && id == len(c.methods)+1:
+		c.methods = append(c.methods, c.s.resolve(cf.Method))
+	case id < 1 || id > len(c.methods) || cf.Method != "" && cf.Method != c.methods[id-1].name:
+		return nil, fmt.Errorf("netrpc: request with method ID %d (%q) out of sequence", id, cf.Method)
 	}
 	return c.methods[id-1], nil
 }
+
+var noCallFields callFields
 
 func (c *serverCodec) ReadRequestHeader(r *rpc.Request) error {
 	// A stock header decodes into requestHeader too: gob matches fields by
@@ -191,7 +211,11 @@ func (c *serverCodec) ReadRequestBody(body any) error {
 		return c.dec.Decode(body)
 	}
 	h := &c.req
-	m, err := c.method(h)
+	cf := h.Call
+	if cf == nil {
+		cf = &noCallFields
+	}
+	m, err := c.method(h, cf)
 	if err != nil {
 		// The client and this codec disagree on the stream: give up on it.
 		c.Close()
@@ -199,10 +223,10 @@ func (c *serverCodec) ReadRequestBody(body any) error {
 	}
 	req, _ := body.(*Request)
 	if req != nil {
-		req.Method, req.Timeout, req.ID, req.Metadata, req.NoMsg = m.name, h.Timeout, h.ID, h.Metadata, h.NoMsg
+		req.Method, req.Timeout, req.ID, req.Metadata, req.NoMsg = m.name, cf.Timeout, cf.ID, cf.Metadata, cf.NoMsg
 		req.mt = m
 	}
-	if h.NoMsg {
+	if cf.NoMsg {
 		return nil
 	}
 	if req == nil || m.m == nil {
@@ -217,9 +241,12 @@ func (c *serverCodec) ReadRequestBody(body any) error {
 func (c *serverCodec) WriteResponse(r *rpc.Response, body any) error {
 	var err error
 	if resp, ok := body.(*Response); ok && r.Error == "" {
-		c.resp = responseHeader{ServiceMethod: r.ServiceMethod, Seq: r.Seq, Status: resp.Status, NoMsg: resp.NoMsg}
+		c.resp = responseHeader{ServiceMethod: r.ServiceMethod, Seq: r.Seq}
+		if resp.Status != nil || resp.NoMsg {
+			c.reply = replyFields{Status: resp.Status, NoMsg: resp.NoMsg}
+			c.resp.Reply = &c.reply
+		}
 		err = c.enc.Encode(&c.resp)
-		c.resp.Status = nil
 		if err == nil && !resp.NoMsg {
 			err = c.enc.Encode(resp.msg)
 		}
