@@ -321,6 +321,10 @@ loop:
 			r.inflight.Add(-1)
 			r.pool.Put(s)
 		}()
+		// Let the new goroutine send now, on this thread, rather than after
+		// this one has planned and armed the next wake-up (two system calls,
+		// tens of µs on a virtual machine) or once another thread wakes.
+		runtime.Gosched()
 	}
 	r.stopAt = min(stopped, r.mend)
 	r.drain(&wg, cancel)
