@@ -231,7 +231,11 @@ def test_s4_tables(tmp_path: Path) -> None:
                if ln.startswith("| string, 2 chars | grpc | 3 |"))
     assert f"| {max(need, 2)} |" in row
     # string_len does not enter void: its ANOVA share is 0.
-    assert "`app.string_len` explains < 0.01% of the variation" in text
+    assert "`void` < 0.01% (p = " in text
+    # string grows by 1.022 ms from 2 to 1024 characters: most of its variation.
+    assert "`string` 7" in text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| string, all lengths pooled |"))
+    assert "| 6 / 6 |" in row
 
 
 # ---------------------------------------------------------------- S2
@@ -391,5 +395,5 @@ def test_one_run_per_cell_gives_ratios_without_intervals(tmp_path: Path) -> None
     d = write_store(tmp_path, "s3-style", [("deploy.transport", ["grpc", "http"]),
                                            ("app.size", ["std", "large"])], values, reps=1)
     text = rp.build_section(rp.STUDIES["s3"], d)
-    assert "| StdSize | 4.55× | 2.00× | — | gRPC wins small requests | inconclusive (no interval) |" \
-        in text
+    assert ("| StdSize | 4.55× | 2.00× | — | gRPC wins small requests "
+            "| inconclusive (no interval) |") in text
