@@ -231,9 +231,10 @@ def test_s4_tables(tmp_path: Path) -> None:
                if ln.startswith("| string, 2 chars | grpc | 3 |"))
     assert f"| {max(need, 2)} |" in row
     # string_len does not enter void: its ANOVA share is 0.
-    assert "`void` < 0.01% (p = " in text
+    assert "`void` < 0.01% (p = 1.000)" in text
     # string grows by 1.022 ms from 2 to 1024 characters: most of its variation.
-    assert "`string` 7" in text
+    ss_len, ss_tr, ss_err = 12 * 0.511**2, 12 * 0.2**2, 4 * 0.0002
+    assert f"`string` {num(100 * ss_len / (ss_len + ss_tr + ss_err))}% (p < 0.0001)" in text
     row = next(ln for ln in text.splitlines() if ln.startswith("| string, all lengths pooled |"))
     assert "| 6 / 6 |" in row
 

@@ -137,6 +137,12 @@ def verdict(lo: float, hi: float, expect_above_one: bool) -> str:
     return "inconclusive (the interval includes 1)"
 
 
+def p_text(p: Any) -> str:
+    """`p = 0.012` or `p < 0.0001`."""
+    s = pval(p)
+    return f"p {s}" if s.startswith("<") else f"p = {s}"
+
+
 def md_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     def esc(c: str) -> str:
         return c.replace("|", "\\|")
@@ -527,7 +533,7 @@ def s4_section(exp: Experiment) -> str:
                 t = av.set_index("term")
                 share = float(t.loc["app.string_len", "percent"])
                 share_txt = "< 0.01" if share < 0.01 else num(share)
-                shares.append(f"`{op}` {share_txt}% (p = {pval(t.loc['app.string_len', 'p'])})")
+                shares.append(f"`{op}` {share_txt}% ({p_text(t.loc['app.string_len', 'p'])})")
             except (AnalysisError, KeyError) as exc:
                 shares.append(f"`{op}` not computed ({exc})")
         if shares:
