@@ -62,10 +62,18 @@ for s in "${studies[@]}"; do
   started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   t0=$(now)
   out=$(mktemp)
+  samples=$(mktemp)
+  # The 1-minute load average every 10 s while the spec runs (our own runs
+  # add up to about 2 on this 2-core machine; the rest is other work).
+  ( while :; do cut -d' ' -f1 /proc/loadavg >>"$samples"; sleep 10; done ) &
+  sampler=$!
   SVCLAB_VENV=$VENV "$SVCLAB" run --results "$RESULTS" "${extra[@]}" "$spec" | tee "$out"
   rc=${PIPESTATUS[0]}
   t1=$(now)
+  kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
   after=$(loadavg)
+  during=$(awk '{ s += $1; if ($1 > m) m = $1; n++ } END { if (n) printf "%d %.2f %.2f", n, s / n, m; else print "0 0 0" }' "$samples")
+  rm -f "$samples"
   dir=$(sed -n 's/^results: //p' "$out" | tail -n 1)
   rm -f "$out"
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')
@@ -75,12 +83,15 @@ for s in "${studies[@]}"; do
     summary+=("$s: failed (exit $rc) after ${wall}s")
     continue
   fi
-  "$VENV/bin/python" - "$dir/replicate.json" "$shown" "$wall" "$before" "$after" "$started" "$rc" <<'EOF'
+  "$VENV/bin/python" - "$dir/replicate.json" "$shown" "$wall" "$before" "$after" "$started" "$rc" "$during" <<'EOF'
 import json, sys
-path, command, wall, before, after, started, rc = sys.argv[1:]
+path, command, wall, before, after, started, rc, during = sys.argv[1:]
+n, mean, peak = during.split()
 with open(path, "w", encoding="utf-8") as fh:
     json.dump({"command": command, "wall_s": float(wall), "loadavg_before": before,
-               "loadavg_after": after, "started": started, "exit_code": int(rc)}, fh, indent=2)
+               "loadavg_after": after, "loadavg_during": {"samples": int(n),
+               "mean_1m": float(mean), "max_1m": float(peak)},
+               "started": started, "exit_code": int(rc)}, fh, indent=2)
     fh.write("\n")
 EOF
   if [ "$rc" -ne 0 ]; then

@@ -177,10 +177,13 @@ def test_s3_tables(tmp_path: Path) -> None:
 def test_provenance_uses_replicate_json(tmp_path: Path) -> None:
     d = s3_store(tmp_path, replicate={"command": "bin/svclab run experiments/s3-style.toml",
                                       "wall_s": 500.4, "loadavg_before": "0.10 0.20 0.30",
-                                      "loadavg_after": "1.50 1.00 0.50"})
+                                      "loadavg_after": "1.50 1.00 0.50",
+                                      "loadavg_during": {"samples": 50, "mean_1m": 1.234,
+                                                         "max_1m": 3.5}})
     text = rp.build_section(rp.STUDIES["s3"], d)
     assert "Wall time: 8 min 20 s (measured by scripts/replicate.sh" in text
-    assert "load average 0.10 0.20 0.30 before, 1.50 1.00 0.50 after" in text
+    assert "Load average: 0.10 0.20 0.30 before and 1.50 1.00 0.50 after (1, 5, 15 min); " \
+        "1-min average while it ran: mean 1.23, max 3.50 (50 samples)." in text
     assert "Ran 2026-01-02 03:04 UTC" in text
 
 

@@ -240,19 +240,25 @@ def provenance(exp: Experiment, default_command: str) -> str:
     ]
     created = _parse_time(meta.get("created"))
     when = created.strftime("%Y-%m-%d %H:%M UTC") if created else "—"
-    load_bits = []
-    if rep.get("loadavg_before"):
-        load_bits.append(f"load average {rep['loadavg_before']} before")
-    if rep.get("loadavg_after"):
-        load_bits.append(f"{rep['loadavg_after']} after")
-    load_txt = f"; {', '.join(load_bits)} (1, 5, 15 min)" if load_bits else ""
     lines.append(
-        f"- Ran {when}{load_txt} on {host.get('cores', '?')} cores ({host.get('cpu_model', '?')}),"
+        f"- Ran {when} on {host.get('cores', '?')} cores ({host.get('cpu_model', '?')}),"
         f" svclab {meta.get('svclab_version', '?')}; each run {design.get('warmup_s', '?')} s"
         f" warm-up + {design.get('duration_s', '?')} s measured, r = "
         f"{design.get('repetitions', '?')}, order {design.get('order', '?')} "
         f"(seed {meta.get('seed', '?')})."
     )
+    load_bits = []
+    if rep.get("loadavg_before") and rep.get("loadavg_after"):
+        load_bits.append(f"{rep['loadavg_before']} before and {rep['loadavg_after']} after "
+                         "(1, 5, 15 min)")
+    during = rep.get("loadavg_during")
+    if isinstance(during, dict) and during.get("samples"):
+        load_bits.append(f"1-min average while it ran: mean {num(during.get('mean_1m'))}, "
+                         f"max {num(during.get('max_1m'))} ({during['samples']} samples)")
+    if load_bits:
+        lines.append(f"- Load average: {'; '.join(load_bits)}. This experiment's own "
+                     "processes account for up to about 2 of it; the rest is other work on "
+                     "the machine.")
     return "\n".join(lines)
 
 
