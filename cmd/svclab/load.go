@@ -1,24 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/spec"
 	_ "github.com/svclab/svclab/proto/echo" // its types, for gRPC calls by name with a JSON body
 )
 
@@ -138,13 +136,16 @@ unless --allow-remote is given. See docs/LOAD.md.`,
 
 // config merges the file's [load] table and the flags, flags winning.
 func (lf *loadFlags) config(fs *pflag.FlagSet) (load.Config, error) {
-	var cfg load.Config
+	var (
+		cfg  load.Config
+		file *spec.Spec
+	)
 	if lf.file != "" {
-		c, err := readLoadTable(lf.file)
+		c, s, err := readLoadTable(lf.file)
 		if err != nil {
 			return cfg, err
 		}
-		cfg = c
+		cfg, file = c, s
 	}
 	ch := fs.Changed
 	fl := &lf.cfg
@@ -242,29 +243,47 @@ func (lf *loadFlags) config(fs *pflag.FlagSet) (load.Config, error) {
 		return cfg, usageError{errors.New("no target: give a URL, e.g. svclab load --rate 100 http://127.0.0.1:8080/")}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{flagNames(err, fs)}
+		return cfg, usageError{locateErrors(err, fs, file)}
 	}
 	return cfg, nil
 }
 
-// flagNames rewrites "load.rate: ..." as "--rate: ..." for the keys the
-// user set by flag, so an error points at what was typed.
-func flagNames(err error, fs *pflag.FlagSet) error {
-	msg := err.Error()
-	var names []string
-	for n := range loadKeys {
-		names = append(names, n)
+// locateErrors points each invalid key at what the user typed: the flag
+// when one set it, else the line of the --file that did.
+func locateErrors(err error, fs *pflag.FlagSet, file *spec.Spec) error {
+	flagOf := map[string]string{}
+	for flag, key := range loadKeys {
+		if fs.Changed(flag) {
+			flagOf["load."+key] = flag
+		}
 	}
-	sort.Strings(names)
-	for _, flag := range names {
-		key := loadKeys[flag]
-		if !fs.Changed(flag) {
+	var parts []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		parts = j.Unwrap()
+	} else {
+		parts = []error{err}
+	}
+	out := make([]error, 0, len(parts))
+	for _, p := range parts {
+		var ke *spec.KeyError
+		if !errors.As(p, &ke) {
+			out = append(out, p)
 			continue
 		}
-		msg = strings.ReplaceAll(msg, "load."+key+":", "--"+flag+":")
-		msg = strings.ReplaceAll(msg, "load."+key+"[", "--"+flag+"[")
+		base, rest, _ := strings.Cut(ke.Key, "[")
+		switch flag, byFlag := flagOf[base]; {
+		case byFlag:
+			if rest != "" {
+				rest = "[" + rest
+			}
+			out = append(out, fmt.Errorf("--%s%s: %s", flag, rest, ke.Msg))
+		case file != nil:
+			out = append(out, file.Locate("load", ke))
+		default:
+			out = append(out, ke)
+		}
 	}
-	return errors.New(msg)
+	return errors.Join(out...)
 }
 
 // parseStage reads TYPE:DURATION:LEVEL.
@@ -298,40 +317,26 @@ func parseStage(s string, closed bool) (load.Stage, error) {
 	return st, nil
 }
 
-// readLoadTable decodes the [load] table of path strictly; a file with no
-// [load] table is taken as the table itself.
-func readLoadTable(path string) (load.Config, error) {
+// readLoadTable decodes the [load] table of path strictly, with errors at
+// their key and line; a file with none of the spec's tables is taken as the
+// [load] table itself.
+func readLoadTable(path string) (load.Config, *spec.Spec, error) {
 	var cfg load.Config
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return cfg, usageError{fmt.Errorf("--file: %w", err)}
+		return cfg, nil, usageError{fmt.Errorf("--file: %w", err)}
 	}
-	var doc map[string]any
-	if err := toml.Unmarshal(b, &doc); err != nil {
-		return cfg, usageError{fmt.Errorf("%s: %w", path, err)}
+	s, err := spec.ParseTable(path, b, "load")
+	if err != nil {
+		return cfg, nil, usageError{err}
 	}
-	table := b
-	if t, ok := doc["load"]; ok {
-		if table, err = toml.Marshal(t); err != nil {
-			return cfg, fmt.Errorf("%s: re-encoding [load]: %w", path, err)
-		}
-	} else if len(doc) > 0 {
-		for _, k := range []string{"app", "deploy", "experiment"} {
-			if _, ok := doc[k]; ok {
-				return cfg, usageError{fmt.Errorf("%s has no [load] table", path)}
-			}
-		}
+	if _, ok := s.Lookup("load"); !ok {
+		return cfg, nil, usageError{fmt.Errorf("%s has no [load] table", path)}
 	}
-	dec := toml.NewDecoder(bytes.NewReader(table))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		var sm *toml.StrictMissingError
-		if errors.As(err, &sm) {
-			return cfg, usageError{fmt.Errorf("%s: [load]: %s", path, strings.TrimSpace(sm.String()))}
-		}
-		return cfg, usageError{fmt.Errorf("%s: [load]: %w", path, err)}
+	if err := s.Decode("load", &cfg); err != nil {
+		return cfg, nil, usageError{err}
 	}
-	return cfg, nil
+	return cfg, s, nil
 }
 
 func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr io.Writer) error {

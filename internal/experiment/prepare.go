@@ -35,16 +35,7 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 
 // Timing reads the warm-up and measurement durations of a prepared run.
 func (p *Prepared) Timing() Timing {
-	d := p.Load.Duration.D()
-	if d == 0 {
-		for _, st := range p.Load.Stages {
-			d += st.Duration.D()
-		}
-	}
-	if d == 0 {
-		d = load.DefaultDuration
-	}
-	return Timing{Warmup: p.Load.Warmup.D(), Duration: d}
+	return Timing{Warmup: p.Load.Warmup.D(), Duration: p.Load.MeasureDuration()}
 }
 
 // PlanSpec is NewPlan with every design point prepared; the prepared points

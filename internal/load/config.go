@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // Config is the [load] table of a spec, and the flags of `svclab load`.
@@ -122,26 +124,9 @@ const (
 	DefaultDuration    = 10 * time.Second
 )
 
-// Duration is a time.Duration written as a string such as "30s" or "250ms".
-type Duration time.Duration
-
-// D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
-
-func (d Duration) String() string { return time.Duration(d).String() }
-
-// MarshalText writes d as "1m30s".
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
-
-// UnmarshalText reads a Go duration string. A bare "0" is accepted.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("duration %q: want a string such as \"30s\" or \"250ms\"", b)
-	}
-	*d = Duration(v)
-	return nil
-}
+// Duration is a time.Duration written as a string such as "30s" or
+// "250ms"; it is the spec's own duration type.
+type Duration = spec.Duration
 
 var varRef = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 
@@ -151,7 +136,7 @@ var varRef = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("load.%s: "+format, append([]any{key}, args...)...))
+		errs = append(errs, &spec.KeyError{Key: "load." + key, Msg: fmt.Sprintf(format, args...)})
 	}
 	mode := c.mode()
 	switch mode {
@@ -402,8 +387,9 @@ func (c *Config) opName(r *Request) string {
 	return m + " " + p
 }
 
-// measureDuration is the length of the measurement window.
-func (c *Config) measureDuration() time.Duration {
+// MeasureDuration is the length of the measurement window: duration, or
+// the stages' total, or DefaultDuration.
+func (c *Config) MeasureDuration() time.Duration {
 	if c.Duration > 0 {
 		return c.Duration.D()
 	}

@@ -134,7 +134,7 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 		r.segs = profile(&cfg, cfg.Rate, func(s Stage) float64 { return s.Rate })
 	}
 	r.mstart = int64(cfg.Warmup)
-	r.mend = r.mstart + int64(cfg.measureDuration())
+	r.mend = r.mstart + int64(cfg.MeasureDuration())
 	r.rec = newRecorder(names, kinds, r.mstart)
 	r.pool.New = func() any { return newSession(0, r.seed, r.timeout) }
 	return r, nil

@@ -68,6 +68,9 @@ type Spec struct {
 	// setBy maps a key whose value a factor level replaced to the line of
 	// that factor, so errors about it point at the factor.
 	setBy map[string]int
+	// lineShift is subtracted from every line, for a file parsed behind a
+	// table header it does not have (ParseTable).
+	lineShift int
 }
 
 // App is the [app] table's common part; the rest belongs to the app and is
@@ -108,7 +111,7 @@ type Duration time.Duration
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
+	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
 	if err != nil {
 		return fmt.Errorf("not a duration (write e.g. \"30s\" or \"1m30s\"): %q", b)
 	}
@@ -121,6 +124,8 @@ func (d *Duration) UnmarshalText(b []byte) error {
 
 // MarshalText writes the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+func (d Duration) String() string { return time.Duration(d).String() }
 
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
@@ -136,7 +141,32 @@ func Load(path string) (*Spec, error) {
 
 // Parse parses a spec from src; path is used in error messages.
 func Parse(path string, src []byte) (*Spec, error) {
-	s := &Spec{Path: path, Source: src, setBy: map[string]int{}}
+	return parse(path, src, 0)
+}
+
+// ParseTable parses src as a whole spec when it has any of the spec's
+// tables, and otherwise as the keys of one table (a file holding only
+// `rate = 100` and the like is read as [load]). Lines in errors are those
+// of src either way.
+func ParseTable(path string, src []byte, table string) (*Spec, error) {
+	var doc map[string]any
+	if err := toml.Unmarshal(src, &doc); err == nil {
+		for _, t := range Tables {
+			if _, ok := doc[t]; ok {
+				return Parse(path, src)
+			}
+		}
+	}
+	s, err := parse(path, append([]byte("["+table+"]\n"), src...), 1)
+	if err != nil {
+		return nil, err
+	}
+	s.Source = src
+	return s, nil
+}
+
+func parse(path string, src []byte, lineShift int) (*Spec, error) {
+	s := &Spec{Path: path, Source: src, setBy: map[string]int{}, lineShift: lineShift}
 	if err := toml.Unmarshal(src, &s.tree); err != nil {
 		return nil, s.decodeError("", err, nil)
 	}
@@ -259,7 +289,7 @@ func (s *Spec) decodeError(prefix string, err error, target any) error {
 		if prefix == "" {
 			// A syntax error in the file as written: go-toml's line is right.
 			line, _ := de.Position()
-			return &Error{File: s.Path, Line: line, Key: strings.Join(de.Key(), "."), Err: errors.New(msg)}
+			return &Error{File: s.Path, Line: max(0, line-s.lineShift), Key: strings.Join(de.Key(), "."), Err: errors.New(msg)}
 		}
 		key := s.absKey(prefix, de.Key())
 		return s.Errorf(key, "%s", msg)
@@ -295,10 +325,10 @@ func (s *Spec) Errorf(key, format string, args ...any) error {
 func (s *Spec) Line(key string) int {
 	for k := key; k != ""; k = parentKey(k) {
 		if l, ok := s.setBy[k]; ok {
-			return l
+			return max(0, l-s.lineShift)
 		}
 		if l, ok := s.index.lines[k]; ok {
-			return l
+			return max(0, l-s.lineShift)
 		}
 	}
 	return 0
@@ -366,9 +396,9 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 			m = nm
 		}
 		m[parts[len(parts)-1]] = deepCopy(levels[path])
-		setBy[path] = line
+		setBy[path] = line + s.lineShift // Line subtracts the shift again
 	}
-	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy}
+	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, lineShift: s.lineShift}
 	if err := out.decodeOwn(); err != nil {
 		return nil, err
 	}

@@ -264,3 +264,28 @@ func TestSet(t *testing.T) {
 		t.Error("failed Set left a table behind")
 	}
 }
+
+func TestParseTable(t *testing.T) {
+	var l loadCfg
+	s, err := ParseTable("l.toml", []byte("rate = 5\n\nduration = \"soon\"\n"), "load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Decode("load", &l); err == nil || !strings.HasPrefix(err.Error(), "l.toml:3: load") {
+		t.Errorf("bare table error = %v", err)
+	}
+	if err := s.Locate("load", &KeyError{Key: "rate", Msg: "too low"}); err == nil || err.Error() != "l.toml:1: load.rate: too low" {
+		t.Errorf("bare table Locate = %v", err)
+	}
+	if _, err := ParseTable("l.toml", []byte("rate = 5\nrate = 6\n"), "load"); err == nil || !strings.HasPrefix(err.Error(), "l.toml:2:") {
+		t.Errorf("bare table syntax error = %v", err)
+	}
+	// A file with spec tables is a whole spec.
+	s, err = ParseTable("s.toml", []byte("[app]\nname = \"chain\"\n[load]\nrate = 7\n"), "load")
+	if err != nil || s.App.Name != "chain" {
+		t.Fatalf("ParseTable(whole spec) = %v, %v", s, err)
+	}
+	if err := s.Decode("load", &l); err != nil || l.Rate != 7 {
+		t.Errorf("rate = %v, %v", l.Rate, err)
+	}
+}
