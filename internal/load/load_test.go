@@ -29,7 +29,8 @@ func TestAccuracy(t *testing.T) {
 			var ref, lat, svc []float64
 			var lagP50 float64
 			for round := range 3 {
-				ref = append(ref, rtts(t, srv.URL, int(300*time.Millisecond/(tc.service+2*time.Millisecond)))...)
+				period := time.Duration(float64(time.Second) / tc.rate)
+				ref = append(ref, rtts(t, srv.URL, int(400*time.Millisecond/period), period-tc.service)...)
 				dir := t.TempDir()
 				res := run(t, Config{Target: srv.URL, Rate: tc.rate, Duration: Duration(time.Second), Seed: int64(round + 1), RawSamples: true}, Options{Dir: dir})
 				tot := mustOp(t, res, "total")

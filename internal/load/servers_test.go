@@ -92,7 +92,10 @@ func freePort(t *testing.T) string {
 
 // rtts measures n round trips of a GET to srvURL with a plain blocking
 // client on one keep-alive connection, in ms.
-func rtts(t *testing.T, srvURL string, n int) []float64 {
+// rtts times n requests from a plain blocking client, idle for gap between
+// them, as the generator's arrivals are: a machine woken from idle answers
+// slower than a busy one, so the reference must idle alike.
+func rtts(t *testing.T, srvURL string, n int, gap time.Duration) []float64 {
 	t.Helper()
 	u, _ := url.Parse(srvURL)
 	c, err := net.Dial("tcp", u.Host)
@@ -115,7 +118,7 @@ func rtts(t *testing.T, srvURL string, n int) []float64 {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 		rtts = append(rtts, float64(time.Since(start))/1e6)
-		time.Sleep(2 * time.Millisecond) // as idle between requests as the test's
+		time.Sleep(gap)
 	}
 	return rtts
 }
