@@ -170,7 +170,9 @@ def test_s3_tables(tmp_path: Path) -> None:
         row = next(ln for ln in text.splitlines() if ln.startswith("| communication style |"))
         assert [c.strip() for c in row.split("|")][col + 1] == num(share)
     # Two flagged large runs, reported per cell; CPU per request 0.5 s / 100 req/s = 5 ms.
-    assert "| Go/gRPC | large | 5.00 (5.00–5.00) | 12.5 | 100 | 1 of 5 |" in text
+    # Service time equals latency in this store; one run in five sent 5% late.
+    svc = est_text(S3_P50[("grpc", "large")])
+    assert f"| Go/gRPC | large | 5.00 (5.00–5.00) | {svc} | 12.5 | 1.00 | 7.50 | 1 of 5 |" in text
     assert "20 of 20 planned runs ok, 2 flagged by the generator's self-audit" in text
 
 
