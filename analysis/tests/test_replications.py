@@ -233,8 +233,9 @@ def test_s4_tables(tmp_path: Path) -> None:
     x = np.array([0.812, 0.822, 0.832])
     need = math.ceil((100 * stats.t.ppf(0.975, 2) * x.std(ddof=1) / (5 * x.mean())) ** 2)
     row = next(ln for ln in text.splitlines()
-               if ln.startswith("| string, 2 chars | grpc | 3 |"))
-    assert f"| {max(need, 2)} |" in row
+               if ln.startswith("| string, 2 chars | 3 | "))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[3:5] == [num(100 * x.std(ddof=1) / x.mean()), str(max(need, 2))]
     # string_len does not enter void: its ANOVA share is 0.
     assert "`void` < 0.01% (p = 1.000)" in text
     # string grows by 1.022 ms from 2 to 1024 characters: most of its variation.
@@ -302,6 +303,13 @@ def test_s0_tables(tmp_path: Path) -> None:
     # split ÷ monolith: 6/2.1 at 10 users, 24/3 at 100 users (ratios of medians).
     row = next(ln for ln in text.splitlines() if ln.startswith("| split ÷ monolith |"))
     assert f"| {num(6.0 / 2.1)}× (" in row and f"| {num(24.0 / 3.0)}× (" in row
+    # split − monolith at 100 users, with Welch's interval.
+    a = np.array([24.0 * (1 + 0.02 * r) for r in (1, 2, 3)])
+    b = np.array([3.0 * (1 + 0.02 * r) for r in (1, 2, 3)])
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| split − monolith (ms) |"))
+    assert row.endswith(f"| {num(a.mean() - b.mean())} ({num(ci.low)}–{num(ci.high)}) |")
+    assert f"; median {num(24.0 * 1.04)} |" in text
     assert "dominates at high load* (split ÷ monolith at 100 users" in text
     assert "**holds**" in text
     # System CPU: 0.5 CPU-s per second is 50% of one core; 5 ms per request at 100 req/s.

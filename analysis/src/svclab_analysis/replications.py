@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from .design import anova, factorial
 from .errors import AnalysisError
@@ -318,6 +319,19 @@ def ratio_of(a: np.ndarray, b: np.ndarray) -> Ratio:
     return Ratio(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], r["p"])
 
 
+def difference_of(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    """mean(a) − mean(b) with Welch's t interval; NaN interval below two runs a side."""
+    a = a[np.isfinite(a)]
+    b = b[np.isfinite(b)]
+    if len(a) == 0 or len(b) == 0:
+        return math.nan, math.nan, math.nan
+    diff = float(np.mean(a) - np.mean(b))
+    if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
+        return diff, math.nan, math.nan
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=CONFIDENCE)
+    return diff, float(ci.low), float(ci.high)
+
+
 def ratio_cell(r: Ratio) -> str:
     return est(r.ratio, r.lo, r.hi, "×")
 
@@ -529,7 +543,7 @@ def s4_section(exp: Experiment) -> str:
                 ratios.append(r)
             rows.append([label, summary_cell(sg), summary_cell(sn), ratio_cell(r), pval(r.p),
                          f"{sg.n} / {sn.n}"])
-            if n is not None or op == "void":
+            if len(part) > 0:
                 ss = sample_size(part, metric, by=["deploy.transport"], error_pct=5.0,
                                  confidence=CONFIDENCE)
                 ss.insert(0, "operation", label)
@@ -575,17 +589,26 @@ def s4_section(exp: Experiment) -> str:
 
     if jain_rows:
         jr = pd.concat(jain_rows, ignore_index=True)
+        jr["cv"] = 100.0 * jr["sd"] / jr["mean"]
         out.append("**Repetitions (Jain).** From these runs, the repetitions each configuration "
                    "needs for a ±5% interval on the mean at 95% "
                    "(n = (100·t·s / (5·x̄))²), and the half-width the runs made achieve.")
         out.append("")
         rows = []
-        for _, r in jr.iterrows():
-            rows.append([str(r["operation"]), str(r["deploy.transport"]), str(int(r["n"])),
-                         num(r["mean"]), num(r["sd"]), integer_or_dash(r["required"]),
-                         f"±{num(r['halfwidth_pct'])}%"])
-        out.append(md_table(["operation", "transport", "runs", "mean (ms)", "sd (ms)",
-                             "runs needed for ±5%", "achieved"], rows))
+        for label in dict.fromkeys(jr["operation"]):
+            row = [str(label)]
+            for tr in ("grpc", "netrpc"):
+                sel = jr[(jr["operation"] == label) & (jr["deploy.transport"].astype(str) == tr)]
+                if sel.empty:
+                    row += ["—", "—", "—", "—"]
+                    continue
+                r = sel.iloc[0]
+                row += [str(int(r["n"])), num(r["cv"]), integer_or_dash(r["required"]),
+                        f"±{num(r['halfwidth_pct'])}%"]
+            rows.append(row)
+        out.append(md_table(["operation", "grpc runs", "grpc sd/mean (%)", "grpc runs needed",
+                             "grpc achieved", "netrpc runs", "netrpc sd/mean (%)",
+                             "netrpc runs needed", "netrpc achieved"], rows))
         out.append("")
     out.append(f"Runs flagged by the generator's self-audit: {int(exp.runs['bottleneck'].sum())} "
                f"of {len(exp.runs)}.")
@@ -734,8 +757,10 @@ def s0_section(exp: Experiment) -> str:
     cores = (exp.meta.get("host") or {}).get("cores") or 2
     out = [provenance(exp, "bin/svclab run experiments/s0-granularity.toml"), ""]
     out.append("**p95 latency (ms)** per placement and closed-loop users: the mean over runs of "
-               "each run's p95, with a 95% Student-t interval over runs. Paper: Online Boutique "
-               "on Service Weaver, p95 at its lowest → highest load (500 → 2250 users).")
+               "each run's p95, with a 95% Student-t interval over runs, and the median run "
+               "(a run's p95 is outlier-prone: one stalled second moves it). Paper: Online "
+               "Boutique on Service Weaver, p95 at its lowest → highest load (500 → 2250 "
+               "users).")
     out.append("")
     rows = []
     for pl in placements:
@@ -744,8 +769,10 @@ def s0_section(exp: Experiment) -> str:
                  f"{num(S0_PAPER[letter][1])}") if letter else "—"
         row = [pl, paper]
         for u in users:
-            s = summarise(_values(df, metric, **{"deploy.placement": pl, "load.users": u}))
-            row.append(summary_cell(s))
+            x = _values(df, metric, **{"deploy.placement": pl, "load.users": u})
+            s = summarise(x)
+            med = f"; median {num(float(np.median(x)))}" if len(x) else ""
+            row.append(summary_cell(s) + med)
         rows.append(row)
     out.append(md_table(["placement", "paper: p95 low → high load (ms)",
                          *[f"{u} users" for u in users]], rows))
@@ -771,7 +798,20 @@ def s0_section(exp: Experiment) -> str:
                                                   "load.users": u})) for u in users]
             by_pl[pl] = rs
             rows.append([f"{pl} ÷ monolith", *[ratio_cell(r) for r in rs]])
-        out.append(md_table(["ratio", *[f"{u} users" for u in users]], rows))
+        for pl in placements:
+            if pl == "monolith":
+                continue
+            cells = []
+            for u in users:
+                d = difference_of(
+                    _values(df, metric, **{"deploy.placement": pl, "load.users": u}),
+                    _values(df, metric, **{"deploy.placement": "monolith", "load.users": u}))
+                cells.append(est(d[0], d[1], d[2]))
+            rows.append([f"{pl} − monolith (ms)", *cells])
+        out.append(md_table(["placement vs monolith", *[f"{u} users" for u in users]], rows))
+        out.append("")
+        out.append("*Differences: mean p95 of the placement minus the monolith's, with Welch's "
+                   "95% interval.*")
         out.append("")
         finest = "split" if "split" in by_pl else next(iter(by_pl), None)
         if finest is not None:
