@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Run the replication specs and regenerate the tables of docs/REPLICATIONS.md.
 #
-#   make replicate                        # build, venv, then this script (about an hour)
+#   make replicate                        # build, venv, then this script (about 45 minutes)
 #   bash scripts/replicate.sh             # the same, builds what is missing
-#   bash scripts/replicate.sh s3 s4       # only these studies, then rewrite their tables
+#   bash scripts/replicate.sh s3 s4       # only these studies (s3 s3c s4 s2 s0), then their tables
 #   RESULTS=/tmp/r bash scripts/replicate.sh s0 -- --set experiment.repetitions=2
 #                                         # extra arguments after -- go to `svclab run`
 #
@@ -25,18 +25,24 @@ DOC=${DOC:-docs/REPLICATIONS.md}
 
 declare -A SPEC=(
   [s3]=experiments/s3-style.toml
+  [s3c]=experiments/s3-style.toml
   [s4]=experiments/s4-rpc.toml
   [s2]=experiments/s2-payload.toml
   [s0]=experiments/s0-granularity.toml
 )
-ORDER=(s3 s4 s2 s0)
+# s3c is S3's design with back-to-back calls (one closed-loop user) instead
+# of the open loop at 3 req/s: the same question under the other load shape.
+declare -A ARGS=(
+  [s3c]="--set load.mode=closed --set load.rate=0 --set load.users=1 --set load.warmup=2s --set load.duration=8s --set experiment.name=s3-style-closed"
+)
+ORDER=(s3 s3c s4 s2 s0)
 
 studies=()
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
-    s0|s2|s3|s4) studies+=("$1"); shift ;;
+    s0|s2|s3|s3c|s4) studies+=("$1"); shift ;;
     -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "replicate.sh: unknown argument '$1' (studies: ${ORDER[*]}; svclab run flags after --)" >&2; exit 2 ;;
   esac
@@ -55,7 +61,8 @@ failed=0
 summary=()
 for s in "${studies[@]}"; do
   spec=${SPEC[$s]}
-  cmd=(bin/svclab run --results "$RESULTS" "${extra[@]}" "$spec")
+  read -r -a own <<<"${ARGS[$s]:-}"
+  cmd=(bin/svclab run --results "$RESULTS" "${own[@]}" "${extra[@]}" "$spec")
   shown=$(printf '%q ' "${cmd[@]}"); shown=${shown% }
   echo "== $s: $shown" >&2
   before=$(loadavg)
@@ -67,7 +74,7 @@ for s in "${studies[@]}"; do
   # add up to about 2 on this 2-core machine; the rest is other work).
   ( while :; do cut -d' ' -f1 /proc/loadavg >>"$samples"; sleep 10; done ) &
   sampler=$!
-  SVCLAB_VENV=$VENV "$SVCLAB" run --results "$RESULTS" "${extra[@]}" "$spec" | tee "$out"
+  SVCLAB_VENV=$VENV "$SVCLAB" run --results "$RESULTS" "${own[@]}" "${extra[@]}" "$spec" | tee "$out"
   rc=${PIPESTATUS[0]}
   t1=$(now)
   kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null

@@ -194,6 +194,12 @@ def test_provenance_without_replicate_json(tmp_path: Path) -> None:
     # Runs end at 03:04:06 .. 03:04:25 (run 20 ends at 03:04:25); start 03:04:05.
     assert "Wall time: 20 s (first run's start to last run's end" in text
     assert "Command: `bin/svclab run experiments/s3-style.toml`" in text
+    meta = json.loads((tmp_path / "s3-style-20260102-030405" / "experiment.json").read_text())
+    meta["overrides"] = ["load.rate=10", 'experiment.factors."app.size"=["std"]']
+    (tmp_path / "s3-style-20260102-030405" / "experiment.json").write_text(json.dumps(meta))
+    text = rp.build_section(rp.STUDIES["s3"], tmp_path / "s3-style-20260102-030405")
+    assert ("Command: `bin/svclab run --set load.rate=10 --set "
+            "'experiment.factors.\"app.size\"=[\"std\"]' experiments/s3-style.toml`") in text
 
 
 # ---------------------------------------------------------------- S4

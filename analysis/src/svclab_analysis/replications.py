@@ -31,6 +31,7 @@ import argparse
 import json
 import math
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -211,7 +212,11 @@ def provenance(exp: Experiment, default_command: str) -> str:
             rep = json.loads(rep_path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             rep = {}
-    command = str(rep.get("command") or default_command)
+    command = str(rep.get("command") or "")
+    if not command and meta.get("spec_path"):
+        sets = [f"--set {shlex.quote(str(o))}" for o in meta.get("overrides") or []]
+        command = " ".join(["bin/svclab run", *sets, shlex.quote(str(meta["spec_path"]))])
+    command = command or default_command
     if "wall_s" in rep:
         wall = f"{duration_text(float(rep['wall_s']))} (measured by scripts/replicate.sh, " \
                "analysis included)"
@@ -888,6 +893,9 @@ STUDIES: dict[str, Study] = {
     s.key: s
     for s in [
         Study("s3", "s3-style", "experiments/s3-style.toml", "p50_ms", s3_section),
+        # S3's design with back-to-back calls: scripts/replicate.sh runs the same spec
+        # with one closed-loop user and experiment.name = "s3-style-closed".
+        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", "p50_ms", s3_section),
         Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
@@ -946,7 +954,7 @@ def build_section(study: Study, path: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog=PROG, description=__doc__.split("\n\n")[0])
     p.add_argument("dirs", nargs="*", metavar="KEY=DIR",
-                   help="use this results directory for a study (s3, s4, s2, s0) instead of "
+                   help="use this results directory for a study (s3, s3c, s4, s2, s0) instead of "
                         "the newest one under --results")
     p.add_argument("--results", default="results", help="where results directories are")
     p.add_argument("--doc", default="docs/REPLICATIONS.md", help="the document to rewrite")
