@@ -109,7 +109,9 @@ EOF
   fi
 done
 
-only=$(IFS=,; echo "${studies[*]}")
+# The summary and the runs table are rewritten too, from the newest results
+# of every study.
+only=$(IFS=,; echo "${studies[*]},summary,runs")
 echo "== regenerating $DOC ($only)" >&2
 if ! "$VENV/bin/python" -m svclab_analysis.replications --results "$RESULTS" --doc "$DOC" --only "$only"; then
   failed=1

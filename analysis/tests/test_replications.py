@@ -53,6 +53,7 @@ def write_store(
     cpu_per_s: float = 0.5,
     bottleneck: Callable[[dict[str, Any], int], bool] | None = None,
     replicate: dict[str, Any] | None = None,
+    spec: dict[str, Any] | None = None,
 ) -> Path:
     """A results directory `<root>/<name>-<stamp>` as svclab run writes it."""
     d = root / f"{name}-{stamp}"
@@ -65,7 +66,8 @@ def write_store(
     for i, (levels, rep) in enumerate(plan, start=1):
         h = hashlib.sha256(json.dumps(levels, sort_keys=True).encode()).hexdigest()[:6]
         rid = f"r{i:03d}-{h}"
-        runs.append({"id": rid, "index": i, "repetition": rep, "levels": levels, "spec": {}})
+        runs.append({"id": rid, "index": i, "repetition": rep, "levels": levels,
+                     "spec": spec or {}})
         rd = d / "runs" / rid
         rd.mkdir()
         flag = bool(bottleneck and bottleneck(levels, rep))
@@ -138,12 +140,12 @@ S3_P50 = {
 }
 
 
-def s3_store(root: Path, **kw: Any) -> Path:
+def s3_store(root: Path, name: str = "s3-style", **kw: Any) -> Path:
     def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
         return {"total": {"p50_ms": S3_P50[(lv["deploy.transport"], lv["app.size"])][rep - 1]}}
 
-    return write_store(root, "s3-style", [("deploy.transport", ["grpc", "http"]),
-                                          ("app.size", ["std", "large"])], values, reps=5, **kw)
+    return write_store(root, name, [("deploy.transport", ["grpc", "http"]),
+                                    ("app.size", ["std", "large"])], values, reps=5, **kw)
 
 
 def test_s3_tables(tmp_path: Path) -> None:
@@ -316,8 +318,10 @@ def test_s0_tables(tmp_path: Path) -> None:
     row = next(ln for ln in text.splitlines() if ln.startswith("| split − monolith (ms) |"))
     assert row.endswith(f"| {num(a.mean() - b.mean())} ({num(ci.low)}–{num(ci.high)}) |")
     assert f"; median {num(24.0 * 1.04)} |" in text
-    assert "dominates at high load* (split ÷ monolith at 100 users" in text
-    assert "**holds**" in text
+    # split ÷ monolith is 6/2.1 = 2.86× at 10 users: more than the paper's 1.33×.
+    assert "*fine granularity costs little at low load* (split ÷ monolith at 10 users no " \
+        "larger than the paper's 1.33×): **does not hold (larger)**" in text
+    assert "intervals not overlapping): **holds**." in text
     # System CPU: 0.5 CPU-s per second is 50% of one core; 5 ms per request at 100 req/s.
     assert "| monolith | 10 | 100 (100–100) | 5.00 (5.00–5.00) | 50.0 | 12.5 | 0 of 3 |" in text
 
@@ -417,3 +421,54 @@ def test_one_run_per_cell_gives_ratios_without_intervals(tmp_path: Path) -> None
     text = rp.build_section(rp.STUDIES["s3"], d)
     assert ("| StdSize | 4.55× | 2.00× | — | gRPC wins small requests "
             "| inconclusive (no interval) |") in text
+
+
+def test_summary_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results"
+    s3_store(results)
+    s3_store(results, name="s3-style-closed", spec={"load": {"mode": "closed", "users": 1}})
+    write_store(results, "s4-rpc", [("deploy.transport", ["grpc", "netrpc"]),
+                                    ("app.string_len", [2, 1024])], s4_values, reps=3)
+    write_store(results, "s2-payload",
+                [("load.rate", [10, 100]), ("app.payload", ["small", "large"]),
+                 ("deploy.transport", ["grpc", "http"])],
+                lambda lv, rep: {"total": {"mean_ms": {"small": 2.0, "large": 10.0}[
+                    lv["app.payload"]] + 0.1 * rep}}, reps=3)
+    write_store(results, "s0-granularity", [("deploy.placement", ["monolith", "two", "split"]),
+                                            ("load.users", [10, 100])], s0_values, reps=3)
+    doc = tmp_path / "R.md"
+    doc.write_text("".join(f"<!-- BEGIN {k} -->\n<!-- END {k} -->\n"
+                           for k in [*rp.STUDIES, "summary", "runs"]))
+    # One study alone: the summary is still rebuilt from the newest results of all.
+    assert rp.main(["--results", str(results), "--doc", str(doc), "--only",
+                    "s0,summary,runs"]) == 0
+    text = doc.read_text()
+    runs = text.split("<!-- BEGIN runs -->")[1].split("<!-- END runs -->")[0]
+    assert "| s3 | [s3-style.toml](../experiments/s3-style.toml) | `s3-style-20260102-030405` " \
+        "| 20 of 20 | 0 | — | 20 s (first run's start" in runs
+    assert "| s4 | [s4-rpc.toml](../experiments/s4-rpc.toml) | `s4-rpc-20260102-030405` " \
+        "| 12 of 12 |" in runs
+    assert "<!-- BEGIN s3 -->\n<!-- END s3 -->" in text
+    summary = text.split("<!-- BEGIN summary -->")[1]
+    rows = [ln for ln in summary.splitlines() if ln.startswith("| S")]
+    assert "| S3 | gRPC wins small requests (open loop) | **holds** | REST ÷ gRPC 2.00× (" \
+        in rows[0]
+    assert any("REST wins large requests (back-to-back calls) | **does not hold (reversed)**"
+               in r for r in rows)
+    assert any(r.startswith("| S4 | net/rpc is faster than gRPC on one machine | **holds "
+                            "for every operation** | grpc ÷ netrpc") for r in rows)
+    assert any(r.startswith("| S2 | a large payload costs more than a small one | **holds** |")
+               for r in rows)
+    # In this store 100 req/s is never slower: the claim holds in every cell.
+    assert any(r.startswith("| S2 | the default setup is no slower at 100 than at 10 req/s "
+                            "| **holds** | 100 ÷ 10 req/s 1.00–1.00×") for r in rows)
+    assert any(r.startswith("| S0 | fine granularity costs little at low load | **does not "
+                            "hold (larger)** | split ÷ monolith p95") for r in rows)
+    assert any(r.startswith("| S0 | granularity's cost grows to dominate at high load | "
+                            "**holds** |") for r in rows)
+    # Without every study's results, the summary is left alone.
+    for d in results.glob("s4-rpc-*"):
+        (d / "experiment.json").unlink()
+    doc.write_text(text.replace(summary.split("<!-- END summary -->")[0], "\nkept\n"))
+    assert rp.main(["--results", str(results), "--doc", str(doc)]) == 0
+    assert "<!-- BEGIN summary -->\nkept\n<!-- END summary -->" in doc.read_text()

@@ -197,6 +197,39 @@ def run_audits(exp: Experiment) -> dict[str, RunAudit]:
     return out
 
 
+def replicate_info(exp: Experiment) -> dict[str, Any]:
+    """replicate.json of a results directory (scripts/replicate.sh writes it), or {}."""
+    path = exp.path / "replicate.json"
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def wall_time(exp: Experiment, rep: dict[str, Any]) -> str:
+    """The spec's wall time: replicate.sh's measurement, else the runs' span."""
+    if "wall_s" in rep:
+        return f"{duration_text(float(rep['wall_s']))} (measured by scripts/replicate.sh, " \
+               "analysis included)"
+    start = _parse_time(exp.meta.get("created"))
+    ends: list[datetime] = []
+    for d in exp.runs["dir"]:
+        try:
+            with open(Path(str(d)) / "run.json", encoding="utf-8") as fh:
+                t = _parse_time(json.load(fh).get("ended"))
+        except (OSError, json.JSONDecodeError):
+            t = None
+        if t is not None:
+            ends.append(t)
+    if start is None or not ends:
+        return "—"
+    return f"{duration_text((max(ends) - start).total_seconds())} " \
+           "(first run's start to last run's end; analysis not included)"
+
+
 def provenance(exp: Experiment, default_command: str) -> str:
     """Where the numbers come from: directory, command, wall time, load, binary."""
     meta = exp.meta
@@ -205,37 +238,13 @@ def provenance(exp: Experiment, default_command: str) -> str:
     n_flag = int(runs["bottleneck"].sum())
     planned = meta.get("runs")
     n_planned = len(planned) if isinstance(planned, list) else len(runs)
-    rep: dict[str, Any] = {}
-    rep_path = exp.path / "replicate.json"
-    if rep_path.exists():
-        try:
-            rep = json.loads(rep_path.read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            rep = {}
+    rep = replicate_info(exp)
     command = str(rep.get("command") or "")
     if not command and meta.get("spec_path"):
         sets = [f"--set {shlex.quote(str(o))}" for o in meta.get("overrides") or []]
         command = " ".join(["bin/svclab run", *sets, shlex.quote(str(meta["spec_path"]))])
     command = command or default_command
-    if "wall_s" in rep:
-        wall = f"{duration_text(float(rep['wall_s']))} (measured by scripts/replicate.sh, " \
-               "analysis included)"
-    else:
-        start = _parse_time(meta.get("created"))
-        ends: list[datetime] = []
-        for d in runs["dir"]:
-            try:
-                with open(Path(str(d)) / "run.json", encoding="utf-8") as fh:
-                    t = _parse_time(json.load(fh).get("ended"))
-            except (OSError, json.JSONDecodeError):
-                t = None
-            if t is not None:
-                ends.append(t)
-        if start is not None and ends:
-            wall = f"{duration_text((max(ends) - start).total_seconds())} " \
-                   "(first run's start to last run's end; analysis not included)"
-        else:
-            wall = "—"
+    wall = wall_time(exp, rep)
     host = meta.get("host") or {}
     design = meta.get("design") or {}
     lines = [
@@ -266,6 +275,14 @@ def provenance(exp: Experiment, default_command: str) -> str:
                      "processes account for up to about 2 of it; the rest is other work on "
                      "the machine.")
     return "\n".join(lines)
+
+
+def _closed(exp: Experiment) -> bool:
+    """Whether the runs used a closed loop (from the plan's effective specs)."""
+    for r in exp.meta.get("runs") or []:
+        load = ((r or {}).get("spec") or {}).get("load") or {}
+        return str(load.get("mode") or "open") == "closed"
+    return False
 
 
 def _cell(df: pd.DataFrame, **levels: Any) -> pd.DataFrame:
@@ -389,11 +406,37 @@ def _factor(exp: Experiment, name: str, fixed: str) -> list[str]:
     return levels if levels else [fixed]
 
 
+@dataclass
+class Claim:
+    """One published finding and what this machine says about it: a row of the summary."""
+
+    study: str
+    claim: str
+    verdict: str
+    here: str
+    paper: str
+
+
+def _overall(verdicts: Sequence[str]) -> str:
+    """One verdict for a claim tested in several cells."""
+    if not verdicts:
+        return "not tested"
+    n = len(verdicts)
+    held = sum(v == "holds" for v in verdicts)
+    failed = sum(v.startswith("does not hold") for v in verdicts)
+    if held == n:
+        return "holds"
+    if failed == n:
+        return "does not hold"
+    return f"holds in {held} of {n} cells, does not hold in {failed}"
+
+
 # ---------------------------------------------------------------- S3
 
 
-def s3_section(exp: Experiment) -> str:
+def s3_section(exp: Experiment, claims: list[Claim]) -> str:
     metric = "p50_ms"
+    shape = "back-to-back calls" if _closed(exp) else "open loop"
     df = response_table(exp, "total")
     sizes = ["std", "large"]
     transports = [("grpc", "Go/gRPC"), ("http", "Go/REST")]
@@ -437,6 +480,8 @@ def s3_section(exp: Experiment) -> str:
                      _values(df, metric, **{"deploy.transport": "grpc", "app.size": size}))
         v = verdict(r.lo, r.hi, above)
         verdicts[size] = v
+        claims.append(Claim("S3", f"{claim} ({shape})", v, f"REST ÷ gRPC {ratio_cell(r)}",
+                            f"{num(paper)}×"))
         rows.append(["StdSize" if size == "std" else "LargeSize", f"{num(paper)}×",
                      ratio_cell(r), pval(r.p), claim, v])
     out.append(md_table(["size", "paper (Go)", "svclab", "p (runs)", "paper's claim",
@@ -457,6 +502,14 @@ def s3_section(exp: Experiment) -> str:
                            "error": float(t.loc["Residual", "percent"])}
         except AnalysisError:
             alloc[size] = {"style": math.nan, "error": math.nan}
+    for i, size in enumerate(sizes):
+        share = alloc[size]["style"]
+        paper_share = S3_PAPER_ALLOCATION["communication style"][i]
+        claims.append(Claim(
+            "S3", f"the style explains most of the variation, {size} ({shape})",
+            "inconclusive (not computed)" if not math.isfinite(share) else
+            "holds" if share > 50 else "does not hold",
+            f"{num(share)}%", f"{num(paper_share)}%"))
     rows = []
     for term, (p_std, p_large) in S3_PAPER_ALLOCATION.items():
         key = {"communication style": "style", "error": "error"}.get(term)
@@ -511,7 +564,7 @@ def s3_section(exp: Experiment) -> str:
 S4_OPS = ["void", "long", "eightlongs", "string", "movie"]
 
 
-def s4_section(exp: Experiment) -> str:
+def s4_section(exp: Experiment, claims: list[Claim]) -> str:
     metric = "mean_ms"
     out = [provenance(exp, "bin/svclab run experiments/s4-rpc.toml"), ""]
     lens = _factor(exp, "app.string_len", "16")
@@ -569,6 +622,10 @@ def s4_section(exp: Experiment) -> str:
                    f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
                    f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}× in the paper. "
                    f"Verdict on *net/rpc is faster than gRPC on one machine*: **{v}**.")
+        claims.append(Claim("S4", "net/rpc is faster than gRPC on one machine", v,
+                            f"grpc ÷ netrpc {num(lo)}–{num(hi)}×",
+                            f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
+                            f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}×"))
         out.append("")
 
     if len(lens) > 1:
@@ -631,7 +688,7 @@ def integer_or_dash(v: Any) -> str:
 # ---------------------------------------------------------------- S2
 
 
-def s2_section(exp: Experiment) -> str:
+def s2_section(exp: Experiment, claims: list[Claim]) -> str:
     metric = "mean_ms"
     df = response_table(exp, "total")
     rates = _factor(exp, "load.rate", "10")
@@ -670,6 +727,8 @@ def s2_section(exp: Experiment) -> str:
     rows = []
     payload_v: list[str] = []
     rate_v: list[str] = []
+    payload_r: list[Ratio] = []
+    rate_r: list[tuple[str, Ratio]] = []
     if len(payloads) == 2:
         small, large = payloads
         for tr in transports:
@@ -680,6 +739,7 @@ def s2_section(exp: Experiment) -> str:
                                                     "deploy.transport": tr}))
                 v = verdict(r.lo, r.hi, True)
                 payload_v.append(v)
+                payload_r.append(r)
                 paper = S2_PAPER_DEFAULT.get((int(float(rate)), "large"), math.nan) / \
                     S2_PAPER_DEFAULT.get((int(float(rate)), "small"), math.nan)
                 rows.append([f"{large} ÷ {small}", f"{tr}, {rate} req/s", f"{num(paper)}×",
@@ -698,12 +758,30 @@ def s2_section(exp: Experiment) -> str:
                 if not math.isfinite(r.lo):
                     v = "inconclusive (no interval)"
                 rate_v.append(v)
+                rate_r.append((f"{tr}, {payload}", r))
                 paper = S2_PAPER_DEFAULT.get((int(float(high)), payload), math.nan) / \
                     S2_PAPER_DEFAULT.get((int(float(low)), payload), math.nan)
                 rows.append([f"{high} ÷ {low} req/s", f"{tr}, {payload}", f"{num(paper)}×",
                              ratio_cell(r), v])
     out.append(md_table(["ratio", "where", "paper (default)", "svclab", "claim holds?"], rows))
     out.append("")
+    if payload_r:
+        claims.append(Claim(
+            "S2", "a large payload costs more than a small one", _overall(payload_v),
+            f"large ÷ small {num(min(r.ratio for r in payload_r))}–"
+            f"{num(max(r.ratio for r in payload_r))}×",
+            f"{num(d[(100, 'large')] / d[(100, 'small')])}–"
+            f"{num(d[(10, 'large')] / d[(10, 'small')])}×"))
+    if rate_r:
+        failing = [f"{w} ({ratio_cell(r)})" for (w, r), v in zip(rate_r, rate_v, strict=True)
+                   if v.startswith("does not hold")]
+        claims.append(Claim(
+            "S2", "the default setup is no slower at 100 than at 10 req/s", _overall(rate_v),
+            "100 ÷ 10 req/s: slower for " + ", ".join(failing) if failing else
+            f"100 ÷ 10 req/s {num(min(r.ratio for _, r in rate_r))}–"
+            f"{num(max(r.ratio for _, r in rate_r))}×",
+            f"{num(d[(100, 'large')] / d[(10, 'large')])}–"
+            f"{num(d[(100, 'small')] / d[(10, 'small')])}×"))
     out.append("Claims tested: *a large payload costs more than a small one* (holds when the "
                "interval lies above 1); *without a mesh's tracing, 100 req/s is no slower than "
                "10 req/s* (holds unless the interval lies wholly above 1).")
@@ -754,7 +832,7 @@ def s2_section(exp: Experiment) -> str:
 # ---------------------------------------------------------------- S0
 
 
-def s0_section(exp: Experiment) -> str:
+def s0_section(exp: Experiment, claims: list[Claim]) -> str:
     metric = "p95_ms"
     df = response_table(exp, "total")
     placements = _factor(exp, "deploy.placement", "monolith")
@@ -783,7 +861,6 @@ def s0_section(exp: Experiment) -> str:
                          *[f"{u} users" for u in users]], rows))
     out.append("")
 
-    verdict_text = ""
     if "monolith" in placements and len(users) >= 2:
         out.append("**Granularity's cost as load grows**: p95 of each placement ÷ the "
                    "monolith's, per user level (ratio of the run p95s' medians, 95% bootstrap "
@@ -821,21 +898,37 @@ def s0_section(exp: Experiment) -> str:
         finest = "split" if "split" in by_pl else next(iter(by_pl), None)
         if finest is not None:
             first, last = by_pl[finest][0], by_pl[finest][-1]
-            if all(math.isfinite(x) for x in (first.hi, last.lo, last.hi)):
-                grows = last.lo > first.hi
-                dominates = last.lo > 1
-                if grows and dominates:
-                    verdict_text = "holds"
-                elif last.hi < first.lo or last.hi < 1:
-                    verdict_text = "does not hold"
-                else:
-                    verdict_text = "inconclusive (the intervals overlap)"
+            low_paper = S0_PAPER["d"][0] / S0_PAPER["a"][0]
+            # Part 1: at the lowest load the penalty is as small as the paper's (d) ÷ (a).
+            if not (math.isfinite(first.lo) and math.isfinite(first.hi)):
+                low_v = "inconclusive (no interval)"
+            elif first.lo > low_paper:
+                low_v = "does not hold (larger)"
             else:
-                verdict_text = "inconclusive (no interval)"
-            out.append(f"Verdict on *fine granularity costs little at low load and dominates at "
-                       f"high load* ({finest} ÷ monolith at {users[-1]} users above 1 and above "
-                       f"its value at {users[0]} users, intervals not overlapping): "
-                       f"**{verdict_text}**.")
+                low_v = "holds"
+            # Part 2: the ratio grows with load (intervals at the ends not overlapping).
+            if not all(math.isfinite(x) for x in (first.lo, first.hi, last.lo, last.hi)):
+                grow_v = "inconclusive (no interval)"
+            elif last.lo > first.hi and last.lo > 1:
+                grow_v = "holds"
+            elif last.hi < first.lo:
+                grow_v = "does not hold (shrinks)"
+            else:
+                grow_v = "inconclusive (the intervals overlap)"
+            claims.append(Claim(
+                "S0", "fine granularity costs little at low load", low_v,
+                f"{finest} ÷ monolith p95 {ratio_cell(first)} at {users[0]} users",
+                f"(d) ÷ (a) {num(low_paper)}×"))
+            claims.append(Claim(
+                "S0", "granularity's cost grows to dominate at high load", grow_v,
+                f"{finest} ÷ monolith p95 {ratio_cell(first)} → {ratio_cell(last)} "
+                f"({users[0]} → {users[-1]} users)",
+                f"(d) ÷ (a) {num(low_paper)}× → {num(S0_PAPER['d'][1] / S0_PAPER['a'][1])}×"))
+            out.append(f"Verdicts on *fine granularity costs little at low load* ({finest} ÷ "
+                       f"monolith at {users[0]} users no larger than the paper's "
+                       f"{num(low_paper)}×): **{low_v}**; on *and dominates at high load* (the "
+                       f"ratio at {users[-1]} users above 1 and above its value at {users[0]} "
+                       f"users, intervals not overlapping): **{grow_v}**.")
             out.append("")
 
     factors = [f.name for f in exp.factors if f.name in ("deploy.placement", "load.users")]
@@ -886,7 +979,7 @@ class Study:
     experiment: str
     spec: str
     metric: str
-    section: Callable[[Experiment], str]
+    section: Callable[[Experiment, list[Claim]], str]
 
 
 STUDIES: dict[str, Study] = {
@@ -946,9 +1039,50 @@ GENERATED_NOTE = ("<!-- generated by `python -m svclab_analysis.replications` fr
                   "do not edit by hand -->")
 
 
-def build_section(study: Study, path: Path) -> str:
+def build_section(study: Study, path: Path, claims: list[Claim] | None = None,
+                  exps: dict[str, Experiment] | None = None) -> str:
     exp = load_experiment(path, metric=study.metric, operation="total")
-    return GENERATED_NOTE.format(path=path.name) + "\n" + study.section(exp)
+    if exps is not None:
+        exps[study.key] = exp
+    return GENERATED_NOTE.format(path=path.name) + "\n" + study.section(
+        exp, claims if claims is not None else [])
+
+
+SUMMARY_KEY = "summary"
+RUNS_KEY = "runs"
+
+
+def runs_section(exps: dict[str, Experiment]) -> str:
+    """One line per study: spec, results directory, runs, flags and wall time."""
+    rows = []
+    for key, exp in exps.items():
+        st = STUDIES[key]
+        rep = replicate_info(exp)
+        runs = exp.runs
+        during = rep.get("loadavg_during") or {}
+        load = (f"{num(during.get('mean_1m'))} (max {num(during.get('max_1m'))})"
+                if isinstance(during, dict) and during.get("samples") else "—")
+        rows.append([key, f"[{st.spec.rsplit('/', 1)[-1]}](../{st.spec})", f"`{exp.path.name}`",
+                     f"{int((runs['status'] == 'ok').sum())} of {len(runs)}",
+                     str(int(runs["bottleneck"].sum())), load,
+                     duration_text(float(rep["wall_s"])) if "wall_s" in rep
+                     else wall_time(exp, rep)])
+    used = ", ".join(f"`{e.path.name}`" for e in exps.values())
+    return "\n".join([
+        GENERATED_NOTE.format(path=used),
+        md_table(["study", "spec", "results", "runs ok", "runs flagged",
+                  "1-min load average while running", "wall time"], rows),
+    ])
+
+
+def summary_section(claims: Sequence[Claim], sources: dict[str, Path]) -> str:
+    """The verdict of every tested claim, from the same results as the sections."""
+    rows = [[c.study, c.claim, f"**{c.verdict}**", c.here, c.paper] for c in claims]
+    used = ", ".join(f"`{p.name}`" for p in sources.values())
+    return "\n".join([
+        GENERATED_NOTE.format(path=used),
+        md_table(["study", "the paper's finding", "on this machine", "svclab", "paper"], rows),
+    ])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -958,7 +1092,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         "the newest one under --results")
     p.add_argument("--results", default="results", help="where results directories are")
     p.add_argument("--doc", default="docs/REPLICATIONS.md", help="the document to rewrite")
-    p.add_argument("--only", help="comma-separated studies to rewrite (default: all)")
+    p.add_argument("--only", help="comma-separated regions to rewrite: studies (s3, s3c, s4, "
+                                  "s2, s0), summary, runs (default: all)")
     p.add_argument("--stdout", action="store_true",
                    help="print the generated regions instead of rewriting the document")
     args = p.parse_args(argv)
@@ -974,18 +1109,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.only:
             keys = [k.strip() for k in args.only.split(",") if k.strip()]
             for k in keys:
-                if k not in STUDIES:
+                if k not in STUDIES and k not in (SUMMARY_KEY, RUNS_KEY):
                     raise AnalysisError(f"--only {k}: unknown study; known: {', '.join(STUDIES)}")
         sections: dict[str, str] = {}
-        for key in keys:
-            st = STUDIES[key]
+        claims: list[Claim] = []
+        sources: dict[str, Path] = {}
+        exps: dict[str, Experiment] = {}
+        for key, st in STUDIES.items():
             path = explicit.get(key) or latest_results(Path(args.results), st.experiment)
             if path is None:
-                print(f"{key}: no results of {st.experiment} under {args.results}; region left "
-                      f"as it is (run: bin/svclab run {st.spec})", file=sys.stderr)
+                if key in keys:
+                    print(f"{key}: no results of {st.experiment} under {args.results}; region "
+                          f"left as it is (run: bash scripts/replicate.sh {key})",
+                          file=sys.stderr)
                 continue
-            sections[key] = build_section(st, path)
-            print(f"{key}: {path}", file=sys.stderr)
+            own: list[Claim] = []
+            body = build_section(st, path, own, exps)
+            claims += own
+            sources[key] = path
+            if key in keys:
+                sections[key] = body
+                print(f"{key}: {path}", file=sys.stderr)
+        # The summary and the runs table are rewritten only when every study has
+        # results, so that they never mix a fresh study with a missing one.
+        if len(sources) == len(STUDIES):
+            if not args.only or SUMMARY_KEY in keys:
+                sections[SUMMARY_KEY] = summary_section(claims, sources)
+            if not args.only or RUNS_KEY in keys:
+                sections[RUNS_KEY] = runs_section(exps)
         if args.stdout:
             for key, body in sections.items():
                 print(f"<!-- BEGIN {key} -->\n{body}\n<!-- END {key} -->\n")
