@@ -426,7 +426,8 @@ def test_one_run_per_cell_gives_ratios_without_intervals(tmp_path: Path) -> None
 def test_summary_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     results = tmp_path / "results"
     s3_store(results)
-    s3_store(results, name="s3-style-closed", spec={"load": {"mode": "closed", "users": 1}})
+    closed_dir = s3_store(results, name="s3-style-closed",
+                          spec={"load": {"mode": "closed", "users": 1}})
     write_store(results, "s4-rpc", [("deploy.transport", ["grpc", "netrpc"]),
                                     ("app.string_len", [2, 1024])], s4_values, reps=3)
     write_store(results, "s2-payload",
@@ -455,6 +456,8 @@ def test_summary_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         in rows[0]
     assert any("REST wins large requests (back-to-back calls) | **does not hold (reversed)**"
                in r for r in rows)
+    closed = rp.build_section(rp.STUDIES["s3c"], closed_dir)
+    assert "| n/a (closed loop) | n/a (closed loop) |" in closed
     assert any(r.startswith("| S4 | net/rpc is faster than gRPC on one machine | **holds "
                             "for every operation** | grpc ÷ netrpc") for r in rows)
     assert any(r.startswith("| S2 | a large payload costs more than a small one | **holds** |")

@@ -369,6 +369,9 @@ def _audit_rows(
     service-time p50 and the generator's self-audit."""
     audits = run_audits(exp)
     late = exp.runs.set_index("run_id")["late_sends"]
+    # In a closed loop "late" means behind the user's own pace (the previous
+    # answer came late), not a send the generator failed to make on time.
+    closed = _closed(exp)
     rows = []
     for levels, labels in configs:
         part = _cell(df, **levels)
@@ -381,7 +384,9 @@ def _audit_rows(
                     for r, c in zip(part["run_id"], part["count"], strict=True) if c]
         rows.append([*labels, summary_cell(cpu), summary_cell(svc),
                      num(float(np.nanmean(gen))) if gen else "—",
+                     "n/a (closed loop)" if closed else
                      num(float(np.nanmean(late_pct))) if late_pct else "—",
+                     "n/a (closed loop)" if closed else
                      num(float(np.nanmax(lags))) if lags else "—",
                      f"{flagged(exp, part)} of {len(part)}"])
     return rows
