@@ -88,6 +88,14 @@ def test_mann_whitney_against_scipy() -> None:
     assert r["ratio_ci_high"] == pytest.approx(ref_ci.high)
 
 
+def test_mann_whitney_one_run_per_group_has_no_interval() -> None:
+    # One run per configuration (repetitions = 1): the ratio of the two
+    # values is all there is; a bootstrap of one value has no interval.
+    r = mann_whitney(np.array([2.0]), np.array([4.0]), seed=1)
+    assert r["ratio"] == pytest.approx(0.5)
+    assert math.isnan(r["ratio_ci_low"]) and math.isnan(r["ratio_ci_high"])
+
+
 def test_compare_multilevel_against_scipy_and_scikit_posthocs() -> None:
     rng = np.random.default_rng(9)
     df = pd.DataFrame({"impl": np.repeat(["go", "java", "python"], 6),

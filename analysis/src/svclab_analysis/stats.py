@@ -141,7 +141,9 @@ def sample_size(
 def _ratio_of_medians_ci(
     a: np.ndarray, b: np.ndarray, confidence: float, n_resamples: int, seed: int
 ) -> tuple[float, float]:
-    if np.median(b) == 0:
+    # A bootstrap needs two or more values per group; with one run per
+    # configuration there is no interval to give, only the ratio itself.
+    if len(a) < 2 or len(b) < 2 or np.median(b) == 0:
         return math.nan, math.nan
 
     def ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
