@@ -257,12 +257,7 @@ func locateErrors(err error, fs *pflag.FlagSet, file *spec.Spec) error {
 			flagOf["load."+key] = flag
 		}
 	}
-	var parts []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		parts = j.Unwrap()
-	} else {
-		parts = []error{err}
-	}
+	parts := spec.Unjoin(err)
 	out := make([]error, 0, len(parts))
 	for _, p := range parts {
 		var ke *spec.KeyError

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -214,7 +215,7 @@ func newHost(ctx context.Context, cfg *HostConfig, mw Middleware) (*host, error)
 		impls[name] = impl
 	}
 
-	for _, name := range sortedKeys(cfg.Listen) {
+	for _, name := range slices.Sorted(maps.Keys(cfg.Listen)) {
 		l := cfg.Listen[name]
 		c, ok := comps[name]
 		if !ok || !slices.Contains(cfg.Components, name) {
@@ -341,15 +342,6 @@ func orNone(s []string) string {
 		return "nothing (inproc only)"
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // lazyConn dials its peer on first use. Groups start concurrently, and

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strconv"
@@ -208,7 +209,7 @@ func (s *Spec) orderedChildren(path string, raw map[string]any) []string {
 			names = append(names, name)
 		}
 	}
-	for _, k := range sortedKeys(raw) {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
 		if !seen[k] {
 			names = append(names, k)
 		}

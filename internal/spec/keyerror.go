@@ -21,12 +21,7 @@ func (s *Spec) Locate(table string, err error) error {
 	if err == nil {
 		return nil
 	}
-	var parts []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		parts = j.Unwrap()
-	} else {
-		parts = []error{err}
-	}
+	parts := Unjoin(err)
 	out := make([]error, 0, len(parts))
 	for _, p := range parts {
 		var ke *KeyError
@@ -45,4 +40,12 @@ func (s *Spec) Locate(table string, err error) error {
 		}
 	}
 	return errors.Join(out...)
+}
+
+// Unjoin returns the errors an errors.Join combined, or err alone.
+func Unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

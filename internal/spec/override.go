@@ -36,20 +36,9 @@ func (s *Spec) Set(assignment string) error {
 		s.tree = saved
 		return err
 	}
-	m := s.tree
-	for i, p := range parts[:len(parts)-1] {
-		next, ok := m[p]
-		if !ok {
-			next = map[string]any{}
-			m[p] = next
-		}
-		nm, ok := next.(map[string]any)
-		if !ok {
-			return restore(fmt.Errorf("--set %s: %s is not a table", key, strings.Join(parts[:i+1], ".")))
-		}
-		m = nm
+	if err := setPath(s.tree, parts, value); err != nil {
+		return restore(fmt.Errorf("--set %s: %w", key, err))
 	}
-	m[parts[len(parts)-1]] = value
 	if err := s.checkTopLevel(); err != nil {
 		return restore(fmt.Errorf("--set %s: %w", key, err))
 	}

@@ -16,7 +16,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -381,21 +380,9 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 			return nil, &Error{File: s.Path, Line: line, Key: factorKey,
 				Err: fmt.Errorf("a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\"")}
 		}
-		m := tree
-		for i, p := range parts[:len(parts)-1] {
-			next, ok := m[p]
-			if !ok {
-				next = map[string]any{}
-				m[p] = next
-			}
-			nm, ok := next.(map[string]any)
-			if !ok {
-				return nil, &Error{File: s.Path, Line: line, Key: factorKey,
-					Err: fmt.Errorf("%s is not a table", strings.Join(parts[:i+1], "."))}
-			}
-			m = nm
+		if err := setPath(tree, parts, deepCopy(levels[path])); err != nil {
+			return nil, &Error{File: s.Path, Line: line, Key: factorKey, Err: err}
 		}
-		m[parts[len(parts)-1]] = deepCopy(levels[path])
 		setBy[path] = line + s.lineShift // Line subtracts the shift again
 	}
 	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, lineShift: s.lineShift}
@@ -403,6 +390,26 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 		return nil, err
 	}
 	return out, nil
+}
+
+// setPath sets tree[parts[0]][parts[1]]... to value, making the tables on
+// the way that are missing.
+func setPath(tree map[string]any, parts []string, value any) error {
+	m := tree
+	for i, p := range parts[:len(parts)-1] {
+		next, ok := m[p]
+		if !ok {
+			next = map[string]any{}
+			m[p] = next
+		}
+		nm, ok := next.(map[string]any)
+		if !ok {
+			return fmt.Errorf("%s is not a table", strings.Join(parts[:i+1], "."))
+		}
+		m = nm
+	}
+	m[parts[len(parts)-1]] = value
+	return nil
 }
 
 func deepCopy(v any) any {
@@ -422,14 +429,4 @@ func deepCopy(v any) any {
 	default:
 		return v
 	}
-}
-
-// sortedKeys is used where map order would otherwise leak into output.
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

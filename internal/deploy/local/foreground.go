@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -51,7 +53,7 @@ func Describe(w io.Writer, d *Deployment) {
 	fmt.Fprintln(tw, "  GROUP\tPID\tLISTENERS")
 	for _, proc := range d.Processes() {
 		var ls []string
-		for _, c := range sortedKeys(proc.Listen) {
+		for _, c := range slices.Sorted(maps.Keys(proc.Listen)) {
 			ls = append(ls, c+"="+proc.Listen[c].String())
 		}
 		if len(ls) == 0 {

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -172,7 +173,7 @@ type NotReadyError struct {
 func (e *NotReadyError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
-	for _, g := range sortedKeys(e.Tails) {
+	for _, g := range slices.Sorted(maps.Keys(e.Tails)) {
 		fmt.Fprintf(&b, "\ngroup %s last output:\n%s", g, indent(strings.Split(e.Tails[g], "\n")))
 	}
 	return b.String()
@@ -563,7 +564,7 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 			}
 		}()
 		checks := 0
-		for _, c := range sortedKeys(p.Listen) {
+		for _, c := range slices.Sorted(maps.Keys(p.Listen)) {
 			ep := p.Listen[c]
 			checks++
 			wg.Add(1)
@@ -737,15 +738,6 @@ func indent(lines []string) string {
 		return "  (no output)"
 	}
 	return "  " + strings.Join(lines, "\n  ")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // spawner starts children from one goroutine locked to its OS thread for
