@@ -159,13 +159,7 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 			return nil, s.Errorf("deploy.transport", "unknown transport %q (known: %s)", p.Transport, strings.Join(Transports(), ", "))
 		}
 		nets := tr.Networks()
-		// TCP on loopback by default, where the transport has it: it is
-		// what a split deployment pays between machines, and what the
-		// studies svclab replicates measured. Unix sockets are opt-in.
 		p.Network = nets[0]
-		if slices.Contains(nets, "tcp") {
-			p.Network = "tcp"
-		}
 		if s.Deploy.Network != "" {
 			if !slices.Contains(nets, s.Deploy.Network) {
 				return nil, s.Errorf("deploy.network", "transport %q cannot listen on %q (it can on: %s)", p.Transport, s.Deploy.Network, strings.Join(nets, ", "))

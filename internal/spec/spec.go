@@ -91,7 +91,7 @@ type Deploy struct {
 	// Placements maps a name to a list of groups; a group is a list of
 	// component names that share one process.
 	Placements map[string][][]string `toml:"placements"`
-	// Network is "tcp", "unix", or empty for the transport's preference.
+	// Network is "tcp", "unix", or empty for the transport's preference (tcp for every network transport).
 	Network string `toml:"network"`
 	// StartTimeout bounds how long deployment may take.
 	StartTimeout Duration `toml:"start_timeout"`

@@ -58,7 +58,7 @@ type Transport interface {
 	// Name is the value of deploy.transport that selects this transport.
 	Name() string
 	// Networks lists the listener networks the transport can serve on,
-	// preferred first ("unix", "tcp").
+	// preferred first ("tcp", "unix").
 	Networks() []string
 	NewServer(opts ServerOptions) Server
 	Dial(ctx context.Context, network, addr string, opts DialOptions) (Conn, error)

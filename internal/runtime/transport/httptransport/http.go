@@ -77,8 +77,9 @@ type Transport struct{}
 // Name returns "http".
 func (Transport) Name() string { return Name }
 
-// Networks returns unix and tcp.
-func (Transport) Networks() []string { return []string{"unix", "tcp"} }
+// Networks returns tcp and unix: loopback TCP is what a split deployment
+// pays between machines, so it comes first; unix sockets are opt-in.
+func (Transport) Networks() []string { return []string{"tcp", "unix"} }
 
 // NewServer returns a *Server.
 func (Transport) NewServer(opts transport.ServerOptions) transport.Server { return NewServer(opts) }
