@@ -43,7 +43,7 @@ structure.`,
 			if err != nil {
 				return err
 			}
-			p, _, err := experiment.PlanSpec(s, chooseSeed(seed))
+			p, _, err := experiment.PlanSpec(s, experiment.ClockSeed(seed))
 			if err != nil {
 				return err
 			}
@@ -160,15 +160,6 @@ func roundDuration(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(100 * time.Millisecond)
-}
-
-// chooseSeed returns seed, or one from the clock when it is zero, so every
-// plan has a seed to record.
-func chooseSeed(seed int64) int64 {
-	if seed != 0 {
-		return seed
-	}
-	return time.Now().UnixNano() & (1<<53 - 1) // stays exact in JSON numbers
 }
 
 // exactArgs is cobra.ExactArgs with an error that says what to do.

@@ -143,6 +143,15 @@ func runID(index int, levels map[string]any, rep int) string {
 	return fmt.Sprintf("r%03d-%s", index, hex.EncodeToString(h[:3]))
 }
 
+// ClockSeed returns seed, or one from the clock when it is zero, so every
+// plan has a seed to record. It stays below 2^53, exact as a JSON number.
+func ClockSeed(seed int64) int64 {
+	if seed != 0 {
+		return seed
+	}
+	return time.Now().UnixNano() & (1<<53 - 1)
+}
+
 // Estimate is the expected wall time of the whole plan.
 func (p *Plan) Estimate() time.Duration {
 	per := p.Warmup + p.Duration + p.Cooldown + perRunOverhead

@@ -101,10 +101,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		}
 		return execute(ctx, st, p, prepared, committed, opts, logw)
 	}
-	if seed == 0 {
-		seed = time.Now().UnixNano() & (1<<53 - 1)
-	}
-	p, prepared, err := PlanSpec(s, seed)
+	p, prepared, err := PlanSpec(s, ClockSeed(seed))
 	if err != nil {
 		return nil, err
 	}
