@@ -59,6 +59,7 @@ proto:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	$(GO) build -o $(TOOLS)/protoc-gen-go-svclab ./cmd/protoc-gen-go-svclab
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
 
 ## quickstart: build everything, run experiments/quickstart.toml, print the report path

@@ -26,6 +26,55 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type Shape_Kind int32
+
+const (
+	Shape_KIND_UNSPECIFIED Shape_Kind = 0
+	Shape_KIND_CIRCLE      Shape_Kind = 1
+	Shape_KIND_POLYGON     Shape_Kind = 2
+)
+
+// Enum value maps for Shape_Kind.
+var (
+	Shape_Kind_name = map[int32]string{
+		0: "KIND_UNSPECIFIED",
+		1: "KIND_CIRCLE",
+		2: "KIND_POLYGON",
+	}
+	Shape_Kind_value = map[string]int32{
+		"KIND_UNSPECIFIED": 0,
+		"KIND_CIRCLE":      1,
+		"KIND_POLYGON":     2,
+	}
+)
+
+func (x Shape_Kind) Enum() *Shape_Kind {
+	p := new(Shape_Kind)
+	*p = x
+	return p
+}
+
+func (x Shape_Kind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Shape_Kind) Descriptor() protoreflect.EnumDescriptor {
+	return file_echo_echo_proto_enumTypes[0].Descriptor()
+}
+
+func (Shape_Kind) Type() protoreflect.EnumType {
+	return &file_echo_echo_proto_enumTypes[0]
+}
+
+func (x Shape_Kind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Shape_Kind.Descriptor instead.
+func (Shape_Kind) EnumDescriptor() ([]byte, []int) {
+	return file_echo_echo_proto_rawDescGZIP(), []int{2, 0}
+}
+
 type EchoRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Payload []byte                 `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
@@ -133,6 +182,189 @@ func (x *EchoResponse) GetPayload() []byte {
 	return nil
 }
 
+type Shape struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Presence must survive: a set zero is not an unset field.
+	Count *int64     `protobuf:"varint,2,opt,name=count,proto3,oneof" json:"count,omitempty"`
+	Kind  Shape_Kind `protobuf:"varint,3,opt,name=kind,proto3,enum=svclab.echo.Shape_Kind" json:"kind,omitempty"`
+	// Types that are valid to be assigned to Size:
+	//
+	//	*Shape_Radius
+	//	*Shape_Corner
+	Size          isShape_Size      `protobuf_oneof:"size"`
+	Points        []*Point          `protobuf:"bytes,6,rep,name=points,proto3" json:"points,omitempty"`
+	Labels        map[string]*Point `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Blob          []byte            `protobuf:"bytes,8,opt,name=blob,proto3" json:"blob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Shape) Reset() {
+	*x = Shape{}
+	mi := &file_echo_echo_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Shape) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Shape) ProtoMessage() {}
+
+func (x *Shape) ProtoReflect() protoreflect.Message {
+	mi := &file_echo_echo_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Shape.ProtoReflect.Descriptor instead.
+func (*Shape) Descriptor() ([]byte, []int) {
+	return file_echo_echo_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Shape) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Shape) GetCount() int64 {
+	if x != nil && x.Count != nil {
+		return *x.Count
+	}
+	return 0
+}
+
+func (x *Shape) GetKind() Shape_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return Shape_KIND_UNSPECIFIED
+}
+
+func (x *Shape) GetSize() isShape_Size {
+	if x != nil {
+		return x.Size
+	}
+	return nil
+}
+
+func (x *Shape) GetRadius() float64 {
+	if x != nil {
+		if x, ok := x.Size.(*Shape_Radius); ok {
+			return x.Radius
+		}
+	}
+	return 0
+}
+
+func (x *Shape) GetCorner() *Point {
+	if x != nil {
+		if x, ok := x.Size.(*Shape_Corner); ok {
+			return x.Corner
+		}
+	}
+	return nil
+}
+
+func (x *Shape) GetPoints() []*Point {
+	if x != nil {
+		return x.Points
+	}
+	return nil
+}
+
+func (x *Shape) GetLabels() map[string]*Point {
+	if x != nil {
+		return x.Labels
+	}
+	return nil
+}
+
+func (x *Shape) GetBlob() []byte {
+	if x != nil {
+		return x.Blob
+	}
+	return nil
+}
+
+type isShape_Size interface {
+	isShape_Size()
+}
+
+type Shape_Radius struct {
+	Radius float64 `protobuf:"fixed64,4,opt,name=radius,proto3,oneof"`
+}
+
+type Shape_Corner struct {
+	Corner *Point `protobuf:"bytes,5,opt,name=corner,proto3,oneof"`
+}
+
+func (*Shape_Radius) isShape_Size() {}
+
+func (*Shape_Corner) isShape_Size() {}
+
+type Point struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	X             int32                  `protobuf:"varint,1,opt,name=x,proto3" json:"x,omitempty"`
+	Y             int32                  `protobuf:"varint,2,opt,name=y,proto3" json:"y,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Point) Reset() {
+	*x = Point{}
+	mi := &file_echo_echo_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Point) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Point) ProtoMessage() {}
+
+func (x *Point) ProtoReflect() protoreflect.Message {
+	mi := &file_echo_echo_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Point.ProtoReflect.Descriptor instead.
+func (*Point) Descriptor() ([]byte, []int) {
+	return file_echo_echo_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Point) GetX() int32 {
+	if x != nil {
+		return x.X
+	}
+	return 0
+}
+
+func (x *Point) GetY() int32 {
+	if x != nil {
+		return x.Y
+	}
+	return 0
+}
+
 var File_echo_echo_proto protoreflect.FileDescriptor
 
 const file_echo_echo_proto_rawDesc = "" +
@@ -143,11 +375,33 @@ const file_echo_echo_proto_rawDesc = "" +
 	"\fsleep_micros\x18\x02 \x01(\x03R\vsleepMicros\x12\x1b\n" +
 	"\tfail_code\x18\x03 \x01(\x05R\bfailCode\"(\n" +
 	"\fEchoResponse\x12\x18\n" +
-	"\apayload\x18\x01 \x01(\fR\apayload2\xb6\x01\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\"\xc5\x03\n" +
+	"\x05Shape\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x19\n" +
+	"\x05count\x18\x02 \x01(\x03H\x01R\x05count\x88\x01\x01\x12+\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x17.svclab.echo.Shape.KindR\x04kind\x12\x18\n" +
+	"\x06radius\x18\x04 \x01(\x01H\x00R\x06radius\x12,\n" +
+	"\x06corner\x18\x05 \x01(\v2\x12.svclab.echo.PointH\x00R\x06corner\x12*\n" +
+	"\x06points\x18\x06 \x03(\v2\x12.svclab.echo.PointR\x06points\x126\n" +
+	"\x06labels\x18\a \x03(\v2\x1e.svclab.echo.Shape.LabelsEntryR\x06labels\x12\x12\n" +
+	"\x04blob\x18\b \x01(\fR\x04blob\x1aM\n" +
+	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12(\n" +
+	"\x05value\x18\x02 \x01(\v2\x12.svclab.echo.PointR\x05value:\x028\x01\"?\n" +
+	"\x04Kind\x12\x14\n" +
+	"\x10KIND_UNSPECIFIED\x10\x00\x12\x0f\n" +
+	"\vKIND_CIRCLE\x10\x01\x12\x10\n" +
+	"\fKIND_POLYGON\x10\x02B\x06\n" +
+	"\x04sizeB\b\n" +
+	"\x06_count\"#\n" +
+	"\x05Point\x12\f\n" +
+	"\x01x\x18\x01 \x01(\x05R\x01x\x12\f\n" +
+	"\x01y\x18\x02 \x01(\x05R\x01y2\xe8\x01\n" +
 	"\x04Echo\x12;\n" +
 	"\x04Echo\x12\x18.svclab.echo.EchoRequest\x1a\x19.svclab.echo.EchoResponse\x126\n" +
 	"\x04Ping\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty\x129\n" +
-	"\aReflect\x12\x16.google.protobuf.Value\x1a\x16.google.protobuf.ValueB\x90\x01\n" +
+	"\aReflect\x12\x16.google.protobuf.Value\x1a\x16.google.protobuf.Value\x120\n" +
+	"\x06Mirror\x12\x12.svclab.echo.Shape\x1a\x12.svclab.echo.ShapeB\x90\x01\n" +
 	"\x0fcom.svclab.echoB\tEchoProtoP\x01Z#github.com/svclab/svclab/proto/echo\xa2\x02\x03SEX\xaa\x02\vSvclab.Echo\xca\x02\fSvclab\\Echo_\xe2\x02\x18Svclab\\Echo_\\GPBMetadata\xea\x02\fSvclab::Echob\x06proto3"
 
 var (
@@ -162,25 +416,37 @@ func file_echo_echo_proto_rawDescGZIP() []byte {
 	return file_echo_echo_proto_rawDescData
 }
 
-var file_echo_echo_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_echo_echo_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_echo_echo_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_echo_echo_proto_goTypes = []any{
-	(*EchoRequest)(nil),    // 0: svclab.echo.EchoRequest
-	(*EchoResponse)(nil),   // 1: svclab.echo.EchoResponse
-	(*emptypb.Empty)(nil),  // 2: google.protobuf.Empty
-	(*structpb.Value)(nil), // 3: google.protobuf.Value
+	(Shape_Kind)(0),        // 0: svclab.echo.Shape.Kind
+	(*EchoRequest)(nil),    // 1: svclab.echo.EchoRequest
+	(*EchoResponse)(nil),   // 2: svclab.echo.EchoResponse
+	(*Shape)(nil),          // 3: svclab.echo.Shape
+	(*Point)(nil),          // 4: svclab.echo.Point
+	nil,                    // 5: svclab.echo.Shape.LabelsEntry
+	(*emptypb.Empty)(nil),  // 6: google.protobuf.Empty
+	(*structpb.Value)(nil), // 7: google.protobuf.Value
 }
 var file_echo_echo_proto_depIdxs = []int32{
-	0, // 0: svclab.echo.Echo.Echo:input_type -> svclab.echo.EchoRequest
-	2, // 1: svclab.echo.Echo.Ping:input_type -> google.protobuf.Empty
-	3, // 2: svclab.echo.Echo.Reflect:input_type -> google.protobuf.Value
-	1, // 3: svclab.echo.Echo.Echo:output_type -> svclab.echo.EchoResponse
-	2, // 4: svclab.echo.Echo.Ping:output_type -> google.protobuf.Empty
-	3, // 5: svclab.echo.Echo.Reflect:output_type -> google.protobuf.Value
-	3, // [3:6] is the sub-list for method output_type
-	0, // [0:3] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: svclab.echo.Shape.kind:type_name -> svclab.echo.Shape.Kind
+	4, // 1: svclab.echo.Shape.corner:type_name -> svclab.echo.Point
+	4, // 2: svclab.echo.Shape.points:type_name -> svclab.echo.Point
+	5, // 3: svclab.echo.Shape.labels:type_name -> svclab.echo.Shape.LabelsEntry
+	4, // 4: svclab.echo.Shape.LabelsEntry.value:type_name -> svclab.echo.Point
+	1, // 5: svclab.echo.Echo.Echo:input_type -> svclab.echo.EchoRequest
+	6, // 6: svclab.echo.Echo.Ping:input_type -> google.protobuf.Empty
+	7, // 7: svclab.echo.Echo.Reflect:input_type -> google.protobuf.Value
+	3, // 8: svclab.echo.Echo.Mirror:input_type -> svclab.echo.Shape
+	2, // 9: svclab.echo.Echo.Echo:output_type -> svclab.echo.EchoResponse
+	6, // 10: svclab.echo.Echo.Ping:output_type -> google.protobuf.Empty
+	7, // 11: svclab.echo.Echo.Reflect:output_type -> google.protobuf.Value
+	3, // 12: svclab.echo.Echo.Mirror:output_type -> svclab.echo.Shape
+	9, // [9:13] is the sub-list for method output_type
+	5, // [5:9] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_echo_echo_proto_init() }
@@ -188,18 +454,23 @@ func file_echo_echo_proto_init() {
 	if File_echo_echo_proto != nil {
 		return
 	}
+	file_echo_echo_proto_msgTypes[2].OneofWrappers = []any{
+		(*Shape_Radius)(nil),
+		(*Shape_Corner)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_echo_echo_proto_rawDesc), len(file_echo_echo_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   2,
+			NumEnums:      1,
+			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
 		GoTypes:           file_echo_echo_proto_goTypes,
 		DependencyIndexes: file_echo_echo_proto_depIdxs,
+		EnumInfos:         file_echo_echo_proto_enumTypes,
 		MessageInfos:      file_echo_echo_proto_msgTypes,
 	}.Build()
 	File_echo_echo_proto = out.File

@@ -27,6 +27,7 @@ const (
 	Echo_Echo_FullMethodName    = "/svclab.echo.Echo/Echo"
 	Echo_Ping_FullMethodName    = "/svclab.echo.Echo/Ping"
 	Echo_Reflect_FullMethodName = "/svclab.echo.Echo/Reflect"
+	Echo_Mirror_FullMethodName  = "/svclab.echo.Echo/Mirror"
 )
 
 // EchoClient is the client API for Echo service.
@@ -41,6 +42,11 @@ type EchoClient interface {
 	// Reflect returns the value it receives: oneofs, maps, lists and nesting,
 	// to check that every transport carries them intact.
 	Reflect(ctx context.Context, in *structpb.Value, opts ...grpc.CallOption) (*structpb.Value, error)
+	// Mirror returns a copy of its argument, whose fields take every shape a
+	// field can (scalar, proto3 optional, enum, oneof, repeated message, map,
+	// bytes): a transport, or a generated in-process copy, that drops one
+	// shows up as a difference.
+	Mirror(ctx context.Context, in *Shape, opts ...grpc.CallOption) (*Shape, error)
 }
 
 type echoClient struct {
@@ -81,6 +87,16 @@ func (c *echoClient) Reflect(ctx context.Context, in *structpb.Value, opts ...gr
 	return out, nil
 }
 
+func (c *echoClient) Mirror(ctx context.Context, in *Shape, opts ...grpc.CallOption) (*Shape, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Shape)
+	err := c.cc.Invoke(ctx, Echo_Mirror_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // EchoServer is the server API for Echo service.
 // All implementations must embed UnimplementedEchoServer
 // for forward compatibility.
@@ -93,6 +109,11 @@ type EchoServer interface {
 	// Reflect returns the value it receives: oneofs, maps, lists and nesting,
 	// to check that every transport carries them intact.
 	Reflect(context.Context, *structpb.Value) (*structpb.Value, error)
+	// Mirror returns a copy of its argument, whose fields take every shape a
+	// field can (scalar, proto3 optional, enum, oneof, repeated message, map,
+	// bytes): a transport, or a generated in-process copy, that drops one
+	// shows up as a difference.
+	Mirror(context.Context, *Shape) (*Shape, error)
 	mustEmbedUnimplementedEchoServer()
 }
 
@@ -111,6 +132,9 @@ func (UnimplementedEchoServer) Ping(context.Context, *emptypb.Empty) (*emptypb.E
 }
 func (UnimplementedEchoServer) Reflect(context.Context, *structpb.Value) (*structpb.Value, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reflect not implemented")
+}
+func (UnimplementedEchoServer) Mirror(context.Context, *Shape) (*Shape, error) {
+	return nil, status.Error(codes.Unimplemented, "method Mirror not implemented")
 }
 func (UnimplementedEchoServer) mustEmbedUnimplementedEchoServer() {}
 func (UnimplementedEchoServer) testEmbeddedByValue()              {}
@@ -187,6 +211,24 @@ func _Echo_Reflect_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Echo_Mirror_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Shape)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(EchoServer).Mirror(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Echo_Mirror_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(EchoServer).Mirror(ctx, req.(*Shape))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Echo_ServiceDesc is the grpc.ServiceDesc for Echo service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -205,6 +247,10 @@ var Echo_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Reflect",
 			Handler:    _Echo_Reflect_Handler,
+		},
+		{
+			MethodName: "Mirror",
+			Handler:    _Echo_Mirror_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 )
@@ -42,4 +43,10 @@ func (Service) Ping(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 // Reflect returns its argument.
 func (Service) Reflect(_ context.Context, v *structpb.Value) (*structpb.Value, error) {
 	return v, nil
+}
+
+// Mirror returns a deep copy of its argument, so the caller's message and
+// the answer share nothing.
+func (Service) Mirror(_ context.Context, s *Shape) (*Shape, error) {
+	return proto.CloneOf(s), nil
 }

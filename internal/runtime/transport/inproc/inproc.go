@@ -11,10 +11,17 @@
 //	echo.RegisterEchoServer(ch, echo.Service{})
 //	resp, err := echo.NewEchoClient(ch).Echo(ctx, req)
 //
-// Because nothing is copied but the top-level struct, the implementation
-// receives the caller's nested values (byte slices, sub-messages) and the
-// caller receives the implementation's: neither side may modify a message
-// after handing it over, which is what the grpc stubs already expect.
+// A call takes one of two paths. Services compiled with protoc-gen-go-svclab
+// register typed Methods (RegisterMethods, from the generated
+// *_svclab.pb.go), and a call becomes a plain Go method call: the
+// implementation receives the caller's request itself, and its response's
+// fields are copied into the stub's, with no allocation of svclab's own.
+// Other services (grpc's health service, hand-written ServiceDescs) go
+// through their grpc.MethodHandler, which gets a shallow copy of the
+// request. Either way the two sides share nested values (byte slices,
+// sub-messages, and on the typed path the request): neither side may modify
+// a message after handing it over, the contract Service Weaver's local calls
+// have too, and one the grpc stubs already expect.
 //
 // Interceptors run as on the network transports: client interceptors first,
 // then server interceptors around the handler, with the client's outgoing
@@ -24,6 +31,8 @@ package inproc
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -42,9 +51,12 @@ const Name = "inproc"
 // registered on it.
 type Channel struct {
 	table   dispatch.Table
-	server  grpc.UnaryServerInterceptor // nil when there are none
-	client  grpc.UnaryClientInterceptor // nil when there are none
-	invoker grpc.UnaryInvoker           // c.invoke, bound once so calls do not allocate it
+	mu      sync.Mutex                        // serialises registrations
+	typed   atomic.Pointer[map[string]*typed] // full method name → typed path
+	last    atomic.Pointer[typed]             // the method called last
+	server  grpc.UnaryServerInterceptor       // nil when there are none
+	client  grpc.UnaryClientInterceptor       // nil when there are none
+	invoker grpc.UnaryInvoker                 // c.invoke, bound once so calls do not allocate it
 }
 
 // New returns an empty Channel. The TLS fields of the options are ignored:
@@ -62,6 +74,23 @@ func New(server transport.ServerOptions, client transport.DialOptions) *Channel 
 // service, as grpc.Server does.
 func (c *Channel) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	c.table.RegisterService(desc, impl)
+	methods := generated(desc)
+	if methods == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := map[string]*typed{}
+	if old := c.typed.Load(); old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	for name, gm := range methods {
+		full := "/" + desc.ServiceName + "/" + name
+		m[full] = &typed{Method: gm, impl: impl, info: grpc.UnaryServerInfo{Server: impl, FullMethod: full}}
+	}
+	c.typed.Store(&m)
 }
 
 // GetServiceInfo reports the registered services, as grpc.Server does.
@@ -77,6 +106,9 @@ func (c *Channel) Invoke(ctx context.Context, method string, args, reply any, op
 }
 
 func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+	if tm := c.lookupTyped(method); tm != nil {
+		return c.invokeTyped(ctx, tm, args, reply)
+	}
 	m := c.table.Lookup(method)
 	if m == nil {
 		return status.Errorf(codes.Unimplemented, "inproc: unknown method %s", method)
@@ -94,6 +126,45 @@ func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ 
 		return dispatch.StatusError(err)
 	}
 	return dispatch.ShallowCopy(reply, resp)
+}
+
+func (c *Channel) lookupTyped(method string) *typed {
+	// Generated stubs pass their method name as a constant, so a repeat
+	// call compares the name with itself, which is a pointer check.
+	if t := c.last.Load(); t != nil && t.info.FullMethod == method {
+		return t
+	}
+	m := c.typed.Load()
+	if m == nil {
+		return nil
+	}
+	t := (*m)[method]
+	if t != nil {
+		c.last.Store(t)
+	}
+	return t
+}
+
+// invokeTyped is the path of generated Methods: the same checks and
+// context as the handler path, then a plain method call.
+func (c *Channel) invokeTyped(ctx context.Context, tm *typed, args, reply any) error {
+	if err := ctx.Err(); err != nil {
+		return status.FromContextError(err).Err()
+	}
+	ctx = serverContext(ctx)
+	var resp any
+	var err error
+	if c.server == nil {
+		resp, err = tm.Call(tm.impl, ctx, args)
+	} else {
+		resp, err = c.server(ctx, args, &tm.info, func(ctx context.Context, req any) (any, error) {
+			return tm.Call(tm.impl, ctx, req)
+		})
+	}
+	if err != nil {
+		return dispatch.StatusError(err)
+	}
+	return tm.Copy(reply, resp)
 }
 
 // serverContext turns the caller's context into the one a handler would see

@@ -20,7 +20,8 @@
 // but none exported: a message with no fields at all (google.protobuf.Empty)
 // travels as nothing and arrives as its zero value, but such a message
 // nested inside another cannot be sent. gob also flattens pointers, so an
-// empty sub-message that was set arrives unset.
+// empty sub-message that was set arrives unset, and so does a proto3
+// optional scalar set to its zero value.
 //
 // Importing the package registers the transport.
 package netrpctransport
