@@ -61,5 +61,7 @@ END {
 			(target < 1 ? "<" : "<=") target, (r <= target ? "met" : "MISSED")
 		d = median(name SUBSEP "direct-p50-us")
 		if (d != "") printf "%-14s %10.3f %10s %12s\n", "  direct call", d, "", "(floor)"
+		f = median(name SUBSEP "stub-floor-p50-us")
+		if (f != "") printf "%-14s %10.3f %10s %12s\n", "  stub floor", f, "", "(grpc-go stub, nothing behind it)"
 	}
 }' "$bin/out.txt"

@@ -39,13 +39,16 @@ import (
 // Each call's latency goes into an HdrHistogram; the metrics are p50 and
 // p99 in microseconds for svclab (p50-us, p99-us) and the bare library
 // (bare-p50-us, bare-p99-us), and p50-ratio, svclab over bare. ns/op is
-// the time of one turn of both and means little. Beside inproc, a third
-// peer takes its turn: the implementation called as a plain method
-// (direct-p50-us), the floor under what any stub could cost.
+// the time of one turn of both and means little. Beside inproc, two more
+// peers take their turns: the implementation called as a plain method
+// (direct-p50-us), the floor under what any stub could cost, and the
+// generated stub over a ClientConnInterface that only calls the
+// implementation (stub-floor-p50-us), the floor under what any transport
+// behind the grpc-go stub could cost.
 // scripts/bench/transports.sh tabulates the metrics.
 func BenchmarkRoundTrip(b *testing.B) {
 	pairs := [][]peer{
-		{inprocPeer(b), rawTCPPeer(b), directPeer(b)},
+		{inprocPeer(b), rawTCPPeer(b), directPeer(b), stubFloorPeer()},
 		{svclabPeer(b, "netrpc"), netrpcBarePeer(b)},
 		{svclabPeer(b, "grpc"), grpcBarePeer(b)},
 		{svclabPeer(b, "http"), httpBarePeer(b)},
@@ -214,6 +217,39 @@ func directPeer(b *testing.B) peer {
 		ctx := context.Background()
 		return func() {
 			resp, err := s.Echo(ctx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			check(b, resp.Payload, p)
+		}
+	}}
+}
+
+// minimalConn is the least a grpc.ClientConnInterface can do for the echo
+// method: call the implementation and hand its payload to the stub's reply.
+type minimalConn struct{ s echo.EchoServer }
+
+func (c minimalConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
+	resp, err := c.s.Echo(ctx, args.(*echo.EchoRequest))
+	if err != nil {
+		return err
+	}
+	reply.(*echo.EchoResponse).Payload = resp.Payload
+	return nil
+}
+
+func (minimalConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, nil
+}
+
+// stubFloorPeer calls through the generated stub over minimalConn.
+func stubFloorPeer() peer {
+	return peer{name: "stub-floor", batch: 32, call: func(b *testing.B, p []byte) func() {
+		c := echo.NewEchoClient(minimalConn{echo.Service{}})
+		req := &echo.EchoRequest{Payload: p}
+		ctx := context.Background()
+		return func() {
+			resp, err := c.Echo(ctx, req)
 			if err != nil {
 				b.Fatal(err)
 			}
