@@ -53,10 +53,10 @@ type Channel struct {
 	table   dispatch.Table
 	mu      sync.Mutex                        // serialises registrations
 	typed   atomic.Pointer[map[string]*typed] // full method name → typed path
-	last    atomic.Pointer[typed]             // the method called last
-	server  grpc.UnaryServerInterceptor       // nil when there are none
-	client  grpc.UnaryClientInterceptor       // nil when there are none
-	invoker grpc.UnaryInvoker                 // c.invoke, bound once so calls do not allocate it
+	last    atomic.Pointer[lastCall]
+	server  grpc.UnaryServerInterceptor // nil when there are none
+	client  grpc.UnaryClientInterceptor // nil when there are none
+	invoker grpc.UnaryInvoker           // c.invoke, bound once so calls do not allocate it
 }
 
 // New returns an empty Channel. The TLS fields of the options are ignored:
@@ -102,13 +102,22 @@ func (c *Channel) Invoke(ctx context.Context, method string, args, reply any, op
 	if c.client != nil {
 		return c.client(ctx, method, args, reply, nil, c.invoker, opts...)
 	}
-	return c.invoke(ctx, method, args, reply, nil)
+	if tm := c.lookupTyped(method); tm != nil {
+		return c.invokeTyped(ctx, tm, args, reply)
+	}
+	return c.invokeHandler(ctx, method, args, reply)
 }
 
 func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
 	if tm := c.lookupTyped(method); tm != nil {
 		return c.invokeTyped(ctx, tm, args, reply)
 	}
+	return c.invokeHandler(ctx, method, args, reply)
+}
+
+// invokeHandler is the path of services without generated Methods: the
+// grpc.MethodHandler with a shallow copy of the request.
+func (c *Channel) invokeHandler(ctx context.Context, method string, args, reply any) error {
 	m := c.table.Lookup(method)
 	if m == nil {
 		return status.Errorf(codes.Unimplemented, "inproc: unknown method %s", method)
@@ -129,20 +138,36 @@ func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ 
 }
 
 func (c *Channel) lookupTyped(method string) *typed {
-	// Generated stubs pass their method name as a constant, so a repeat
-	// call compares the name with itself, which is a pointer check.
-	if t := c.last.Load(); t != nil && t.info.FullMethod == method {
-		return t
+	// Generated stubs pass their method name as a constant. Keeping the
+	// caller's own string makes a repeat call's comparison a pointer check
+	// instead of a map lookup.
+	if l := c.last.Load(); l != nil && l.method == method {
+		return l.t
 	}
 	m := c.typed.Load()
 	if m == nil {
 		return nil
 	}
 	t := (*m)[method]
-	if t != nil {
-		c.last.Store(t)
+	if t == nil {
+		return nil
 	}
+	// Calls alternating between methods reuse each method's lastCall, so
+	// a miss costs the map lookup and no allocation.
+	l := t.last.Load()
+	if l == nil || l.method != method {
+		l = &lastCall{method, t}
+		t.last.Store(l)
+	}
+	c.last.Store(l)
 	return t
+}
+
+// lastCall is the method a Channel was called with last, under the name
+// the caller used.
+type lastCall struct {
+	method string
+	t      *typed
 }
 
 // invokeTyped is the path of generated Methods: the same checks and

@@ -3,6 +3,7 @@ package inproc
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,7 @@ type typed struct {
 	Method
 	impl any
 	info grpc.UnaryServerInfo
+	last atomic.Pointer[lastCall] // this method under a caller's name
 }
 
 var (
@@ -57,12 +59,16 @@ func generated(desc *grpc.ServiceDesc) map[string]Method {
 
 // TypeError is the error of a Method given a message of the wrong type:
 // got where a want belongs.
+//
+//go:noinline
 func TypeError(got, want any) error {
 	return status.Errorf(codes.Internal, "inproc: cannot pass a %T as a %T", got, want)
 }
 
 // NilResponse is the error of a method that returned neither a response
 // nor an error; grpc fails such a call when it encodes the response.
+//
+//go:noinline
 func NilResponse(method string) error {
 	return status.Errorf(codes.Internal, "inproc: %s returned a nil response and no error", method)
 }
