@@ -195,8 +195,13 @@ func rawTCPPeer(b *testing.B) peer {
 func inprocPeer(b *testing.B) peer {
 	ch := inproc.New(transport.ServerOptions{}, transport.DialOptions{})
 	echo.RegisterEchoServer(ch, echo.Service{})
-	return peer{name: "inproc", batch: 32, call: func(b *testing.B, p []byte) func() {
-		c := echo.NewEchoClient(ch)
+	return peer{name: "inproc", batch: 32, call: stubCall(ch)}
+}
+
+// stubCall makes the echo call through the generated stub over cc.
+func stubCall(cc grpc.ClientConnInterface) func(b *testing.B, p []byte) func() {
+	return func(b *testing.B, p []byte) func() {
+		c := echo.NewEchoClient(cc)
 		req := &echo.EchoRequest{Payload: p}
 		ctx := context.Background()
 		return func() {
@@ -206,7 +211,7 @@ func inprocPeer(b *testing.B) peer {
 			}
 			check(b, resp.Payload, p)
 		}
-	}}
+	}
 }
 
 // directPeer calls the echo implementation as a plain Go method.
@@ -244,18 +249,7 @@ func (minimalConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.
 
 // stubFloorPeer calls through the generated stub over minimalConn.
 func stubFloorPeer() peer {
-	return peer{name: "stub-floor", batch: 32, call: func(b *testing.B, p []byte) func() {
-		c := echo.NewEchoClient(minimalConn{echo.Service{}})
-		req := &echo.EchoRequest{Payload: p}
-		ctx := context.Background()
-		return func() {
-			resp, err := c.Echo(ctx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			check(b, resp.Payload, p)
-		}
-	}}
+	return peer{name: "stub-floor", batch: 32, call: stubCall(minimalConn{echo.Service{}})}
 }
 
 // svclabPeer serves the echo service on the named transport over TCP and
@@ -275,18 +269,7 @@ func svclabPeer(b *testing.B, name string) peer {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
-	return peer{name: name, call: func(b *testing.B, p []byte) func() {
-		c := echo.NewEchoClient(conn)
-		req := &echo.EchoRequest{Payload: p}
-		ctx := context.Background()
-		return func() {
-			resp, err := c.Echo(ctx, req)
-			if err != nil {
-				b.Fatal(err)
-			}
-			check(b, resp.Payload, p)
-		}
-	}}
+	return peer{name: name, call: stubCall(conn)}
 }
 
 // BareArgs and BareEcho are a net/rpc service as one writes it by hand.
