@@ -31,6 +31,7 @@ package inproc
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -53,10 +54,10 @@ type Channel struct {
 	table   dispatch.Table
 	mu      sync.Mutex                        // serialises registrations
 	typed   atomic.Pointer[map[string]*typed] // full method name → typed path
-	last    atomic.Pointer[lastCall]
-	server  grpc.UnaryServerInterceptor // nil when there are none
-	client  grpc.UnaryClientInterceptor // nil when there are none
-	invoker grpc.UnaryInvoker           // c.invoke, bound once so calls do not allocate it
+	last    atomic.Pointer[lastCall]          // see lookupTyped
+	server  grpc.UnaryServerInterceptor       // nil when there are none
+	client  grpc.UnaryClientInterceptor       // nil when there are none
+	invoker grpc.UnaryInvoker                 // c.invoke, bound once so calls do not allocate it
 }
 
 // New returns an empty Channel. The TLS fields of the options are ignored:
@@ -82,9 +83,7 @@ func (c *Channel) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	defer c.mu.Unlock()
 	m := map[string]*typed{}
 	if old := c.typed.Load(); old != nil {
-		for k, v := range *old {
-			m[k] = v
-		}
+		m = maps.Clone(*old)
 	}
 	for name, gm := range methods {
 		full := "/" + desc.ServiceName + "/" + name
