@@ -86,7 +86,7 @@ func (c *Channel) RegisterService(desc *grpc.ServiceDesc, impl any) {
 		m = maps.Clone(*old)
 	}
 	for name, gm := range methods {
-		full := "/" + desc.ServiceName + "/" + name
+		full := dispatch.FullMethod(desc.ServiceName, name)
 		m[full] = &typed{Method: gm, impl: impl, info: grpc.UnaryServerInfo{Server: impl, FullMethod: full}}
 	}
 	c.typed.Store(&m)
@@ -101,25 +101,16 @@ func (c *Channel) Invoke(ctx context.Context, method string, args, reply any, op
 	if c.client != nil {
 		return c.client(ctx, method, args, reply, nil, c.invoker, opts...)
 	}
-	if tm := c.lookupTyped(method); tm != nil {
-		return c.invokeTyped(ctx, tm, args, reply)
-	}
-	return c.invokeHandler(ctx, method, args, reply)
+	return c.invoke(ctx, method, args, reply, nil)
 }
 
 func (c *Channel) invoke(ctx context.Context, method string, args, reply any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
-	if tm := c.lookupTyped(method); tm != nil {
-		return c.invokeTyped(ctx, tm, args, reply)
-	}
-	return c.invokeHandler(ctx, method, args, reply)
-}
-
-// invokeHandler is the path of services without generated Methods: the
-// grpc.MethodHandler with a shallow copy of the request.
-func (c *Channel) invokeHandler(ctx context.Context, method string, args, reply any) error {
-	m := c.table.Lookup(method)
-	if m == nil {
-		return status.Errorf(codes.Unimplemented, "inproc: unknown method %s", method)
+	tm := c.lookupTyped(method)
+	var m *dispatch.Method
+	if tm == nil {
+		if m = c.table.Lookup(method); m == nil {
+			return status.Errorf(codes.Unimplemented, "inproc: unknown method %s", method)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		// grpc-go fails a call whose context has already ended before
@@ -127,6 +118,11 @@ func (c *Channel) invokeHandler(ctx context.Context, method string, args, reply 
 		return status.FromContextError(err).Err()
 	}
 	ctx = serverContext(ctx)
+	if tm != nil {
+		return c.invokeTyped(ctx, tm, args, reply)
+	}
+	// Services without generated Methods: the grpc.MethodHandler, with a
+	// shallow copy of the request.
 	d := dispatch.NewDecoder(args)
 	resp, err := m.Handler(m.Impl, ctx, d.Decode, c.server)
 	d.Release()
@@ -169,13 +165,9 @@ type lastCall struct {
 	t      *typed
 }
 
-// invokeTyped is the path of generated Methods: the same checks and
-// context as the handler path, then a plain method call.
+// invokeTyped is the path of generated Methods, given the handler's
+// context: a plain method call.
 func (c *Channel) invokeTyped(ctx context.Context, tm *typed, args, reply any) error {
-	if err := ctx.Err(); err != nil {
-		return status.FromContextError(err).Err()
-	}
-	ctx = serverContext(ctx)
 	var resp any
 	var err error
 	if c.server == nil {

@@ -60,10 +60,11 @@ func generated(desc *grpc.ServiceDesc) map[string]Method {
 // TypeError is the error of a Method given a message of the wrong type:
 // got where a want belongs.
 //
+// It and NilResponse stay out of line so that the generated Call and Copy,
+// which run on every call, do not carry the formatting of a rare error.
+//
 //go:noinline
-func TypeError(got, want any) error {
-	return status.Errorf(codes.Internal, "inproc: cannot pass a %T as a %T", got, want)
-}
+func TypeError(got, want any) error { return dispatch.TypeError(got, want) }
 
 // NilResponse is the error of a method that returned neither a response
 // nor an error; grpc fails such a call when it encodes the response.

@@ -72,7 +72,7 @@ func (t *Table) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	info := grpc.ServiceInfo{Metadata: desc.Metadata}
 	for i := range desc.Methods {
 		md := &desc.Methods[i]
-		full := "/" + desc.ServiceName + "/" + md.MethodName
+		full := FullMethod(desc.ServiceName, md.MethodName)
 		methods[full] = &Method{FullMethod: full, Service: desc, Impl: impl, Handler: md.Handler}
 		info.Methods = append(info.Methods, grpc.MethodInfo{Name: md.MethodName})
 	}
@@ -200,6 +200,10 @@ func DecodeTimeout(s string) (time.Duration, error) {
 	return time.Duration(n) * unit, nil
 }
 
+// FullMethod joins a service and a method name as grpc spells the pair,
+// "/package.Service/Method"; SplitMethod undoes it.
+func FullMethod(service, method string) string { return "/" + service + "/" + method }
+
 // SplitMethod splits "/pkg.Service/Method" into its parts.
 func SplitMethod(full string) (service, method string, ok bool) {
 	if !strings.HasPrefix(full, "/") {
@@ -241,10 +245,16 @@ func StatusError(err error) error {
 func ShallowCopy(dst, src any) error {
 	dv, sv := reflect.ValueOf(dst), reflect.ValueOf(src)
 	if dv.Kind() != reflect.Pointer || dv.Type() != sv.Type() || dv.IsNil() || sv.IsNil() {
-		return status.Errorf(codes.Internal, "cannot pass a %T as a %T", src, dst)
+		return TypeError(src, dst)
 	}
 	dv.Elem().Set(sv.Elem())
 	return nil
+}
+
+// TypeError is the codes.Internal error for a message of the wrong type:
+// got where a want belongs.
+func TypeError(got, want any) error {
+	return status.Errorf(codes.Internal, "cannot pass a %T as a %T", got, want)
 }
 
 // Decoder is the dec func a grpc.MethodHandler takes, for a request that is
