@@ -48,7 +48,7 @@ structure.`,
 				return err
 			}
 			if asJSON {
-				ef := experiment.Describe(p, version, commit, time.Now())
+				ef := experiment.NewExperimentFile(p, version, commit, time.Now())
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(ef)

@@ -11,7 +11,7 @@ import (
 // Prepared is one design point checked and ready to deploy and load.
 type Prepared struct {
 	Spec    *spec.Spec
-	Runtime *runtime.Plan
+	Runtime *runtime.Topology
 	Load    load.Config
 }
 

@@ -109,7 +109,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if root == "" {
 		root = "results"
 	}
-	st, err = CreateStore(root, Describe(p, opts.Version, opts.Commit, time.Now()), time.Now())
+	st, err = CreateStore(root, NewExperimentFile(p, opts.Version, opts.Commit, time.Now()), time.Now())
 	if err != nil {
 		return nil, err
 	}

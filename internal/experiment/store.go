@@ -42,7 +42,8 @@ type ExperimentFile struct {
 	Factors       []FactorInfo   `json:"factors"`
 	Response      map[string]any `json:"response"`
 	Runs          []PlannedRun   `json:"runs"`
-	Host          HostInfo       `json:"host"`
+	// Machine keeps the key "host" so stores written before the rename read.
+	Machine Machine `json:"host"`
 }
 
 // DesignInfo is experiment.json's "design".
@@ -74,8 +75,8 @@ type PlannedRun struct {
 	Spec       map[string]any `json:"spec"`
 }
 
-// Describe builds experiment.json for a plan.
-func Describe(p *Plan, version, commit string, now time.Time) ExperimentFile {
+// NewExperimentFile builds experiment.json for a plan.
+func NewExperimentFile(p *Plan, version, commit string, now time.Time) ExperimentFile {
 	e := p.Spec.Experiment
 	ef := ExperimentFile{
 		Name:          e.Name,
@@ -93,7 +94,7 @@ func Describe(p *Plan, version, commit string, now time.Time) ExperimentFile {
 			WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(), CooldownS: p.Cooldown.Seconds(),
 		},
 		Response: map[string]any{"metric": e.Response, "operation": "total"},
-		Host:     ReadHostInfo(),
+		Machine:  ReadMachine(),
 		Factors:  []FactorInfo{},
 	}
 	if len(e.Generators) > 0 {

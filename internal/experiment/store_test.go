@@ -88,7 +88,7 @@ seed = 3
 	if err != nil {
 		t.Fatal(err)
 	}
-	ef := Describe(p, "v1", "abc", time.Unix(0, 0))
+	ef := NewExperimentFile(p, "v1", "abc", time.Unix(0, 0))
 	b, err := json.Marshal(ef)
 	if err != nil {
 		t.Fatal(err)

@@ -66,7 +66,7 @@ type Listener struct {
 type HostConfig struct {
 	Deployment string `json:"deployment"`
 	App        string `json:"app"`
-	// Config is the app's config, as Plan.ConfigJSON encodes it.
+	// Config is the app's config, as Topology.ConfigJSON encodes it.
 	Config json.RawMessage `json:"config"`
 	// Transport carries calls across groups: a network transport name, or
 	// "inproc" when the whole app is this one group.

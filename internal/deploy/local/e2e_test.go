@@ -57,7 +57,7 @@ func runUp(path string) int {
 	defer stop()
 	s, err := spec.Load(path)
 	if err == nil {
-		var p *runtime.Plan
+		var p *runtime.Topology
 		if p, err = runtime.Resolve(s); err == nil {
 			err = local.Foreground(ctx, p, local.Options{}, os.Stdout)
 		}
@@ -75,7 +75,7 @@ type slowCall struct {
 	method    string
 	req       proto.Message
 	resp      func() proto.Message
-	component func(p *runtime.Plan) string
+	component func(p *runtime.Topology) string
 }
 
 var slowCalls = map[string]slowCall{
@@ -83,19 +83,19 @@ var slowCalls = map[string]slowCall{
 		method:    chainpb.Hop_Call_FullMethodName,
 		req:       &chainpb.CallRequest{SleepMicros: 5_000_000},
 		resp:      func() proto.Message { return new(chainpb.CallResponse) },
-		component: func(p *runtime.Plan) string { return chain.HopName(p.Config.(*chain.Config).Hops) },
+		component: func(p *runtime.Topology) string { return chain.HopName(p.Config.(*chain.Config).Hops) },
 	},
 	"select": {
 		method:    selectorpb.Frontend_Select_FullMethodName,
 		req:       &selectorpb.SelectRequest{Values: []int32{1, 2, 3}, SleepMicros: 5_000_000},
 		resp:      func() proto.Message { return new(selectorpb.SelectResponse) },
-		component: func(*runtime.Plan) string { return "selector" },
+		component: func(*runtime.Topology) string { return "selector" },
 	},
 	"rpcops": {
 		method:    opspb.Frontend_Long_FullMethodName,
 		req:       &opspb.LongRequest{Value: 1, SleepMicros: 5_000_000},
 		resp:      func() proto.Message { return new(opspb.LongResponse) },
-		component: func(*runtime.Plan) string { return "ops" },
+		component: func(*runtime.Topology) string { return "ops" },
 	},
 }
 
@@ -108,7 +108,7 @@ func writeSpec(t *testing.T, body string) string {
 	return path
 }
 
-func resolve(t *testing.T, body string) *runtime.Plan {
+func resolve(t *testing.T, body string) *runtime.Topology {
 	t.Helper()
 	s, err := spec.Load(writeSpec(t, body))
 	if err != nil {
@@ -228,7 +228,7 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 func checkDeadline(t *testing.T, d *local.Deployment, app string, conn transport.Conn) {
 	t.Helper()
 	sc := slowCalls[app]
-	p := d.Plan()
+	p := d.Topology()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	err := conn.Invoke(ctx, sc.method, sc.req, sc.resp())

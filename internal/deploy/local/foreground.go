@@ -17,7 +17,7 @@ import (
 // Foreground deploys p, writes where everything runs and a ready-to-paste
 // curl command to w, and keeps the deployment up until ctx ends (Ctrl-C) or
 // a child exits; then it stops everything. It is `svclab up`.
-func Foreground(ctx context.Context, p *runtime.Plan, opts Options, w io.Writer) error {
+func Foreground(ctx context.Context, p *runtime.Topology, opts Options, w io.Writer) error {
 	d, err := Deploy(ctx, p, opts)
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func Foreground(ctx context.Context, p *runtime.Plan, opts Options, w io.Writer)
 
 // Describe writes the deployment's processes, entry and gateway.
 func Describe(w io.Writer, d *Deployment) {
-	p := d.Plan()
+	p := d.Topology()
 	fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %d process(es)\n",
 		d.ID(), p.App.Name, p.Placement, p.Transport, len(d.Processes()))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)

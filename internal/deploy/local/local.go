@@ -1,4 +1,4 @@
-// Package local is the local deployer: it runs each group of a resolved plan
+// Package local is the local deployer: it runs each group of a resolved topology
 // as a child process on this machine, wired together over loopback TCP or
 // unix sockets.
 //
@@ -62,7 +62,7 @@ type Options struct {
 	// Env is added to every child's environment (after the parent's).
 	Env []string
 	// ReadyTimeout bounds the wait for every child to pass its health
-	// checks; default the plan's StartTimeout.
+	// checks; default the topology's StartTimeout.
 	ReadyTimeout time.Duration
 	// StopTimeout is the grace between SIGTERM and SIGKILL in Stop.
 	StopTimeout time.Duration
@@ -73,10 +73,10 @@ type Options struct {
 	TailLines int
 }
 
-// Deployment is a running plan. Its accessors are safe for concurrent use.
+// Deployment is a running topology. Its accessors are safe for concurrent use.
 type Deployment struct {
 	id         string
-	plan       *runtime.Plan
+	topo       *runtime.Topology
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
@@ -95,8 +95,8 @@ type Deployment struct {
 // (--deployment ID) and environment (runtime.DeploymentEnv).
 func (d *Deployment) ID() string { return d.id }
 
-// Plan is the plan deployed.
-func (d *Deployment) Plan() *runtime.Plan { return d.plan }
+// Topology is the topology deployed.
+func (d *Deployment) Topology() *runtime.Topology { return d.topo }
 
 // Entry is where clients call the entry component over the configured
 // transport. With the inproc transport, which cannot leave its process, it
@@ -111,7 +111,7 @@ func (d *Deployment) Gateway() runtime.Endpoint { return d.gateway }
 // "/<package.Service>/<Method>" with a protojson body.
 func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
-// Processes has one entry per group, in the plan's order.
+// Processes has one entry per group, in the topology's order.
 func (d *Deployment) Processes() []*Process { return d.processes }
 
 // Crashed returns a *ProcessError for the first process that exited before
@@ -245,7 +245,7 @@ func DeploySpec(ctx context.Context, s *spec.Spec, opts Options) (*Deployment, e
 // ready within the timeout, everything started is stopped and the error
 // (wrapping a *ProcessError or a *NotReadyError) names the group, its
 // components, its exit status and its last output lines.
-func Deploy(ctx context.Context, p *runtime.Plan, opts Options) (_ *Deployment, err error) {
+func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployment, err error) {
 	if opts.Executable == "" {
 		if opts.Executable, err = os.Executable(); err != nil {
 			return nil, fmt.Errorf("find the svclab executable: %w", err)
@@ -273,7 +273,7 @@ func Deploy(ctx context.Context, p *runtime.Plan, opts Options) (_ *Deployment, 
 
 	d := &Deployment{
 		id:          newID(),
-		plan:        p,
+		topo:        p,
 		stopTimeout: opts.StopTimeout,
 		stopping:    make(chan struct{}),
 		exited:      make(chan *Process, len(p.Groups)),
@@ -338,7 +338,7 @@ func (s *sockets) close() {
 
 // bind creates every listener of the deployment.
 func (d *Deployment) bind() (_ *sockets, err error) {
-	p := d.plan
+	p := d.topo
 	s := &sockets{listen: make([]map[string]runtime.Listener, len(p.Groups)), files: make([][]*os.File, len(p.Groups))}
 	defer func() {
 		if err != nil {
@@ -405,7 +405,7 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 
 // hostConfig is what group i's host needs to know.
 func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *runtime.HostConfig {
-	p := d.plan
+	p := d.topo
 	g := p.Groups[i]
 	hc := &runtime.HostConfig{
 		Deployment: d.id,
@@ -641,7 +641,7 @@ func DialEndpoint(ctx context.Context, ep runtime.Endpoint, opts transport.DialO
 // which exists while the deployment runs.
 func (d *Deployment) CurlExamples() []string {
 	var out []string
-	for _, r := range d.plan.Requests() {
+	for _, r := range d.topo.Requests() {
 		body := r.JSON()
 		data := "'" + string(body) + "'"
 		if len(body) > 120 {

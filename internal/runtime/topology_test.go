@@ -152,7 +152,7 @@ func TestResolveErrors(t *testing.T) {
 
 // wireInproc builds every component of p in this process, connected by
 // inproc channels, and returns a connection to the entry.
-func wireInproc(t *testing.T, p *runtime.Plan) grpc.ClientConnInterface {
+func wireInproc(t *testing.T, p *runtime.Topology) grpc.ClientConnInterface {
 	t.Helper()
 	channels := map[string]*inproc.Channel{}
 	for _, g := range p.Groups {

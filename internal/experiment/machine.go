@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// HostInfo describes the machine an experiment ran on.
-type HostInfo struct {
+// Machine describes the machine an experiment ran on.
+type Machine struct {
 	Hostname    string `json:"hostname"`
 	CPUModel    string `json:"cpu_model"`
 	Cores       int    `json:"cores"`
@@ -20,10 +20,10 @@ type HostInfo struct {
 	MemoryBytes int64  `json:"memory_bytes"`
 }
 
-// ReadHostInfo reads host facts from the kernel and /proc; facts it cannot
+// ReadMachine reads machine facts from the kernel and /proc; facts it cannot
 // read stay empty rather than failing the experiment.
-func ReadHostInfo() HostInfo {
-	h := HostInfo{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
+func ReadMachine() Machine {
+	h := Machine{Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, GoVersion: runtime.Version()}
 	h.Hostname, _ = os.Hostname()
 	var u unix.Utsname
 	if unix.Uname(&u) == nil {

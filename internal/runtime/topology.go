@@ -20,11 +20,11 @@ const (
 	PlacementSplit    = "split"    // one group per component
 )
 
-// Plan is a spec resolved against its app: which components exist, how they
+// Topology is a spec resolved against its app: which components exist, how they
 // are grouped into processes, and what carries calls between the groups.
 // Resolve builds it and checks everything a deployment needs, so that a
 // deployer can start processes knowing the spec is sound.
-type Plan struct {
+type Topology struct {
 	App    *App
 	Config Config
 	// Transport carries calls across groups and into the entry component.
@@ -52,16 +52,16 @@ type Group struct {
 
 // InProcess reports whether the transport cannot cross processes, so the
 // entry is reachable only through the HTTP/JSON gateway.
-func (p *Plan) InProcess() bool { return p.Network == "" }
+func (p *Topology) InProcess() bool { return p.Network == "" }
 
 // Component returns the named component.
-func (p *Plan) Component(name string) (Component, bool) {
+func (p *Topology) Component(name string) (Component, bool) {
 	c, ok := p.components[name]
 	return c, ok
 }
 
 // GroupOf returns the index of the group that holds component name, or -1.
-func (p *Plan) GroupOf(name string) int {
+func (p *Topology) GroupOf(name string) int {
 	for i, g := range p.Groups {
 		if slices.Contains(g.Components, name) {
 			return i
@@ -71,12 +71,12 @@ func (p *Plan) GroupOf(name string) int {
 }
 
 // EntryGroup returns the index of the group holding the entry component.
-func (p *Plan) EntryGroup() int { return p.GroupOf(p.Entry) }
+func (p *Topology) EntryGroup() int { return p.GroupOf(p.Entry) }
 
 // Exposed lists the components of group i that need a transport listener:
 // the entry, and every component called from another group. Other
 // components are reached only inproc.
-func (p *Plan) Exposed(i int) []string {
+func (p *Topology) Exposed(i int) []string {
 	var out []string
 	for _, name := range p.Groups[i].Components {
 		if name == p.Entry && !p.InProcess() {
@@ -90,7 +90,7 @@ func (p *Plan) Exposed(i int) []string {
 	return out
 }
 
-func (p *Plan) calledFromOutside(group int, name string) bool {
+func (p *Topology) calledFromOutside(group int, name string) bool {
 	for j, g := range p.Groups {
 		if j == group {
 			continue
@@ -105,10 +105,10 @@ func (p *Plan) calledFromOutside(group int, name string) bool {
 }
 
 // Requests returns the app's default requests for its config.
-func (p *Plan) Requests() []Request { return p.Config.Requests() }
+func (p *Topology) Requests() []Request { return p.Config.Requests() }
 
 // ConfigJSON is the app config as the host receives it.
-func (p *Plan) ConfigJSON() (json.RawMessage, error) {
+func (p *Topology) ConfigJSON() (json.RawMessage, error) {
 	b, err := json.Marshal(p.Config)
 	if err != nil {
 		return nil, fmt.Errorf("encode %s config: %w", p.App.Name, err)
@@ -121,7 +121,7 @@ func (p *Plan) ConfigJSON() (json.RawMessage, error) {
 // the key and line: an unknown app, transport or placement name, a bad app
 // value, a component that is unknown, placed twice or not placed, and the
 // inproc transport with more than one group.
-func Resolve(s *spec.Spec) (*Plan, error) {
+func Resolve(s *spec.Spec) (*Topology, error) {
 	if s.App.Name == "" {
 		return nil, s.Errorf("app.name", "missing: name the app (known: %s)", strings.Join(Apps(), ", "))
 	}
@@ -136,7 +136,7 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, s.Locate("app", err)
 	}
-	p := &Plan{
+	p := &Topology{
 		App:          app,
 		Config:       cfg,
 		Transport:    s.Deploy.Transport,
@@ -187,7 +187,7 @@ func Resolve(s *spec.Spec) (*Plan, error) {
 
 // indexComponents checks the app's own component list, whose mistakes are
 // bugs in the app rather than in the spec.
-func (p *Plan) indexComponents() error {
+func (p *Topology) indexComponents() error {
 	comps := p.Config.Components()
 	for _, c := range comps {
 		if c.Name == "" || c.Service == nil || c.New == nil {
@@ -212,7 +212,7 @@ func (p *Plan) indexComponents() error {
 }
 
 // componentNames lists the components in the app's order.
-func (p *Plan) componentNames() []string {
+func (p *Topology) componentNames() []string {
 	var names []string
 	for _, c := range p.Config.Components() {
 		names = append(names, c.Name)
@@ -222,7 +222,7 @@ func (p *Plan) componentNames() []string {
 
 // placementGroups returns the chosen placement's groups and the spec key
 // that errors about them should name.
-func (p *Plan) placementGroups(s *spec.Spec) ([][]string, string, error) {
+func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string, error) {
 	if g, ok := s.Deploy.Placements[p.Placement]; ok {
 		return g, "deploy.placements." + p.Placement, nil
 	}
@@ -248,7 +248,7 @@ func (p *Plan) placementGroups(s *spec.Spec) ([][]string, string, error) {
 }
 
 // checkGroups checks that groups place every component exactly once.
-func (p *Plan) checkGroups(groups [][]string) error {
+func (p *Topology) checkGroups(groups [][]string) error {
 	if len(groups) == 0 {
 		return fmt.Errorf("placement %q has no groups", p.Placement)
 	}
