@@ -1,0 +1,148 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// NotReadyError is a deployment whose children did not all pass their
+// health checks in time; it carries every child's output tail.
+type NotReadyError struct {
+	Err   error
+	Tails map[string]string
+}
+
+func (e *NotReadyError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Err.Error())
+	for _, g := range slices.Sorted(maps.Keys(e.Tails)) {
+		fmt.Fprintf(&b, "\ngroup %s last output:\n%s", g, indent(strings.Split(e.Tails[g], "\n")))
+	}
+	return b.String()
+}
+
+func (e *NotReadyError) Unwrap() error { return e.Err }
+
+// StderrTails maps each group to its last output lines, joined.
+func (e *NotReadyError) StderrTails() map[string]string { return e.Tails }
+
+// waitReady health-checks every listener of every child until all report
+// SERVING, a child exits, or ctx ends.
+func (d *Deployment) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	for _, p := range d.processes {
+		// A child that exits fails the deployment at once, whatever the
+		// health checks are doing.
+		go func() {
+			select {
+			case <-p.done:
+				cancel(p.exitError())
+			case <-ctx.Done():
+			}
+		}()
+		checks := 0
+		for _, c := range slices.Sorted(maps.Keys(p.Listen)) {
+			ep := p.Listen[c]
+			checks++
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := checkHealth(ctx, ep); err != nil {
+					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.describe(), c, ep, err))
+				}
+			}()
+		}
+		if checks == 0 {
+			// No listener to probe: a group nobody calls across
+			// processes. Its ready line is the only sign of life.
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := p.waitLine(ctx, runtime.ReadyMarker); err != nil {
+					cancel(fmt.Errorf("%s: no ready line: %w", p.describe(), err))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil {
+		var pe *ProcessError
+		if errors.As(err, &pe) {
+			return err
+		}
+		return &NotReadyError{Err: err, Tails: d.StderrTails()}
+	}
+	return nil
+}
+
+// waitLine polls the output tail for a line containing s.
+func (p *Process) waitLine(ctx context.Context, s string) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		for _, l := range p.Tail() {
+			if strings.Contains(l, s) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// checkHealth calls the gRPC health service at ep over ep's transport until
+// it answers SERVING or ctx ends.
+func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
+	var conn transport.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	var last error
+	backoff := 5 * time.Millisecond
+	for {
+		if conn == nil {
+			c, err := DialEndpoint(ctx, ep, transport.DialOptions{})
+			if err != nil {
+				last = err
+			} else {
+				conn = c
+			}
+		}
+		if conn != nil {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			resp, err := healthpb.NewHealthClient(conn).Check(cctx, &healthpb.HealthCheckRequest{})
+			cancel()
+			switch {
+			case err != nil:
+				last = err
+			case resp.GetStatus() == healthpb.HealthCheckResponse_SERVING:
+				return nil
+			default:
+				last = fmt.Errorf("health status %s", resp.GetStatus())
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last health check: %v)", context.Cause(ctx), last)
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
