@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -40,7 +41,22 @@ type Server struct {
 	stopped   bool
 	listeners map[net.Listener]bool
 	conns     map[*serverConn]bool
+
+	// work hands calls to idle workers. A fresh goroutine per call would
+	// grow its stack anew each time, which took a tenth of the CPU of a
+	// small call; a worker keeps the stack it grew.
+	work    chan *serverCall
+	workers atomic.Int32 // workers alive, busy or idle
 }
+
+// Worker limits: at most maxWorkers wait for calls when idle (more
+// calls at once get a goroutine each), and a worker runs at most
+// callsPerWorker calls, after which a fresh one takes its place, so a
+// stack grown by one deep call is not kept for ever.
+const (
+	maxWorkers     = 256
+	callsPerWorker = 1 << 16
+)
 
 // NewServer returns a Server with no services.
 func NewServer(opts transport.ServerOptions) *Server {
@@ -49,6 +65,7 @@ func NewServer(opts transport.ServerOptions) *Server {
 		tls:       opts.TLS,
 		listeners: map[net.Listener]bool{},
 		conns:     map[*serverConn]bool{},
+		work:      make(chan *serverCall),
 	}
 	s.base, s.stop = context.WithCancel(context.Background())
 	return s
@@ -241,8 +258,38 @@ func (sc *serverConn) request(br *bufio.Reader, p prefix) error {
 		c.release()
 		return fmt.Errorf("protorpc: call id %d reused while in progress", p.id)
 	}
-	go c.run()
+	sc.s.start(c)
 	return nil
+}
+
+// start runs c on an idle worker, or else on a new goroutine.
+func (s *Server) start(c *serverCall) {
+	select {
+	case s.work <- c:
+	default:
+		go s.worker(c)
+	}
+}
+
+// worker runs c, then waits for more calls if the server has fewer than
+// maxWorkers workers, until the server stops.
+func (s *Server) worker(c *serverCall) {
+	if s.workers.Add(1) > maxWorkers {
+		s.workers.Add(-1)
+		c.run()
+		return
+	}
+	for range callsPerWorker {
+		c.run()
+		select {
+		case c = <-s.work:
+		case <-s.base.Done():
+			s.workers.Add(-1)
+			return
+		}
+	}
+	s.workers.Add(-1)
+	go s.worker(c)
 }
 
 // cancelCall ends the context of the call with the given id; its response

@@ -1,0 +1,38 @@
+package protorpctransport
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/proto/echo"
+)
+
+// BenchmarkEcho is one 100-byte echo call in flight over loopback TCP,
+// for profiling the transport alone; internal/runtime/transport/all has
+// the comparison with the network floor.
+func BenchmarkEcho(b *testing.B) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewServer(transport.ServerOptions{})
+	echo.RegisterEchoServer(s, echo.Service{})
+	go s.Serve(lis)
+	defer s.Stop()
+	conn, err := Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	c := echo.NewEchoClient(conn)
+	req := &echo.EchoRequest{Payload: make([]byte, 100)}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Echo(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
