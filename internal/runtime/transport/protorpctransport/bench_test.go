@@ -36,3 +36,33 @@ func BenchmarkEcho(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEchoParallel is many 100-byte echo calls in flight on one
+// connection.
+func BenchmarkEchoParallel(b *testing.B) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewServer(transport.ServerOptions{})
+	echo.RegisterEchoServer(s, echo.Service{})
+	go s.Serve(lis)
+	defer s.Stop()
+	conn, err := Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	c := echo.NewEchoClient(conn)
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		req := &echo.EchoRequest{Payload: make([]byte, 100)}
+		ctx := context.Background()
+		for pb.Next() {
+			if _, err := c.Echo(ctx, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

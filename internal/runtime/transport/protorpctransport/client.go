@@ -108,15 +108,14 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 		}
 		return status.Errorf(code, "protorpc: %s: request: %v", method, err)
 	}
-	cc.write(*bp) // a failure ends the connection, and with it this call
-	buffers.Put(bp)
+	cc.w.send(bp) // a failure ends the connection, and with it this call
 
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
 		if cc.forget(id) {
 			// Nobody will answer cl now: tell the server, and go.
-			cc.write(cancelFrame(id))
+			cc.w.send(cancelFrame(id))
 			calls.Put(cl)
 			return status.FromContextError(ctx.Err()).Err()
 		}
@@ -129,11 +128,11 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	return err
 }
 
-// cancelFrame is a Cancel frame for a call.
-func cancelFrame(id uint32) []byte {
-	b := make([]byte, prefixLen)
-	putPrefix(b, id, kindCancel, 0)
-	return b
+// cancelFrame is a Cancel frame for a call, in a pooled buffer.
+func cancelFrame(id uint32) *[]byte {
+	bp := buffers.Get(prefixLen)
+	putPrefix(*bp, id, kindCancel, 0)
+	return bp
 }
 
 // NewStream implements grpc.ClientConnInterface; protorpc carries unary
@@ -199,7 +198,11 @@ func (c *Conn) dial(d *dialAttempt) {
 		nc.Close()
 		d.err = status.Error(codes.Canceled, "protorpc: connection closed")
 	default:
-		d.cc = &clientConn{owner: c, nc: nc, calls: map[uint32]*call{}}
+		cc := &clientConn{owner: c, nc: nc, calls: map[uint32]*call{}}
+		cc.w = newFrameWriter(nc, func(err error) {
+			cc.fail(status.Errorf(codes.Unavailable, "protorpc: connection to %s lost: %v", c.addr, err))
+		})
+		d.cc = cc
 		c.cur.Store(d.cc)
 		go d.cc.read()
 	}
@@ -245,7 +248,7 @@ type clientConn struct {
 	owner *Conn
 	nc    net.Conn
 
-	wmu sync.Mutex // serialises writes of whole frames
+	w *frameWriter
 
 	mu    sync.Mutex
 	calls map[uint32]*call // awaiting a response, by id
@@ -291,16 +294,6 @@ func (cc *clientConn) forget(id uint32) bool {
 	}
 	delete(cc.calls, id)
 	return true
-}
-
-// write sends one whole frame. A failure ends the connection.
-func (cc *clientConn) write(b []byte) {
-	cc.wmu.Lock()
-	_, err := cc.nc.Write(b)
-	cc.wmu.Unlock()
-	if err != nil {
-		cc.fail(status.Errorf(codes.Unavailable, "protorpc: connection to %s lost: %v", cc.owner.addr, err))
-	}
 }
 
 // read hands responses to their callers until the connection ends.

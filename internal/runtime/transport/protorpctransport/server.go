@@ -18,8 +18,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	spb "google.golang.org/genproto/googleapis/rpc/status"
-
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
 )
@@ -113,6 +111,9 @@ func (s *Server) Serve(lis net.Listener) error {
 		}
 		sc := &serverConn{s: s, nc: nc, calls: map[uint32]*serverCall{}, methods: map[string]*dispatch.Method{}}
 		sc.ctx, sc.cancel = context.WithCancel(s.base)
+		// A failed write closes the connection, which ends the reader and
+		// with it every call's context.
+		sc.w = newFrameWriter(nc, func(error) { nc.Close() })
 		s.mu.Lock()
 		if s.stopped {
 			s.mu.Unlock()
@@ -149,7 +150,7 @@ type serverConn struct {
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
 
-	wmu sync.Mutex // serialises writes of whole frames
+	w *frameWriter
 
 	mu    sync.Mutex
 	calls map[uint32]*serverCall // calls in progress, by id
@@ -316,12 +317,12 @@ func (sc *serverConn) respond(id uint32, out any, err error, stream *serverStrea
 	if stream != nil {
 		header, trailer = stream.finish()
 	}
-	var st *spb.Status
+	var st []byte
 	var msg proto.Message
 	if err != nil {
-		st = status.Convert(dispatch.StatusError(err)).Proto()
+		st = encodeStatus(status.Convert(dispatch.StatusError(err)))
 	} else if msg, _ = out.(proto.Message); msg == nil {
-		st = status.Newf(codes.Internal, "protorpc: the handler returned a %T, not a protobuf message", out).Proto()
+		st = encodeStatus(status.Newf(codes.Internal, "protorpc: the handler returned a %T, not a protobuf message", out))
 	}
 	bp, err := encodeFrame(id, kindResponse, responseHeaderSize(st, header, trailer),
 		func(b []byte) []byte { return appendResponseHeader(b, st, header, trailer) }, msg)
@@ -331,26 +332,14 @@ func (sc *serverConn) respond(id uint32, out any, err error, stream *serverStrea
 		if proto.Size(msg) > MaxMessageSize {
 			code = codes.ResourceExhausted
 		}
-		st = status.Newf(code, "protorpc: response: %v", err).Proto()
+		st = encodeStatus(status.Newf(code, "protorpc: response: %v", err))
 		bp, err = encodeFrame(id, kindResponse, responseHeaderSize(st, header, trailer),
 			func(b []byte) []byte { return appendResponseHeader(b, st, header, trailer) }, nil)
 		if err != nil {
 			panic("protorpc: a frame without a message failed to encode: " + err.Error())
 		}
 	}
-	sc.write(*bp)
-	buffers.Put(bp)
-}
-
-// write sends one whole frame. A failed write closes the connection, which
-// ends the reader and with it every call's context.
-func (sc *serverConn) write(b []byte) {
-	sc.wmu.Lock()
-	_, err := sc.nc.Write(b)
-	sc.wmu.Unlock()
-	if err != nil {
-		sc.nc.Close()
-	}
+	sc.w.send(bp)
 }
 
 // serverCall is one call in progress. It is pooled: its decode func is

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
@@ -214,25 +215,33 @@ type responseHeader struct {
 	header, trailer metadata.MD
 }
 
-func responseHeaderSize(st *spb.Status, header, trailer metadata.MD) int {
+// encodeStatus returns a google.rpc.Status, protobuf-encoded. protobuf
+// refuses a string that is not UTF-8, which a status message echoing a
+// peer's bytes (an unknown method's name) can be: such a message is
+// repaired, and details that will not encode are dropped, so that the code
+// always goes through.
+func encodeStatus(st *status.Status) []byte {
+	b, err := proto.Marshal(st.Proto())
+	if err != nil {
+		b, _ = proto.Marshal(&spb.Status{Code: int32(st.Code()), Message: strings.ToValidUTF8(st.Message(), "\uFFFD")})
+	}
+	return b
+}
+
+// responseHeaderSize and appendResponseHeader take the status encoded, as
+// encodeStatus gives it, or nil for success.
+func responseHeaderSize(st []byte, header, trailer metadata.MD) int {
 	n := metadataSize(respHeader, header) + metadataSize(respTrailer, trailer)
 	if st != nil {
-		n += protowire.SizeTag(respStatus) + protowire.SizeBytes(proto.Size(st))
+		n += protowire.SizeTag(respStatus) + protowire.SizeBytes(len(st))
 	}
 	return n
 }
 
-func appendResponseHeader(b []byte, st *spb.Status, header, trailer metadata.MD) []byte {
+func appendResponseHeader(b []byte, st []byte, header, trailer metadata.MD) []byte {
 	if st != nil {
 		b = protowire.AppendTag(b, respStatus, protowire.BytesType)
-		b = protowire.AppendVarint(b, uint64(proto.Size(st)))
-		// Marshalling a google.rpc.Status fails only for invalid UTF-8 in
-		// its message, which status.Convert's callers cannot produce
-		// without also breaking grpc; the code survives either way.
-		var err error
-		if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, st); err != nil {
-			panic("protorpc: encoding a status: " + err.Error())
-		}
+		b = protowire.AppendBytes(b, st)
 	}
 	b = appendMetadata(b, respHeader, header)
 	return appendMetadata(b, respTrailer, trailer)
