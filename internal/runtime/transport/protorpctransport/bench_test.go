@@ -9,10 +9,19 @@ import (
 	"github.com/svclab/svclab/proto/echo"
 )
 
-// BenchmarkEcho is one 100-byte echo call in flight over loopback TCP,
-// for profiling the transport alone; internal/runtime/transport/all has
-// the comparison with the network floor.
+// BenchmarkEcho is one echo call in flight over loopback TCP, for
+// profiling the transport alone; internal/runtime/transport/all has the
+// comparison with the network floor.
 func BenchmarkEcho(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"100B", 100}, {"100KB", 100 << 10}} {
+		b.Run(size.name, func(b *testing.B) { benchEcho(b, size.n) })
+	}
+}
+
+func benchEcho(b *testing.B, size int) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -27,7 +36,7 @@ func BenchmarkEcho(b *testing.B) {
 	}
 	defer conn.Close()
 	c := echo.NewEchoClient(conn)
-	req := &echo.EchoRequest{Payload: make([]byte, 100)}
+	req := &echo.EchoRequest{Payload: make([]byte, size)}
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
