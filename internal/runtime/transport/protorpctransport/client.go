@@ -19,6 +19,7 @@ import (
 
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
+	"github.com/svclab/svclab/internal/runtime/transport/internal/netconn"
 )
 
 // dialTimeout bounds a connection attempt, TLS handshake included. Callers
@@ -211,28 +212,9 @@ func (c *Conn) dial(d *dialAttempt) {
 
 // open connects, shakes hands if TLS is on, and sends the preface.
 func (c *Conn) open(ctx context.Context) (net.Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, c.network, c.addr)
+	nc, err := netconn.Dial(ctx, c.network, c.addr, c.tls)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s %s: %w", c.network, c.addr, err)
-	}
-	if c.tls != nil {
-		cfg := c.tls
-		if cfg.ServerName == "" {
-			// A socket path names no host; "localhost" is what the
-			// deployer's certificates are for.
-			cfg = cfg.Clone()
-			cfg.ServerName = "localhost"
-			if host, _, err := net.SplitHostPort(c.addr); err == nil && c.network != "unix" {
-				cfg.ServerName = host
-			}
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, fmt.Errorf("TLS handshake with %s: %w", c.addr, err)
-		}
-		nc = tc
+		return nil, err
 	}
 	if _, err := nc.Write(preface[:]); err != nil {
 		nc.Close()

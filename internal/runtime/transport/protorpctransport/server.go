@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
+	"github.com/svclab/svclab/internal/runtime/transport/internal/netconn"
 )
 
 // readBufferSize is the size of each connection's read buffer: a small
@@ -35,10 +35,7 @@ type Server struct {
 	base context.Context // ends at Stop, and with it every call's context
 	stop context.CancelFunc
 
-	mu        sync.Mutex
-	stopped   bool
-	listeners map[net.Listener]bool
-	conns     map[*serverConn]bool
+	conns netconn.Acceptor
 
 	// work hands calls to idle workers. A fresh goroutine per call would
 	// grow its stack anew each time, which took a tenth of the CPU of a
@@ -61,8 +58,6 @@ func NewServer(opts transport.ServerOptions) *Server {
 	s := &Server{
 		intercept: dispatch.ChainServer(opts.Interceptors),
 		tls:       opts.TLS,
-		listeners: map[net.Listener]bool{},
-		conns:     map[*serverConn]bool{},
 		work:      make(chan *serverCall),
 	}
 	s.base, s.stop = context.WithCancel(context.Background())
@@ -79,65 +74,17 @@ func (s *Server) GetServiceInfo() map[string]grpc.ServiceInfo { return s.table.G
 
 // Serve accepts connections on lis until Stop. It returns nil after Stop.
 func (s *Server) Serve(lis net.Listener) error {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		lis.Close()
-		return nil
+	err := s.conns.Serve(lis, s.tls, func(nc net.Conn) { s.newConn(nc).serve() })
+	if err != nil {
+		return fmt.Errorf("protorpc: %w", err)
 	}
-	s.listeners[lis] = true
-	s.mu.Unlock()
-	var delay time.Duration // backoff on temporary accept errors, as net/http does
-	for {
-		nc, err := lis.Accept()
-		if err != nil {
-			s.mu.Lock()
-			stopped := s.stopped
-			s.mu.Unlock()
-			if stopped {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return fmt.Errorf("protorpc accept on %s: %w", lis.Addr(), err)
-		}
-		delay = 0
-		if s.tls != nil {
-			nc = tls.Server(nc, s.tls) // the handshake runs on the first read, in serve
-		}
-		sc := &serverConn{s: s, nc: nc, calls: map[uint32]*serverCall{}, methods: map[string]*dispatch.Method{}}
-		sc.ctx, sc.cancel = context.WithCancel(s.base)
-		// A failed write closes the connection, which ends the reader and
-		// with it every call's context.
-		sc.w = newFrameWriter(nc, func(error) { nc.Close() })
-		s.mu.Lock()
-		if s.stopped {
-			s.mu.Unlock()
-			nc.Close()
-			return nil
-		}
-		s.conns[sc] = true
-		s.mu.Unlock()
-		go sc.serve()
-	}
+	return nil
 }
 
 // Stop closes the listeners and connections and ends the context of every
 // call in progress.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	for l := range s.listeners {
-		l.Close()
-	}
-	for sc := range s.conns {
-		sc.nc.Close()
-	}
-	s.mu.Unlock()
+	s.conns.Stop()
 	s.stop()
 }
 
@@ -161,15 +108,21 @@ type serverConn struct {
 	methods map[string]*dispatch.Method
 }
 
+func (s *Server) newConn(nc net.Conn) *serverConn {
+	sc := &serverConn{s: s, nc: nc, calls: map[uint32]*serverCall{}, methods: map[string]*dispatch.Method{}}
+	sc.ctx, sc.cancel = context.WithCancel(s.base)
+	// A failed write closes the connection, which ends the reader and with
+	// it every call's context.
+	sc.w = newFrameWriter(nc, func(error) { nc.Close() })
+	return sc
+}
+
 // serve reads the connection until it fails or closes, then ends every
 // call's context.
 func (sc *serverConn) serve() {
 	defer func() {
 		sc.cancel()
 		sc.nc.Close()
-		sc.s.mu.Lock()
-		delete(sc.s.conns, sc)
-		sc.s.mu.Unlock()
 	}()
 	br := bufio.NewReaderSize(sc.nc, readBufferSize)
 	var pre [len(preface)]byte

@@ -2,7 +2,6 @@ package protorpctransport
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -19,7 +18,6 @@ import (
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 
 	"github.com/svclab/svclab/internal/runtime/transport"
-	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
 	"github.com/svclab/svclab/proto/echo"
 )
 
@@ -213,12 +211,7 @@ func FuzzServerConn(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		client, server := net.Pipe()
 		defer client.Close()
-		sc := &serverConn{s: s, nc: server, calls: map[uint32]*serverCall{}, methods: map[string]*dispatch.Method{}}
-		sc.ctx, sc.cancel = context.WithCancel(s.base)
-		sc.w = newFrameWriter(server, func(error) { server.Close() })
-		s.mu.Lock()
-		s.conns[sc] = true
-		s.mu.Unlock()
+		sc := s.newConn(server)
 		done := make(chan struct{})
 		go func() { sc.serve(); close(done) }()
 		// Drain the server's answers, so its writes never block.
