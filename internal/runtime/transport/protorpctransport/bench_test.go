@@ -17,52 +17,24 @@ func BenchmarkEcho(b *testing.B) {
 		name string
 		n    int
 	}{{"100B", 100}, {"100KB", 100 << 10}} {
-		b.Run(size.name, func(b *testing.B) { benchEcho(b, size.n) })
+		b.Run(size.name, func(b *testing.B) {
+			c := benchClient(b)
+			req := &echo.EchoRequest{Payload: make([]byte, size.n)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Echo(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
-func benchEcho(b *testing.B, size int) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := NewServer(transport.ServerOptions{})
-	echo.RegisterEchoServer(s, echo.Service{})
-	go s.Serve(lis)
-	defer s.Stop()
-	conn, err := Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	c := echo.NewEchoClient(conn)
-	req := &echo.EchoRequest{Payload: make([]byte, size)}
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Echo(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkEchoParallel is many 100-byte echo calls in flight on one
-// connection.
+// BenchmarkEchoParallel is 100-byte echo calls from 32 callers per CPU
+// sharing one connection.
 func BenchmarkEchoParallel(b *testing.B) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := NewServer(transport.ServerOptions{})
-	echo.RegisterEchoServer(s, echo.Service{})
-	go s.Serve(lis)
-	defer s.Stop()
-	conn, err := Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	c := echo.NewEchoClient(conn)
+	c := benchClient(b)
 	b.ReportAllocs()
 	b.SetParallelism(32)
 	b.RunParallel(func(pb *testing.PB) {
@@ -74,4 +46,22 @@ func BenchmarkEchoParallel(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchClient serves the echo service on loopback TCP and dials it.
+func benchClient(b *testing.B) echo.EchoClient {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := NewServer(transport.ServerOptions{})
+	echo.RegisterEchoServer(s, echo.Service{})
+	go s.Serve(lis)
+	b.Cleanup(s.Stop)
+	conn, err := Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.Close() })
+	return echo.NewEchoClient(conn)
 }
