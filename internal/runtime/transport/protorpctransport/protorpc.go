@@ -11,9 +11,11 @@
 // handler's context. docs/TRANSPORTS.md specifies the format for other
 // implementations.
 //
-// The server runs each call on its own goroutine and writes responses
-// under a mutex, as the client writes requests; one reader goroutine per
-// connection and side parses frames. Frame buffers are pooled.
+// One reader goroutine per connection and side parses frames. The server
+// runs each call on a worker goroutine, reused from call to call. Callers
+// and workers write their own frames: whichever finds no write in
+// progress writes, batching the frames others queued meanwhile, so there
+// is no writer goroutine. Frame buffers are pooled.
 //
 // Importing the package registers the transport.
 package protorpctransport

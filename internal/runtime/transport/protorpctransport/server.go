@@ -89,8 +89,8 @@ func (s *Server) Stop() {
 }
 
 // serverConn is one client's connection. Its reader goroutine (serve)
-// parses frames and starts a goroutine per call; responses are written by
-// the calls' goroutines, one frame at a time under wmu.
+// parses frames and hands each call to a worker, which writes the
+// response through the connection's frameWriter.
 type serverConn struct {
 	s      *Server
 	nc     net.Conn
@@ -193,7 +193,7 @@ func (sc *serverConn) request(br *bufio.Reader, p prefix) error {
 	c.sc, c.id, c.m, c.body, c.msg = sc, p.id, m, bp, (*bp)[p.hlen:]
 	// The context is made here, not on the call's goroutine, so that a
 	// Cancel read right after the request finds the call registered.
-	if h.timeout > 0 {
+	if h.timeout != 0 { // a negative timeout has expired, as grpc-timeout's 0n has
 		c.ctx, c.cancel = context.WithTimeout(sc.ctx, time.Duration(h.timeout))
 	} else {
 		c.ctx, c.cancel = context.WithCancel(sc.ctx)

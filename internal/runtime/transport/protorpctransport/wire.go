@@ -54,7 +54,7 @@ const MaxHeaderSize = 64 << 10
 //
 //	message RequestHeader {
 //	  string method = 1;              // "/package.Service/Method"
-//	  int64 timeout_nanos = 2;        // the caller's remaining time; 0: none
+//	  int64 timeout_nanos = 2;        // the caller's remaining time; 0: none, < 0: expired
 //	  repeated Metadata metadata = 3; // the caller's outgoing metadata
 //	}
 //	message ResponseHeader {
