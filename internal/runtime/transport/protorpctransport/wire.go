@@ -50,19 +50,10 @@ const MaxMessageSize = 4 << 20
 // MaxHeaderSize bounds a frame's header, which is mostly metadata.
 const MaxHeaderSize = 64 << 10
 
-// Field numbers of the headers, as in docs/TRANSPORTS.md:
-//
-//	message RequestHeader {
-//	  string method = 1;              // "/package.Service/Method"
-//	  int64 timeout_nanos = 2;        // the caller's remaining time; 0: none, < 0: expired
-//	  repeated Metadata metadata = 3; // the caller's outgoing metadata
-//	}
-//	message ResponseHeader {
-//	  google.rpc.Status status = 1;   // set if and only if the call failed
-//	  repeated Metadata header = 2;   // the handler's grpc.SetHeader
-//	  repeated Metadata trailer = 3;  // the handler's grpc.SetTrailer
-//	}
-//	message Metadata { string key = 1; bytes value = 2; } // one per value
+// Field numbers of the protobuf messages RequestHeader, ResponseHeader
+// and Metadata, whose schema docs/TRANSPORTS.md gives. The headers are
+// encoded by hand, with protowire: they are small, and a generated type
+// would be an allocation per call.
 const (
 	reqMethod   = 1
 	reqTimeout  = 2
