@@ -240,3 +240,45 @@ func TestEncodeStatusInvalidUTF8(t *testing.T) {
 		t.Errorf("got %v", &got)
 	}
 }
+
+// FuzzClientConn feeds a client connection arbitrary bytes as if from its
+// server while a call waits: the call must end, with a response or an
+// error, and nothing may panic.
+func FuzzClientConn(f *testing.F) {
+	resp := func(id uint32, st *status.Status, msg proto.Message) []byte {
+		var sb []byte
+		if st != nil {
+			sb = encodeStatus(st)
+		}
+		bp, err := encodeFrame(id, kindResponse, responseHeaderSize(sb, nil, nil),
+			func(b []byte) []byte { return appendResponseHeader(b, sb, nil, nil) }, msg)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return *bp
+	}
+	f.Add(resp(1, nil, &echo.EchoResponse{Payload: []byte("x")}))
+	f.Add(resp(1, status.New(codes.NotFound, "no"), nil))
+	f.Add(append(resp(2, nil, nil), resp(1, nil, nil)...))
+	f.Add([]byte{0, 0, 0, 10, 0, 0, 0, 1, kindResponse, 0, 0, 0, 1, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		client, server := net.Pipe()
+		defer server.Close()
+		cc := &clientConn{owner: &Conn{addr: "pipe"}, nc: client, calls: map[uint32]*call{}}
+		cc.w = newFrameWriter(client, func(err error) { cc.fail(err) })
+		cl := &call{done: make(chan struct{}, 1)}
+		if _, err := cc.register(cl); err != nil {
+			t.Fatal(err)
+		}
+		go cc.read()
+		server.SetWriteDeadline(time.Now().Add(time.Second))
+		server.Write(data)
+		server.Close()
+		select {
+		case <-cl.done:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the call still waits 5s after the server closed")
+		}
+		cl.result("/svclab.echo.Echo/Echo", new(echo.EchoResponse), nil)
+	})
+}
