@@ -18,15 +18,16 @@ const (
 )
 
 // ProcessInfo says which process it is and what it runs. The runner records
-// it in each run's run.json.
+// it in each run's run.json; Group and Role stay out of that file until its
+// format changes on purpose (docs/RESULTS.md).
 type ProcessInfo struct {
 	// Name is unique within a run and labels the process's resource
 	// samples; a group's only process is named after the group.
 	Name string `json:"name"`
 	// Group is the group of components the process serves, if any.
-	Group string `json:"group,omitempty"`
+	Group string `json:"-"`
 	// Role is what the process is for (RoleHost, RoleLoadGen).
-	Role string `json:"role"`
+	Role string `json:"-"`
 	// Components hosted by the process.
 	Components []string `json:"components,omitempty"`
 	// PID is the process's id on the machine that runs it, or 0 where the
