@@ -17,13 +17,10 @@ package deploy
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"sort"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -86,55 +83,17 @@ type Deployment interface {
 	Stop(ctx context.Context) error
 }
 
-var (
-	mu       sync.RWMutex
-	registry = map[string]Deployer{}
-)
+var deployers = registry.New[Deployer]("deployer")
 
-// Register makes a deployer available by name. It panics on a duplicate
-// name, as that is a programming error.
-func Register(d Deployer) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[d.Name()]; dup {
-		panic("deploy: Register called twice for " + d.Name())
-	}
-	registry[d.Name()] = d
-}
+// Register makes a deployer available by its name. It panics on a
+// duplicate name, as that is a programming error.
+func Register(d Deployer) { deployers.Register(d.Name(), d) }
 
 // Lookup returns the deployer registered under name.
-func Lookup(name string) (Deployer, error) {
-	mu.RLock()
-	defer mu.RUnlock()
-	d, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown deployer %q (known: %s)", name, known(namesLocked()))
-	}
-	return d, nil
-}
+func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
 
 // Names lists the registered deployers, sorted.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	return namesLocked()
-}
-
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
-
-func known(names []string) string {
-	if len(names) == 0 {
-		return "none in this binary"
-	}
-	return strings.Join(names, ", ")
-}
+func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
 // starts: the deployer it names is registered, and its topology resolves
@@ -142,7 +101,7 @@ func known(names []string) string {
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
-		return nil, nil, s.Errorf("deploy.deployer", "unknown deployer %q (known: %s)", s.Deploy.Deployer, known(Names()))
+		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
 	}
 	topo, err := runtime.Resolve(s)
 	if err != nil {
