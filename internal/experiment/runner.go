@@ -227,7 +227,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err != nil {
 		return nil, err
 	}
-	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: deploy.RoleLoadGen, Role: deploy.RoleLoadGen, PID: os.Getpid()}, Source: self}}
+	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid()}, Source: self}}
 	for _, dp := range dep.Processes() {
 		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
 	}
