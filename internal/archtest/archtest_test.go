@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"internal/runtime", "internal/load"},
 	{"proto/"},
 	{"internal/runtime/transport"},
-	{"internal/spec", "internal/inprocgen"},
+	{"internal/spec", "internal/inprocgen", "internal/registry"},
 }
 
 // part returns the layer index and the part (the prefix of layers that
@@ -51,9 +51,13 @@ func part(pkg string) (int, string) {
 	return bestLayer, best
 }
 
-// onlyFromCmd are packages only the CLI wires in: deployers and the
-// registries that pull them in are chosen by name through internal/deploy.
+// onlyFromCmd are packages only the CLI wires in, directly or through the
+// deploy/all registration package: everything else chooses a deployer by
+// name through internal/deploy.
 var onlyFromCmd = []string{"internal/deploy/local"}
+
+// wiring packages exist to register implementations for cmd/.
+var wiring = []string{"internal/deploy/all"}
 
 type pkg struct {
 	ImportPath string
@@ -145,7 +149,7 @@ func TestLayers(t *testing.T) {
 				continue
 			}
 			for _, oc := range onlyFromCmd {
-				if (to == oc || strings.HasPrefix(to, oc+"/")) && !strings.HasPrefix(from, "cmd/") && !strings.HasPrefix(from, oc) {
+				if (to == oc || strings.HasPrefix(to, oc+"/")) && !strings.HasPrefix(from, "cmd/") && !strings.HasPrefix(from, oc) && !slices.Contains(wiring, from) {
 					t.Errorf("%s imports %s, which only cmd/ may wire in", from, to)
 				}
 			}
