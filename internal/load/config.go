@@ -293,7 +293,7 @@ func (c *Config) checkTarget() error {
 func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []error {
 	var errs []error
 	bad := func(k, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("load.%s.%s: "+format, append([]any{key, k}, args...)...))
+		errs = append(errs, &spec.KeyError{Key: "load." + key + "." + k, Msg: fmt.Sprintf(format, args...)})
 	}
 	if c.protocol() == "grpc" {
 		if !strings.Contains(strings.TrimPrefix(r.Method, "/"), "/") {
