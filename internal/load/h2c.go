@@ -76,12 +76,6 @@ func (c *h2cClient) op(h *httpReq, base string) func(ctx context.Context, s *Ses
 		if err != nil {
 			return err
 		}
-		if err := h.check(resp.StatusCode); err != nil {
-			return err
-		}
-		if h.ex != nil {
-			return h.ex.fromBody(s, s.body)
-		}
-		return nil
+		return h.answer(s, resp.StatusCode)
 	}
 }

@@ -379,12 +379,6 @@ func (c *h1Client) op(h *httpReq) func(ctx context.Context, s *Session) error {
 		if err != nil {
 			return err
 		}
-		if err := h.check(resp.status); err != nil {
-			return err
-		}
-		if h.ex != nil {
-			return h.ex.fromBody(s, s.body)
-		}
-		return nil
+		return h.answer(s, resp.status)
 	}
 }

@@ -148,9 +148,15 @@ func (h *httpReq) appendH1(b []byte, s *Session) []byte {
 	return append(b, "\r\n"...)
 }
 
-func (h *httpReq) check(status int) error {
+// answer takes in an answer with status whose body, when something is
+// extracted from it, is in s.body: the status is checked, then the values
+// are extracted.
+func (h *httpReq) answer(s *Session, status int) error {
 	if (h.expect != 0 && status != h.expect) || (h.expect == 0 && status >= 400) {
 		return &StatusError{Code: status}
+	}
+	if h.ex != nil {
+		return h.ex.fromBody(s, s.body)
 	}
 	return nil
 }
