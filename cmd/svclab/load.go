@@ -391,8 +391,11 @@ func (by setters) label(key string) (string, bool) {
 
 // elementOf splits "[2].type" into 2 and "type".
 func elementOf(rest string) (int, string, bool) {
-	idx, sub, ok := strings.Cut(strings.TrimPrefix(rest, "["), "]")
-	if !ok || !strings.HasPrefix(rest, "[") {
+	if !strings.HasPrefix(rest, "[") {
+		return 0, "", false
+	}
+	idx, sub, ok := strings.Cut(rest[1:], "]")
+	if !ok {
 		return 0, "", false
 	}
 	i, err := strconv.Atoi(idx)
