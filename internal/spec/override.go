@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"bytes"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -25,11 +27,49 @@ func (s *Spec) Set(assignment string) error {
 	if err != nil {
 		return fmt.Errorf("--set %q: %w", assignment, err)
 	}
-	var holder struct{ V any }
-	var value any = raw
-	if err := toml.Unmarshal([]byte("V = "+raw), &holder); err == nil {
-		value = holder.V
+	if err := s.setParts(parts, ParseValue(raw)); err != nil {
+		return fmt.Errorf("--set %s: %w", key, err)
 	}
+	s.Overrides = append(s.Overrides, key+"="+raw)
+	return nil
+}
+
+// SetValue is Set with the value already read: a string, bool, int64,
+// float64, or a []any or map[string]any of them, as TOML decoding gives.
+// Command-line flags that stand for a key use it, so that a flag's value
+// meets the same checks as the key's in a spec. It is recorded in
+// Overrides as key=value with the value in TOML, which Set reads back.
+func (s *Spec) SetValue(key string, value any) error {
+	parts, err := splitKey(key)
+	if err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	var b bytes.Buffer
+	if err := toml.NewEncoder(&b).SetTablesInline(true).Encode(map[string]any{"v": value}); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	raw := strings.TrimSuffix(strings.TrimPrefix(b.String(), "v = "), "\n")
+	if err := s.setParts(parts, deepCopy(value)); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	s.Overrides = append(s.Overrides, key+"="+raw)
+	return nil
+}
+
+// ParseValue reads the value of an assignment as Set does: a TOML value
+// (`3`, `"1s"`, `["a", "b"]`), or the bare string when it does not parse
+// as one.
+func ParseValue(raw string) any {
+	var holder struct{ V any }
+	if err := toml.Unmarshal([]byte("V = "+raw), &holder); err == nil {
+		return holder.V
+	}
+	return raw
+}
+
+// setParts sets the value at a split key, and undoes it when the spec's
+// own tables no longer decode.
+func (s *Spec) setParts(parts []string, value any) error {
 	saved, savedOwn := deepCopy(s.tree).(map[string]any), *s
 	restore := func(err error) error {
 		*s = savedOwn
@@ -37,16 +77,37 @@ func (s *Spec) Set(assignment string) error {
 		return err
 	}
 	if err := setPath(s.tree, parts, value); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(err)
 	}
 	if err := s.checkTopLevel(); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(err)
 	}
 	if err := s.decodeOwn(); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(err)
 	}
-	s.Overrides = append(s.Overrides, key+"="+raw)
 	return nil
+}
+
+// FieldType is the type of the field that key, dotted and relative to a
+// table ("request.method"), decodes into in the struct v points to, found
+// by toml tags through pointers and slices. A flag that stands for a key
+// takes its value's type from here.
+func FieldType(v any, key string) (reflect.Type, bool) {
+	t := reflect.TypeOf(v)
+	for _, p := range strings.Split(key, ".") {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			return nil, false
+		}
+		f, ok := fieldByTag(t, p)
+		if !ok {
+			return nil, false
+		}
+		t = f.Type
+	}
+	return t, true
 }
 
 // splitKey splits a dotted key, honouring double-quoted parts.
