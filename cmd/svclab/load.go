@@ -143,13 +143,29 @@ func (v *keyValue) Type() string {
 }
 
 // last is the key's value from the flag's last value: the text itself for
-// a key read from a string (durations included), else the text read as
-// --set reads it, so that "--rate abc" fails in the decoder as
-// rate = "abc" does.
+// a key read from a string (durations included); for numbers and booleans
+// the value as Go's flag package reads it, so "--rate .5" and
+// "--raw-samples=1" mean what they mean to every Go CLI; and otherwise the
+// text read as --set reads it, so that "--rate abc" fails in the decoder
+// as rate = "abc" does.
 func (v *keyValue) last() any {
 	raw := v.vals[len(v.vals)-1]
 	if v.field.Kind() == reflect.String || reflect.PointerTo(v.field).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
 		return raw
+	}
+	switch v.field.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f, err := strconv.ParseFloat(raw, 64); err == nil {
+			return f
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i, err := strconv.ParseInt(raw, 0, 64); err == nil {
+			return i
+		}
+	case reflect.Bool:
+		if b, err := strconv.ParseBool(raw); err == nil {
+			return b
+		}
 	}
 	return spec.ParseValue(raw)
 }

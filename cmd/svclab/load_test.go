@@ -148,6 +148,9 @@ func TestLoadFlagsAreKeys(t *testing.T) {
 		toml  string
 	}{
 		{"rate", []string{"--rate", "50"}, []string{"load.rate=50"}, "rate = 50"},
+		// Numbers and booleans read as Go's flag package reads them.
+		{"Go number and bool forms", []string{"--rate", ".5", "--raw-samples=1", "--dir", dir},
+			[]string{"load.rate=0.5", "load.raw_samples=true"}, "rate = 0.5\nraw_samples = true"},
 		{"open loop",
 			[]string{"--mode", "open", "--protocol", "h2c", "--rate", "7.5", "--arrival", "poisson", "-d", "2s", "--warmup", "500ms",
 				"-c", "3", "--max-inflight", "10", "--timeout", "1s", "-n", "100", "--seed", "-7", "--raw-samples"},
