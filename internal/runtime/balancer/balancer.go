@@ -234,7 +234,7 @@ type SubConn struct {
 	addr  Address
 	calls inflight.Gate
 
-	conn    atomic.Pointer[transport.Conn]
+	conn   atomic.Pointer[transport.Conn]
 	mu     sync.Mutex // serialises dialing and closing
 	failed atomic.Bool
 }
