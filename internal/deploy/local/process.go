@@ -2,7 +2,6 @@ package local
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 // process is one child: one group of components. It is a deploy.Process.
@@ -48,10 +48,10 @@ func (p *process) Exit() *deploy.ExitError {
 }
 
 // start launches one child.
-func (d *Deployment) start(hc *runtime.HostConfig, files []*os.File, opts Options) (*process, error) {
-	cfg, err := json.Marshal(hc)
+func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options) (*process, error) {
+	cfg, err := runtime.EncodeHostConfig(hc)
 	if err != nil {
-		return nil, fmt.Errorf("encode host config: %w", err)
+		return nil, err
 	}
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
@@ -94,11 +94,11 @@ func (d *Deployment) start(hc *runtime.HostConfig, files []*os.File, opts Option
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
-	for c, l := range hc.Listen {
-		proc.listen[c] = l.Endpoint
+	for c, l := range hc.Listeners {
+		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
 	}
 	if hc.Gateway != nil {
-		proc.listen["gateway"] = hc.Gateway.Endpoint
+		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
 	go proc.read(r, opts.Log)
 	go proc.wait()

@@ -98,12 +98,8 @@ func New(name string, opts Options) *Balancer {
 // calls and are closed once their calls in flight finish. An address listed
 // twice is an error, and then nothing changes.
 func (b *Balancer) Update(addrs []Address) error {
-	seen := make(map[string]bool, len(addrs))
-	for _, a := range addrs {
-		if seen[a.Addr] {
-			return fmt.Errorf("peer %s: endpoint %s listed twice", b.name, a.Addr)
-		}
-		seen[a.Addr] = true
+	if err := Check(addrs); err != nil {
+		return fmt.Errorf("peer %s: %w", b.name, err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -133,6 +129,18 @@ func (b *Balancer) Update(addrs []Address) error {
 		}
 	}
 	b.subs = next
+	return nil
+}
+
+// Check reports what Update would refuse in addrs: an address listed twice.
+func Check(addrs []Address) error {
+	seen := make(map[string]bool, len(addrs))
+	for _, a := range addrs {
+		if seen[a.Addr] {
+			return fmt.Errorf("endpoint %s listed twice", a.Addr)
+		}
+		seen[a.Addr] = true
+	}
 	return nil
 }
 
