@@ -339,12 +339,49 @@ func (h *host) run(ctx context.Context) error {
 	log.Printf("%s group %s (%s) of %s, deployment %s; serving %s", ReadyMarker, h.cfg.GetGroup(), strings.Join(h.cfg.GetComponents(), ", "),
 		h.cfg.GetApp(), h.cfg.GetDeployment(), orNone(where))
 	<-ctx.Done()
+	if errors.Is(context.Cause(ctx), errStopped) {
+		h.finishAnswers()
+	}
 	h.close()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
 		return fmt.Errorf("group %s: %w", h.cfg.GetGroup(), err)
 	}
 	return nil
+}
+
+// answerLinger is how long a stopped host waits, after its last call
+// returned, before it closes a server that cannot stop gracefully: the
+// answer is written after the handler returns, so closing at once could cut
+// it off.
+const answerLinger = 200 * time.Millisecond
+
+// finishAnswers lets the answers of the last calls of a drained host reach
+// the wire before close cuts the connections. grpc-go's server stops
+// gracefully itself; transport.Server has no graceful stop yet, so the
+// other transports get answerLinger.
+func (h *host) finishAnswers() {
+	linger := false
+	for _, s := range h.servers {
+		gs, ok := s.srv.(interface{ GracefulStop() })
+		if !ok {
+			linger = true
+			continue
+		}
+		done := make(chan struct{})
+		go func() {
+			gs.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			// A call arrived after all (a health check); close cuts it.
+		}
+	}
+	if linger {
+		time.Sleep(answerLinger)
+	}
 }
 
 func (h *host) close() {
