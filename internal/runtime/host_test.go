@@ -42,7 +42,9 @@ func startHost(t *testing.T, name string, cfg *hostv1.HostConfig) *runningHost {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
-	go func() { h.done <- runtime.RunHost(ctx, cfg, runtime.Middleware{Server: []grpc.UnaryServerInterceptor{count}}) }()
+	go func() {
+		h.done <- runtime.RunHost(ctx, cfg, runtime.Middleware{Server: []grpc.UnaryServerInterceptor{count}})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -67,14 +67,18 @@ func TestDecodeHostConfig(t *testing.T) {
 		check      func(*hostv1.HostConfig) bool
 	}{
 		{
-			name:  "lowerCamelCase names (Go, Java and Python printers)",
-			json:  `{"app":"chain","configJson":"{}","listeners":{"hop1":{"endpoint":{"transport":"grpc","network":"tcp","addr":"127.0.0.1:0"}}}}`,
-			check: func(c *hostv1.HostConfig) bool { return c.GetListeners()["hop1"].GetEndpoint().GetAddr() == "127.0.0.1:0" },
+			name: "lowerCamelCase names (Go, Java and Python printers)",
+			json: `{"app":"chain","configJson":"{}","listeners":{"hop1":{"endpoint":{"transport":"grpc","network":"tcp","addr":"127.0.0.1:0"}}}}`,
+			check: func(c *hostv1.HostConfig) bool {
+				return c.GetListeners()["hop1"].GetEndpoint().GetAddr() == "127.0.0.1:0"
+			},
 		},
 		{
-			name:  "proto field names",
-			json:  `{"app":"chain","config_json":"{\"hops\":2}","peers":{"hop2":{"endpoints":[{"transport":"http","network":"unix","addr":"/s"}]}}}`,
-			check: func(c *hostv1.HostConfig) bool { return c.GetConfigJson() == `{"hops":2}` && c.GetPeers()["hop2"].GetEndpoints()[0].GetTransport() == "http" },
+			name: "proto field names",
+			json: `{"app":"chain","config_json":"{\"hops\":2}","peers":{"hop2":{"endpoints":[{"transport":"http","network":"unix","addr":"/s"}]}}}`,
+			check: func(c *hostv1.HostConfig) bool {
+				return c.GetConfigJson() == `{"hops":2}` && c.GetPeers()["hop2"].GetEndpoints()[0].GetTransport() == "http"
+			},
 		},
 		{name: "unknown top-level field", json: `{"app":"chain","replicas":3}`, err: "replicas"},
 		{name: "unknown nested field", json: `{"gateway":{"endpoint":{"addr":"x","tls":true}}}`, err: "tls"},
