@@ -239,26 +239,26 @@ func TestUpdateWhileCalling(t *testing.T) {
 	}
 }
 
-func waitActive(t *testing.T, s *server, n int64) {
+// waitAtLeast polls a server's counter until it reaches n.
+func waitAtLeast(t *testing.T, s *server, what string, v *atomic.Int64, n int64) {
 	t.Helper()
 	end := time.Now().Add(10 * time.Second)
-	for s.active.Load() < n {
+	for v.Load() < n {
 		if time.Now().After(end) {
-			t.Fatalf("endpoint %s has %d calls in flight after 10s, want %d", s.addr, s.active.Load(), n)
+			t.Fatalf("endpoint %s: %s %d after 10s, want %d", s.addr, what, v.Load(), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
 }
 
+func waitActive(t *testing.T, s *server, n int64) {
+	t.Helper()
+	waitAtLeast(t, s, "calls in flight", &s.active, n)
+}
+
 func waitCalls(t *testing.T, s *server, n int64) {
 	t.Helper()
-	end := time.Now().Add(10 * time.Second)
-	for s.calls.Load() < n {
-		if time.Now().After(end) {
-			t.Fatalf("endpoint %s got %d calls in 10s, want %d", s.addr, s.calls.Load(), n)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitAtLeast(t, s, "calls received", &s.calls, n)
 }
 
 func waitClosed(t *testing.T, name string, s *server) {
