@@ -19,11 +19,6 @@ import (
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// listenerOf is where the deployment serves component c of group i.
-func listenerOf(d *local.Deployment, i int, c string) runtime.Endpoint {
-	return d.Processes()[i].Listen[c]
-}
-
 // TestControlChannel deploys chain split, starts a second host of hop3 in
 // this process, and moves hop2's calls over to it through the control
 // channel, without restarting hop2; then it drains and stops the first
@@ -94,7 +89,7 @@ func testControlChannel(t *testing.T, tr string) {
 			}
 		}
 	}
-	first := listenerOf(d, 2, "hop3")
+	first := d.Processes()[2].Listeners()["hop3"]
 	if err := d.UpdatePeers(ctx, "hop2", map[string][]runtime.Endpoint{"hop3": {first, second}}); err != nil {
 		t.Fatalf("update peers: %v", err)
 	}
@@ -122,7 +117,7 @@ func testControlChannel(t *testing.T, tr string) {
 	if err := d.Drain(ctx, "hop3"); err != nil {
 		t.Errorf("drain hop3: %v", err)
 	}
-	pid := d.Processes()[2].PID
+	pid := d.Processes()[2].Info().PID
 	if err := d.StopGroup(ctx, "hop3"); err != nil {
 		t.Errorf("stop hop3: %v", err)
 	}
