@@ -79,6 +79,15 @@ func testControlChannel(t *testing.T, tr string) {
 			t.Errorf("second hop3: %v", err)
 		}
 	}()
+	// Its socket exists once it is built; calls queue until it serves.
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(second.Addr); err == nil {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("second hop3 not listening on %s after 10s", second.Addr)
+		}
+	}
 
 	req := p.Requests()[0]
 	calls := func(n int) {
