@@ -3,7 +3,7 @@
 // unix sockets.
 //
 // Every child re-executes the svclab binary as `svclab host`, with its
-// runtime.HostConfig in the environment. The deployer binds every listening
+// hostv1.HostConfig (the host protocol) in the environment. The deployer binds every listening
 // socket itself before it starts any child and hands each child its own
 // sockets as inherited file descriptors, so all addresses are known up front,
 // no port can be taken by someone else in between, and a peer can connect
