@@ -3,11 +3,11 @@
 // unix sockets.
 //
 // Every child re-executes the svclab binary as `svclab host`, with its
-// hostv1.HostConfig (the host protocol) in the environment. The deployer binds every listening
-// socket itself before it starts any child and hands each child its own
-// sockets as inherited file descriptors, so all addresses are known up front,
-// no port can be taken by someone else in between, and a peer can connect
-// before its host has started accepting.
+// hostv1.HostConfig (the host protocol) in the environment. The deployer
+// binds every listening socket itself before it starts any child and hands
+// each child its own sockets as inherited file descriptors, so all addresses
+// are known up front, no port can be taken by someone else in between, and a
+// peer can connect before its host has started accepting.
 //
 // Nothing outlives the deployer: each child runs in its own process group
 // (so a terminal's Ctrl-C reaches only svclab, which then stops the children
