@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -30,20 +32,34 @@ func (s *Spec) Set(assignment string) error {
 	if err := toml.Unmarshal([]byte("V = "+raw), &holder); err == nil {
 		value = holder.V
 	}
+	// Errors about the value name the flag, not a line of the file.
+	flag := "--set " + key + "=" + cut(raw)
+	if !slices.Contains(Tables, parts[0]) {
+		return &Error{Flag: flag, Key: quoteKeyPart(parts[0]), Err: fmt.Errorf("unknown table (a spec has only [%s])%s", strings.Join(Tables, "], ["), didYouMean(parts[0], Tables))}
+	}
 	saved, savedOwn := deepCopy(s.tree).(map[string]any), *s
 	restore := func(err error) error {
 		*s = savedOwn
 		s.tree = saved
 		return err
 	}
+	abs := make([]string, len(parts))
+	for i, p := range parts {
+		abs[i] = quoteKeyPart(p)
+	}
+	s.setByFlag = maps.Clone(s.setByFlag)
+	if s.setByFlag == nil {
+		s.setByFlag = map[string]string{}
+	}
+	s.setByFlag[strings.Join(abs, ".")] = flag
 	if err := setPath(s.tree, parts, value); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(&Error{Flag: flag, Key: strings.Join(abs, "."), Err: err})
 	}
 	if err := s.checkTopLevel(); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(err)
 	}
 	if err := s.decodeOwn(); err != nil {
-		return restore(fmt.Errorf("--set %s: %w", key, err))
+		return restore(err)
 	}
 	s.Overrides = append(s.Overrides, key+"="+raw)
 	return nil
