@@ -43,7 +43,7 @@ structure.`,
 			if err != nil {
 				return err
 			}
-			p, _, err := experiment.PlanSpec(s, experiment.ClockSeed(seed))
+			p, _, err := experiment.PlanSpec(cmd.Context(), s, experiment.ClockSeed(seed))
 			if err != nil {
 				return err
 			}

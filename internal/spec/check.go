@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"sync"
 )
 
 // maxErrors bounds how many problems one Decode reports: enough to fix a
@@ -175,9 +176,22 @@ func (c *checker) keysInFileOrder(key string, m map[string]any) []string {
 	return keys
 }
 
+// fieldCache holds structFields' answers by type: a plan decodes the
+// same few structs once per design point.
+var fieldCache sync.Map // reflect.Type → map[string]reflect.StructField
+
 // structFields maps the toml keys of struct type t to its fields, the
 // fields of embedded structs included, as go-toml decodes them.
 func structFields(t reflect.Type) map[string]reflect.StructField {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.StructField)
+	}
+	m := buildStructFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func buildStructFields(t reflect.Type) map[string]reflect.StructField {
 	out := map[string]reflect.StructField{}
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
@@ -186,7 +200,7 @@ func structFields(t reflect.Type) map[string]reflect.StructField {
 			ft = ft.Elem()
 		}
 		if f.Anonymous && f.Tag.Get("toml") == "" && ft.Kind() == reflect.Struct {
-			for k, sf := range structFields(ft) {
+			for k, sf := range buildStructFields(ft) {
 				if _, shadowed := out[k]; !shadowed {
 					out[k] = sf
 				}

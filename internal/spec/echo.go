@@ -103,7 +103,7 @@ func shortenQuoted(msg string) string {
 // bound cuts a whole message at a generous length: a message is several
 // echoed values at most, but an owner may have echoed one unquoted.
 func bound(msg string) string {
-	const limit = 16 * EchoLimit
+	const limit = 50 * EchoLimit
 	if utf8.RuneCountInString(msg) <= limit {
 		return msg
 	}

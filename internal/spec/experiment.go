@@ -89,7 +89,7 @@ const (
 	// MaxGenerators bounds a fractional design's generators: the defining
 	// relation has 2^p - 1 words and every alias set 2^p effects, so that
 	// past this the design's description alone would not fit in memory.
-	MaxGenerators = 12
+	MaxGenerators = 11
 )
 
 // ResponseMetrics are the run-level metrics a report can lead with.
@@ -238,17 +238,17 @@ func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, er
 // error.
 func (s *Spec) checkRunCount(e Experiment) error {
 	points := big.NewInt(1)
-	var how string
+	var factors string
 	if e.Design == "fractional" {
 		points.Lsh(points, uint(max(0, len(e.Factors)-len(e.Generators))))
-		how = fmt.Sprintf("2^(%d-%d) = %s design points", len(e.Factors), len(e.Generators), points)
+		factors = fmt.Sprintf("2^(%d-%d) for %d two-level factors and %d generators", len(e.Factors), len(e.Generators), len(e.Factors), len(e.Generators))
 	} else {
 		sizes := make([]string, len(e.Factors))
 		for i, f := range e.Factors {
 			points.Mul(points, big.NewInt(int64(len(f.Levels))))
-			sizes[i] = fmt.Sprintf("%s (%d levels)", f.Name, len(f.Levels))
+			sizes[i] = fmt.Sprintf("%s (%d)", f.Name, len(f.Levels))
 		}
-		how = fmt.Sprintf("%s = %s design points", strings.Join(sizes, " × "), points)
+		factors = "levels of " + strings.Join(sizes, " × ")
 	}
 	runs := new(big.Int).Mul(points, big.NewInt(int64(e.Repetitions)))
 	if runs.Cmp(big.NewInt(int64(e.MaxRuns))) <= 0 {
@@ -258,8 +258,9 @@ func (s *Spec) checkRunCount(e Experiment) error {
 	if len(e.Factors) == 0 {
 		key = "experiment.repetitions"
 	}
-	return s.Errorf(key, "%d factors make %s, × %d repetitions = %s runs, more than experiment.max_runs (%d); use a fractional design (design = \"fractional\" with [experiment.generators]) or fewer factors, levels or repetitions, or raise experiment.max_runs",
-		len(e.Factors), how, e.Repetitions, runs, e.MaxRuns)
+	// The advice comes before the list of factors, which may be long.
+	return s.Errorf(key, "%s runs (%s design points × %d repetitions) are more than experiment.max_runs = %d; use a fractional design (design = \"fractional\" with [experiment.generators]), fewer factors, levels or repetitions, or raise experiment.max_runs; design points: %s",
+		runs, points, e.Repetitions, e.MaxRuns, factors)
 }
 
 // orderedChildren lists the keys of the table at path in file order; keys

@@ -37,10 +37,12 @@ func (s *Spec) Set(assignment string) error {
 	if !slices.Contains(Tables, parts[0]) {
 		return &Error{Flag: flag, Key: quoteKeyPart(parts[0]), Err: fmt.Errorf("unknown table (a spec has only [%s])%s", strings.Join(Tables, "], ["), didYouMean(parts[0], Tables))}
 	}
-	saved, savedOwn := deepCopy(s.tree).(map[string]any), *s
+	// The tree is replaced, not changed in place: specs made by With
+	// share parts of it.
+	saved := *s
+	s.tree = deepCopy(s.tree).(map[string]any)
 	restore := func(err error) error {
-		*s = savedOwn
-		s.tree = saved
+		*s = saved
 		return err
 	}
 	abs := make([]string, len(parts))

@@ -240,6 +240,15 @@ func (s *Spec) checkTopLevel() error {
 // decodeOwn decodes the tables this package owns: [deploy], [experiment],
 // and app.name.
 func (s *Spec) decodeOwn() error {
+	if err := s.decodeDeploy(); err != nil {
+		return err
+	}
+	return s.decodeExperiment()
+}
+
+// decodeDeploy decodes app.name and [deploy], the part of the spec that
+// factor levels can change.
+func (s *Spec) decodeDeploy() error {
 	app, _ := s.tree["app"].(map[string]any)
 	if name, ok := app["name"]; ok {
 		str, ok := name.(string)
@@ -273,7 +282,7 @@ func (s *Spec) decodeOwn() error {
 	if s.Deploy.Deployer != "local" {
 		return s.Errorf("deploy.deployer", "unknown deployer %q (this version has: local)", s.Deploy.Deployer)
 	}
-	return s.decodeExperiment()
+	return nil
 }
 
 // written reports whether the spec gives key a value, even an empty one,
@@ -481,7 +490,14 @@ func (s *Spec) Tree() map[string]any {
 // [experiment.factors]. Decoding into the caller's structs (Decode) then
 // reports values that do not fit.
 func (s *Spec) With(levels map[string]any) (*Spec, error) {
-	tree := deepCopy(s.tree).(map[string]any)
+	// Levels change only [app], [deploy] and [load]; the rest is shared,
+	// as nothing changes a spec's tree in place (Set replaces it).
+	tree := maps.Clone(s.tree)
+	for _, t := range []string{"app", "deploy", "load"} {
+		if v, ok := tree[t]; ok {
+			tree[t] = deepCopy(v)
+		}
+	}
 	setBy := maps.Clone(s.setBy)
 	setByFlag := maps.Clone(s.setByFlag)
 	paths := slices.Sorted(maps.Keys(levels))
@@ -504,8 +520,9 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 			setBy[path] = line + s.lineShift // where subtracts the shift again
 		}
 	}
-	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: setByFlag, lineShift: s.lineShift}
-	if err := out.decodeOwn(); err != nil {
+	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: setByFlag, lineShift: s.lineShift,
+		Experiment: s.Experiment}
+	if err := out.decodeDeploy(); err != nil {
 		return nil, err
 	}
 	return out, nil
