@@ -33,7 +33,7 @@ func (s *Spec) Set(assignment string) error {
 		value = holder.V
 	}
 	// Errors about the value name the flag, not a line of the file.
-	flag := "--set " + key + "=" + cut(raw)
+	flag := "--set " + cut(key) + "=" + cut(raw)
 	if !slices.Contains(Tables, parts[0]) {
 		return &Error{Flag: flag, Key: quoteKeyPart(parts[0]), Err: fmt.Errorf("unknown table (a spec has only [%s])%s", strings.Join(Tables, "], ["), didYouMean(parts[0], Tables))}
 	}

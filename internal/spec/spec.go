@@ -58,7 +58,7 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
-		b.WriteString(e.Key + ": ")
+		b.WriteString(cut(e.Key) + ": ")
 	}
 	b.WriteString(shortenQuoted(e.Err.Error()))
 	return b.String()
