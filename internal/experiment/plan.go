@@ -111,7 +111,8 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		if i == 0 {
 			p.Warmup, p.Duration = t.Warmup, t.Duration
 		} else if t.Warmup != p.Warmup || t.Duration != p.Duration {
-			return nil, s.Errorf("experiment", "every run must have the same warm-up and duration; set experiment.warmup and experiment.duration rather than making them factors")
+			return nil, s.Errorf("experiment.factors", "every run must have the same warm-up and duration, but %s has %s and %s where %s has %s and %s; set experiment.warmup and experiment.duration rather than making them factors",
+				d.Describe(pt), t.Warmup, t.Duration, d.Describe(d.Points[0]), p.Warmup, p.Duration)
 		}
 		specs[i] = rs
 	}

@@ -255,8 +255,11 @@ func (s *Spec) checkRunCount(e Experiment) error {
 		return nil
 	}
 	key := "experiment.factors"
-	if len(e.Factors) == 0 {
+	switch _, written := s.index.lines[key]; {
+	case len(e.Factors) == 0:
 		key = "experiment.repetitions"
+	case !written:
+		key = FactorKey(e.Factors[0].Name) // set by --set, which the error then names
 	}
 	// The advice comes before the list of factors, which may be long.
 	return s.Errorf(key, "%s runs (%s design points × %d repetitions) are more than experiment.max_runs = %d; use a fractional design (design = \"fractional\" with [experiment.generators]), fewer factors, levels or repetitions, or raise experiment.max_runs; design points: %s",

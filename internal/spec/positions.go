@@ -13,10 +13,13 @@ import (
 type keyIndex struct {
 	lines map[string]int
 	order []string
+	// onLine is the first key or header written on each line, every time
+	// it is written: a key written twice is in lines only once.
+	onLine map[int]string
 }
 
 func indexKeys(src []byte) keyIndex {
-	idx := keyIndex{lines: map[string]int{}}
+	idx := keyIndex{lines: map[string]int{}, onLine: map[int]string{}}
 	p := unstable.Parser{}
 	p.Reset(src)
 	prefix := ""
@@ -66,6 +69,9 @@ func resolveHeader(parts []string, arrays map[string]int) string {
 }
 
 func (idx *keyIndex) add(key string, line int) {
+	if _, seen := idx.onLine[line]; !seen {
+		idx.onLine[line] = key
+	}
 	if _, seen := idx.lines[key]; seen {
 		return
 	}
@@ -76,6 +82,9 @@ func (idx *keyIndex) add(key string, line int) {
 func (idx *keyIndex) addKeyValue(p *unstable.Parser, prefix string, kv *unstable.Node) {
 	parts := keyParts(kv.Key())
 	line := lineOf(p, kv)
+	if _, seen := idx.onLine[line]; !seen {
+		idx.onLine[line] = strings.TrimPrefix(prefix+"."+strings.Join(parts, "."), ".")
+	}
 	// Register the intermediate tables of a dotted key too, so that an
 	// error about "deploy" in `deploy.transport = ...` has a line.
 	key := prefix

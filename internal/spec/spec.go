@@ -369,7 +369,25 @@ func (s *Spec) syntaxError(doc []byte, err error) error {
 			msg += fmt.Sprintf(" (a bare key is ASCII letters, digits, '_' and '-'; quote any other: %q)", word)
 		}
 	}
-	return &Error{File: s.Path, Line: max(0, line-s.lineShift), Key: strings.Join(de.Key(), "."), Err: errors.New(msg)}
+	return &Error{File: s.Path, Line: max(0, line-s.lineShift), Key: keyOnLine(doc, line, de.Key()), Err: errors.New(msg)}
+}
+
+// keyOnLine makes go-toml's key for a syntax error, which is relative to
+// its table (`rate` for a second `rate` in [load]), absolute: the longest
+// key written on that line, when it ends with go-toml's.
+func keyOnLine(doc []byte, line int, rel toml.Key) string {
+	if len(rel) == 0 {
+		return ""
+	}
+	parts := make([]string, len(rel))
+	for i, p := range rel {
+		parts[i] = quoteKeyPart(p)
+	}
+	tail := strings.Join(parts, ".")
+	if k := indexKeys(doc).onLine[line]; strings.HasSuffix(k, "."+tail) {
+		return k
+	}
+	return tail
 }
 
 // byteRuneRE matches go-toml's %#U rendering of a single byte.
