@@ -49,6 +49,15 @@ func factorsOf(n, levels int) string {
 	return b.String()
 }
 
+// levelsUpTo lists the levels 1, 2, ... n.
+func levelsUpTo(n int) string {
+	l := make([]string, n)
+	for i := range l {
+		l[i] = fmt.Sprint(i + 1)
+	}
+	return strings.Join(l, ", ")
+}
+
 // stagesSpec has two [[load.stages]] entries; the second one's body is
 // given.
 func stagesSpec(second string) string {
@@ -211,6 +220,9 @@ var badSpecs = []badSpec{
 	{name: "cap of zero", src: okSpec + "[experiment]\nmax_runs = 0\n", key: "experiment.max_runs", at: "max_runs", want: "must be between 1 and 1000000, got 0"},
 	{name: "cap past its own bound", src: okSpec + "[experiment]\nmax_runs = 1000001\n", key: "experiment.max_runs", at: "max_runs", want: "got 1000001"},
 	{name: "cap lowered by flag", src: okSpec + factorsOf(2, 2), sets: []string{"experiment.max_runs=2"}, key: "experiment.factors", at: "[experiment.factors]", want: "4 runs"},
+	{name: "cap raised by flag past its bound", src: okSpec + factorsOf(20, 2), sets: []string{"experiment.max_runs=2000000"}, key: "experiment.max_runs", flag: "--set experiment.max_runs=2000000", want: "must be between 1 and 1000000"},
+	{name: "set without a value", src: okSpec, sets: []string{"load.rate"}, flag: `--set "load.rate"`, want: "write key=value"},
+	{name: "set of a bare table name", src: okSpec, sets: []string{"rate=5"}, flag: `--set "rate=5"`, want: "name a key inside a table"},
 	{name: "factors by flag past the cap", src: okSpec + "[experiment]\nmax_runs = 5\n", sets: []string{`experiment.factors."load.rate"=[1, 2, 3, 4, 5, 6]`}, key: `experiment.factors."load.rate"`, flag: `--set experiment.factors."load.rate"=[1, 2, 3, 4, 5, 6]`, want: "6 runs"},
 
 	// The load generator's own checks, located by the spec.
@@ -227,7 +239,7 @@ var badSpecs = []badSpec{
 }
 
 // TestBadSpecs runs every bad spec through the path `svclab plan` takes
-// (parse, --set, PlanSpec) and checks that it is refused with the right
+// (parse with --set overrides, PlanSpec) and checks that it is refused with the right
 // words, at the right key and line or flag.
 func TestBadSpecs(t *testing.T) {
 	if len(badSpecs) < 100 {
@@ -272,14 +284,9 @@ func planText(t *testing.T, src string, sets []string) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	s, err := spec.Parse("bad.toml", []byte(src))
+	s, err := spec.Parse("bad.toml", []byte(src), sets...)
 	if err != nil {
 		return err
-	}
-	for _, a := range sets {
-		if err := s.Set(a); err != nil {
-			return err
-		}
 	}
 	_, _, err = PlanSpec(ctx, s, 1)
 	if ctx.Err() != nil {
@@ -291,18 +298,20 @@ func planText(t *testing.T, src string, sets []string) error {
 // TestGoodSpecsStillPlan guards the corpus from the other side: the parts
 // it is made from, and the fixes it suggests, are accepted.
 func TestGoodSpecsStillPlan(t *testing.T) {
+	sets := map[string][]string{"a cap raised by flag": {"experiment.max_runs=15000"}}
 	for name, src := range map[string]string{
 		"the base":                okSpec,
 		"byte-order mark":         "\uFEFF" + okSpec,
 		"zero duration":           okSpec + "warmup = 0\n",
 		"a renamed placement":     appT + "[deploy]\nplacement = \"edge\"\n[deploy.placements]\nedge = [[\"hop1\"], [\"hop2\", \"hop3\"]]\n" + loadT,
 		"stages":                  stagesSpec("type = \"step\"\nduration = \"2s\"\nrate = 5"),
+		"a cap raised by flag":    okSpec + "[experiment.factors]\n\"load.rate\" = [" + levelsUpTo(100) + "]\n\"load.max_inflight\" = [" + levelsUpTo(150) + "]\n",
 		"a design at the cap":     okSpec + "[experiment]\nmax_runs = 16\n" + "[experiment.factors]\n\"load.rate\" = [1, 2, 3, 4]\n\"app.hops\" = [1, 2, 3, 4]\n",
 		"a fractional design":     okSpec + "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\n\"load.rate\" = [1, 2]\n\"app.hops\" = [1, 2]\n\"deploy.transport\" = [\"grpc\", \"http\"]\n[experiment.generators]\nC = \"AB\"\n",
 		"non-ASCII quoted header": okSpec + "[load.request]\npath = \"/\"\nheaders = {\"x-näme\" = \"wert\"}\n",
 	} {
 		t.Run(name, func(t *testing.T) {
-			if err := planText(t, src, nil); err != nil {
+			if err := planText(t, src, sets[name]); err != nil {
 				t.Errorf("refused: %v", err)
 			}
 		})
@@ -314,11 +323,7 @@ func TestGoodSpecsStillPlan(t *testing.T) {
 func TestPlanningStopsWithContext(t *testing.T) {
 	src := okSpec + "[experiment]\nmax_runs = 1000000\n[experiment.factors]\n"
 	for _, key := range []string{"load.rate", "load.max_inflight", "load.connections"} {
-		src += fmt.Sprintf("%q = [", key)
-		for i := 1; i <= 100; i++ {
-			src += fmt.Sprintf("%d, ", i)
-		}
-		src += "]\n"
+		src += fmt.Sprintf("%q = [%s]\n", key, levelsUpTo(100))
 	}
 	s, err := spec.Parse("big.toml", []byte(src))
 	if err != nil {

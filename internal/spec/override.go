@@ -13,57 +13,66 @@ import (
 // Set replaces the value at a dotted key, as `svclab run --set` does:
 // key=value where value is a TOML value (`3`, `"1s"`, `["a", "b"]`), or a
 // bare string when it does not parse as one. Quoted key parts keep their
-// dots: experiment.factors."app.op"=["void","movie"].
+// dots: experiment.factors."app.op"=["void","movie"]. The spec is checked
+// again; on an error it is left as it was.
 //
 // Overrides are recorded in Overrides, which the result store keeps beside
 // the spec text, so a resumed experiment must be given the same ones.
+// Parse and Load take overrides too, and apply them before checking the
+// spec at all, so that an override can mend a file that is wrong without
+// it (raise experiment.max_runs, say).
 func (s *Spec) Set(assignment string) error {
+	// The tree is replaced, not changed in place: specs made by With
+	// share parts of it.
+	saved := *s
+	s.tree = deepCopy(s.tree).(map[string]any)
+	err := s.assign(assignment)
+	if err == nil {
+		err = s.checkTopLevel()
+	}
+	if err == nil {
+		err = s.decodeOwn()
+	}
+	if err != nil {
+		*s = saved
+	}
+	return err
+}
+
+// assign applies one --set assignment to the tree, unchecked, and records
+// it. Errors, and later errors about the value, name the flag.
+func (s *Spec) assign(assignment string) error {
 	key, raw, ok := strings.Cut(assignment, "=")
 	key, raw = strings.TrimSpace(key), strings.TrimSpace(raw)
 	if !ok || key == "" {
-		return fmt.Errorf("--set %q: write key=value, e.g. --set load.rate=100", assignment)
+		return &Error{Flag: "--set " + quoteShort(assignment), Err: fmt.Errorf("write key=value, e.g. --set load.rate=100")}
 	}
 	parts, err := splitKey(key)
 	if err != nil {
-		return fmt.Errorf("--set %q: %w", assignment, err)
+		return &Error{Flag: "--set " + quoteShort(assignment), Err: err}
 	}
 	var holder struct{ V any }
 	var value any = raw
 	if err := toml.Unmarshal([]byte("V = "+raw), &holder); err == nil {
 		value = holder.V
 	}
-	// Errors about the value name the flag, not a line of the file.
 	flag := "--set " + cut(key) + "=" + cut(raw)
 	if !slices.Contains(Tables, parts[0]) {
 		return &Error{Flag: flag, Key: quoteKeyPart(parts[0]), Err: fmt.Errorf("unknown table (a spec has only [%s])%s", strings.Join(Tables, "], ["), didYouMean(parts[0], Tables))}
 	}
-	// The tree is replaced, not changed in place: specs made by With
-	// share parts of it.
-	saved := *s
-	s.tree = deepCopy(s.tree).(map[string]any)
-	restore := func(err error) error {
-		*s = saved
-		return err
-	}
 	abs := make([]string, len(parts))
 	for i, p := range parts {
 		abs[i] = quoteKeyPart(p)
+	}
+	if err := setPath(s.tree, parts, value); err != nil {
+		return &Error{Flag: flag, Key: strings.Join(abs, "."), Err: err}
 	}
 	s.setByFlag = maps.Clone(s.setByFlag)
 	if s.setByFlag == nil {
 		s.setByFlag = map[string]string{}
 	}
 	s.setByFlag[strings.Join(abs, ".")] = flag
-	if err := setPath(s.tree, parts, value); err != nil {
-		return restore(&Error{Flag: flag, Key: strings.Join(abs, "."), Err: err})
-	}
-	if err := s.checkTopLevel(); err != nil {
-		return restore(err)
-	}
-	if err := s.decodeOwn(); err != nil {
-		return restore(err)
-	}
-	s.Overrides = append(s.Overrides, key+"="+raw)
+	s.Overrides = append(slices.Clip(s.Overrides), key+"="+raw)
 	return nil
 }
 
@@ -74,7 +83,7 @@ func splitKey(key string) ([]string, error) {
 		if strings.HasPrefix(key, `"`) {
 			q, err := strconv.QuotedPrefix(key)
 			if err != nil {
-				return nil, fmt.Errorf("unterminated quoted key part in %s", key)
+				return nil, fmt.Errorf("unterminated quoted key part in %s", cut(key))
 			}
 			p, _ := strconv.Unquote(q)
 			parts = append(parts, p)

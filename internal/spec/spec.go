@@ -160,18 +160,20 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// Load reads and parses a spec file.
-func Load(path string) (*Spec, error) {
+// Load reads and parses a spec file, with --set overrides (see Set).
+func Load(path string, sets ...string) (*Spec, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
-	return Parse(path, src)
+	return Parse(path, src, sets...)
 }
 
-// Parse parses a spec from src; path is used in error messages.
-func Parse(path string, src []byte) (*Spec, error) {
-	return parse(path, src, 0)
+// Parse parses a spec from src; path is used in error messages. The
+// --set overrides in sets (see Set) are applied before the spec is
+// checked.
+func Parse(path string, src []byte, sets ...string) (*Spec, error) {
+	return parse(path, src, 0, sets)
 }
 
 // ParseTable parses src as a whole spec when it has any of the spec's
@@ -188,7 +190,7 @@ func ParseTable(path string, src []byte, table string) (*Spec, error) {
 			}
 		}
 	}
-	s, err := parse(path, append([]byte("["+table+"]\n"), src...), 1)
+	s, err := parse(path, append([]byte("["+table+"]\n"), src...), 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +198,7 @@ func ParseTable(path string, src []byte, table string) (*Spec, error) {
 	return s, nil
 }
 
-func parse(path string, src []byte, lineShift int) (*Spec, error) {
+func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error) {
 	s := &Spec{Path: path, Source: src, setBy: map[string]int{}, lineShift: lineShift}
 	// Editors on some systems start UTF-8 files with a byte-order mark,
 	// which TOML does not allow; it carries no meaning, so drop it.
@@ -208,6 +210,11 @@ func parse(path string, src []byte, lineShift int) (*Spec, error) {
 		s.tree = map[string]any{}
 	}
 	s.index = indexKeys(doc)
+	for _, a := range sets {
+		if err := s.assign(a); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkTopLevel(); err != nil {
 		return nil, err
 	}
