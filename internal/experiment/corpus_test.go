@@ -9,6 +9,7 @@ import (
 	"time"
 
 	_ "github.com/svclab/svclab/apps/all"
+	_ "github.com/svclab/svclab/internal/deploy/all"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all"
 	"github.com/svclab/svclab/internal/spec"
 )

@@ -282,7 +282,6 @@ func TestEmptyIsNotDefault(t *testing.T) {
 		{"experiment.design", "[experiment]\ndesign = \"\"\n", `x.toml:2: experiment.design: must be "full" or "fractional", got ""`},
 		{"experiment.order", "[experiment]\norder = \"\"\n", `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved", got ""`},
 		{"experiment.response", "[experiment]\nresponse = \"\"\n", `x.toml:2: experiment.response: unknown metric ""`},
-		{"deploy.deployer", "[deploy]\ndeployer = \"\"\n", `x.toml:2: deploy.deployer: unknown deployer ""`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
@@ -292,14 +291,15 @@ func TestEmptyIsNotDefault(t *testing.T) {
 			}
 		})
 	}
-	// Transport and placement stay empty for runtime.Resolve, which knows
-	// the valid names; left out, they take their defaults.
-	s, err := Parse("x.toml", []byte("[deploy]\ntransport = \"\"\nplacement = \"\"\n"))
+	// Deployer, transport and placement stay empty for deploy.Resolve and
+	// runtime.Resolve, which know the valid names; left out, they take
+	// their defaults.
+	s, err := Parse("x.toml", []byte("[deploy]\ndeployer = \"\"\ntransport = \"\"\nplacement = \"\"\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Deploy.Transport != "" || s.Deploy.Placement != "" {
-		t.Errorf("explicit empty became %q, %q", s.Deploy.Transport, s.Deploy.Placement)
+	if s.Deploy.Deployer != "" || s.Deploy.Transport != "" || s.Deploy.Placement != "" {
+		t.Errorf("explicit empty became %+v", s.Deploy)
 	}
 	s, err = Parse("x.toml", []byte("[deploy]\n"))
 	if err != nil {

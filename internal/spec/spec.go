@@ -99,7 +99,8 @@ type App struct {
 
 // Deploy is the [deploy] table.
 type Deploy struct {
-	// Deployer is "local" (the default).
+	// Deployer names a registered deployer; "local" by default. The
+	// deploy package checks the name, as the spec knows no deployer.
 	Deployer string `toml:"deployer"`
 	// Transport carries calls across groups: grpc (default), http, netrpc,
 	// or inproc when everything runs in one group.
@@ -269,8 +270,8 @@ func (s *Spec) decodeDeploy() error {
 		return err
 	}
 	// Defaults fill keys left out; a key written as "" is a mistake its
-	// owner reports with the valid values (runtime.Resolve for transport
-	// and placement).
+	// owner reports with the valid values (deploy.Resolve for the
+	// deployer, runtime.Resolve for transport and placement).
 	if !s.written("deploy.deployer") {
 		s.Deploy.Deployer = DefaultDeployer
 	}
@@ -285,9 +286,6 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if n := s.Deploy.Network; n != "tcp" && n != "unix" && (n != "" || s.written("deploy.network")) {
 		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n)
-	}
-	if s.Deploy.Deployer != "local" {
-		return s.Errorf("deploy.deployer", "unknown deployer %q (this version has: local)", s.Deploy.Deployer)
 	}
 	return nil
 }
