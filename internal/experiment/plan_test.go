@@ -228,3 +228,37 @@ func TestPlanErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestEstimateNeverWraps: the total of many long runs saturates instead of
+// wrapping negative, and NewPlan refuses a plan that would.
+func TestEstimateNeverWraps(t *testing.T) {
+	long := 2000000 * time.Hour
+	tests := []struct {
+		name             string
+		runs             int
+		warmup, duration time.Duration
+		want             time.Duration
+	}{
+		{"short", 12, time.Second, 5 * time.Second, 12 * (6*time.Second + perRunOverhead)},
+		{"one long run fits", 1, 0, long, long + perRunOverhead},
+		{"many long runs", 12, 0, long, maxDuration},
+		{"sum of one run's parts", 1, maxDuration - time.Second, maxDuration - time.Second, maxDuration},
+		{"no runs", 0, long, long, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Plan{Runs: make([]Run, tt.runs), Warmup: tt.warmup, Duration: tt.duration}
+			if got := p.Estimate(); got != tt.want {
+				t.Errorf("Estimate = %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	s := mustParse(t, "[experiment]\nrepetitions = 12\n")
+	_, err := NewPlan(context.Background(), s, 1, func(*spec.Spec) (Timing, error) {
+		return Timing{Duration: long}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "12 runs of warm-up 0s, measurement 2000000h0m0s and cool-down 0s each would take more than 292 years") {
+		t.Errorf("NewPlan error = %v, want the plan refused for its length", err)
+	}
+}
