@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -42,9 +43,9 @@ func (p *Prepared) Timing() Timing {
 
 // PlanSpec is NewPlan with every design point prepared; the prepared points
 // are returned keyed by run ID.
-func PlanSpec(s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
+func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
 	bySpec := map[*spec.Spec]*Prepared{}
-	p, err := NewPlan(s, seed, func(rs *spec.Spec) (Timing, error) {
+	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
 		pr, err := Prepare(rs)
 		if err != nil {
 			return Timing{}, err

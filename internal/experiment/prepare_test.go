@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -16,7 +17,7 @@ name = "chain"
 [experiment.factors]
 "deploy.deployer" = ["nowhere", "moon"]
 `)
-	_, _, err := PlanSpec(s, 1)
+	_, _, err := PlanSpec(context.Background(), s, 1)
 	var se *spec.Error
 	if !errors.As(err, &se) || se.Key != "deploy.deployer" || se.Line != 4 {
 		t.Fatalf("PlanSpec error %v, want one about deploy.deployer at line 4", err)

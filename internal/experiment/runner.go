@@ -94,7 +94,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if committed, err = st.Committed(); err != nil {
 			return nil, err
 		}
-		p, prepared, err := PlanSpec(s, seed)
+		p, prepared, err := PlanSpec(ctx, s, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -103,7 +103,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		}
 		return execute(ctx, st, p, prepared, committed, opts, logw)
 	}
-	p, prepared, err := PlanSpec(s, ClockSeed(seed))
+	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
 	if err != nil {
 		return nil, err
 	}

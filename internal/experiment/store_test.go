@@ -87,7 +87,7 @@ seed = 3
 [experiment.factors]
 "deploy.transport" = ["grpc", "http"]
 `)
-	p, err := NewPlan(s, 0, fixedTiming)
+	p, err := NewPlan(context.Background(), s, 0, fixedTiming)
 	if err != nil {
 		t.Fatal(err)
 	}
