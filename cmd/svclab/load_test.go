@@ -297,15 +297,15 @@ func TestLoadFlagErrors(t *testing.T) {
 		sets  []string // the same values through --set, when there is a plain key
 		want  string   // "--flag: message"; with --set, "--set KEY: message"
 	}{
-		{[]string{"--rate", "abc"}, []string{"load.rate=abc"}, "--rate: cannot decode TOML string into struct field load.Config.Rate of type float64"},
+		{[]string{"--rate", "abc"}, []string{"load.rate=abc"}, "--rate: must be a number, got \"abc\""},
 		{[]string{"--rate", "-5"}, []string{"load.rate=-5"}, "--rate: must be > 0, got -5"},
 		{[]string{"--rate", "1", "-d", "soon"}, []string{"load.rate=1", "load.duration=soon"}, `--duration: not a duration (write e.g. "30s" or "1m30s"): "soon"`},
 		{[]string{"--rate", "1", "--timeout", "-1s"}, []string{"load.rate=1", "load.timeout=-1s"}, "--timeout: must not be negative, got -1s"},
-		{[]string{"--mode", "closed", "-u", "2.5"}, []string{"load.mode=closed", "load.users=2.5"}, "--users: cannot decode TOML float into struct field load.Config.Users of type int"},
+		{[]string{"--mode", "closed", "-u", "2.5"}, []string{"load.mode=closed", "load.users=2.5"}, "--users: must be a whole number, got 2.5"},
 		{[]string{"--rate", "1", "--users", "3"}, []string{"load.rate=1", "load.users=3"}, `--users: applies to mode "closed" only, got 3 with mode "open"`},
 		{[]string{"--rate", "1", "-X", "get"}, []string{"load.rate=1", "load.request.method=get"}, `--method: want an HTTP method such as GET or POST, got "get"`},
 		{[]string{"--rate", "1", "--expect-status", "42"}, []string{"load.rate=1", "load.request.expect_status=42"}, "--expect-status: must be an HTTP status 100-599, got 42"},
-		{[]string{"--rate", "1", "--raw-samples=maybe"}, []string{"load.rate=1", "load.raw_samples=maybe"}, "--raw-samples: cannot decode TOML string into struct field load.Config.RawSamples of type bool"},
+		{[]string{"--rate", "1", "--raw-samples=maybe"}, []string{"load.rate=1", "load.raw_samples=maybe"}, "--raw-samples: must be true or false, got \"maybe\""},
 		{[]string{"--stage", "jump:10s:5"}, nil, `--stage "jump:10s:5": type: must be "ramp" or "step", got "jump"`},
 		{[]string{"--stage", "ramp:10s:5", "--stage", "step:0s:5"}, nil, `--stage "step:0s:5": duration: must be > 0, got 0s`},
 		{[]string{"--stage", "ramp:zz:5"}, nil, `--stage "ramp:zz:5": duration: not a duration (write e.g. "30s" or "1m30s"): "zz"`},
