@@ -10,6 +10,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // every transport
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 var hostFlags struct {
@@ -24,13 +25,15 @@ var hostCmd = &cobra.Command{
 	Hidden: true,
 	Long: `host runs one group of components in this process, as a deployer asked.
 
-The deployer passes a JSON HostConfig in the ` + runtime.HostConfigEnv + ` environment
-variable, or in a file named by --config, and may hand over listening sockets as
-inherited file descriptors. --deployment and --group only label the process for
-ps and /proc scans. The host exits with status 0 on SIGTERM or SIGINT.`,
+The deployer passes a HostConfig (proto/host/v1/host.proto, in the protobuf JSON
+mapping) in the ` + runtime.HostConfigEnv + ` environment variable, or in a file named by
+--config, and may hand over listening sockets as inherited file descriptors.
+--deployment and --group only label the process for ps and /proc scans. The
+host exits with status 0 on SIGTERM or SIGINT, or when its deployer stops it
+over the control channel.`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg *runtime.HostConfig
+		var cfg *hostv1.HostConfig
 		var err error
 		if hostFlags.config != "" {
 			b, rerr := os.ReadFile(hostFlags.config)
@@ -55,7 +58,7 @@ ps and /proc scans. The host exits with status 0 on SIGTERM or SIGINT.`,
 }
 
 func init() {
-	hostCmd.Flags().StringVar(&hostFlags.config, "config", "", "read the HostConfig JSON from this file instead of $"+runtime.HostConfigEnv)
+	hostCmd.Flags().StringVar(&hostFlags.config, "config", "", "read the HostConfig (protobuf JSON) from this file instead of $"+runtime.HostConfigEnv)
 	hostCmd.Flags().StringVar(&hostFlags.deployment, "deployment", "", "deployment id (a label for ps and /proc scans)")
 	hostCmd.Flags().StringVar(&hostFlags.group, "group", "", "group name (a label; must match the config)")
 	rootCmd.AddCommand(hostCmd)

@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -22,39 +24,9 @@ import (
 
 func init() { rootCmd.AddCommand(newLoadCmd()) }
 
-// loadFlags are the flags of `svclab load`. Each one that maps to a key of
-// the [load] table is listed in loadKeys, so errors from validation can
-// name the flag the user typed.
-type loadFlags struct {
-	file        string
-	url         string
-	cfg         load.Config
-	stages      []string
-	method      string
-	body        string
-	bodyB64     string
-	headers     []string
-	expect      int
-	out         string
-	dir         string
-	allowRemote bool
-	quiet       bool
-}
+func newLoadCmd() *cobra.Command { return new(loadOptions).command() }
 
-// loadKeys maps flag names to [load] keys.
-var loadKeys = map[string]string{
-	"url": "target", "mode": "mode", "protocol": "protocol", "rate": "rate", "arrival": "arrival",
-	"duration": "duration", "warmup": "warmup", "users": "users", "think": "think_time",
-	"think-min": "think_min", "think-max": "think_max", "spawn-rate": "spawn_rate",
-	"connections": "connections", "max-inflight": "max_inflight", "timeout": "timeout",
-	"requests": "requests", "raw-samples": "raw_samples", "seed": "seed", "stage": "stages",
-	"method": "request.method", "body": "request.body", "body-base64": "request.body_base64",
-	"header": "request.headers", "expect-status": "request.expect_status",
-}
-
-func newLoadCmd() *cobra.Command {
-	var lf loadFlags
-	var dur, warm, think, thinkMin, thinkMax, timeout time.Duration
+func (o *loadOptions) command() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "load [flags] [URL]",
 		Short: "Drive a service with open- or closed-loop load and report latency",
@@ -63,279 +35,394 @@ request's intended send time (free of coordinated omission) and from its
 actual send (service time), with HdrHistogram percentiles, a per-second series
 and the generator's own audit (late sends, CPU, GC pauses).
 
-Settings come from flags, or from the [load] table of a spec file given with
--f; flags override the table. The target must be on this machine (loopback)
-unless --allow-remote is given. See docs/LOAD.md.`,
+Settings are the keys of a spec's [load] table. They come from the file given
+with -f, then --set load.KEY=VALUE, then flags, each later one winning; every
+flag but -f, --set, -o, --dir, --allow-remote and -q stands for one key
+(--rate is load.rate). The target must be on this machine (loopback) unless
+--allow-remote is given. See docs/LOAD.md.`,
 		Example: `  svclab load --rate 200 --duration 30s http://127.0.0.1:8080/cart
   svclab load --mode closed --users 16 --think 50ms --url http://127.0.0.1:8080/
   svclab load --stage ramp:10s:500 --stage step:20s:500 -o summary.json http://127.0.0.1:8080/
   svclab load --protocol grpc --method svclab.echo.Echo/Echo --body '{"payload":"aGk="}' 127.0.0.1:9000
-  svclab load -f experiments/quickstart.toml --rate 50 --dir out/`,
+  svclab load -f experiments/quickstart.toml --rate 50 --dir out/
+  svclab load -f experiments/quickstart.toml --set load.arrival=poisson --dir out/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fs := cmd.Flags()
-			set := func(name string, apply func()) {
-				if fs.Changed(name) {
-					apply()
-				}
-			}
-			set("duration", func() { lf.cfg.Duration = load.Duration(dur) })
-			set("warmup", func() { lf.cfg.Warmup = load.Duration(warm) })
-			set("think", func() { lf.cfg.ThinkTime = load.Duration(think) })
-			set("think-min", func() { lf.cfg.ThinkMin = load.Duration(thinkMin) })
-			set("think-max", func() { lf.cfg.ThinkMax = load.Duration(thinkMax) })
-			set("timeout", func() { lf.cfg.Timeout = load.Duration(timeout) })
-			if len(args) > 1 {
-				return usageError{fmt.Errorf("load takes at most one URL, got %d arguments", len(args))}
-			}
-			if len(args) == 1 {
-				if fs.Changed("url") {
-					return usageError{errors.New("give the target either as an argument or with --url, not both")}
-				}
-				lf.url = args[0]
-				fs.Lookup("url").Changed = true
-			}
-			cfg, err := lf.config(fs)
+			cfg, err := o.config(cmd.Flags(), args)
 			if err != nil {
 				return err
 			}
-			return runLoad(cmd.Context(), cfg, &lf, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			return runLoad(cmd.Context(), cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	f := c.Flags()
-	f.StringVarP(&lf.file, "file", "f", "", "TOML file whose [load] table gives the settings (a spec, or a file with just [load])")
-	f.StringVar(&lf.url, "url", "", "target: an http:// URL (path and query included), or host:port for gRPC")
-	f.StringVar(&lf.cfg.Mode, "mode", "", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`)
-	f.StringVar(&lf.cfg.Protocol, "protocol", "", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`)
-	f.Float64Var(&lf.cfg.Rate, "rate", 0, "open loop: arrivals per second")
-	f.StringVar(&lf.cfg.Arrival, "arrival", "", `open loop: "constant" or "poisson"; default constant`)
-	f.DurationVarP(&dur, "duration", "d", 0, "measurement window (default 10s, or the stages' total)")
-	f.DurationVar(&warm, "warmup", 0, "load before the measurement, not recorded")
-	f.IntVarP(&lf.cfg.Users, "users", "u", 0, "closed loop: virtual users")
-	f.DurationVar(&think, "think", 0, "closed loop: fixed think time after each iteration")
-	f.DurationVar(&thinkMin, "think-min", 0, "closed loop: think time drawn uniformly from [think-min, think-max]")
-	f.DurationVar(&thinkMax, "think-max", 0, "closed loop: upper bound of the think time")
-	f.Float64Var(&lf.cfg.SpawnRate, "spawn-rate", 0, "closed loop: users started per second (0: all at once)")
-	f.IntVarP(&lf.cfg.Connections, "connections", "c", 0, "connections shared by all requests (0: one per concurrent request)")
-	f.IntVar(&lf.cfg.MaxInflight, "max-inflight", 0, fmt.Sprintf("open loop: arrivals beyond this many outstanding are dropped (default %d)", load.DefaultMaxInflight))
-	f.DurationVar(&timeout, "timeout", 0, fmt.Sprintf("per-request timeout (default %s)", load.DefaultTimeout))
-	f.Int64VarP(&lf.cfg.Requests, "requests", "n", 0, "stop after this many requests (or flows)")
-	f.BoolVar(&lf.cfg.RawSamples, "raw-samples", false, "write every request to samples.parquet (needs --dir)")
-	f.Int64Var(&lf.cfg.Seed, "seed", 0, "seed for Poisson arrivals, think times and weighted picks (0: from the clock)")
-	f.StringArrayVar(&lf.stages, "stage", nil, `load stage TYPE:DURATION:LEVEL, e.g. ramp:30s:500 (rate, or users in a closed loop); repeatable`)
-	f.StringVarP(&lf.method, "method", "X", "", "HTTP method (default GET), or the gRPC method package.Service/Method")
-	f.StringVar(&lf.body, "body", "", "request body; for gRPC the request message in JSON")
-	f.StringVar(&lf.bodyB64, "body-base64", "", "gRPC request as serialized proto bytes, base64")
-	f.StringArrayVarP(&lf.headers, "header", "H", nil, `request header "Name: value"; repeatable`)
-	f.IntVar(&lf.expect, "expect-status", 0, "HTTP status that counts as success (default: any below 400)")
-	f.StringVarP(&lf.out, "output", "o", "", "write summary.json here (- for stdout)")
-	f.StringVar(&lf.dir, "dir", "", "write every result file here: summary.json, timeseries.parquet, latency.hlog, service_time.hlog, samples.parquet")
-	f.BoolVar(&lf.allowRemote, "allow-remote", false, "allow a target that is not on this machine")
-	f.BoolVarP(&lf.quiet, "quiet", "q", false, "no live progress line")
+	f.StringVarP(&o.file, "file", "f", "", "TOML file whose [load] table gives the settings (a spec, or a file with just [load])")
+	addSetFlag(c, &o.sets)
+	f.Lookup("set").Usage = "override a [load] key, e.g. --set load.rate=100 (repeatable)"
+	o.addKeyFlags(f)
+	f.StringVarP(&o.out, "output", "o", "", "write summary.json here (- for stdout)")
+	f.StringVar(&o.dir, "dir", "", "write every result file here: summary.json, timeseries.parquet, latency.hlog, service_time.hlog, samples.parquet")
+	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not on this machine")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live progress line")
 	return c
 }
 
-// config merges the file's [load] table and the flags, flags winning.
-func (lf *loadFlags) config(fs *pflag.FlagSet) (load.Config, error) {
-	var (
-		cfg  load.Config
-		file *spec.Spec
-	)
-	if lf.file != "" {
-		c, s, err := readLoadTable(lf.file)
-		if err != nil {
-			return cfg, err
+// loadOptions are the flags of `svclab load` that are not [load] keys,
+// and the values of those that are (keys, parallel to loadKeyFlags).
+type loadOptions struct {
+	file        string
+	sets        []string
+	out         string
+	dir         string
+	allowRemote bool
+	quiet       bool
+	keys        []*keyValue
+}
+
+// keyFlag is a flag of `svclab load` that stands for a key of the [load]
+// table: --rate 50 is --set load.rate=50, and its value goes through the
+// same strict decoding and validation as the key's in a spec. The value's
+// type comes from the key's field in load.Config, so adding a setting is
+// a field there and a line here.
+type keyFlag struct {
+	name, short string
+	key         string // dotted, inside [load]
+	usage       string
+	// value, for a repeatable flag, turns all its values into the key's
+	// value; table is the [load] table so far. Nil for a flag whose last
+	// value is the key's.
+	value func(table *spec.Spec, vals []string) (any, error)
+}
+
+var loadKeyFlags = []keyFlag{
+	{"url", "", "target", "target: an http:// URL (path and query included), or host:port for gRPC", nil},
+	{"mode", "", "mode", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`, nil},
+	{"protocol", "", "protocol", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`, nil},
+	{"rate", "", "rate", "open loop: arrivals per second", nil},
+	{"arrival", "", "arrival", `open loop: "constant" or "poisson"; default constant`, nil},
+	{"duration", "d", "duration", "measurement window (default 10s, or the stages' total)", nil},
+	{"warmup", "", "warmup", "load before the measurement, not recorded", nil},
+	{"users", "u", "users", "closed loop: virtual users", nil},
+	{"think", "", "think_time", "closed loop: fixed think time after each iteration", nil},
+	{"think-min", "", "think_min", "closed loop: think time drawn uniformly from [think-min, think-max]", nil},
+	{"think-max", "", "think_max", "closed loop: upper bound of the think time", nil},
+	{"spawn-rate", "", "spawn_rate", "closed loop: users started per second (0: all at once)", nil},
+	{"connections", "c", "connections", "connections shared by all requests (0: one per concurrent request)", nil},
+	{"max-inflight", "", "max_inflight", fmt.Sprintf("open loop: arrivals beyond this many outstanding are dropped (default %d)", load.DefaultMaxInflight), nil},
+	{"timeout", "", "timeout", fmt.Sprintf("per-request timeout (default %s)", load.DefaultTimeout), nil},
+	{"requests", "n", "requests", "stop after this many requests (or flows)", nil},
+	{"raw-samples", "", "raw_samples", "write every request to samples.parquet (needs --dir)", nil},
+	{"seed", "", "seed", "seed for Poisson arrivals, think times and weighted picks (0: from the clock)", nil},
+	{"stage", "", "stages", `load stage TYPE:DURATION:LEVEL, e.g. ramp:30s:500 (rate, or users in a closed loop); repeatable`, stagesValue},
+	{"method", "X", "request.method", "HTTP method (default GET), or the gRPC method package.Service/Method", nil},
+	{"body", "", "request.body", "request body; for gRPC the request message in JSON", nil},
+	{"body-base64", "", "request.body_base64", "gRPC request as serialized proto bytes, base64", nil},
+	{"header", "H", "request.headers", `request header "Name: value"; repeatable`, headersValue},
+	{"expect-status", "", "request.expect_status", "HTTP status that counts as success (default: any below 400)", nil},
+}
+
+// keyValue is the pflag.Value of a keyFlag. It keeps what the user typed,
+// every time, to be turned into the key's value once all flags are read.
+type keyValue struct {
+	vals       []string
+	field      reflect.Type // of the key's field in load.Config
+	repeatable bool
+}
+
+func (v *keyValue) String() string     { return strings.Join(v.vals, ",") }
+func (v *keyValue) Set(s string) error { v.vals = append(v.vals, s); return nil }
+
+// Type is the value's type as --help shows it.
+func (v *keyValue) Type() string {
+	switch {
+	case v.repeatable:
+		return "stringArray"
+	case v.field == reflect.TypeFor[load.Duration]():
+		return "duration"
+	}
+	return v.field.Kind().String()
+}
+
+// last is the key's value from the flag's last value: the text itself for
+// a key read from a string (durations included); for numbers and booleans
+// the value as Go's flag package reads it, so "--rate .5" and
+// "--raw-samples=1" mean what they mean to every Go CLI; and otherwise the
+// text read as --set reads it, so that "--rate abc" fails in the decoder
+// as rate = "abc" does.
+func (v *keyValue) last() any {
+	raw := v.vals[len(v.vals)-1]
+	if v.field.Kind() == reflect.String || reflect.PointerTo(v.field).Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) {
+		return raw
+	}
+	switch v.field.Kind() {
+	case reflect.Float32, reflect.Float64:
+		if f, err := strconv.ParseFloat(raw, 64); err == nil {
+			return f
 		}
-		cfg, file = c, s
-	}
-	ch := fs.Changed
-	fl := &lf.cfg
-	if ch("url") {
-		cfg.Target = lf.url
-	}
-	if ch("mode") {
-		cfg.Mode = fl.Mode
-	}
-	if ch("protocol") {
-		cfg.Protocol = fl.Protocol
-	}
-	if ch("rate") {
-		cfg.Rate = fl.Rate
-	}
-	if ch("arrival") {
-		cfg.Arrival = fl.Arrival
-	}
-	for _, d := range []struct {
-		name     string
-		dst, src *load.Duration
-	}{{"duration", &cfg.Duration, &fl.Duration}, {"warmup", &cfg.Warmup, &fl.Warmup}, {"think", &cfg.ThinkTime, &fl.ThinkTime},
-		{"think-min", &cfg.ThinkMin, &fl.ThinkMin}, {"think-max", &cfg.ThinkMax, &fl.ThinkMax}, {"timeout", &cfg.Timeout, &fl.Timeout}} {
-		if ch(d.name) {
-			*d.dst = *d.src
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if i, err := strconv.ParseInt(raw, 0, 64); err == nil {
+			return i
+		}
+	case reflect.Bool:
+		if b, err := strconv.ParseBool(raw); err == nil {
+			return b
 		}
 	}
-	if ch("users") {
-		cfg.Users = fl.Users
-	}
-	if ch("spawn-rate") {
-		cfg.SpawnRate = fl.SpawnRate
-	}
-	if ch("connections") {
-		cfg.Connections = fl.Connections
-	}
-	if ch("max-inflight") {
-		cfg.MaxInflight = fl.MaxInflight
-	}
-	if ch("requests") {
-		cfg.Requests = fl.Requests
-	}
-	if ch("raw-samples") {
-		cfg.RawSamples = fl.RawSamples
-	}
-	if ch("seed") {
-		cfg.Seed = fl.Seed
-	}
-	if ch("stage") {
-		cfg.Stages = nil
-		closed := cfg.Mode == "closed"
-		for _, s := range lf.stages {
-			st, err := parseStage(s, closed)
-			if err != nil {
-				return cfg, usageError{fmt.Errorf("--stage %q: %w", s, err)}
-			}
-			cfg.Stages = append(cfg.Stages, st)
+	return spec.ParseValue(raw)
+}
+
+// addKeyFlags defines the flags of loadKeyFlags on fs, typed after their
+// fields in load.Config.
+func (o *loadOptions) addKeyFlags(fs *pflag.FlagSet) {
+	for _, kf := range loadKeyFlags {
+		t, ok := spec.FieldType(&load.Config{}, kf.key)
+		if !ok {
+			panic("svclab load: flag --" + kf.name + " names load." + kf.key + ", which load.Config has no field for")
+		}
+		v := &keyValue{field: t, repeatable: kf.value != nil}
+		o.keys = append(o.keys, v)
+		f := fs.VarPF(v, kf.name, kf.short, kf.usage)
+		if v.Type() == "bool" {
+			f.NoOptDefVal = "true"
 		}
 	}
-	if ch("method") || ch("body") || ch("body-base64") || ch("header") || ch("expect-status") {
-		if cfg.Flow != nil {
-			return cfg, usageError{errors.New("--method, --body, --header and --expect-status set a single request, but the file has a [load.flow]")}
+}
+
+// stagesValue reads each --stage TYPE:DURATION:LEVEL into a [[load.stages]]
+// table; LEVEL is the stage's users when load.mode is "closed", else its
+// rate. Type, duration and level are checked where the table's are.
+func stagesValue(table *spec.Spec, vals []string) (any, error) {
+	level := "rate"
+	if m, _ := table.Lookup("load.mode"); m == "closed" {
+		level = "users"
+	}
+	stages := make([]any, 0, len(vals))
+	for _, v := range vals {
+		p := strings.Split(v, ":")
+		if len(p) != 3 {
+			return nil, fmt.Errorf("%q: want TYPE:DURATION:LEVEL, e.g. ramp:30s:500", v)
 		}
-		if cfg.Request == nil {
-			cfg.Request = &load.Request{}
-		}
-		r := cfg.Request
-		if ch("method") {
-			r.Method = lf.method
-		}
-		if ch("body") {
-			r.Body = lf.body
-		}
-		if ch("body-base64") {
-			r.BodyBase64 = lf.bodyB64
-		}
-		if ch("expect-status") {
-			r.ExpectStatus = lf.expect
-		}
-		for _, h := range lf.headers {
-			k, v, ok := strings.Cut(h, ":")
-			if !ok || strings.TrimSpace(k) == "" {
-				return cfg, usageError{fmt.Errorf("--header %q: want \"Name: value\"", h)}
-			}
-			if r.Headers == nil {
-				r.Headers = map[string]string{}
-			}
-			r.Headers[strings.TrimSpace(k)] = strings.TrimSpace(v)
+		stages = append(stages, map[string]any{"type": p[0], "duration": p[1], level: spec.ParseValue(p[2])})
+	}
+	return stages, nil
+}
+
+// headersValue adds each --header "Name: value" to the headers the table
+// already has.
+func headersValue(table *spec.Spec, vals []string) (any, error) {
+	h := map[string]any{}
+	if m, ok := table.Lookup("load.request.headers"); ok {
+		if m, ok := m.(map[string]any); ok {
+			maps.Copy(h, m)
 		}
 	}
-	if cfg.RawSamples && lf.dir == "" {
+	for _, v := range vals {
+		k, val, ok := strings.Cut(v, ":")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%q: want \"Name: value\"", v)
+		}
+		h[strings.TrimSpace(k)] = strings.TrimSpace(val)
+	}
+	return h, nil
+}
+
+// config builds the [load] table from the file, then --set, then the key
+// flags, and decodes and validates it as a spec's: an error about a key a
+// flag or --set gave names that flag.
+func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, error) {
+	var cfg load.Config
+	if len(args) > 1 {
+		return cfg, usageError{fmt.Errorf("load takes at most one URL, got %d arguments", len(args))}
+	}
+	if len(args) == 1 {
+		if fs.Changed("url") {
+			return cfg, usageError{errors.New("give the target either as an argument or with --url, not both")}
+		}
+		if err := fs.Set("url", args[0]); err != nil {
+			return cfg, usageError{err}
+		}
+	}
+	table, file, err := o.table()
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	by, err := o.override(table)
+	if err != nil {
+		return cfg, usageError{err}
+	}
+	if err := table.Decode("load", &cfg); err != nil {
+		return cfg, usageError{by.name(err, file)}
+	}
+	if cfg.RawSamples && o.dir == "" {
 		return cfg, usageError{errors.New("--raw-samples needs --dir, where samples.parquet is written")}
 	}
 	if cfg.Target == "" {
 		return cfg, usageError{errors.New("no target: give a URL, e.g. svclab load --rate 100 http://127.0.0.1:8080/")}
 	}
 	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{locateErrors(err, fs, file)}
+		return cfg, usageError{by.name(err, file)}
 	}
 	return cfg, nil
 }
 
-// locateErrors points each invalid key at what the user typed: the flag
-// when one set it, else the line of the --file that did.
-func locateErrors(err error, fs *pflag.FlagSet, file *spec.Spec) error {
-	flagOf := map[string]string{}
-	for flag, key := range loadKeys {
-		if fs.Changed(flag) {
-			flagOf["load."+key] = flag
+// override applies --set, then the key flags, to table, and says which
+// flag set each key.
+func (o *loadOptions) override(table *spec.Spec) (setters, error) {
+	by := setters{}
+	for _, a := range o.sets {
+		key, _, _ := strings.Cut(a, "=")
+		key = strings.TrimSpace(key)
+		if !strings.HasPrefix(key, "load.") {
+			return nil, fmt.Errorf("--set %s: svclab load reads only the [load] table; write load.KEY=VALUE", key)
+		}
+		if err := table.Set(a); err != nil {
+			return nil, err
+		}
+		by[key] = setter{name: "--set " + key}
+	}
+	request := "" // a flag that sets [load.request]
+	for i, kf := range loadKeyFlags {
+		kv := o.keys[i]
+		if len(kv.vals) == 0 {
+			continue
+		}
+		var (
+			v   any
+			err error
+		)
+		if kf.value != nil {
+			if v, err = kf.value(table, kv.vals); err != nil {
+				return nil, fmt.Errorf("--%s %w", kf.name, err)
+			}
+		} else {
+			v = kv.last()
+		}
+		key := "load." + kf.key
+		if err := table.SetValue(key, v); err != nil {
+			return nil, fmt.Errorf("--%s: %w", kf.name, err)
+		}
+		by[key] = setter{name: "--" + kf.name, vals: kv.vals}
+		if request == "" && strings.HasPrefix(kf.key, "request.") {
+			request = "--" + kf.name
 		}
 	}
+	if _, flow := table.Lookup("load.flow"); flow && request != "" {
+		return nil, fmt.Errorf("%s sets [load.request], but the file has a [load.flow]; a flow's requests are its steps", request)
+	}
+	return by, nil
+}
+
+// table is the [load] table of --file, or an empty one; file is the spec
+// read, nil without --file.
+func (o *loadOptions) table() (table, file *spec.Spec, err error) {
+	if o.file == "" {
+		table, err = spec.ParseTable("", nil, "load")
+		return table, nil, err
+	}
+	b, err := os.ReadFile(o.file)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--file: %w", err)
+	}
+	s, err := spec.ParseTable(o.file, b, "load")
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, ok := s.Lookup("load"); !ok {
+		return nil, nil, fmt.Errorf("%s has no [load] table", o.file)
+	}
+	return s, s, nil
+}
+
+// setter is what gave a key its value: a flag (with every value it was
+// given, to name the one an error is about) or "--set key".
+type setter struct {
+	name string
+	vals []string
+}
+
+// setters maps each key given on the command line to its setter.
+type setters map[string]setter
+
+// name turns each error about a key given on the command line into an
+// error about the flag that gave it; the others are located in the file,
+// when there is one.
+func (by setters) name(err error, file *spec.Spec) error {
 	parts := spec.Unjoin(err)
 	out := make([]error, 0, len(parts))
 	for _, p := range parts {
-		var ke *spec.KeyError
-		if !errors.As(p, &ke) {
-			out = append(out, p)
+		var (
+			se       *spec.Error
+			ke       *spec.KeyError
+			key, msg string
+		)
+		switch {
+		case errors.As(p, &se):
+			key, msg = se.Key, se.Err.Error()
+		case errors.As(p, &ke):
+			key, msg = ke.Key, ke.Msg
+		}
+		if label, ok := by.label(key); ok {
+			out = append(out, fmt.Errorf("%s: %s", label, msg))
 			continue
 		}
-		base, rest, _ := strings.Cut(ke.Key, "[")
-		switch flag, byFlag := flagOf[base]; {
-		case byFlag:
-			if rest != "" {
-				rest = "[" + rest
-			}
-			out = append(out, fmt.Errorf("--%s%s: %s", flag, rest, ke.Msg))
-		case file != nil:
-			out = append(out, file.Locate("load", ke))
-		default:
-			out = append(out, ke)
+		if ke != nil && file != nil {
+			p = file.Locate("load", ke)
 		}
+		out = append(out, p)
 	}
 	return errors.Join(out...)
 }
 
-// parseStage reads TYPE:DURATION:LEVEL.
-func parseStage(s string, closed bool) (load.Stage, error) {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 {
-		return load.Stage{}, errors.New("want TYPE:DURATION:LEVEL, e.g. ramp:30s:500")
-	}
-	switch parts[0] {
-	case "ramp", "step":
-	default:
-		return load.Stage{}, fmt.Errorf("unknown stage type %q: want ramp or step", parts[0])
-	}
-	d, err := time.ParseDuration(parts[1])
-	if err != nil {
-		return load.Stage{}, fmt.Errorf("duration: %w", err)
-	}
-	lvl, err := strconv.ParseFloat(parts[2], 64)
-	if err != nil {
-		return load.Stage{}, fmt.Errorf("level %q is not a number", parts[2])
-	}
-	st := load.Stage{Type: parts[0], Duration: load.Duration(d)}
-	if closed {
-		if lvl != float64(int(lvl)) {
-			return load.Stage{}, fmt.Errorf("users %q must be a whole number", parts[2])
+// label names what the user typed to give key: "--rate", or
+// `--stage "jump:10s:5": type` for a part of one value of a repeatable
+// flag. The longest key given that holds key wins.
+func (by setters) label(key string) (string, bool) {
+	best := ""
+	for k := range by {
+		if len(k) > len(best) && (key == k || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) {
+			best = k
 		}
-		st.Users = int(lvl)
-	} else {
-		st.Rate = lvl
 	}
-	return st, nil
+	if best == "" {
+		return "", false
+	}
+	s, rest := by[best], key[len(best):]
+	if rest == "" {
+		return s.name, true
+	}
+	if i, sub, ok := elementOf(rest); ok && i < len(s.vals) {
+		label := s.name + " " + strconv.Quote(s.vals[i])
+		if sub != "" {
+			label += ": " + sub
+		}
+		return label, true
+	}
+	name := s.name
+	if len(s.vals) == 1 && strings.HasPrefix(rest, ".") {
+		// The decoder names no element ("stages.duration"); with one value
+		// given, it is that one.
+		name += " " + strconv.Quote(s.vals[0])
+	}
+	return name + ": " + strings.TrimPrefix(rest, "."), true
 }
 
-// readLoadTable decodes the [load] table of path strictly, with errors at
-// their key and line; a file with none of the spec's tables is taken as the
-// [load] table itself.
-func readLoadTable(path string) (load.Config, *spec.Spec, error) {
-	var cfg load.Config
-	b, err := os.ReadFile(path)
+// elementOf splits "[2].type" into 2 and "type".
+func elementOf(rest string) (int, string, bool) {
+	if !strings.HasPrefix(rest, "[") {
+		return 0, "", false
+	}
+	idx, sub, ok := strings.Cut(rest[1:], "]")
+	if !ok {
+		return 0, "", false
+	}
+	i, err := strconv.Atoi(idx)
 	if err != nil {
-		return cfg, nil, usageError{fmt.Errorf("--file: %w", err)}
+		return 0, "", false
 	}
-	s, err := spec.ParseTable(path, b, "load")
-	if err != nil {
-		return cfg, nil, usageError{err}
-	}
-	if _, ok := s.Lookup("load"); !ok {
-		return cfg, nil, usageError{fmt.Errorf("%s has no [load] table", path)}
-	}
-	if err := s.Decode("load", &cfg); err != nil {
-		return cfg, nil, usageError{err}
-	}
-	return cfg, s, nil
+	return i, strings.TrimPrefix(sub, "."), true
 }
 
-func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr io.Writer) error {
-	if !lf.allowRemote {
+func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stderr io.Writer) error {
+	if !o.allowRemote {
 		if err := load.CheckLoopback(cfg.Target); err != nil {
 			return usageError{fmt.Errorf("%w; pass --allow-remote to load it anyway", err)}
 		}
@@ -345,9 +432,9 @@ func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr
 		return err
 	}
 	defer target.Close()
-	opt := load.Options{Dir: lf.dir}
-	if lf.dir != "" {
-		if err := os.MkdirAll(lf.dir, 0o755); err != nil {
+	opt := load.Options{Dir: o.dir}
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
 			return fmt.Errorf("--dir: %w", err)
 		}
 	}
@@ -355,7 +442,7 @@ func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr
 	if f, ok := stderr.(*os.File); ok {
 		live = term.IsTerminal(int(f.Fd()))
 	}
-	if !lf.quiet {
+	if !o.quiet {
 		opt.Progress = func(p load.Progress) {
 			if live {
 				fmt.Fprintf(stderr, "\r\033[K%s", p)
@@ -365,7 +452,7 @@ func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr
 		}
 	}
 	res, runErr := load.Run(ctx, cfg, target, opt)
-	if live && !lf.quiet {
+	if live && !o.quiet {
 		fmt.Fprintln(stderr)
 	}
 	if res == nil {
@@ -375,21 +462,21 @@ func runLoad(ctx context.Context, cfg load.Config, lf *loadFlags, stdout, stderr
 	if err := res.Table(stdout); err != nil {
 		return err
 	}
-	if lf.dir != "" {
-		if err := res.WriteDir(lf.dir); err != nil {
+	if o.dir != "" {
+		if err := res.WriteDir(o.dir); err != nil {
 			return err
 		}
 	}
-	if lf.out != "" {
+	if o.out != "" {
 		b, err := json.MarshalIndent(res.Summary, "", "  ")
 		if err != nil {
 			return fmt.Errorf("encoding summary: %w", err)
 		}
 		b = append(b, '\n')
-		if lf.out == "-" {
+		if o.out == "-" {
 			_, err = stdout.Write(b)
 		} else {
-			err = os.WriteFile(lf.out, b, 0o644)
+			err = os.WriteFile(o.out, b, 0o644)
 		}
 		if err != nil {
 			return fmt.Errorf("-o: %w", err)

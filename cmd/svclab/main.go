@@ -15,6 +15,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	_ "github.com/svclab/svclab/internal/deploy/all" // deployers a spec may name
 )
 
 // version and commit are set by the linker (see the Makefile).

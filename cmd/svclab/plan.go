@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -43,7 +44,7 @@ structure.`,
 			if err != nil {
 				return err
 			}
-			p, _, err := experiment.PlanSpec(s, experiment.ClockSeed(seed))
+			p, _, err := experiment.PlanSpec(cmd.Context(), s, experiment.ClockSeed(seed))
 			if err != nil {
 				return err
 			}
@@ -68,18 +69,15 @@ func addSetFlag(c *cobra.Command, sets *[]string) {
 	c.Flags().StringArrayVar(sets, "set", nil, "override a spec key, e.g. --set load.rate=100 --set 'experiment.factors.\"app.op\"=[\"void\"]' (repeatable)")
 }
 
-// loadSpec reads a spec and applies --set overrides in order.
+// loadSpec reads a spec and applies --set overrides in order, before the
+// spec is checked. An error in an override is a usage error.
 func loadSpec(path string, sets []string) (*spec.Spec, error) {
-	s, err := spec.Load(path)
-	if err != nil {
-		return nil, err
+	s, err := spec.Load(path, sets...)
+	var se *spec.Error
+	if errors.As(err, &se) && se.Flag != "" {
+		return nil, usageError{err}
 	}
-	for _, a := range sets {
-		if err := s.Set(a); err != nil {
-			return nil, usageError{err}
-		}
-	}
-	return s, nil
+	return s, err
 }
 
 func printPlan(w io.Writer, p *experiment.Plan, full bool) error {

@@ -23,9 +23,10 @@ func newRunCmd() *cobra.Command {
 		Use:   "run <spec.toml>",
 		Short: "Run an experiment: deploy, load and measure every run, then report",
 		Long: `run executes the plan that 'svclab plan' prints. For each run it deploys the
-variant with the local deployer, warms up, measures with the load generator
-while sampling every process's CPU and memory from /proc, tears down, and
-commits the run's results atomically under the results directory.
+variant with the spec's deployer (deploy.deployer, "local" by default), warms
+up, measures with the load generator while sampling every process's CPU and
+memory (its own too), tears down, and commits the run's results atomically
+under the results directory.
 
 A run whose deployment fails or whose service crashes is recorded as failed,
 with the reason and the tail of the service's stderr, and the experiment

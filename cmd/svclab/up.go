@@ -7,8 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/svclab/svclab/apps/all" // apps a spec may name
-	"github.com/svclab/svclab/internal/deploy/local"
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/deploy"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
 )
 
@@ -21,9 +20,10 @@ var upFlags struct {
 var upCmd = &cobra.Command{
 	Use:   "up <spec.toml>",
 	Short: "Deploy one variant of a spec and keep it running in the foreground",
-	Long: `up validates the spec, starts one process per group of its placement, waits
-until every process answers health checks over its transport, prints the entry
-address, the HTTP/JSON gateway and a curl command, and stays in the foreground.
+	Long: `up validates the spec, starts one process per group of its placement with
+the spec's deployer (deploy.deployer, "local" by default), waits until every
+process answers health checks over its transport, prints the entry address,
+the HTTP/JSON gateway and a curl command, and stays in the foreground.
 
 Ctrl-C or SIGTERM stops every process (SIGTERM, then SIGKILL after a grace
 period). There is no "svclab down": the processes live only as long as "up",
@@ -40,15 +40,19 @@ ignored. Factors are not expanded: up deploys the spec as written.`,
 		if err != nil {
 			return err
 		}
-		plan, err := runtime.Resolve(s)
+		deployer, topo, err := deploy.Resolve(s)
 		if err != nil {
 			return err
 		}
-		opts := local.Options{ReadyTimeout: upFlags.timeout}
+		opts := deploy.Options{ReadyTimeout: upFlags.timeout}
 		if upFlags.verbose {
 			opts.Log = os.Stderr
 		}
-		return local.Foreground(cmd.Context(), plan, opts, cmd.OutOrStdout())
+		d, err := deployer.Deploy(cmd.Context(), topo, opts)
+		if err != nil {
+			return err
+		}
+		return deploy.Foreground(cmd.Context(), d, cmd.OutOrStdout())
 	},
 }
 

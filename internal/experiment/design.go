@@ -1,8 +1,8 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -32,7 +32,11 @@ type Design struct {
 // fastest. Fractional designs take two-level factors, the first level coded
 // -1 and the second +1, and set each generated factor to the product of
 // the signs of its generator word.
-func NewDesign(s *spec.Spec) (*Design, error) {
+//
+// The spec has already refused a design of more runs than
+// experiment.max_runs, counted before anything is built; ctx still stops
+// the expansion, as a cap may be set high.
+func NewDesign(ctx context.Context, s *spec.Spec) (*Design, error) {
 	e := s.Experiment
 	d := &Design{Kind: e.Design, Factors: e.Factors}
 	if e.Design != "fractional" {
@@ -40,8 +44,9 @@ func NewDesign(s *spec.Spec) (*Design, error) {
 		for i, f := range e.Factors {
 			sizes[i] = len(f.Levels)
 		}
-		d.Points = crossProduct(sizes)
-		return d, nil
+		var err error
+		d.Points, err = crossProduct(ctx, sizes)
+		return d, err
 	}
 
 	gen := map[string]string{}
@@ -74,7 +79,11 @@ func NewDesign(s *spec.Spec) (*Design, error) {
 	for i, f := range e.Factors {
 		letterIndex[rune(f.Letter[0])] = i
 	}
-	for _, bp := range crossProduct(baseSizes) {
+	basePoints, err := crossProduct(ctx, baseSizes)
+	if err != nil {
+		return nil, err
+	}
+	for _, bp := range basePoints {
 		p := make(Point, len(e.Factors))
 		for j, fi := range base {
 			p[fi] = bp[j]
@@ -96,7 +105,9 @@ func NewDesign(s *spec.Spec) (*Design, error) {
 	for _, g := range e.Generators {
 		words = append(words, g.Word+g.Letter)
 	}
-	d.Defining = definingRelation(words)
+	if d.Defining, err = definingRelation(ctx, words); err != nil {
+		return nil, err
+	}
 	d.Resolution = len(d.Defining[0])
 	for _, w := range d.Defining {
 		d.Resolution = min(d.Resolution, len(w))
@@ -105,19 +116,41 @@ func NewDesign(s *spec.Spec) (*Design, error) {
 	for _, f := range e.Factors {
 		letters = append(letters, f.Letter)
 	}
-	d.Aliases = aliasStructure(letters, d.Defining)
+	if d.Aliases, err = aliasStructure(ctx, letters, d.Defining); err != nil {
+		return nil, err
+	}
 	return d, nil
+}
+
+// checkEvery is how many steps a planning loop takes between looks at its
+// context: often enough to stop within milliseconds, rarely enough to cost
+// nothing.
+const checkEvery = 1024
+
+// stopped returns ctx's error, wrapped to say what it interrupted, every
+// checkEvery-th step i.
+func stopped(ctx context.Context, i int, what string) error {
+	if i%checkEvery != 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("planning stopped while %s: %w", what, context.Cause(ctx))
+	}
+	return nil
 }
 
 // crossProduct enumerates every combination of level indexes, the first
 // position varying fastest.
-func crossProduct(sizes []int) []Point {
+func crossProduct(ctx context.Context, sizes []int) ([]Point, error) {
 	n := 1
 	for _, s := range sizes {
 		n *= s
 	}
 	out := make([]Point, 0, n)
 	for i := 0; i < n; i++ {
+		if err := stopped(ctx, i, "expanding the design"); err != nil {
+			return nil, err
+		}
 		p := make(Point, len(sizes))
 		rest := i
 		for j, s := range sizes {
@@ -126,34 +159,41 @@ func crossProduct(sizes []int) []Point {
 		}
 		out = append(out, p)
 	}
-	return out
+	return out, nil
 }
 
 // multiply is the product of two effects in a two-level design: letters
-// that appear in both cancel, as A·A = I.
+// that appear in both cancel, as A·A = I. Effects are words of the factor
+// letters A to Z, and the product comes out sorted.
 func multiply(a, b string) string {
-	set := map[rune]bool{}
-	for _, c := range a + b {
-		set[c] = !set[c]
-	}
-	var out []rune
-	for c, in := range set {
-		if in {
-			out = append(out, c)
+	var odd [26]bool
+	for _, w := range []string{a, b} {
+		for i := 0; i < len(w); i++ {
+			odd[w[i]-'A'] = !odd[w[i]-'A']
 		}
 	}
-	slices.Sort(out)
+	out := make([]byte, 0, len(a)+len(b))
+	for i, in := range odd {
+		if in {
+			out = append(out, byte('A'+i))
+		}
+	}
 	return string(out)
 }
 
 // definingRelation closes the generator words under multiplication: with
 // generators I = w1 and I = w2, I = w1·w2 too.
-func definingRelation(words []string) []string {
+func definingRelation(ctx context.Context, words []string) ([]string, error) {
 	group := map[string]bool{}
 	for _, w := range words {
 		w = multiply(w, "")
 		next := map[string]bool{w: true}
+		i := 0
 		for g := range group {
+			if err := stopped(ctx, i, "listing the defining relation"); err != nil {
+				return nil, err
+			}
+			i++
 			next[multiply(g, w)] = true
 		}
 		for g := range next {
@@ -167,12 +207,12 @@ func definingRelation(words []string) []string {
 		out = append(out, g)
 	}
 	sortEffects(out)
-	return out
+	return out, nil
 }
 
 // aliasStructure lists each main effect and two-factor interaction with its
 // aliases, one alias set per line, starting with the defining relation.
-func aliasStructure(letters []string, defining []string) []string {
+func aliasStructure(ctx context.Context, letters []string, defining []string) ([]string, error) {
 	lines := []string{"I = " + strings.Join(defining, " = ")}
 	var effects []string
 	for i, a := range letters {
@@ -188,7 +228,10 @@ func aliasStructure(letters []string, defining []string) []string {
 			continue
 		}
 		set := []string{e}
-		for _, w := range defining {
+		for i, w := range defining {
+			if err := stopped(ctx, i, "listing aliases"); err != nil {
+				return nil, err
+			}
 			set = append(set, multiply(e, w))
 		}
 		sortEffects(set)
@@ -197,7 +240,7 @@ func aliasStructure(letters []string, defining []string) []string {
 		}
 		lines = append(lines, strings.Join(set, " = "))
 	}
-	return lines
+	return lines, nil
 }
 
 // sortEffects orders effects by order (number of letters), then

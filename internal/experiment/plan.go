@@ -1,10 +1,12 @@
 package experiment
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -45,9 +47,10 @@ const perRunOverhead = 1500 * time.Millisecond
 // NewPlan expands the spec's design into ordered runs. seed is used when the
 // spec names none; the plan records the seed it used. loadTiming is called
 // per run to read the warm-up and measurement durations from its effective
-// [load] table, and may report errors in that table.
-func NewPlan(s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, error)) (*Plan, error) {
-	d, err := NewDesign(s)
+// [load] table, and may report errors in that table. Planning stops when
+// ctx ends: checking every design point of a large design takes a while.
+func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, error)) (*Plan, error) {
+	d, err := NewDesign(ctx, s)
 	if err != nil {
 		return nil, err
 	}
@@ -87,6 +90,9 @@ func NewPlan(s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, erro
 	// Each design point gets its effective spec once; repetitions share it.
 	specs := make([]*spec.Spec, len(d.Points))
 	for i, pt := range d.Points {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("planning stopped after checking %d of %d design points: %w", i, len(d.Points), context.Cause(ctx))
+		}
 		levels := d.levels(pt)
 		rs, err := s.With(levels)
 		if err != nil {
@@ -105,11 +111,15 @@ func NewPlan(s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, erro
 		if i == 0 {
 			p.Warmup, p.Duration = t.Warmup, t.Duration
 		} else if t.Warmup != p.Warmup || t.Duration != p.Duration {
-			return nil, s.Errorf("experiment", "every run must have the same warm-up and duration; set experiment.warmup and experiment.duration rather than making them factors")
+			return nil, s.Errorf("experiment.factors", "every run must have the same warm-up and duration, but %s has %s and %s where %s has %s and %s; set experiment.warmup and experiment.duration rather than making them factors",
+				d.Describe(pt), t.Warmup, t.Duration, d.Describe(d.Points[0]), p.Warmup, p.Duration)
 		}
 		specs[i] = rs
 	}
 	for i, sl := range order {
+		if err := stopped(ctx, i, "ordering the runs"); err != nil {
+			return nil, err
+		}
 		pt := d.Points[sl.point]
 		levels := d.levels(pt)
 		p.Runs = append(p.Runs, Run{
@@ -120,6 +130,14 @@ func NewPlan(s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, erro
 			Levels:     levels,
 			Spec:       specs[sl.point],
 		})
+	}
+	if p.Estimate() == maxDuration {
+		key := "load.duration"
+		if e.Duration > 0 {
+			key = "experiment.duration"
+		}
+		return nil, s.Errorf(key, "%d runs of warm-up %s, measurement %s and cool-down %s each would take more than 292 years, longer than svclab can count; shorten them or make fewer runs",
+			len(p.Runs), p.Warmup, p.Duration, p.Cooldown)
 	}
 	return p, nil
 }
@@ -152,8 +170,27 @@ func ClockSeed(seed int64) int64 {
 	return time.Now().UnixNano() & (1<<53 - 1)
 }
 
-// Estimate is the expected wall time of the whole plan.
+// maxDuration is the longest time.Duration, 292 years; time
+// arithmetic in planning saturates there rather than wrapping negative.
+const maxDuration = time.Duration(math.MaxInt64)
+
+// Estimate is the expected wall time of the whole plan, or maxDuration
+// when that does not fit in a time.Duration (NewPlan refuses such plans).
 func (p *Plan) Estimate() time.Duration {
-	per := p.Warmup + p.Duration + p.Cooldown + perRunOverhead
+	per := time.Duration(0)
+	for _, d := range []time.Duration{p.Warmup, p.Duration, p.Cooldown, perRunOverhead} {
+		per = addSat(per, d)
+	}
+	if n := time.Duration(len(p.Runs)); n > 0 && per > maxDuration/n {
+		return maxDuration
+	}
 	return time.Duration(len(p.Runs)) * per
+}
+
+// addSat adds two non-negative durations, saturating at maxDuration.
+func addSat(a, b time.Duration) time.Duration {
+	if a > maxDuration-b {
+		return maxDuration
+	}
+	return a + b
 }

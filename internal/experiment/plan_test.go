@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"strings"
@@ -41,7 +42,7 @@ repetitions = 2
 "deploy.transport" = ["grpc", "http", "netrpc"]
 "deploy.placement" = ["monolith", "split"]
 `)
-	p, err := NewPlan(s, 1, fixedTiming)
+	p, err := NewPlan(context.Background(), s, 1, fixedTiming)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +77,7 @@ repetitions = 3
 [experiment.factors]
 "deploy.transport" = ["grpc", "http"]
 `)
-	p, err := NewPlan(s, 1, fixedTiming)
+	p, err := NewPlan(context.Background(), s, 1, fixedTiming)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ repetitions = 5
 "load.rate" = [10, 100]
 `
 	order := func(seed int64) []string {
-		p, err := NewPlan(mustParse(t, src), seed, fixedTiming)
+		p, err := NewPlan(context.Background(), mustParse(t, src), seed, fixedTiming)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ repetitions = 5
 	}
 	// Every (point, repetition) appears exactly once.
 	seen := map[string]bool{}
-	p, _ := NewPlan(mustParse(t, src), 42, fixedTiming)
+	p, _ := NewPlan(context.Background(), mustParse(t, src), 42, fixedTiming)
 	for _, r := range p.Runs {
 		k := fmt.Sprint(r.Point, r.Repetition)
 		if seen[k] {
@@ -132,7 +133,7 @@ repetitions = 5
 		t.Errorf("%d distinct slots, want 20", len(seen))
 	}
 	// A seed in the spec wins over the one offered.
-	p, _ = NewPlan(mustParse(t, strings.Replace(src, "repetitions = 5", "repetitions = 5\nseed = 42", 1)), 99, fixedTiming)
+	p, _ = NewPlan(context.Background(), mustParse(t, strings.Replace(src, "repetitions = 5", "repetitions = 5\nseed = 42", 1)), 99, fixedTiming)
 	if p.Seed != 42 {
 		t.Errorf("spec seed ignored: %d", p.Seed)
 	}
@@ -153,7 +154,7 @@ design = "fractional"
 [experiment.generators]
 D = "ABC"
 `)
-	d, err := NewDesign(s)
+	d, err := NewDesign(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +194,7 @@ e = [1, 2]
 D = "AB"
 E = "AC"
 `)
-	d, err := NewDesign(s)
+	d, err := NewDesign(context.Background(), s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,10 +221,44 @@ func TestPlanErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewPlan(mustParse(t, tt.src), 1, fixedTiming)
+			_, err := NewPlan(context.Background(), mustParse(t, tt.src), 1, fixedTiming)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error = %v\nwant %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEstimateNeverWraps: the total of many long runs saturates instead of
+// wrapping negative, and NewPlan refuses a plan that would.
+func TestEstimateNeverWraps(t *testing.T) {
+	long := 2000000 * time.Hour
+	tests := []struct {
+		name             string
+		runs             int
+		warmup, duration time.Duration
+		want             time.Duration
+	}{
+		{"short", 12, time.Second, 5 * time.Second, 12 * (6*time.Second + perRunOverhead)},
+		{"one long run fits", 1, 0, long, long + perRunOverhead},
+		{"many long runs", 12, 0, long, maxDuration},
+		{"sum of one run's parts", 1, maxDuration - time.Second, maxDuration - time.Second, maxDuration},
+		{"no runs", 0, long, long, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Plan{Runs: make([]Run, tt.runs), Warmup: tt.warmup, Duration: tt.duration}
+			if got := p.Estimate(); got != tt.want {
+				t.Errorf("Estimate = %v, want %v", got, tt.want)
+			}
+		})
+	}
+
+	s := mustParse(t, "[experiment]\nrepetitions = 12\n")
+	_, err := NewPlan(context.Background(), s, 1, func(*spec.Spec) (Timing, error) {
+		return Timing{Duration: long}, nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "12 runs of warm-up 0s, measurement 2000000h0m0s and cool-down 0s each would take more than 292 years") {
+		t.Errorf("NewPlan error = %v, want the plan refused for its length", err)
 	}
 }

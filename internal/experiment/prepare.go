@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"context"
 	"fmt"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -10,16 +12,17 @@ import (
 
 // Prepared is one design point checked and ready to deploy and load.
 type Prepared struct {
-	Spec    *spec.Spec
-	Runtime *runtime.Topology
-	Load    load.Config
+	Spec     *spec.Spec
+	Deployer deploy.Deployer
+	Runtime  *runtime.Topology
+	Load     load.Config
 }
 
-// Prepare resolves a run's effective spec against its app and the load
-// generator, so that every error in any run surfaces before the first
-// one starts.
+// Prepare resolves a run's effective spec against its deployer, its app and
+// the load generator, so that every error in any run surfaces before the
+// first one starts.
 func Prepare(s *spec.Spec) (*Prepared, error) {
-	rp, err := runtime.Resolve(s)
+	dep, rp, err := deploy.Resolve(s)
 	if err != nil {
 		return nil, err
 	}
@@ -30,7 +33,7 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 	if err := lc.Validate(); err != nil {
 		return nil, s.Locate("load", err)
 	}
-	return &Prepared{Spec: s, Runtime: rp, Load: lc}, nil
+	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
 }
 
 // Timing reads the warm-up and measurement durations of a prepared run.
@@ -40,9 +43,9 @@ func (p *Prepared) Timing() Timing {
 
 // PlanSpec is NewPlan with every design point prepared; the prepared points
 // are returned keyed by run ID.
-func PlanSpec(s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
+func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
 	bySpec := map[*spec.Spec]*Prepared{}
-	p, err := NewPlan(s, seed, func(rs *spec.Spec) (Timing, error) {
+	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
 		pr, err := Prepare(rs)
 		if err != nil {
 			return Timing{}, err

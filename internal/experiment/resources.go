@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
-	"github.com/prometheus/procfs"
+
+	"github.com/svclab/svclab/internal/deploy"
 )
 
-// Process is one process whose resources a run samples.
-type Process struct {
-	Name string `json:"name"`
-	// Components hosted by the process; empty for the load generator.
-	Components []string `json:"components,omitempty"`
-	PID        int      `json:"pid"`
+// Sampled is one process the sampler reads: which it is, and where its
+// counters come from.
+type Sampled struct {
+	Process deploy.ProcessInfo
+	Source  deploy.ResourceSource
 }
 
 // ResourceRow is one row of resources.parquet.
@@ -27,11 +27,10 @@ type ResourceRow struct {
 	RSSBytes int64   `parquet:"rss_bytes"`
 }
 
-// ResourceSampler reads the CPU time and RSS of a set of processes from
-// /proc once per interval.
+// ResourceSampler reads the CPU time and RSS of a set of processes once per
+// interval, through each process's resource source.
 type ResourceSampler struct {
-	fs       procfs.FS
-	procs    []Process
+	procs    []Sampled
 	interval time.Duration
 
 	mu    sync.Mutex
@@ -41,12 +40,8 @@ type ResourceSampler struct {
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
-func NewResourceSampler(procs []Process, interval time.Duration) (*ResourceSampler, error) {
-	fs, err := procfs.NewFS("/proc")
-	if err != nil {
-		return nil, fmt.Errorf("open /proc: %w", err)
-	}
-	return &ResourceSampler{fs: fs, procs: procs, interval: interval}, nil
+func NewResourceSampler(procs []Sampled, interval time.Duration) *ResourceSampler {
+	return &ResourceSampler{procs: procs, interval: interval}
 }
 
 // Start samples until ctx is done. zero is the time t_s counts from.
@@ -57,13 +52,13 @@ func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
 	go func() {
 		t := time.NewTicker(rs.interval)
 		defer t.Stop()
-		rs.sample(time.Now())
+		rs.sample(ctx, time.Now())
 		for {
 			select {
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				rs.sample(now)
+				rs.sample(ctx, now)
 			}
 		}
 	}()
@@ -81,23 +76,19 @@ func (rs *ResourceSampler) SetZero(zero time.Time) {
 	rs.zero = zero
 }
 
-// Sample takes one sample now; Start calls it on every tick.
-func (rs *ResourceSampler) sample(now time.Time) {
+// sample takes one sample of every process; Start calls it on every tick.
+func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 	var rows []ResourceRow
 	for _, p := range rs.procs {
-		proc, err := rs.fs.Proc(p.PID)
+		u, err := p.Source.Sample(ctx)
 		if err != nil {
 			continue // exited: the run records why elsewhere
 		}
-		st, err := proc.Stat()
-		if err != nil {
-			continue
-		}
 		rows = append(rows, ResourceRow{
-			Process:  p.Name,
-			PID:      int64(p.PID),
-			CPUS:     st.CPUTime(),
-			RSSBytes: int64(st.ResidentMemory()),
+			Process:  p.Process.Name,
+			PID:      int64(p.Process.PID),
+			CPUS:     u.CPUSeconds,
+			RSSBytes: u.RSSBytes,
 		})
 	}
 	rs.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,7 +13,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -46,20 +48,20 @@ type Outcome struct {
 
 // RunFile is run.json.
 type RunFile struct {
-	ID         string            `json:"id"`
-	Index      int               `json:"index"`
-	Repetition int               `json:"repetition"`
-	Levels     map[string]any    `json:"levels"`
-	Status     string            `json:"status"`
-	Reason     string            `json:"reason"`
-	StderrTail map[string]string `json:"stderr_tail,omitempty"`
-	Started    string            `json:"started"`
-	Ended      string            `json:"ended"`
-	WarmupS    float64           `json:"warmup_s"`
-	DurationS  float64           `json:"duration_s"`
-	Warnings   []string          `json:"warnings"`
-	Generator  any               `json:"generator,omitempty"`
-	Processes  []Process         `json:"processes"`
+	ID         string               `json:"id"`
+	Index      int                  `json:"index"`
+	Repetition int                  `json:"repetition"`
+	Levels     map[string]any       `json:"levels"`
+	Status     string               `json:"status"`
+	Reason     string               `json:"reason"`
+	StderrTail map[string]string    `json:"stderr_tail,omitempty"`
+	Started    string               `json:"started"`
+	Ended      string               `json:"ended"`
+	WarmupS    float64              `json:"warmup_s"`
+	DurationS  float64              `json:"duration_s"`
+	Warnings   []string             `json:"warnings"`
+	Generator  any                  `json:"generator,omitempty"`
+	Processes  []deploy.ProcessInfo `json:"processes"`
 }
 
 // ErrInterrupted is returned when the context ends mid-experiment; the
@@ -92,7 +94,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if committed, err = st.Committed(); err != nil {
 			return nil, err
 		}
-		p, prepared, err := PlanSpec(s, seed)
+		p, prepared, err := PlanSpec(ctx, s, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -101,7 +103,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		}
 		return execute(ctx, st, p, prepared, committed, opts, logw)
 	}
-	p, prepared, err := PlanSpec(s, ClockSeed(seed))
+	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +201,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := local.Deploy(ctx, pr.Runtime, local.Options{})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -219,15 +221,20 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	}
 	defer stop()
 
-	procs := []Process{{Name: "loadgen", PID: os.Getpid()}}
-	for _, dp := range dep.Processes() {
-		procs = append(procs, Process{Name: dp.Name, Components: dp.Components, PID: dp.PID})
-	}
-	rf.Processes = procs
-	sampler, err := NewResourceSampler(procs, time.Second)
+	// The load generator shares the machine with what it measures, so its
+	// own CPU is part of the record.
+	self, err := procstat.Self()
 	if err != nil {
 		return nil, err
 	}
+	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid()}, Source: self}}
+	for _, dp := range dep.Processes() {
+		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
+	}
+	for _, s := range sampled {
+		rf.Processes = append(rf.Processes, s.Process)
+	}
+	sampler := NewResourceSampler(sampled, time.Second)
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
@@ -249,7 +256,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	// after is not a measurement of the variant.
 	lctx, cancelLoad := context.WithCancel(ctx)
 	defer cancelLoad()
-	var crashed *local.Process
+	var crashed deploy.Process
 	watchDone := make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -285,7 +292,8 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	switch {
 	case crashed != nil:
 		<-crashed.Done()
-		fail(fmt.Sprintf("group %s (components %s) exited during the run: %v", crashed.Name, strings.Join(crashed.Components, ", "), crashed.Err()), tails(dep))
+		info := crashed.Info()
+		fail(fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), crashed.Exit().Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}
@@ -307,14 +315,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	return rf, commitRun(w, rf)
 }
 
-// tails collects the last output lines of every process of a deployment.
-func tails(dep *local.Deployment) map[string]string {
-	out := map[string]string{}
-	for _, p := range dep.Processes() {
-		if t := p.Tail(); len(t) > 0 {
-			out[p.Name] = strings.Join(t, "\n")
-		}
-	}
+// tails collects the last output lines of every process of a deployment
+// that printed any.
+func tails(dep deploy.Deployment) map[string]string {
+	out := deploy.StderrTails(dep.Processes())
+	maps.DeleteFunc(out, func(_, tail string) bool { return tail == "" })
 	return out
 }
 

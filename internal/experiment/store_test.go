@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 )
 
 func TestStoreCommitIsAtomic(t *testing.T) {
@@ -84,7 +87,7 @@ seed = 3
 [experiment.factors]
 "deploy.transport" = ["grpc", "http"]
 `)
-	p, err := NewPlan(s, 0, fixedTiming)
+	p, err := NewPlan(context.Background(), s, 0, fixedTiming)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,10 +117,14 @@ seed = 3
 }
 
 func TestResourceSampler(t *testing.T) {
-	rs, err := NewResourceSampler([]Process{{Name: "self", PID: os.Getpid()}, {Name: "gone", PID: 1 << 30}}, 50*time.Millisecond)
+	proc, err := procstat.Open()
 	if err != nil {
 		t.Fatal(err)
 	}
+	rs := NewResourceSampler([]Sampled{
+		{Process: deploy.ProcessInfo{Name: "self", PID: os.Getpid()}, Source: proc.Process(os.Getpid())},
+		{Process: deploy.ProcessInfo{Name: "gone", PID: 1 << 30}, Source: proc.Process(1 << 30)},
+	}, 50*time.Millisecond)
 	ctx, cancel := context.WithCancel(context.Background())
 	start := time.Now()
 	rs.Start(ctx, start)
@@ -141,7 +148,7 @@ func TestResourceSampler(t *testing.T) {
 		t.Fatalf("%d samples in %s at 50 ms", len(rows), time.Since(start))
 	}
 	for _, r := range rows {
-		if r.Process != "self" || r.RSSBytes <= 0 {
+		if r.Process != "self" || r.PID != int64(os.Getpid()) || r.RSSBytes <= 0 {
 			t.Errorf("row %+v", r)
 		}
 	}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -22,7 +22,7 @@ import (
 //
 // Before any load, each request is made once and its answer checked, so
 // a variant that answers wrongly fails instead of being measured.
-func TargetFor(ctx context.Context, pr *Prepared, dep *local.Deployment) (*load.Target, error) {
+func TargetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment) (*load.Target, error) {
 	cfg := pr.Load
 	if cfg.Request != nil || cfg.Flow != nil || cfg.Target != "" {
 		if cfg.Target == "" {
@@ -37,14 +37,9 @@ func TargetFor(ctx context.Context, pr *Prepared, dep *local.Deployment) (*load.
 	if pr.Runtime.InProcess() {
 		return gatewayTarget(ctx, cfg, dep.GatewayURL(), reqs)
 	}
-	tr, err := transport.Lookup(pr.Runtime.Transport)
+	conn, err := dep.Dial(ctx, transport.DialOptions{})
 	if err != nil {
-		return nil, err
-	}
-	entry := dep.Entry()
-	conn, err := tr.Dial(ctx, entry.Network, entry.Addr, transport.DialOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("dial entry %s: %w", entry, err)
+		return nil, fmt.Errorf("entry: %w", err)
 	}
 	t := &load.Target{Weighted: len(reqs) > 1, Close: conn.Close}
 	for _, r := range reqs {

@@ -128,8 +128,6 @@ const (
 // "250ms"; it is the spec's own duration type.
 type Duration = spec.Duration
 
-var varRef = regexp.MustCompile(`\{\{\s*([A-Za-z_][A-Za-z0-9_]*)\s*\}\}`)
-
 // Validate checks every key and returns one error per bad key, each naming
 // the key as it is written in a spec ("load.rate: must be > 0, got -5").
 // An empty target is valid, as the runner may fill it in later.
@@ -295,7 +293,7 @@ func (c *Config) checkTarget() error {
 func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []error {
 	var errs []error
 	bad := func(k, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("load.%s.%s: "+format, append([]any{key, k}, args...)...))
+		errs = append(errs, &spec.KeyError{Key: "load." + key + "." + k, Msg: fmt.Sprintf(format, args...)})
 	}
 	if c.protocol() == "grpc" {
 		if !strings.Contains(strings.TrimPrefix(r.Method, "/"), "/") {

@@ -339,3 +339,46 @@ func asciiEqualFold(b []byte, lower string) bool {
 	}
 	return true
 }
+
+// op sends h over c; the request is pre-rendered when nothing in it varies.
+func (c *h1Client) op(h *httpReq) func(ctx context.Context, s *Session) error {
+	return func(ctx context.Context, s *Session) error {
+		req := h.static
+		if req == nil || len(s.cookies) > 0 {
+			s.scratch = h.appendH1(s.scratch[:0], s)
+			req = s.scratch
+		}
+		h.ex.forget(s)
+		cn, err := c.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		s.MarkSent()
+		reused := cn != nil
+		if cn == nil {
+			if cn, err = c.dial(ctx); err != nil {
+				c.release(nil, false)
+				return err
+			}
+		}
+		deadline := s.sent.Add(s.Timeout)
+		resp, err := cn.roundTrip(req, h.head, s, h.ex, deadline)
+		if err != nil && reused && !resp.got && time.Now().Before(deadline) {
+			// The server closed the idle connection (a keep-alive timeout)
+			// before our request reached it: retry once on a new one, as
+			// net/http does, rather than report an error the service never
+			// saw. The wait stays in the service time.
+			cn.nc.Close()
+			if cn, err = c.dial(ctx); err != nil {
+				c.release(nil, false)
+				return err
+			}
+			resp, err = cn.roundTrip(req, h.head, s, h.ex, deadline)
+		}
+		c.release(cn, err == nil && resp.reuse)
+		if err != nil {
+			return err
+		}
+		return h.answer(s, resp.status)
+	}
+}

@@ -4,19 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
-	"os"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
-	"unicode"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // A Target is what the generator drives: the operations one iteration runs.
@@ -48,6 +40,45 @@ type Op struct {
 	// after s.Timeout. A non-nil error is a failed request, its class
 	// given by Classify.
 	Do func(ctx context.Context, s *Session) error
+}
+
+// NewTarget builds the Target a Config describes: its request or flow,
+// sent to cfg.Target over cfg.Protocol. Close it when done.
+func NewTarget(cfg Config) (*Target, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Target == "" {
+		return nil, errors.New("load.target: no target given")
+	}
+	steps := []Request{{}}
+	switch {
+	case cfg.Flow != nil:
+		steps = cfg.Flow.Steps
+	case cfg.Request != nil:
+		steps = []Request{*cfg.Request}
+	}
+	t := &Target{}
+	if cfg.Flow != nil {
+		t.Weighted = cfg.Flow.Order == "weighted"
+		t.Flow = cfg.Flow.Name
+		if t.Flow == "" {
+			t.Flow = "flow"
+		}
+	}
+	var err error
+	switch cfg.protocol() {
+	case "grpc":
+		err = grpcTarget(&cfg, t, steps)
+	case "h2c":
+		err = httpTarget(&cfg, t, steps, true)
+	default:
+		err = httpTarget(&cfg, t, steps, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Session is the state of one virtual user (closed loop) or one arrival
@@ -126,81 +157,4 @@ func GRPCOp(name string, cc grpc.ClientConnInterface, method string, newReq func
 		defer cancel()
 		return cc.Invoke(ctx, method, req, newResp(), opts...)
 	}}
-}
-
-// StatusError is an HTTP answer with an unexpected status code.
-type StatusError struct{ Code int }
-
-func (e *StatusError) Error() string { return "HTTP status " + strconv.Itoa(e.Code) }
-
-// ClassError gives an error an explicit class.
-type ClassError struct {
-	Class string
-	Err   error
-}
-
-func (e *ClassError) Error() string { return e.Class + ": " + e.Err.Error() }
-func (e *ClassError) Unwrap() error { return e.Err }
-
-func classed(class string, err error) error { return &ClassError{class, err} }
-
-// Classify names the class of a failed request, as used in errors_by_class
-// and the samples' status column: "http_503", "grpc_unavailable",
-// "timeout", "connection", or "other". A nil error is "ok".
-func Classify(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var ce *ClassError
-	if errors.As(err, &ce) {
-		return ce.Class
-	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		return "http_" + strconv.Itoa(se.Code)
-	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded) {
-		return "timeout"
-	}
-	if st, ok := status.FromError(err); ok && st.Code() != codes.OK && st.Code() != codes.Unknown {
-		switch st.Code() {
-		case codes.DeadlineExceeded:
-			return "timeout"
-		case codes.Canceled:
-			return "canceled"
-		}
-		return "grpc_" + snake(st.Code().String())
-	}
-	if errors.Is(err, context.Canceled) {
-		return "canceled"
-	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return "timeout"
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, net.ErrClosed) {
-		return "connection"
-	}
-	if _, ok := status.FromError(err); ok {
-		return "grpc_unknown"
-	}
-	return "other"
-}
-
-// snake turns "DeadlineExceeded" into "deadline_exceeded".
-func snake(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if unicode.IsUpper(r) {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r = unicode.ToLower(r)
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

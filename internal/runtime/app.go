@@ -11,13 +11,12 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"sort"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -126,45 +125,14 @@ func (r Request) Invoke(ctx context.Context, cc grpc.ClientConnInterface, opts .
 	return resp, nil
 }
 
-var (
-	appsMu sync.RWMutex
-	apps   = map[string]*App{}
-)
+var apps = registry.New[*App]("app")
 
 // Register makes an app available by name; apps call it from init. It
 // panics on a duplicate name, a programming error.
-func Register(a *App) {
-	appsMu.Lock()
-	defer appsMu.Unlock()
-	if _, dup := apps[a.Name]; dup {
-		panic("runtime: Register called twice for app " + a.Name)
-	}
-	apps[a.Name] = a
-}
+func Register(a *App) { apps.Register(a.Name, a) }
 
 // Lookup returns the app registered under name.
-func Lookup(name string) (*App, error) {
-	appsMu.RLock()
-	defer appsMu.RUnlock()
-	a, ok := apps[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown app %q (known: %v)", name, appNamesLocked())
-	}
-	return a, nil
-}
+func Lookup(name string) (*App, error) { return apps.Lookup(name) }
 
 // Apps lists the registered app names, sorted.
-func Apps() []string {
-	appsMu.RLock()
-	defer appsMu.RUnlock()
-	return appNamesLocked()
-}
-
-func appNamesLocked() []string {
-	names := make([]string, 0, len(apps))
-	for n := range apps {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Apps() []string { return apps.Names() }

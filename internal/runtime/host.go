@@ -13,7 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -21,82 +21,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/svclab/svclab/internal/runtime/balancer"
+	"github.com/svclab/svclab/internal/runtime/inflight"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/inproc"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
-
-// Environment variables of the host protocol.
-const (
-	// HostConfigEnv carries a HostConfig, as JSON, to a host process.
-	HostConfigEnv = "SVCLAB_HOST_CONFIG"
-	// DeploymentEnv carries the deployment's id; it marks every process
-	// of a deployment, so leftovers can be found in /proc.
-	DeploymentEnv = "SVCLAB_DEPLOYMENT"
-	// FailComponentEnv is a test knob: a host whose group holds the named
-	// component fails while building it, as a crashing service would.
-	FailComponentEnv = "SVCLAB_FAIL_COMPONENT"
-	// GatewayTransport serves the HTTP/JSON gateway of the entry group.
-	GatewayTransport = "http"
-	// ReadyMarker starts the line a host writes to stderr once it serves.
-	ReadyMarker = "svclab host ready:"
-)
-
-// Endpoint is where a component (or the gateway) is served.
-type Endpoint struct {
-	Transport string `json:"transport"`
-	Network   string `json:"network"` // "tcp" or "unix"
-	Addr      string `json:"addr"`    // host:port, or a socket path
-}
-
-func (e Endpoint) String() string { return e.Transport + "+" + e.Network + "://" + e.Addr }
-
-// Listener is an Endpoint a host serves on.
-type Listener struct {
-	Endpoint
-	// FD, when above 2, is a listening socket the host inherited (the
-	// deployer binds every socket before starting any process, so that no
-	// address is raced for and peers can connect before their host
-	// accepts). Zero means the host listens on Addr itself.
-	FD int `json:"fd,omitempty"`
-}
-
-// HostConfig tells a host process which group to run and how to reach the
-// rest of the deployment. The local deployer writes it as JSON into
-// HostConfigEnv; `svclab host --config FILE` reads it from a file.
-type HostConfig struct {
-	Deployment string `json:"deployment"`
-	App        string `json:"app"`
-	// Config is the app's config, as Topology.ConfigJSON encodes it.
-	Config json.RawMessage `json:"config"`
-	// Transport carries calls across groups: a network transport name, or
-	// "inproc" when the whole app is this one group.
-	Transport  string   `json:"transport"`
-	Group      string   `json:"group"`
-	Components []string `json:"components"`
-	// Listen maps each component of this group that is called from outside
-	// it (including the entry, when this group holds it) to its listener.
-	Listen map[string]Listener `json:"listen,omitempty"`
-	// Gateway, set only in the entry group, serves the entry component as
-	// HTTP/JSON (the http transport) for people and load generators.
-	Gateway *Listener `json:"gateway,omitempty"`
-	// Entry names the app's entry component.
-	Entry string `json:"entry"`
-	// Peers maps each component of another group that this group calls to
-	// its endpoint.
-	Peers map[string]Endpoint `json:"peers,omitempty"`
-}
-
-// DecodeHostConfig parses a HostConfig, rejecting unknown fields so that a
-// host never silently ignores part of what its deployer meant.
-func DecodeHostConfig(b []byte) (*HostConfig, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var c HostConfig
-	if err := dec.Decode(&c); err != nil {
-		return nil, fmt.Errorf("decode host config: %w", err)
-	}
-	return &c, nil
-}
 
 // Middleware are the interceptors a host puts on every server it runs and
 // every client it dials, inproc included. Empty until per-hop features
@@ -106,23 +36,34 @@ type Middleware struct {
 	Client []grpc.UnaryClientInterceptor
 }
 
-// RunHost runs one group until ctx ends: it builds the group's components,
-// serves each one called from outside the group on its listener (with the
-// gRPC health service beside it), serves the gateway when asked, writes
-// ReadyMarker to the log, and on cancellation stops every server and
-// returns nil. A component that fails to build is an error naming it.
-func RunHost(ctx context.Context, cfg *HostConfig, mw Middleware) error {
+// RunHost runs one group until ctx ends or its deployer stops it over the
+// control channel: it builds the group's components, serves each one called
+// from outside the group on its listener (with the gRPC health service
+// beside it), serves the gateway and the control service when asked, writes
+// ReadyMarker to the log, and at the end stops every server and returns nil.
+// A component that fails to build is an error naming it.
+func RunHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) error {
 	h, err := newHost(ctx, cfg, mw)
 	if err != nil {
-		return fmt.Errorf("group %s: %w", cfg.Group, err)
+		return fmt.Errorf("group %s: %w", cfg.GetGroup(), err)
 	}
 	return h.run(ctx)
 }
 
 type host struct {
-	cfg     *HostConfig
+	cfg     *hostv1.HostConfig
 	servers []served
-	remotes []*lazyConn
+	// peers holds a balancer per component of another group this group
+	// calls; the control service updates their endpoint sets.
+	peers map[string]*balancer.Balancer
+	dopts transport.DialOptions
+	// calls counts the calls in flight on the listeners and gateway, so
+	// that a drain knows when the host is idle.
+	calls  inflight.Gate
+	health *health.Server
+	ctl    *control
+	// stop ends run; set by run before anything can call it.
+	stop context.CancelCauseFunc
 }
 
 type served struct {
@@ -131,67 +72,69 @@ type served struct {
 	lis  net.Listener
 }
 
-func newHost(ctx context.Context, cfg *HostConfig, mw Middleware) (*host, error) {
-	app, err := Lookup(cfg.App)
+func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host, error) {
+	app, err := Lookup(cfg.GetApp())
 	if err != nil {
 		return nil, err
 	}
 	conf := app.NewConfig()
-	dec := json.NewDecoder(bytes.NewReader(cfg.Config))
+	dec := json.NewDecoder(bytes.NewReader([]byte(cfg.GetConfigJson())))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(conf); err != nil {
-		return nil, fmt.Errorf("decode %s config: %w", cfg.App, err)
+		return nil, fmt.Errorf("decode %s config: %w", cfg.GetApp(), err)
 	}
 	if err := conf.Validate(); err != nil {
-		return nil, fmt.Errorf("%s config: %w", cfg.App, err)
+		return nil, fmt.Errorf("%s config: %w", cfg.GetApp(), err)
 	}
 	comps := map[string]Component{}
 	for _, c := range conf.Components() {
 		comps[c.Name] = c
 	}
-	for _, name := range cfg.Components {
+	for _, name := range cfg.GetComponents() {
 		if _, ok := comps[name]; !ok {
-			return nil, fmt.Errorf("app %s has no component %q", cfg.App, name)
+			return nil, fmt.Errorf("app %s has no component %q", cfg.GetApp(), name)
 		}
 	}
 	sopts := transport.ServerOptions{Interceptors: mw.Server}
-	dopts := transport.DialOptions{Interceptors: mw.Client}
-
-	h := &host{cfg: cfg}
+	h := &host{
+		cfg:    cfg,
+		peers:  map[string]*balancer.Balancer{},
+		dopts:  transport.DialOptions{Interceptors: mw.Client},
+		health: health.NewServer(),
+	}
 	// One channel per component, because several components of a group may
 	// implement the same service (chain's hops), and a channel holds one
 	// implementation per service.
 	channels := map[string]*inproc.Channel{}
-	for _, name := range cfg.Components {
-		channels[name] = inproc.New(sopts, dopts)
+	for _, name := range cfg.GetComponents() {
+		channels[name] = inproc.New(sopts, h.dopts)
 	}
-	var tr transport.Transport
-	if cfg.Transport != inproc.Name {
-		if tr, err = transport.Lookup(cfg.Transport); err != nil {
-			return nil, err
-		}
-	}
-	remotes := map[string]*lazyConn{}
 	conn := func(dep string) (grpc.ClientConnInterface, error) {
 		if ch, ok := channels[dep]; ok {
 			return ch, nil
 		}
-		if rc, ok := remotes[dep]; ok {
-			return rc, nil
+		if b, ok := h.peers[dep]; ok {
+			return b, nil
 		}
-		ep, ok := cfg.Peers[dep]
-		if !ok || tr == nil {
-			return nil, fmt.Errorf("no address for component %s, which is outside group %s", dep, cfg.Group)
+		set, ok := cfg.GetPeers()[dep]
+		if !ok {
+			return nil, fmt.Errorf("no endpoints for component %s, which is outside group %s", dep, cfg.GetGroup())
 		}
-		rc := &lazyConn{tr: tr, ep: ep, opts: dopts}
-		remotes[dep] = rc
-		h.remotes = append(h.remotes, rc)
-		return rc, nil
+		addrs, err := h.addresses(set)
+		if err != nil {
+			return nil, fmt.Errorf("peer %s: %w", dep, err)
+		}
+		b := balancer.New(dep, balancer.Options{})
+		if err := b.Update(addrs); err != nil {
+			return nil, err
+		}
+		h.peers[dep] = b
+		return b, nil
 	}
 
 	failing := os.Getenv(FailComponentEnv)
 	impls := map[string]any{}
-	for _, name := range cfg.Components {
+	for _, name := range cfg.GetComponents() {
 		c := comps[name]
 		deps := Deps{}
 		for _, d := range c.Deps {
@@ -215,34 +158,38 @@ func newHost(ctx context.Context, cfg *HostConfig, mw Middleware) (*host, error)
 		impls[name] = impl
 	}
 
-	for _, name := range slices.Sorted(maps.Keys(cfg.Listen)) {
-		l := cfg.Listen[name]
+	// Calls that arrive over a listener pass the drain gate; calls inside
+	// the group do not, as they are part of calls already admitted.
+	lopts := sopts
+	lopts.Interceptors = append([]grpc.UnaryServerInterceptor{h.admit}, sopts.Interceptors...)
+	if cfg.GetTransport() == inproc.Name && len(cfg.GetListeners()) > 0 {
+		h.close()
+		return nil, fmt.Errorf("transport %s cannot listen, but components %v have listeners", inproc.Name, slices.Sorted(maps.Keys(cfg.GetListeners())))
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.GetListeners())) {
 		c, ok := comps[name]
-		if !ok || !slices.Contains(cfg.Components, name) {
+		if !ok || !slices.Contains(cfg.GetComponents(), name) {
 			h.close()
-			return nil, fmt.Errorf("listener for component %s, which is not in group %s", name, cfg.Group)
+			return nil, fmt.Errorf("listener for component %s, which is not in group %s", name, cfg.GetGroup())
 		}
-		if tr == nil {
-			h.close()
-			return nil, fmt.Errorf("component %s: transport %s cannot listen", name, cfg.Transport)
-		}
-		if err := h.serve(tr, sopts, name, l, c, impls[name]); err != nil {
+		if err := h.serve(lopts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
 			h.close()
 			return nil, err
 		}
 	}
-	if cfg.Gateway != nil {
-		c, ok := comps[cfg.Entry]
-		if !ok || !slices.Contains(cfg.Components, cfg.Entry) {
+	if gw := cfg.GetGateway(); gw != nil {
+		c, ok := comps[cfg.GetEntry()]
+		if !ok || !slices.Contains(cfg.GetComponents(), cfg.GetEntry()) {
 			h.close()
-			return nil, fmt.Errorf("gateway for entry %s, which is not in group %s", cfg.Entry, cfg.Group)
+			return nil, fmt.Errorf("gateway for entry %s, which is not in group %s", cfg.GetEntry(), cfg.GetGroup())
 		}
-		gtr, err := transport.Lookup(cfg.Gateway.Transport)
-		if err != nil {
+		if err := h.serve(lopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
 			h.close()
-			return nil, fmt.Errorf("gateway: %w", err)
+			return nil, err
 		}
-		if err := h.serve(gtr, sopts, "gateway", *cfg.Gateway, c, impls[cfg.Entry]); err != nil {
+	}
+	if l := cfg.GetControl(); l != nil {
+		if h.ctl, err = newControl(h, l); err != nil {
 			h.close()
 			return nil, err
 		}
@@ -250,56 +197,121 @@ func newHost(ctx context.Context, cfg *HostConfig, mw Middleware) (*host, error)
 	return h, nil
 }
 
+// addresses turns an endpoint set into the addresses a balancer dials,
+// checking every endpoint's transport first.
+func (h *host) addresses(set *hostv1.EndpointSet) ([]balancer.Address, error) {
+	var addrs []balancer.Address
+	for _, pe := range set.GetEndpoints() {
+		ep := EndpointOf(pe)
+		if ep.Transport == inproc.Name {
+			return nil, fmt.Errorf("endpoint %s: transport %s cannot cross processes", ep, inproc.Name)
+		}
+		tr, err := transport.Lookup(ep.Transport)
+		if err != nil {
+			return nil, fmt.Errorf("endpoint %s: %w", ep, err)
+		}
+		addrs = append(addrs, balancer.Address{
+			Addr: ep.String(),
+			Dial: func(ctx context.Context) (transport.Conn, error) {
+				return tr.Dial(ctx, ep.Network, ep.Addr, h.dopts)
+			},
+		})
+	}
+	if err := balancer.Check(addrs); err != nil {
+		return nil, err
+	}
+	return addrs, nil
+}
+
 // serve registers the component and the health service on a new server of
-// tr, bound to l. Serving starts in run.
-func (h *host) serve(tr transport.Transport, opts transport.ServerOptions, what string, l Listener, c Component, impl any) error {
+// the listener's transport. Serving starts in run.
+func (h *host) serve(opts transport.ServerOptions, what string, l *hostv1.Listener, c Component, impl any) error {
+	tr, err := transport.Lookup(l.GetEndpoint().GetTransport())
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 	lis, err := listen(l)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	srv := tr.NewServer(opts)
 	srv.RegisterService(c.Service, impl)
-	registerHealth(srv)
-	// The listener's own address, as Addr may have asked for port 0.
-	at := Endpoint{Transport: l.Transport, Network: lis.Addr().Network(), Addr: lis.Addr().String()}
-	h.servers = append(h.servers, served{what: what + " on " + at.String(), srv: srv, lis: lis})
+	registerHealth(srv, h.health)
+	h.servers = append(h.servers, served{what: what + " on " + servedAt(l, lis).String(), srv: srv, lis: lis})
 	return nil
 }
 
-// registerHealth adds the standard gRPC health service, reporting SERVING
-// for every service. Its streaming Watch method is left out because only
-// the grpc transport carries streams; Check (and List) are unary.
-func registerHealth(srv grpc.ServiceRegistrar) {
+// servedAt is the listener's own address, as its endpoint may have asked
+// for port 0.
+func servedAt(l *hostv1.Listener, lis net.Listener) Endpoint {
+	return Endpoint{Transport: l.GetEndpoint().GetTransport(), Network: lis.Addr().Network(), Addr: lis.Addr().String()}
+}
+
+// healthMethods is the prefix of the health service's methods, which a
+// draining host still answers (NOT_SERVING).
+var healthMethods = "/" + healthpb.Health_ServiceDesc.ServiceName + "/"
+
+// admit lets a call in through the drain gate, and counts it while it runs.
+func (h *host) admit(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if strings.HasPrefix(info.FullMethod, healthMethods) {
+		return handler(ctx, req)
+	}
+	if !h.calls.Enter() {
+		return nil, status.Errorf(codes.Unavailable, "group %s is draining", h.cfg.GetGroup())
+	}
+	defer h.calls.Leave()
+	return handler(ctx, req)
+}
+
+// drain refuses new calls on the listeners; Done of h.calls tells when the
+// last one in flight has finished.
+func (h *host) drain() {
+	if !h.calls.Closed() {
+		log.Printf("group %s: draining: new calls refused, %d in flight", h.cfg.GetGroup(), h.calls.InFlight())
+	}
+	h.calls.Close()
+	h.health.Shutdown()
+}
+
+// registerHealth adds the standard gRPC health service. Its streaming Watch
+// method is left out because only the grpc transport carries streams; Check
+// (and List) are unary.
+func registerHealth(srv grpc.ServiceRegistrar, hs *health.Server) {
 	desc := healthpb.Health_ServiceDesc
 	desc.Streams = nil
-	srv.RegisterService(&desc, health.NewServer())
+	srv.RegisterService(&desc, hs)
 }
 
 // listen returns l's listener: the inherited socket, or a new one.
-func listen(l Listener) (net.Listener, error) {
-	if l.FD > 2 {
-		f := os.NewFile(uintptr(l.FD), l.Addr)
+func listen(l *hostv1.Listener) (net.Listener, error) {
+	ep := EndpointOf(l.GetEndpoint())
+	if fd := l.GetFd(); fd > 2 {
+		f := os.NewFile(uintptr(fd), ep.Addr)
 		if f == nil {
-			return nil, fmt.Errorf("inherited listener fd %d for %s is not open", l.FD, l.Addr)
+			return nil, fmt.Errorf("inherited listener fd %d for %s is not open", fd, ep.Addr)
 		}
 		defer f.Close() // FileListener dups it
 		lis, err := net.FileListener(f)
 		if err != nil {
-			return nil, fmt.Errorf("inherited listener fd %d for %s: %w", l.FD, l.Addr, err)
+			return nil, fmt.Errorf("inherited listener fd %d for %s: %w", fd, ep.Addr, err)
 		}
 		return lis, nil
 	}
-	lis, err := net.Listen(l.Network, l.Addr)
+	lis, err := net.Listen(ep.Network, ep.Addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", l.Endpoint, err)
+		return nil, fmt.Errorf("listen %s: %w", ep, err)
 	}
 	return lis, nil
 }
 
-// run serves until ctx ends or a server fails.
+// errStopped ends a host its deployer stopped over the control channel.
+var errStopped = errors.New("stopped by the deployer")
+
+// run serves until ctx ends, the deployer stops the host, or a server fails.
 func (h *host) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	h.stop = cancel
 	var wg sync.WaitGroup
 	for _, s := range h.servers {
 		wg.Add(1)
@@ -314,15 +326,62 @@ func (h *host) run(ctx context.Context) error {
 	for _, s := range h.servers {
 		where = append(where, s.what)
 	}
-	log.Printf("%s group %s (%s) of %s, deployment %s; serving %s", ReadyMarker, h.cfg.Group, strings.Join(h.cfg.Components, ", "),
-		h.cfg.App, h.cfg.Deployment, orNone(where))
+	if h.ctl != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := h.ctl.serve(); err != nil {
+				cancel(fmt.Errorf("serve %s: %w", h.ctl.what, err))
+			}
+		}()
+		where = append(where, h.ctl.what)
+	}
+	log.Printf("%s group %s (%s) of %s, deployment %s; serving %s", ReadyMarker, h.cfg.GetGroup(), strings.Join(h.cfg.GetComponents(), ", "),
+		h.cfg.GetApp(), h.cfg.GetDeployment(), orNone(where))
 	<-ctx.Done()
+	if errors.Is(context.Cause(ctx), errStopped) {
+		h.finishAnswers()
+	}
 	h.close()
 	wg.Wait()
-	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		return fmt.Errorf("group %s: %w", h.cfg.Group, err)
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
+		return fmt.Errorf("group %s: %w", h.cfg.GetGroup(), err)
 	}
 	return nil
+}
+
+// answerLinger is how long a stopped host waits, after its last call
+// returned, before it closes a server that cannot stop gracefully: the
+// answer is written after the handler returns, so closing at once could cut
+// it off.
+const answerLinger = 200 * time.Millisecond
+
+// finishAnswers lets the answers of the last calls of a drained host reach
+// the wire before close cuts the connections. grpc-go's server stops
+// gracefully itself; transport.Server has no graceful stop yet, so the
+// other transports get answerLinger.
+func (h *host) finishAnswers() {
+	linger := false
+	for _, s := range h.servers {
+		gs, ok := s.srv.(interface{ GracefulStop() })
+		if !ok {
+			linger = true
+			continue
+		}
+		done := make(chan struct{})
+		go func() {
+			gs.GracefulStop()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(time.Second):
+			// A call arrived after all (a health check); close cuts it.
+		}
+	}
+	if linger {
+		time.Sleep(answerLinger)
+	}
 }
 
 func (h *host) close() {
@@ -332,8 +391,12 @@ func (h *host) close() {
 		// never got to Serve.
 		_ = s.lis.Close()
 	}
-	for _, r := range h.remotes {
-		_ = r.Close()
+	for _, b := range h.peers {
+		_ = b.Close()
+	}
+	if h.ctl != nil {
+		// Last, so that a Stop call gets its answer.
+		h.ctl.stop(time.Second)
 	}
 }
 
@@ -342,67 +405,4 @@ func orNone(s []string) string {
 		return "nothing (inproc only)"
 	}
 	return strings.Join(s, ", ")
-}
-
-// lazyConn dials its peer on first use. Groups start concurrently, and
-// some transports connect (and even handshake) inside Dial; dialing at
-// construction would make two groups that call each other wait for each
-// other before either serves.
-type lazyConn struct {
-	tr   transport.Transport
-	ep   Endpoint
-	opts transport.DialOptions
-
-	conn   atomic.Pointer[transport.Conn]
-	mu     sync.Mutex // serialises dialing
-	closed bool
-}
-
-func (l *lazyConn) get(ctx context.Context) (transport.Conn, error) {
-	if c := l.conn.Load(); c != nil {
-		return *c, nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if c := l.conn.Load(); c != nil {
-		return *c, nil
-	}
-	if l.closed {
-		return nil, status.Errorf(codes.Unavailable, "connection to %s is closed", l.ep)
-	}
-	c, err := l.tr.Dial(ctx, l.ep.Network, l.ep.Addr, l.opts)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, status.FromContextError(ctx.Err()).Err()
-		}
-		return nil, status.Errorf(codes.Unavailable, "dial %s: %v", l.ep, err)
-	}
-	l.conn.Store(&c)
-	return c, nil
-}
-
-func (l *lazyConn) Invoke(ctx context.Context, method string, args, reply any, opts ...grpc.CallOption) error {
-	c, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return c.Invoke(ctx, method, args, reply, opts...)
-}
-
-func (l *lazyConn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	c, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return c.NewStream(ctx, desc, method, opts...)
-}
-
-func (l *lazyConn) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.closed = true
-	if c := l.conn.Swap(nil); c != nil {
-		return (*c).Close()
-	}
-	return nil
 }

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -149,6 +150,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, err
 	}
 
+	if p.Transport == "" {
+		return nil, s.Errorf("deploy.transport", "must not be empty: write one of %s, or leave the key out for %q", strings.Join(Transports(), ", "), spec.DefaultTransport)
+	}
 	if p.Transport == inproc.Name {
 		if s.Deploy.Network != "" {
 			return nil, s.Errorf("deploy.network", "transport %q has no network; leave deploy.network out", p.Transport)
@@ -223,6 +227,17 @@ func (p *Topology) componentNames() []string {
 // placementGroups returns the chosen placement's groups and the spec key
 // that errors about them should name.
 func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string, error) {
+	// The built-in names are reserved: a redefinition would make
+	// "monolith" mean several processes in one spec and one in the next.
+	for _, name := range slices.Sorted(maps.Keys(s.Deploy.Placements)) {
+		switch name {
+		case PlacementMonolith, PlacementSplit:
+			return nil, "", s.Errorf("deploy.placements."+name, "%q is a built-in placement and cannot be redefined; give yours another name", name)
+		}
+	}
+	if p.Placement == "" {
+		return nil, "", s.Errorf("deploy.placement", "must not be empty: name a placement, or leave the key out for %q", spec.DefaultPlacement)
+	}
 	if g, ok := s.Deploy.Placements[p.Placement]; ok {
 		return g, "deploy.placements." + p.Placement, nil
 	}

@@ -75,8 +75,8 @@ func TestResolve(t *testing.T) {
 			inProcess: true,
 		},
 		{
-			name:    "a spec may redefine split",
-			spec:    "[app]\nname = \"rpcops\"\n[deploy]\nplacement = \"split\"\n[deploy.placements]\nsplit = [[\"ops\"], [\"frontend\"]]\n",
+			name:    "a named placement may put the entry last",
+			spec:    "[app]\nname = \"rpcops\"\n[deploy]\nplacement = \"entrylast\"\n[deploy.placements]\nentrylast = [[\"ops\"], [\"frontend\"]]\n",
 			groups:  [][]string{{"ops"}, {"frontend"}},
 			network: "tcp",
 			exposed: [][]string{{"ops"}, {"frontend"}},
@@ -135,6 +135,10 @@ func TestResolveErrors(t *testing.T) {
 		{"bad payload", "[app]\nname = \"chain\"\npayload = \"medium\"\n", "app.payload", 3, `must be "small" or "large"`},
 		{"unknown app key", "[app]\nname = \"chain\"\nhopz = 3\n", "app.hopz", 3, "unknown key"},
 		{"no app name", "[deploy]\ntransport = \"grpc\"\n", "app.name", 0, "missing"},
+		{"empty transport", "[app]\nname = \"chain\"\n[deploy]\ntransport = \"\"\n", "deploy.transport", 4, "must not be empty: write one of inproc, grpc"},
+		{"empty placement", "[app]\nname = \"chain\"\n[deploy]\nplacement = \"\"\n", "deploy.placement", 4, "must not be empty"},
+		{"monolith redefined", "[app]\nname = \"chain\"\n[deploy]\n[deploy.placements]\nmonolith = [[\"hop1\"], [\"hop2\", \"hop3\"]]\n", "deploy.placements.monolith", 5, "built-in placement and cannot be redefined"},
+		{"split redefined though not chosen", "[app]\nname = \"chain\"\n[deploy]\nplacement = \"p\"\n[deploy.placements]\np = [[\"hop1\", \"hop2\", \"hop3\"]]\nsplit = [[\"hop1\", \"hop2\", \"hop3\"]]\n", "deploy.placements.split", 7, "built-in placement"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

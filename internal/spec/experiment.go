@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"maps"
+	"math/big"
 	"regexp"
 	"slices"
 	"strconv"
@@ -21,6 +22,9 @@ type Experiment struct {
 	Generators []Generator
 	// Repetitions is r, the number of runs of each design point.
 	Repetitions int
+	// MaxRuns caps the runs the design may make, design points times
+	// repetitions, which is checked before anything is expanded.
+	MaxRuns int
 	// Order is "random" (the default), "sequential" or "interleaved".
 	Order string
 	// Seed randomises the run order. Nil means choose one and record it.
@@ -57,6 +61,7 @@ type experimentTable struct {
 	Name        string         `toml:"name"`
 	Design      string         `toml:"design"`
 	Repetitions *int           `toml:"repetitions"`
+	MaxRuns     *int           `toml:"max_runs"`
 	Order       string         `toml:"order"`
 	Seed        *int64         `toml:"seed"`
 	Warmup      Duration       `toml:"warmup"`
@@ -71,6 +76,21 @@ var (
 	nameRE   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 	letterRE = regexp.MustCompile(`^[A-Z]$`)
 	wordRE   = regexp.MustCompile(`^[A-Z]+$`)
+)
+
+// Limits of [experiment].
+const (
+	// DefaultMaxRuns is experiment.max_runs when the spec leaves it out:
+	// at a few seconds a run, well over a day of runs.
+	DefaultMaxRuns = 10000
+	// maxMaxRuns bounds experiment.max_runs itself, so that a typo there
+	// cannot lift the cap altogether.
+	maxMaxRuns = 1_000_000
+	// MaxGenerators bounds a fractional design's generators: the defining
+	// relation has 2^p - 1 words and every alias set 2^p effects, so past
+	// this the alias list alone takes megabytes and seconds to build, and
+	// no one reads it. 11 still allows 2^(15-11), 15 factors in 16 runs.
+	MaxGenerators = 11
 )
 
 // ResponseMetrics are the run-level metrics a report can lead with.
@@ -98,21 +118,37 @@ func (s *Spec) decodeExperiment() error {
 		}
 		e.Repetitions = *t.Repetitions
 	}
+	e.MaxRuns = DefaultMaxRuns
+	if t.MaxRuns != nil {
+		if *t.MaxRuns < 1 || *t.MaxRuns > maxMaxRuns {
+			return s.Errorf("experiment.max_runs", "must be between 1 and %d, got %d", maxMaxRuns, *t.MaxRuns)
+		}
+		e.MaxRuns = *t.MaxRuns
+	}
+	// A key written as "" is refused rather than taken for its default.
 	switch e.Design {
-	case "":
-		e.Design = "full"
 	case "full", "fractional":
+	case "":
+		if !s.written("experiment.design") {
+			e.Design = "full"
+			break
+		}
+		fallthrough
 	default:
 		return s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design)
 	}
 	switch e.Order {
-	case "":
-		e.Order = "random"
 	case "random", "sequential", "interleaved":
+	case "":
+		if !s.written("experiment.order") {
+			e.Order = "random"
+			break
+		}
+		fallthrough
 	default:
 		return s.Errorf("experiment.order", "must be \"random\", \"sequential\" or \"interleaved\", got %q", e.Order)
 	}
-	if e.Response == "" {
+	if e.Response == "" && !s.written("experiment.response") {
 		e.Response = "p99_ms"
 	} else if !slices.Contains(ResponseMetrics, e.Response) {
 		return s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", "))
@@ -129,6 +165,9 @@ func (s *Spec) decodeExperiment() error {
 	}
 	if e.Design == "full" && len(e.Generators) > 0 {
 		return s.Errorf("experiment.generators", "generators need design = \"fractional\"")
+	}
+	if err := s.checkRunCount(e); err != nil {
+		return err
 	}
 	s.Experiment = e
 	return nil
@@ -150,12 +189,13 @@ func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
 		if len(levels) < 2 {
 			return nil, s.Errorf(key, "a factor needs at least two levels, got %d", len(levels))
 		}
-		for a := range levels {
-			for b := a + 1; b < len(levels); b++ {
-				if fmt.Sprint(levels[a]) == fmt.Sprint(levels[b]) {
-					return nil, s.Errorf(key, "level %v is listed twice", levels[a])
-				}
+		seen := make(map[string]bool, len(levels))
+		for _, l := range levels {
+			text := fmt.Sprint(l)
+			if seen[text] {
+				return nil, s.Errorf(key, "level %s is listed twice", Echo(l))
 			}
+			seen[text] = true
 		}
 		out = append(out, Factor{Name: name, Letter: string(rune('A' + i)), Levels: levels, Line: s.Line(key)})
 	}
@@ -166,6 +206,9 @@ func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, er
 	letters := map[string]bool{}
 	for _, f := range factors {
 		letters[f.Letter] = true
+	}
+	if len(raw) > MaxGenerators {
+		return nil, s.Errorf("experiment.generators", "at most %d generators, got %d: a 2^(k-p) design with more has more aliases than can be listed", MaxGenerators, len(raw))
 	}
 	var out []Generator
 	for _, l := range s.orderedChildren("experiment.generators", raw) {
@@ -187,6 +230,41 @@ func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, er
 		out = append(out, Generator{Letter: l, Word: word, Line: s.Line(key)})
 	}
 	return out, nil
+}
+
+// checkRunCount refuses a design with more runs than experiment.max_runs.
+// It counts them from the level counts alone, before anything is
+// expanded, in arithmetic that cannot overflow: twenty two-level factors
+// would otherwise be a million design points built before the first
+// error.
+func (s *Spec) checkRunCount(e Experiment) error {
+	points := big.NewInt(1)
+	var factors string
+	if e.Design == "fractional" {
+		points.Lsh(points, uint(max(0, len(e.Factors)-len(e.Generators))))
+		factors = fmt.Sprintf("2^(%d-%d) for %d two-level factors and %d generators", len(e.Factors), len(e.Generators), len(e.Factors), len(e.Generators))
+	} else {
+		sizes := make([]string, len(e.Factors))
+		for i, f := range e.Factors {
+			points.Mul(points, big.NewInt(int64(len(f.Levels))))
+			sizes[i] = fmt.Sprintf("%s (%d)", f.Name, len(f.Levels))
+		}
+		factors = "levels of " + strings.Join(sizes, " × ")
+	}
+	runs := new(big.Int).Mul(points, big.NewInt(int64(e.Repetitions)))
+	if runs.Cmp(big.NewInt(int64(e.MaxRuns))) <= 0 {
+		return nil
+	}
+	key := "experiment.factors"
+	switch _, written := s.index.lines[key]; {
+	case len(e.Factors) == 0:
+		key = "experiment.repetitions"
+	case !written:
+		key = FactorKey(e.Factors[0].Name) // set by --set, which the error then names
+	}
+	// The advice comes before the list of factors, which may be long.
+	return s.Errorf(key, "%s runs (%s design points × %d repetitions) are more than experiment.max_runs = %d; use a fractional design (design = \"fractional\" with [experiment.generators]), fewer factors, levels or repetitions, or raise experiment.max_runs; design points: %s",
+		runs, points, e.Repetitions, e.MaxRuns, factors)
 }
 
 // orderedChildren lists the keys of the table at path in file order; keys

@@ -13,24 +13,30 @@ import (
 type keyIndex struct {
 	lines map[string]int
 	order []string
+	// onLine is the first key or header written on each line, every time
+	// it is written: a key written twice is in lines only once.
+	onLine map[int]string
 }
 
 func indexKeys(src []byte) keyIndex {
-	idx := keyIndex{lines: map[string]int{}}
+	idx := keyIndex{lines: map[string]int{}, onLine: map[int]string{}}
 	p := unstable.Parser{}
 	p.Reset(src)
 	prefix := ""
-	arrayCount := map[string]int{}
+	// arrays counts the elements of each array of tables seen so far, by
+	// its resolved path, so that a later header under it ([a.b] after
+	// [[a]]) is placed in its newest element, as TOML does.
+	arrays := map[string]int{}
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table:
-			prefix = joinKey(e.Key())
+			prefix = resolveHeader(keyParts(e.Key()), arrays)
 			idx.add(prefix, lineOf(&p, e))
 		case unstable.ArrayTable:
-			base := joinKey(e.Key())
-			n := arrayCount[base]
-			arrayCount[base] = n + 1
+			base := resolveHeader(keyParts(e.Key()), arrays)
+			n := arrays[base]
+			arrays[base] = n + 1
 			prefix = base + "[" + strconv.Itoa(n) + "]"
 			idx.add(base, lineOf(&p, e))
 			idx.add(prefix, lineOf(&p, e))
@@ -43,7 +49,29 @@ func indexKeys(src []byte) keyIndex {
 	return idx
 }
 
+// resolveHeader joins the parts of a table header, entering the newest
+// element of every array of tables on the way: after [[load.stages]] twice,
+// [load.stages.x] is load.stages[1].x.
+func resolveHeader(parts []string, arrays map[string]int) string {
+	var b strings.Builder
+	for i, part := range parts {
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(part)
+		if i < len(parts)-1 {
+			if n := arrays[b.String()]; n > 0 {
+				b.WriteString("[" + strconv.Itoa(n-1) + "]")
+			}
+		}
+	}
+	return b.String()
+}
+
 func (idx *keyIndex) add(key string, line int) {
+	if _, seen := idx.onLine[line]; !seen {
+		idx.onLine[line] = key
+	}
 	if _, seen := idx.lines[key]; seen {
 		return
 	}
@@ -52,33 +80,75 @@ func (idx *keyIndex) add(key string, line int) {
 }
 
 func (idx *keyIndex) addKeyValue(p *unstable.Parser, prefix string, kv *unstable.Node) {
-	key := joinKey(kv.Key())
-	if prefix != "" {
-		key = prefix + "." + key
-	}
+	parts := keyParts(kv.Key())
 	line := lineOf(p, kv)
+	if _, seen := idx.onLine[line]; !seen {
+		idx.onLine[line] = strings.TrimPrefix(prefix+"."+strings.Join(parts, "."), ".")
+	}
 	// Register the intermediate tables of a dotted key too, so that an
 	// error about "deploy" in `deploy.transport = ...` has a line.
-	parts := strings.Split(key, ".")
-	for i := 1; i < len(parts); i++ {
-		idx.add(strings.Join(parts[:i], "."), line)
+	key := prefix
+	for _, part := range parts {
+		if key != "" {
+			key += "."
+		}
+		key += part
+		idx.add(key, line)
 	}
-	idx.add(key, line)
-	v := kv.Value()
-	if v.Kind == unstable.InlineTable {
+	idx.addValue(p, key, kv.Value(), line)
+}
+
+// addValue registers what a value holds: the keys of an inline table, and
+// each element of an array as key[i], on the line that element starts on,
+// so that an error in the second of several inline tables points there.
+func (idx *keyIndex) addValue(p *unstable.Parser, key string, v *unstable.Node, line int) {
+	switch v.Kind {
+	case unstable.InlineTable:
 		it := v.Children()
 		for it.Next() {
 			idx.addKeyValue(p, key, it.Node())
 		}
+	case unstable.Array:
+		it := v.Children()
+		for i := 0; it.Next(); {
+			el := it.Node()
+			if el.Kind == unstable.Comment {
+				continue
+			}
+			elKey := key + "[" + strconv.Itoa(i) + "]"
+			elLine := firstLine(p, el)
+			if elLine == 0 {
+				elLine = line
+			}
+			idx.add(elKey, elLine)
+			idx.addValue(p, elKey, el, elLine)
+			i++
+		}
 	}
 }
 
-func joinKey(it unstable.Iterator) string {
+// firstLine is the line a value starts on; arrays carry no range of their
+// own, so theirs is their first element's.
+func firstLine(p *unstable.Parser, n *unstable.Node) int {
+	if l := lineOf(p, n); l > 0 {
+		return l
+	}
+	it := n.Children()
+	for it.Next() {
+		if l := firstLine(p, it.Node()); l > 0 {
+			return l
+		}
+	}
+	return 0
+}
+
+// keyParts returns the parts of a key, each quoted when it holds a dot.
+func keyParts(it unstable.Iterator) []string {
 	var parts []string
 	for it.Next() {
 		parts = append(parts, quoteKeyPart(string(it.Node().Data)))
 	}
-	return strings.Join(parts, ".")
+	return parts
 }
 
 // quoteKeyPart keeps a key part that itself contains a dot, such as the

@@ -14,37 +14,53 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"os"
+	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pelletier/go-toml/v2"
 )
 
+// bom is the UTF-8 encoding of U+FEFF, the byte-order mark.
+const bom = "\uFEFF"
+
 // Tables are the top-level tables a spec may have.
 var Tables = []string{"app", "deploy", "load", "experiment"}
 
-// Error is a problem with a spec, located at a key and a line.
+// Error is a problem with a spec, located at a key and a line, or at the
+// --set flag that gave the key its value.
 type Error struct {
 	File string
 	Line int    // 0 when unknown
 	Key  string // dotted key; empty for whole-file problems
+	// Flag is the --set assignment that set the value, as typed on the
+	// command line; when it is not empty, it stands for File and Line.
+	Flag string
 	Err  error
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	b.WriteString(e.File)
-	if e.Line > 0 {
-		b.WriteString(":" + strconv.Itoa(e.Line))
+	if e.Flag != "" {
+		b.WriteString(e.Flag)
+	} else {
+		b.WriteString(e.File)
+		if e.Line > 0 {
+			b.WriteString(":" + strconv.Itoa(e.Line))
+		}
 	}
 	b.WriteString(": ")
 	if e.Key != "" {
-		b.WriteString(e.Key + ": ")
+		b.WriteString(cut(e.Key) + ": ")
 	}
-	b.WriteString(e.Err.Error())
+	b.WriteString(shortenQuoted(e.Err.Error()))
 	return b.String()
 }
 
@@ -67,6 +83,9 @@ type Spec struct {
 	// setBy maps a key whose value a factor level replaced to the line of
 	// that factor, so errors about it point at the factor.
 	setBy map[string]int
+	// setByFlag maps a key a --set flag replaced to that flag as typed, so
+	// errors about it name the flag rather than a line of the file.
+	setByFlag map[string]string
 	// lineShift is subtracted from every line, for a file parsed behind a
 	// table header it does not have (ParseTable).
 	lineShift int
@@ -80,7 +99,8 @@ type App struct {
 
 // Deploy is the [deploy] table.
 type Deploy struct {
-	// Deployer is "local" (the default).
+	// Deployer names a registered deployer; "local" by default. The
+	// deploy package checks the name, as the spec knows no deployer.
 	Deployer string `toml:"deployer"`
 	// Transport carries calls across groups: grpc (default), http, netrpc,
 	// or inproc when everything runs in one group.
@@ -110,9 +130,16 @@ type Duration time.Duration
 
 // UnmarshalText parses a Go duration string.
 func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("not a duration (write e.g. \"30s\" or \"1m30s\"): %q", b)
+	text := strings.TrimSpace(string(b))
+	v, err := time.ParseDuration(text)
+	switch {
+	case err == nil:
+	case bareNumberRE.MatchString(text):
+		return fmt.Errorf("needs a unit, e.g. \"%ss\"", text)
+	case durationShapeRE.MatchString(text):
+		return fmt.Errorf("too long: a duration is at most %s, got %q", time.Duration(math.MaxInt64), text)
+	default:
+		return fmt.Errorf("not a duration (write e.g. \"30s\" or \"1m30s\"): %q", text)
 	}
 	if v < 0 {
 		return fmt.Errorf("must not be negative, got %s", v)
@@ -120,6 +147,11 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+var (
+	bareNumberRE    = regexp.MustCompile(`^[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)$`)
+	durationShapeRE = regexp.MustCompile(`^[-+]?(([0-9]+\.?[0-9]*|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+)
 
 // MarshalText writes the duration as a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
@@ -129,18 +161,20 @@ func (d Duration) String() string { return time.Duration(d).String() }
 // D returns the value as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
-// Load reads and parses a spec file.
-func Load(path string) (*Spec, error) {
+// Load reads and parses a spec file, with --set overrides (see Set).
+func Load(path string, sets ...string) (*Spec, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read spec: %w", err)
 	}
-	return Parse(path, src)
+	return Parse(path, src, sets...)
 }
 
-// Parse parses a spec from src; path is used in error messages.
-func Parse(path string, src []byte) (*Spec, error) {
-	return parse(path, src, 0)
+// Parse parses a spec from src; path is used in error messages. The
+// --set overrides in sets (see Set) are applied before the spec is
+// checked.
+func Parse(path string, src []byte, sets ...string) (*Spec, error) {
+	return parse(path, src, 0, sets)
 }
 
 // ParseTable parses src as a whole spec when it has any of the spec's
@@ -148,6 +182,7 @@ func Parse(path string, src []byte) (*Spec, error) {
 // `rate = 100` and the like is read as [load]). Lines in errors are those
 // of src either way.
 func ParseTable(path string, src []byte, table string) (*Spec, error) {
+	src = bytes.TrimPrefix(src, []byte(bom))
 	var doc map[string]any
 	if err := toml.Unmarshal(src, &doc); err == nil {
 		for _, t := range Tables {
@@ -156,7 +191,7 @@ func ParseTable(path string, src []byte, table string) (*Spec, error) {
 			}
 		}
 	}
-	s, err := parse(path, append([]byte("["+table+"]\n"), src...), 1)
+	s, err := parse(path, append([]byte("["+table+"]\n"), src...), 1, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -164,15 +199,23 @@ func ParseTable(path string, src []byte, table string) (*Spec, error) {
 	return s, nil
 }
 
-func parse(path string, src []byte, lineShift int) (*Spec, error) {
+func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error) {
 	s := &Spec{Path: path, Source: src, setBy: map[string]int{}, lineShift: lineShift}
-	if err := toml.Unmarshal(src, &s.tree); err != nil {
-		return nil, s.decodeError("", err, nil)
+	// Editors on some systems start UTF-8 files with a byte-order mark,
+	// which TOML does not allow; it carries no meaning, so drop it.
+	doc := bytes.TrimPrefix(src, []byte(bom))
+	if err := toml.Unmarshal(doc, &s.tree); err != nil {
+		return nil, s.syntaxError(doc, err)
 	}
 	if s.tree == nil {
 		s.tree = map[string]any{}
 	}
-	s.index = indexKeys(src)
+	s.index = indexKeys(doc)
+	for _, a := range sets {
+		if err := s.assign(a); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkTopLevel(); err != nil {
 		return nil, err
 	}
@@ -205,6 +248,15 @@ func (s *Spec) checkTopLevel() error {
 // decodeOwn decodes the tables this package owns: [deploy], [experiment],
 // and app.name.
 func (s *Spec) decodeOwn() error {
+	if err := s.decodeDeploy(); err != nil {
+		return err
+	}
+	return s.decodeExperiment()
+}
+
+// decodeDeploy decodes app.name and [deploy], the part of the spec that
+// factor levels can change.
+func (s *Spec) decodeDeploy() error {
 	app, _ := s.tree["app"].(map[string]any)
 	if name, ok := app["name"]; ok {
 		str, ok := name.(string)
@@ -217,27 +269,32 @@ func (s *Spec) decodeOwn() error {
 	if err := s.Decode("deploy", &s.Deploy); err != nil {
 		return err
 	}
-	if s.Deploy.Deployer == "" {
+	// Defaults fill keys left out; a key written as "" is a mistake its
+	// owner reports with the valid values (deploy.Resolve for the
+	// deployer, runtime.Resolve for transport and placement).
+	if !s.written("deploy.deployer") {
 		s.Deploy.Deployer = DefaultDeployer
 	}
-	if s.Deploy.Transport == "" {
+	if !s.written("deploy.transport") {
 		s.Deploy.Transport = DefaultTransport
 	}
-	if s.Deploy.Placement == "" {
+	if !s.written("deploy.placement") {
 		s.Deploy.Placement = DefaultPlacement
 	}
 	if s.Deploy.StartTimeout == 0 {
 		s.Deploy.StartTimeout = Duration(DefaultStartTimeout)
 	}
-	switch s.Deploy.Network {
-	case "", "tcp", "unix":
-	default:
-		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q", s.Deploy.Network)
+	if n := s.Deploy.Network; n != "tcp" && n != "unix" && (n != "" || s.written("deploy.network")) {
+		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n)
 	}
-	if s.Deploy.Deployer != "local" {
-		return s.Errorf("deploy.deployer", "unknown deployer %q (this version has: local)", s.Deploy.Deployer)
-	}
-	return s.decodeExperiment()
+	return nil
+}
+
+// written reports whether the spec gives key a value, even an empty one,
+// as opposed to leaving it to its default.
+func (s *Spec) written(key string) bool {
+	_, ok := s.Lookup(key)
+	return ok
 }
 
 // Decode decodes table ("app", "deploy", "load" or "experiment") into v,
@@ -252,6 +309,13 @@ func (s *Spec) Decode(table string, v any) error {
 	}
 	if len(t) == 0 {
 		return nil
+	}
+	if rt := reflect.TypeOf(v); rt != nil {
+		c := checker{s: s}
+		c.check(table, t, rt)
+		if err := c.err(); err != nil {
+			return err
+		}
 	}
 	buf, err := toml.Marshal(t)
 	if err != nil {
@@ -285,20 +349,84 @@ func (s *Spec) decodeError(prefix string, err error, target any) error {
 	var de *toml.DecodeError
 	if errors.As(err, &de) {
 		msg := strings.TrimPrefix(de.Error(), "toml: ")
-		if prefix == "" {
-			// A syntax error in the file as written: go-toml's line is right.
-			line, _ := de.Position()
-			return &Error{File: s.Path, Line: max(0, line-s.lineShift), Key: strings.Join(de.Key(), "."), Err: errors.New(msg)}
-		}
 		key := s.absKey(prefix, de.Key())
 		return s.Errorf(key, "%s", msg)
-	}
-	if prefix == "" {
-		return &Error{File: s.Path, Err: err}
 	}
 	// Errors from UnmarshalText come without a key; find the key by value
 	// is not possible, so name the table.
 	return s.Errorf(prefix, "%v", err)
+}
+
+// syntaxError locates an error in the file's TOML syntax; go-toml's line
+// is right for it. go-toml names an unexpected byte as if it were a
+// Latin-1 character ('Ã' for the first byte of 'é'), so a non-ASCII
+// character is named as typed instead, with the hint a bare key needs.
+func (s *Spec) syntaxError(doc []byte, err error) error {
+	var de *toml.DecodeError
+	if !errors.As(err, &de) {
+		return &Error{File: s.Path, Err: err}
+	}
+	line, col := de.Position()
+	msg := strings.TrimPrefix(de.Error(), "toml: ")
+	if r, word := runeAt(doc, line, col); r >= utf8.RuneSelf && r != utf8.RuneError {
+		msg = byteRuneRE.ReplaceAllLiteralString(msg, fmt.Sprintf("%#U", r))
+		if strings.Contains(msg, "key") {
+			msg += fmt.Sprintf(" (a bare key is ASCII letters, digits, '_' and '-'; quote any other: %q)", word)
+		}
+	}
+	return &Error{File: s.Path, Line: max(0, line-s.lineShift), Key: keyOnLine(doc, line, de.Key()), Err: errors.New(msg)}
+}
+
+// keyOnLine makes go-toml's key for a syntax error, which is relative to
+// its table (`rate` for a second `rate` in [load]), absolute: the longest
+// key written on that line, when it ends with go-toml's.
+func keyOnLine(doc []byte, line int, rel toml.Key) string {
+	if len(rel) == 0 {
+		return ""
+	}
+	parts := make([]string, len(rel))
+	for i, p := range rel {
+		parts[i] = quoteKeyPart(p)
+	}
+	tail := strings.Join(parts, ".")
+	if k := indexKeys(doc).onLine[line]; strings.HasSuffix(k, "."+tail) {
+		return k
+	}
+	return tail
+}
+
+// byteRuneRE matches go-toml's %#U rendering of a single byte.
+var byteRuneRE = regexp.MustCompile(`U\+00[89A-F][0-9A-F] '[^']*'`)
+
+// runeAt returns the character at a 1-based line and byte column of doc,
+// and the word around it: the run of characters that are not space,
+// '=', '.', quotes or brackets.
+func runeAt(doc []byte, line, col int) (rune, string) {
+	start := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(doc[start:], '\n')
+		if i < 0 {
+			return utf8.RuneError, ""
+		}
+		start += i + 1
+	}
+	end := bytes.IndexByte(doc[start:], '\n')
+	if end < 0 {
+		end = len(doc) - start
+	}
+	text := string(doc[start : start+end])
+	at := col - 1
+	if at < 0 || at >= len(text) {
+		return utf8.RuneError, ""
+	}
+	r, _ := utf8.DecodeRuneInString(text[at:])
+	isSep := func(r rune) bool { return unicode.IsSpace(r) || strings.ContainsRune("=.\"'[]", r) }
+	from := strings.LastIndexFunc(text[:at], isSep) + 1
+	to := strings.IndexFunc(text[at:], isSep)
+	if to < 0 {
+		to = len(text) - at
+	}
+	return r, text[from : at+to]
 }
 
 func (s *Spec) absKey(prefix string, k toml.Key) string {
@@ -313,24 +441,40 @@ func (s *Spec) absKey(prefix string, k toml.Key) string {
 }
 
 // Errorf returns an *Error about key, located at the line the key is
-// written on (or the line of the factor that set it, or of its nearest
-// written parent).
+// written on (or the line of the factor or the --set flag that set it, or
+// of its nearest written parent).
 func (s *Spec) Errorf(key, format string, args ...any) error {
-	return &Error{File: s.Path, Line: s.Line(key), Key: key, Err: fmt.Errorf(format, args...)}
+	line, flag := s.where(key)
+	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...)}
 }
 
 // Line returns the line key is written on, falling back to the factor that
-// set it and then to its nearest parent; 0 if none is written.
+// set it and then to its nearest parent; 0 if none is written or a --set
+// flag set it.
 func (s *Spec) Line(key string) int {
+	line, _ := s.where(key)
+	return line
+}
+
+// where locates key: when a factor level or a --set flag replaced the key
+// or one of its parents, the nearest of those decides, as the file no
+// longer holds the value; otherwise the line of the key or of its nearest
+// written parent.
+func (s *Spec) where(key string) (line int, flag string) {
 	for k := key; k != ""; k = parentKey(k) {
 		if l, ok := s.setBy[k]; ok {
-			return max(0, l-s.lineShift)
+			return max(0, l-s.lineShift), ""
 		}
-		if l, ok := s.index.lines[k]; ok {
-			return max(0, l-s.lineShift)
+		if f, ok := s.setByFlag[k]; ok {
+			return 0, f
 		}
 	}
-	return 0
+	for k := key; k != ""; k = parentKey(k) {
+		if l, ok := s.index.lines[k]; ok {
+			return max(0, l-s.lineShift), ""
+		}
+	}
+	return 0, ""
 }
 
 func parentKey(k string) string {
@@ -369,24 +513,39 @@ func (s *Spec) Tree() map[string]any {
 // [experiment.factors]. Decoding into the caller's structs (Decode) then
 // reports values that do not fit.
 func (s *Spec) With(levels map[string]any) (*Spec, error) {
-	tree := deepCopy(s.tree).(map[string]any)
+	// Levels change only [app], [deploy] and [load]; the rest is shared,
+	// as nothing changes a spec's tree in place (Set replaces it).
+	tree := maps.Clone(s.tree)
+	for _, t := range []string{"app", "deploy", "load"} {
+		if v, ok := tree[t]; ok {
+			tree[t] = deepCopy(v)
+		}
+	}
 	setBy := maps.Clone(s.setBy)
+	setByFlag := maps.Clone(s.setByFlag)
 	paths := slices.Sorted(maps.Keys(levels))
 	for _, path := range paths {
 		factorKey := FactorKey(path)
-		line := s.Line(factorKey)
 		parts := strings.Split(path, ".")
 		if len(parts) < 2 || !slices.Contains([]string{"app", "deploy", "load"}, parts[0]) {
-			return nil, &Error{File: s.Path, Line: line, Key: factorKey,
-				Err: fmt.Errorf("a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\"")}
+			return nil, s.Errorf(factorKey, "a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\"")
 		}
 		if err := setPath(tree, parts, deepCopy(levels[path])); err != nil {
-			return nil, &Error{File: s.Path, Line: line, Key: factorKey, Err: err}
+			return nil, s.Errorf(factorKey, "%w", err)
 		}
-		setBy[path] = line + s.lineShift // Line subtracts the shift again
+		// Errors about the value point where the factor was written.
+		if line, flag := s.where(factorKey); flag != "" {
+			if setByFlag == nil {
+				setByFlag = map[string]string{}
+			}
+			setByFlag[path] = flag
+		} else {
+			setBy[path] = line + s.lineShift // where subtracts the shift again
+		}
 	}
-	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, lineShift: s.lineShift}
-	if err := out.decodeOwn(); err != nil {
+	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: setByFlag, lineShift: s.lineShift,
+		Experiment: s.Experiment}
+	if err := out.decodeDeploy(); err != nil {
 		return nil, err
 	}
 	return out, nil

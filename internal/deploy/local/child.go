@@ -9,11 +9,12 @@ import (
 	"syscall"
 
 	"github.com/svclab/svclab/internal/runtime"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 // HostConfigFromEnv returns the HostConfig a deployer put in
 // runtime.HostConfigEnv, or nil when the variable is unset.
-func HostConfigFromEnv() (*runtime.HostConfig, error) {
+func HostConfigFromEnv() (*hostv1.HostConfig, error) {
 	v, ok := os.LookupEnv(runtime.HostConfigEnv)
 	if !ok {
 		return nil, nil
@@ -24,7 +25,7 @@ func HostConfigFromEnv() (*runtime.HostConfig, error) {
 // RunHost runs a host for cfg until SIGTERM or SIGINT, as `svclab host`
 // does, logging with microsecond timestamps to stderr (which the deployer
 // records).
-func RunHost(ctx context.Context, cfg *runtime.HostConfig) error {
+func RunHost(ctx context.Context, cfg *hostv1.HostConfig) error {
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()

@@ -2,27 +2,13 @@ package local
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
 // Dial connects to the entry over its transport (the gateway's http
 // transport with inproc).
 func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
-	return DialEndpoint(ctx, d.entry, opts)
-}
-
-// DialEndpoint connects to ep with its transport.
-func DialEndpoint(ctx context.Context, ep runtime.Endpoint, opts transport.DialOptions) (transport.Conn, error) {
-	tr, err := transport.Lookup(ep.Transport)
-	if err != nil {
-		return nil, err
-	}
-	c, err := tr.Dial(ctx, ep.Network, ep.Addr, opts)
-	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", ep, err)
-	}
-	return c, nil
+	return deploy.DialEndpoint(ctx, d.entry, opts)
 }

@@ -27,6 +27,7 @@ import (
 
 	_ "github.com/svclab/svclab/apps/all"
 	"github.com/svclab/svclab/apps/chain"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -55,13 +56,21 @@ func TestMain(m *testing.M) {
 func runUp(path string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	s, err := spec.Load(path)
-	if err == nil {
-		var p *runtime.Topology
-		if p, err = runtime.Resolve(s); err == nil {
-			err = local.Foreground(ctx, p, local.Options{}, os.Stdout)
+	err := func() error {
+		s, err := spec.Load(path)
+		if err != nil {
+			return err
 		}
-	}
+		deployer, topo, err := deploy.Resolve(s)
+		if err != nil {
+			return err
+		}
+		d, err := deployer.Deploy(ctx, topo, deploy.Options{})
+		if err != nil {
+			return err
+		}
+		return deploy.Foreground(ctx, d, os.Stdout)
+	}()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "up:", err)
 		return 1
@@ -158,7 +167,8 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := local.Deploy(ctx, p, local.Options{})
+	// Through the registry, as the runner and `svclab up` deploy.
+	d, err := localDeployer(t).Deploy(ctx, p, deploy.Options{})
 	if err != nil {
 		t.Fatalf("deploy: %v", err)
 	}
@@ -171,6 +181,8 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 	if got, want := len(d.Processes()), len(p.Groups); got != want {
 		t.Fatalf("%d processes, want one per group (%d)", got, want)
 	}
+	checkProcesses(t, ctx, d)
+	checkDescribe(t, d)
 
 	conn, err := d.Dial(ctx, transport.DialOptions{})
 	if err != nil {
@@ -207,17 +219,74 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 
 	checkDeadline(t, d, app, conn)
 
-	pids := []int{}
-	for _, proc := range d.Processes() {
-		pids = append(pids, proc.PID)
-	}
 	stopped = true
 	if err := d.Stop(ctx); err != nil {
 		t.Errorf("stop: %v", err)
 	}
-	for _, pid := range pids {
-		if alive(pid) {
+	for _, proc := range d.Processes() {
+		if pid := proc.Info().PID; alive(pid) {
 			t.Errorf("pid %d still alive after Stop", pid)
+		}
+		if u, err := proc.Resources().Sample(ctx); err == nil {
+			t.Errorf("%s: resources read %+v after Stop, want an error", proc.Info(), u)
+		}
+	}
+}
+
+func localDeployer(t *testing.T) deploy.Deployer {
+	t.Helper()
+	dl, err := deploy.Lookup(local.Name)
+	if err != nil {
+		t.Fatalf("the local deployer is not registered: %v", err)
+	}
+	return dl
+}
+
+// checkProcesses checks that each process says which group it hosts and
+// reads its own resource counters.
+func checkProcesses(t *testing.T, ctx context.Context, d deploy.Deployment) {
+	t.Helper()
+	p := d.Topology()
+	for i, proc := range d.Processes() {
+		info, g := proc.Info(), p.Groups[i]
+		if info.Name != g.Name || info.Group != g.Name || info.Role != deploy.RoleHost || !slices.Equal(info.Components, g.Components) || !alive(info.PID) {
+			t.Errorf("process %d is %+v, want a live host of group %s (components %v)", i, info, g.Name, g.Components)
+		}
+		u, err := proc.Resources().Sample(ctx)
+		if err != nil {
+			t.Errorf("%s: resources: %v", info, err)
+			continue
+		}
+		// A Go host holds megabytes; a reading of the wrong process (or
+		// none) would not.
+		if u.RSSBytes < 1<<20 || u.CPUSeconds < 0 {
+			t.Errorf("%s: resources %+v, want RSS of a running host", info, u)
+		}
+	}
+}
+
+// checkDescribe checks that what `svclab up` prints names every process,
+// its listeners, the entry and the gateway.
+func checkDescribe(t *testing.T, d deploy.Deployment) {
+	t.Helper()
+	var b strings.Builder
+	deploy.Describe(&b, d)
+	out := b.String()
+	want := []string{"deployment " + d.ID() + ": app " + d.Topology().App.Name, "entry:   " + d.Entry().String(), "gateway: " + d.GatewayURL()}
+	want = append(want, d.CurlExamples()...)
+	for _, proc := range d.Processes() {
+		info := proc.Info()
+		row := regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(info.Name) + ` +` + strconv.Itoa(info.PID) + ` `)
+		if !row.MatchString(out) {
+			t.Errorf("description has no row for %s with its pid:\n%s", info.Name, out)
+		}
+		for c, ep := range proc.Listeners() {
+			want = append(want, c+"="+ep.String())
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("description lacks %q:\n%s", w, out)
 		}
 	}
 }
@@ -225,7 +294,7 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 // checkDeadline calls with a short deadline a method whose last component
 // sleeps, and checks that the client gets DeadlineExceeded and the sleeping
 // component, possibly processes away, saw its context end.
-func checkDeadline(t *testing.T, d *local.Deployment, app string, conn transport.Conn) {
+func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport.Conn) {
 	t.Helper()
 	sc := slowCalls[app]
 	p := d.Topology()
@@ -254,7 +323,7 @@ func checkDeadline(t *testing.T, d *local.Deployment, app string, conn transport
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Errorf("%s (group %s) never saw its context end; its output:\n%s", comp, proc.Name, strings.Join(proc.Tail(), "\n"))
+			t.Errorf("%s (%s) never saw its context end; its output:\n%s", comp, proc.Info(), strings.Join(proc.Tail(), "\n"))
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -432,19 +501,19 @@ func TestCrashAtStart(t *testing.T) {
 			p := resolve(t, fmt.Sprintf("[app]\nname = %q\n[deploy]\ntransport = %q\nplacement = %q\n", tc.app, tc.transport, tc.placement))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			d, err := local.Deploy(ctx, p, local.Options{Env: []string{runtime.FailComponentEnv + "=" + tc.fail}})
+			d, err := local.Deploy(ctx, p, local.Options{Options: deploy.Options{Env: []string{runtime.FailComponentEnv + "=" + tc.fail}}})
 			if err == nil {
 				_ = d.Stop(ctx)
 				t.Fatal("deploy succeeded with a component that fails at start")
 			}
-			var pe *local.ProcessError
-			if !errors.As(err, &pe) {
-				t.Fatalf("error %v (%T) is not a *local.ProcessError", err, err)
+			var ee *deploy.ExitError
+			if !errors.As(err, &ee) {
+				t.Fatalf("error %v (%T) is not a *deploy.ExitError", err, err)
 			}
-			if pe.Group != tc.group || pe.Status != "exit status 1" {
-				t.Errorf("group %q status %q, want group %q status \"exit status 1\"", pe.Group, pe.Status, tc.group)
+			if ee.Process.Group != tc.group || ee.Status != "exit status 1" {
+				t.Errorf("group %q status %q, want group %q status \"exit status 1\"", ee.Process.Group, ee.Status, tc.group)
 			}
-			tail := strings.Join(pe.Tail, "\n")
+			tail := strings.Join(ee.Tail, "\n")
 			if !strings.Contains(tail, "component "+tc.fail+": failing at start") {
 				t.Errorf("output tail does not say why:\n%s", tail)
 			}
@@ -464,8 +533,8 @@ func TestCrashAtStart(t *testing.T) {
 	}
 }
 
-// TestSpecErrors checks that bad placements and transports fail in
-// DeploySpec before any process starts, with the key and line.
+// TestSpecErrors checks that a bad deployer, placement or transport fails
+// in deploy.Resolve, before anything can start, with the key and line.
 func TestSpecErrors(t *testing.T) {
 	tests := []struct {
 		name, spec, key string
@@ -517,6 +586,12 @@ hops = 0
 		{"unknown app", `[app]
 name = "nope"
 `, "app.name", 2, `unknown app "nope"`},
+		{"unknown deployer", `[app]
+name = "chain"
+[deploy]
+deployer = "cloud"
+transport = "carrier-pigeon"
+`, "deploy.deployer", 4, `unknown deployer "cloud" (known: local)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -524,12 +599,9 @@ name = "nope"
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
-			// A bogus executable proves nothing is started: reaching it
-			// would fail differently.
-			d, err := local.DeploySpec(context.Background(), s, local.Options{Executable: "/nonexistent/svclab"})
+			_, _, err = deploy.Resolve(s)
 			if err == nil {
-				_ = d.Stop(context.Background())
-				t.Fatal("deploy succeeded")
+				t.Fatal("resolve succeeded")
 			}
 			var se *spec.Error
 			if !errors.As(err, &se) {

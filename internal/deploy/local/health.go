@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -26,7 +27,7 @@ func (e *NotReadyError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Err.Error())
 	for _, g := range slices.Sorted(maps.Keys(e.Tails)) {
-		fmt.Fprintf(&b, "\ngroup %s last output:\n%s", g, indent(strings.Split(e.Tails[g], "\n")))
+		fmt.Fprintf(&b, "\ngroup %s last output:\n%s", g, deploy.IndentTail(strings.Split(e.Tails[g], "\n")))
 	}
 	return b.String()
 }
@@ -48,19 +49,19 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 		go func() {
 			select {
 			case <-p.done:
-				cancel(p.exitError())
+				cancel(p.Exit())
 			case <-ctx.Done():
 			}
 		}()
 		checks := 0
-		for _, c := range slices.Sorted(maps.Keys(p.Listen)) {
-			ep := p.Listen[c]
+		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
+			ep := p.listen[c]
 			checks++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
 				if err := checkHealth(ctx, ep); err != nil {
-					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.describe(), c, ep, err))
+					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
 				}
 			}()
 		}
@@ -71,24 +72,24 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 			go func() {
 				defer wg.Done()
 				if err := p.waitLine(ctx, runtime.ReadyMarker); err != nil {
-					cancel(fmt.Errorf("%s: no ready line: %w", p.describe(), err))
+					cancel(fmt.Errorf("%s: no ready line: %w", p.info, err))
 				}
 			}()
 		}
 	}
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil {
-		var pe *ProcessError
-		if errors.As(err, &pe) {
+		var ee *deploy.ExitError
+		if errors.As(err, &ee) {
 			return err
 		}
-		return &NotReadyError{Err: err, Tails: d.StderrTails()}
+		return &NotReadyError{Err: err, Tails: deploy.StderrTails(d.Processes())}
 	}
 	return nil
 }
 
 // waitLine polls the output tail for a line containing s.
-func (p *Process) waitLine(ctx context.Context, s string) error {
+func (p *process) waitLine(ctx context.Context, s string) error {
 	t := time.NewTicker(10 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -118,7 +119,7 @@ func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
 	backoff := 5 * time.Millisecond
 	for {
 		if conn == nil {
-			c, err := DialEndpoint(ctx, ep, transport.DialOptions{})
+			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{})
 			if err != nil {
 				last = err
 			} else {

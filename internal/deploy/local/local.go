@@ -3,16 +3,19 @@
 // unix sockets.
 //
 // Every child re-executes the svclab binary as `svclab host`, with its
-// runtime.HostConfig in the environment. The deployer binds every listening
-// socket itself before it starts any child and hands each child its own
-// sockets as inherited file descriptors, so all addresses are known up front,
-// no port can be taken by someone else in between, and a peer can connect
-// before its host has started accepting.
+// hostv1.HostConfig (the host protocol) in the environment. The deployer
+// binds every listening socket itself before it starts any child and hands
+// each child its own sockets as inherited file descriptors, so all addresses
+// are known up front, no port can be taken by someone else in between, and a
+// peer can connect before its host has started accepting.
 //
 // Nothing outlives the deployer: each child runs in its own process group
 // (so a terminal's Ctrl-C reaches only svclab, which then stops the children
 // in order), and has a parent-death signal of SIGKILL, so even `kill -9` of
 // svclab takes the children with it.
+//
+// The package registers itself as the deployer "local"; callers other than
+// its tests and the binary's wiring use it through package deploy.
 package local
 
 import (
@@ -21,16 +24,34 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
+
+// Name is the value of deploy.deployer that selects this deployer.
+const Name = "local"
+
+func init() { deploy.Register(deployer{}) }
+
+// deployer is the local deployer in the registry.
+type deployer struct{}
+
+func (deployer) Name() string { return Name }
+
+func (deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (deploy.Deployment, error) {
+	d, err := Deploy(ctx, topo, Options{Options: opts})
+	if err != nil {
+		return nil, err // not a nil *Deployment in an interface
+	}
+	return d, nil
+}
 
 // Defaults of Options.
 const (
@@ -41,43 +62,37 @@ const (
 	maxLine = 4096
 )
 
-// Options tune a deployment. The zero value is ready to use.
+// Options tune a deployment: the options every deployer takes, and the
+// local deployer's own. The zero value is ready to use.
 type Options struct {
-	// Executable is the binary each child runs; default os.Executable().
-	Executable string
+	deploy.Options
 	// Args follow the executable; default ["host"]. The deployer appends
 	// --deployment ID --group NAME, which also make `ps` readable.
 	Args []string
-	// Env is added to every child's environment (after the parent's).
-	Env []string
-	// ReadyTimeout bounds the wait for every child to pass its health
-	// checks; default the topology's StartTimeout.
-	ReadyTimeout time.Duration
 	// StopTimeout is the grace between SIGTERM and SIGKILL in Stop.
 	StopTimeout time.Duration
-	// Log, when set, receives every line the children print, prefixed
-	// with "[group] ".
-	Log io.Writer
 	// TailLines is how many of each child's last output lines are kept.
 	TailLines int
 }
 
-// Deployment is a running topology. Its accessors are safe for concurrent use.
+// Deployment is a running topology, a deploy.Deployment. Its methods are
+// safe for concurrent use.
 type Deployment struct {
 	id         string
 	topo       *runtime.Topology
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*Process
+	processes  []*process
 
 	dir         string
+	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
 	stopOnce    sync.Once
 	stopErr     error
 	stopping    chan struct{}
-	exited      chan *Process
+	exited      chan deploy.Process
 }
 
 // ID marks every process of the deployment: it is in their arguments
@@ -101,53 +116,23 @@ func (d *Deployment) Gateway() runtime.Endpoint { return d.gateway }
 func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
 // Processes has one entry per group, in the topology's order.
-func (d *Deployment) Processes() []*Process { return d.processes }
-
-// Crashed returns a *ProcessError for the first process that exited before
-// Stop was called, or nil while all run.
-func (d *Deployment) Crashed() error {
-	select {
-	case <-d.stopping:
-		return nil
-	default:
+func (d *Deployment) Processes() []deploy.Process {
+	out := make([]deploy.Process, len(d.processes))
+	for i, p := range d.processes {
+		out[i] = p
 	}
-	for _, p := range d.processes {
-		select {
-		case <-p.done:
-			return p.exitError()
-		default:
-		}
-	}
-	return nil
-}
-
-// StderrTails maps each group to its last output lines, joined.
-func (d *Deployment) StderrTails() map[string]string {
-	m := make(map[string]string, len(d.processes))
-	for _, p := range d.processes {
-		m[p.Name] = strings.Join(p.Tail(), "\n")
-	}
-	return m
+	return out
 }
 
 // Exited delivers each process that exits before Stop is called, so that a
 // foreground command can notice a crash.
-func (d *Deployment) Exited() <-chan *Process { return d.exited }
-
-// DeploySpec resolves s and deploys it.
-func DeploySpec(ctx context.Context, s *spec.Spec, opts Options) (*Deployment, error) {
-	p, err := runtime.Resolve(s)
-	if err != nil {
-		return nil, err
-	}
-	return Deploy(ctx, p, opts)
-}
+func (d *Deployment) Exited() <-chan deploy.Process { return d.exited }
 
 // Deploy starts one child per group of p and waits until each passes its
 // health checks over its own transport (the gateway over http). ctx bounds
 // the start only; the deployment runs until Stop. If a child exits or is not
 // ready within the timeout, everything started is stopped and the error
-// (wrapping a *ProcessError or a *NotReadyError) names the group, its
+// (wrapping a *deploy.ExitError or a *NotReadyError) names the group, its
 // components, its exit status and its last output lines.
 func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployment, err error) {
 	if opts.Executable == "" {
@@ -174,13 +159,18 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err != nil {
 		return nil, err
 	}
+	proc, err := procstat.Open()
+	if err != nil {
+		return nil, err
+	}
 
 	d := &Deployment{
 		id:          newID(),
 		topo:        p,
+		proc:        proc,
 		stopTimeout: opts.StopTimeout,
 		stopping:    make(chan struct{}),
-		exited:      make(chan *Process, len(p.Groups)),
+		exited:      make(chan deploy.Process, len(p.Groups)),
 	}
 	if d.dir, err = os.MkdirTemp("", "svclab-"+d.id+"-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
@@ -258,7 +248,7 @@ wait:
 		select {
 		case <-p.done:
 			if p.waitErr != nil && !killedBy(p.waitErr, syscall.SIGTERM) {
-				errs = append(errs, p.exitError())
+				errs = append(errs, p.Exit())
 			}
 			continue
 		default:
@@ -270,7 +260,7 @@ wait:
 			// SIGKILL cannot be ignored; only an unkillable (D state)
 			// process gets here.
 		}
-		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.describe(), d.stopTimeout, indent(p.Tail())))
+		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
 	if d.spawn != nil {
 		d.spawn.close()

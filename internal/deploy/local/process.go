@@ -2,7 +2,6 @@ package local
 
 import (
 	"bufio"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,41 +12,17 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// ProcessError is a child that exited when it should not have: during start
-// (Deploy's error wraps it) or while the deployment ran (Crashed).
-type ProcessError struct {
-	Group      string
-	Components []string
-	PID        int
-	// Status is how it ended, e.g. "exit status 1" or "signal: killed".
-	Status string
-	// Tail is its last output lines.
-	Tail []string
-}
-
-func (e *ProcessError) Error() string {
-	return fmt.Sprintf("group %s (components %s, pid %d) exited: %s; last output:\n%s",
-		e.Group, strings.Join(e.Components, ", "), e.PID, e.Status, indent(e.Tail))
-}
-
-// StderrTails maps the group to its last output lines, joined.
-func (e *ProcessError) StderrTails() map[string]string {
-	return map[string]string{e.Group: strings.Join(e.Tail, "\n")}
-}
-
-// Process is one child: one group of components.
-type Process struct {
-	// Name is the group's name (its components joined with "+").
-	Name       string
-	Components []string
-	PID        int
-	// Listen maps each of its components that is served on a listener
-	// (called from another group, or the entry) to its endpoint, and
-	// "gateway" to the gateway in the entry group.
-	Listen map[string]runtime.Endpoint
+// process is one child: one group of components. It is a deploy.Process.
+type process struct {
+	info   deploy.ProcessInfo
+	listen map[string]runtime.Endpoint
+	res    *procstat.Source
 
 	cmd      *exec.Cmd
 	tail     *ring
@@ -56,35 +31,27 @@ type Process struct {
 	waitErr  error
 }
 
-// Tail returns the last lines the process wrote to stdout or stderr.
-func (p *Process) Tail() []string { return p.tail.lines() }
+func (p *process) Info() deploy.ProcessInfo               { return p.info }
+func (p *process) Listeners() map[string]runtime.Endpoint { return p.listen }
+func (p *process) Resources() deploy.ResourceSource       { return p.res }
+func (p *process) Tail() []string                         { return p.tail.lines() }
+func (p *process) Done() <-chan struct{}                  { return p.done }
 
-// Done is closed when the process has exited and its output is drained.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
-// Err is the exit error (nil for status 0), valid after Done.
-func (p *Process) Err() error { return p.waitErr }
-
-// describe names the process for error messages.
-func (p *Process) describe() string {
-	return fmt.Sprintf("group %s (components %s, pid %d)", p.Name, strings.Join(p.Components, ", "), p.PID)
-}
-
-// exitError describes how the process ended, with its output tail; valid
-// after Done.
-func (p *Process) exitError() *ProcessError {
+// Exit describes how the process ended, with its output tail; valid after
+// Done.
+func (p *process) Exit() *deploy.ExitError {
 	status := "exit status 0"
 	if p.waitErr != nil {
 		status = p.waitErr.Error()
 	}
-	return &ProcessError{Group: p.Name, Components: p.Components, PID: p.PID, Status: status, Tail: p.Tail()}
+	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail()}
 }
 
 // start launches one child.
-func (d *Deployment) start(hc *runtime.HostConfig, files []*os.File, opts Options) (*Process, error) {
-	cfg, err := json.Marshal(hc)
+func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options) (*process, error) {
+	cfg, err := runtime.EncodeHostConfig(hc)
 	if err != nil {
-		return nil, fmt.Errorf("encode host config: %w", err)
+		return nil, err
 	}
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
@@ -112,21 +79,26 @@ func (d *Deployment) start(hc *runtime.HostConfig, files []*os.File, opts Option
 		_ = r.Close()
 		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
 	}
-	proc := &Process{
-		Name:       hc.Group,
-		Components: hc.Components,
-		PID:        cmd.Process.Pid,
-		Listen:     map[string]runtime.Endpoint{},
-		cmd:        cmd,
-		tail:       newRing(opts.TailLines),
-		readDone:   make(chan struct{}),
-		done:       make(chan struct{}),
+	proc := &process{
+		info: deploy.ProcessInfo{
+			Name:       hc.Group,
+			Group:      hc.Group,
+			Role:       deploy.RoleHost,
+			Components: hc.Components,
+			PID:        cmd.Process.Pid,
+		},
+		listen:   map[string]runtime.Endpoint{},
+		cmd:      cmd,
+		tail:     newRing(opts.TailLines),
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
-	for c, l := range hc.Listen {
-		proc.Listen[c] = l.Endpoint
+	proc.res = d.proc.Process(proc.info.PID)
+	for c, l := range hc.Listeners {
+		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
 	}
 	if hc.Gateway != nil {
-		proc.Listen["gateway"] = hc.Gateway.Endpoint
+		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
@@ -134,7 +106,7 @@ func (d *Deployment) start(hc *runtime.HostConfig, files []*os.File, opts Option
 }
 
 // read records the child's output until it closes.
-func (p *Process) read(r *os.File, log io.Writer) {
+func (p *process) read(r *os.File, log io.Writer) {
 	defer close(p.readDone)
 	defer r.Close()
 	br := bufio.NewReaderSize(r, maxLine)
@@ -144,7 +116,7 @@ func (p *Process) read(r *os.File, log io.Writer) {
 			s := strings.TrimRight(string(line), "\r\n")
 			p.tail.add(s)
 			if log != nil {
-				writeLine(log, "["+p.Name+"] "+s+"\n")
+				writeLine(log, "["+p.info.Name+"] "+s+"\n")
 			}
 		}
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
@@ -163,7 +135,7 @@ func writeLine(w io.Writer, s string) {
 
 // wait reaps the child, then waits (briefly) for its output to drain, so
 // that an exit error carries the child's last words.
-func (p *Process) wait() {
+func (p *process) wait() {
 	p.waitErr = p.cmd.Wait()
 	select {
 	case <-p.readDone:
@@ -193,11 +165,11 @@ func (d *Deployment) watch() {
 
 // signalGroup signals the process group p leads, unless p has been reaped:
 // its id may then belong to someone else.
-func signalGroup(p *Process, sig syscall.Signal) {
+func signalGroup(p *process, sig syscall.Signal) {
 	select {
 	case <-p.done:
 	default:
-		_ = syscall.Kill(-p.PID, sig)
+		_ = syscall.Kill(-p.info.PID, sig)
 	}
 }
 
@@ -208,11 +180,4 @@ func killedBy(err error, sig syscall.Signal) bool {
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == sig
-}
-
-func indent(lines []string) string {
-	if len(lines) == 0 {
-		return "  (no output)"
-	}
-	return "  " + strings.Join(lines, "\n  ")
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/svclab/svclab/internal/deploy"
 )
 
 func TestRing(t *testing.T) {
@@ -37,7 +39,7 @@ func TestReadCutsLongLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Process{Name: "g", tail: newRing(10), readDone: make(chan struct{})}
+	p := &process{info: deploy.ProcessInfo{Name: "g"}, tail: newRing(10), readDone: make(chan struct{})}
 	go p.read(r, nil)
 	go func() {
 		_, _ = w.WriteString(strings.Repeat("x", 3*maxLine+5) + "\nlast\n")

@@ -9,12 +9,14 @@ import (
 	"path/filepath"
 
 	"github.com/svclab/svclab/internal/runtime"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 // sockets holds the listening sockets the deployer bound, by group.
 type sockets struct {
-	listen  []map[string]runtime.Listener // group → component → listener
-	gateway *runtime.Listener             // in the entry group
+	listen  []map[string]*hostv1.Listener // group → component → listener
+	gateway *hostv1.Listener              // in the entry group
+	control []*hostv1.Listener            // group → its host's control service
 	files   [][]*os.File                  // group → inherited files, fd 3 upward
 	closers []io.Closer
 }
@@ -29,13 +31,17 @@ func (s *sockets) close() {
 // bind creates every listener of the deployment.
 func (d *Deployment) bind() (_ *sockets, err error) {
 	p := d.topo
-	s := &sockets{listen: make([]map[string]runtime.Listener, len(p.Groups)), files: make([][]*os.File, len(p.Groups))}
+	s := &sockets{
+		listen:  make([]map[string]*hostv1.Listener, len(p.Groups)),
+		control: make([]*hostv1.Listener, len(p.Groups)),
+		files:   make([][]*os.File, len(p.Groups)),
+	}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	add := func(g int, ep runtime.Endpoint) (runtime.Listener, error) {
+	add := func(g int, ep runtime.Endpoint) (*hostv1.Listener, error) {
 		var lis net.Listener
 		var err error
 		if ep.Network == "unix" {
@@ -49,21 +55,21 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 			lis, err = net.Listen("tcp", "127.0.0.1:0")
 		}
 		if err != nil {
-			return runtime.Listener{}, fmt.Errorf("listen for %s: %w", ep, err)
+			return nil, fmt.Errorf("listen for %s: %w", ep, err)
 		}
 		s.closers = append(s.closers, lis)
 		f, err := lis.(interface{ File() (*os.File, error) }).File()
 		if err != nil {
-			return runtime.Listener{}, fmt.Errorf("listener file for %s: %w", ep, err)
+			return nil, fmt.Errorf("listener file for %s: %w", ep, err)
 		}
 		s.closers = append(s.closers, f)
 		s.files[g] = append(s.files[g], f)
 		ep.Addr = lis.Addr().String()
 		// ExtraFiles[i] becomes fd 3+i in the child.
-		return runtime.Listener{Endpoint: ep, FD: 2 + len(s.files[g])}, nil
+		return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files[g]))}, nil
 	}
 	for i := range p.Groups {
-		s.listen[i] = map[string]runtime.Listener{}
+		s.listen[i] = map[string]*hostv1.Listener{}
 		for _, c := range p.Exposed(i) {
 			ep := runtime.Endpoint{Transport: p.Transport, Network: p.Network}
 			if p.Network == "unix" {
@@ -80,33 +86,39 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 			if err != nil {
 				return nil, err
 			}
-			s.gateway = &l
-			d.gateway = l.Endpoint
-			d.gatewayURL = "http://" + l.Addr
+			s.gateway = l
+			d.gateway = runtime.EndpointOf(l.GetEndpoint())
+			d.gatewayURL = "http://" + d.gateway.Addr
 			if p.InProcess() {
-				d.entry = l.Endpoint
+				d.entry = d.gateway
 			} else {
-				d.entry = s.listen[i][p.Entry].Endpoint
+				d.entry = runtime.EndpointOf(s.listen[i][p.Entry].GetEndpoint())
 			}
 		}
+		l, err := add(i, runtime.Endpoint{Transport: controlTransport, Network: "unix", Addr: d.controlPath(i)})
+		if err != nil {
+			return nil, err
+		}
+		s.control[i] = l
 	}
 	return s, nil
 }
 
 // hostConfig is what group i's host needs to know.
-func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *runtime.HostConfig {
+func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hostv1.HostConfig {
 	p := d.topo
 	g := p.Groups[i]
-	hc := &runtime.HostConfig{
+	hc := &hostv1.HostConfig{
 		Deployment: d.id,
 		App:        p.App.Name,
-		Config:     cfgJSON,
+		ConfigJson: string(cfgJSON),
 		Transport:  p.Transport,
 		Group:      g.Name,
 		Components: g.Components,
-		Listen:     s.listen[i],
+		Listeners:  s.listen[i],
 		Entry:      p.Entry,
-		Peers:      map[string]runtime.Endpoint{},
+		Peers:      map[string]*hostv1.EndpointSet{},
+		Control:    s.control[i],
 	}
 	if i == p.EntryGroup() {
 		hc.Gateway = s.gateway
@@ -118,7 +130,7 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *run
 			if j == i {
 				continue
 			}
-			hc.Peers[dep] = s.listen[j][dep].Endpoint
+			hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{s.listen[j][dep].GetEndpoint()}}
 		}
 	}
 	return hc

@@ -12,11 +12,9 @@ package transport
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
-	"sort"
-	"sync"
 
+	"github.com/svclab/svclab/internal/registry"
 	"google.golang.org/grpc"
 )
 
@@ -64,45 +62,14 @@ type Transport interface {
 	Dial(ctx context.Context, network, addr string, opts DialOptions) (Conn, error)
 }
 
-var (
-	mu       sync.RWMutex
-	registry = map[string]Transport{}
-)
+var transports = registry.New[Transport]("transport")
 
 // Register makes a transport available by name. It panics on a duplicate
 // name, as that is a programming error.
-func Register(t Transport) {
-	mu.Lock()
-	defer mu.Unlock()
-	if _, dup := registry[t.Name()]; dup {
-		panic("transport: Register called twice for " + t.Name())
-	}
-	registry[t.Name()] = t
-}
+func Register(t Transport) { transports.Register(t.Name(), t) }
 
 // Lookup returns the transport registered under name.
-func Lookup(name string) (Transport, error) {
-	mu.RLock()
-	defer mu.RUnlock()
-	t, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown transport %q (known: %v)", name, namesLocked())
-	}
-	return t, nil
-}
+func Lookup(name string) (Transport, error) { return transports.Lookup(name) }
 
 // Names lists the registered transports, sorted.
-func Names() []string {
-	mu.RLock()
-	defer mu.RUnlock()
-	return namesLocked()
-}
-
-func namesLocked() []string {
-	names := make([]string, 0, len(registry))
-	for n := range registry {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Names() []string { return transports.Names() }

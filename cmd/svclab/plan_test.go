@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestPlanningStopsOnSignal: a design of a million runs, allowed by a
+// raised cap, takes minutes to check point by point; Ctrl-C and SIGTERM
+// stop `plan`, and the planning step of `run`, within moments.
+func TestPlanningStopsOnSignal(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("[app]\nname = \"chain\"\n[load]\nrate = 100\nduration = \"1s\"\n[experiment]\nmax_runs = 1000000\n[experiment.factors]\n")
+	for _, key := range []string{"load.rate", "load.max_inflight", "load.connections"} {
+		fmt.Fprintf(&b, "%q = [", key)
+		for i := 1; i <= 100; i++ {
+			fmt.Fprintf(&b, "%d, ", i)
+		}
+		b.WriteString("]\n")
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "big.toml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		sig  syscall.Signal
+		want string
+	}{
+		{"plan, Ctrl-C", []string{"plan", "--brief", path}, syscall.SIGINT, "interrupt signal received"},
+		{"plan, SIGTERM", []string{"plan", "--brief", path}, syscall.SIGTERM, "terminated signal received"},
+		{"run, Ctrl-C", []string{"run", "--no-report", "--results", dir, path}, syscall.SIGINT, "interrupt signal received"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(svclabBin, tc.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			time.Sleep(500 * time.Millisecond)
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			sent := time.Now()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				cmd.Process.Kill()
+				<-done
+				t.Fatalf("still planning 10s after %v; stderr: %s", tc.sig, stderr.String())
+			}
+			if took := time.Since(sent); took > 3*time.Second {
+				t.Errorf("stopped %v after %v, want within moments", took, tc.sig)
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 1 || !strings.Contains(stderr.String(), "planning stopped") || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, stderr %q; want 1 and planning stopped by %q", code, stderr.String(), tc.want)
+			}
+		})
+	}
+}

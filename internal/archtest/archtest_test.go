@@ -1,0 +1,237 @@
+package archtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/svclab/svclab/"
+
+var update = flag.Bool("update", false, "rewrite godeps.txt from the current package graph")
+
+// layers orders svclab's parts from the top (the CLI) down. A package may
+// import a package of a lower layer, or one of its own part; never one of
+// its own layer's other parts or of a higher layer. The spec package is the
+// language every stage reads, so it sits at the bottom and imports nothing
+// of svclab. Generated proto packages register inproc methods, so they sit
+// above the transports.
+var layers = [][]string{
+	{"cmd/", "internal/archtest"},
+	{"internal/experiment"},
+	{"internal/deploy"},
+	{"apps/"},
+	{"internal/runtime", "internal/load"},
+	{"proto/"},
+	{"internal/runtime/transport"},
+	{"internal/spec", "internal/inprocgen", "internal/registry"},
+}
+
+// part returns the layer index and the part (the prefix of layers that
+// owns pkg, the longest one winning, so internal/runtime/transport is not
+// part of internal/runtime).
+func part(pkg string) (int, string) {
+	best, bestLayer := "", -1
+	for i, l := range layers {
+		for _, p := range l {
+			if (pkg == strings.TrimSuffix(p, "/") || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/")) && len(p) > len(best) {
+				best, bestLayer = p, i
+			}
+		}
+	}
+	return bestLayer, best
+}
+
+// onlyFromCmd are packages only the CLI wires in, directly or through the
+// deploy/all registration package: everything else chooses a deployer by
+// name through internal/deploy.
+var onlyFromCmd = []string{"internal/deploy/local"}
+
+// wiring packages exist to register implementations for cmd/.
+var wiring = []string{"internal/deploy/all"}
+
+type pkg struct {
+	ImportPath string
+	Imports    []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	cmd := exec.Command(goBin, "list", "-json=ImportPath,Imports", "./...")
+	cmd.Dir = repoRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	dec := json.NewDecoder(bytes.NewReader(out))
+	var pkgs []pkg
+	for dec.More() {
+		var p pkg
+		if err := dec.Decode(&p); err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	slices.SortFunc(pkgs, func(a, b pkg) int { return strings.Compare(a.ImportPath, b.ImportPath) })
+	return pkgs
+}
+
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+		t.Fatalf("repository root not found at %s: %v", dir, err)
+	}
+	return dir
+}
+
+// render writes the graph as Service Weaver's godeps.txt does: each
+// package, then its direct imports (standard library, third party and
+// svclab's own) indented below it.
+func render(pkgs []pkg) []byte {
+	var b bytes.Buffer
+	for _, p := range pkgs {
+		b.WriteString(p.ImportPath + "\n")
+		for _, im := range p.Imports {
+			b.WriteString("\t" + im + "\n")
+		}
+	}
+	return b.Bytes()
+}
+
+func TestGoDeps(t *testing.T) {
+	got := render(listPackages(t))
+	path := filepath.Join(repoRoot(t), "godeps.txt")
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read %s: %v (create it with: go test ./internal/archtest -update)", path, err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("the package graph changed; review the change and run `go test ./internal/archtest -update`:\n%s", diff(want, got))
+	}
+}
+
+func TestLayers(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, ok := strings.CutPrefix(p.ImportPath, module)
+		if !ok {
+			continue
+		}
+		fl, fp := part(from)
+		if fl < 0 {
+			t.Errorf("%s belongs to no layer; add its part to layers in archtest_test.go", from)
+			continue
+		}
+		for _, im := range p.Imports {
+			to, ok := strings.CutPrefix(im, module)
+			if !ok {
+				continue
+			}
+			for _, oc := range onlyFromCmd {
+				if (to == oc || strings.HasPrefix(to, oc+"/")) && !strings.HasPrefix(from, "cmd/") && !strings.HasPrefix(from, oc) && !slices.Contains(wiring, from) {
+					t.Errorf("%s imports %s, which only cmd/ may wire in", from, to)
+				}
+			}
+			tl, tp := part(to)
+			if tp == fp {
+				continue // within one part
+			}
+			if tl <= fl {
+				t.Errorf("%s (layer %d, %s) imports %s (layer %d, %s): imports go only downward", from, fl, fp, to, tl, tp)
+			}
+		}
+	}
+}
+
+func TestPart(t *testing.T) {
+	for _, c := range []struct {
+		pkg   string
+		layer int
+		part  string
+	}{
+		{"cmd/svclab", 0, "cmd/"},
+		{"internal/runtime", 4, "internal/runtime"},
+		{"internal/runtime/balancer", 4, "internal/runtime"},
+		{"internal/runtime/transport/inproc", 6, "internal/runtime/transport"},
+		{"internal/deploy/local", 2, "internal/deploy"},
+		{"internal/spec", 7, "internal/spec"},
+		{"internal/runtimex", -1, ""},
+	} {
+		l, p := part(c.pkg)
+		if l != c.layer || p != c.part {
+			t.Errorf("part(%q) = %d, %q; want %d, %q", c.pkg, l, p, c.layer, c.part)
+		}
+	}
+}
+
+// diff names, package by package, the imports added and removed, which is
+// what a reviewer of a graph change needs to see.
+func diff(want, got []byte) string {
+	w, g := parse(want), parse(got)
+	var s strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(joinKeys(w, g))) {
+		for _, im := range g[p] {
+			if !slices.Contains(w[p], im) {
+				fmt.Fprintf(&s, "%s: + %s\n", p, im)
+			}
+		}
+		for _, im := range w[p] {
+			if !slices.Contains(g[p], im) {
+				fmt.Fprintf(&s, "%s: - %s\n", p, im)
+			}
+		}
+		if _, ok := w[p]; !ok {
+			fmt.Fprintf(&s, "%s: new package\n", p)
+		} else if _, ok := g[p]; !ok {
+			fmt.Fprintf(&s, "%s: package removed\n", p)
+		}
+	}
+	return s.String()
+}
+
+// parse reads godeps.txt's form back into package → imports.
+func parse(b []byte) map[string][]string {
+	m := map[string][]string{}
+	cur := ""
+	for _, l := range strings.Split(string(b), "\n") {
+		if im, ok := strings.CutPrefix(l, "\t"); ok {
+			m[cur] = append(m[cur], im)
+		} else if l != "" {
+			cur = l
+			m[cur] = nil
+		}
+	}
+	return m
+}
+
+func joinKeys(a, b map[string][]string) map[string]bool {
+	k := map[string]bool{}
+	for p := range a {
+		k[p] = true
+	}
+	for p := range b {
+		k[p] = true
+	}
+	return k
+}

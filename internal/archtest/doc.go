@@ -1,0 +1,7 @@
+// Package archtest guards svclab's package graph. It holds no code, only a
+// test: the committed godeps.txt at the repository root lists every
+// package's direct imports, and the test fails when the graph changes
+// without that file, so a new dependency shows in review; it also fails
+// when an import climbs the layers (see layers in archtest_test.go and
+// docs/ARCHITECTURE.md).
+package archtest

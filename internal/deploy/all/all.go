@@ -1,0 +1,9 @@
+// Package all registers every deployer: import it for its side effect where
+// a deployer is chosen by name.
+//
+//	import _ "github.com/svclab/svclab/internal/deploy/all"
+package all
+
+import (
+	_ "github.com/svclab/svclab/internal/deploy/local" // registers "local"
+)

@@ -1,0 +1,111 @@
+// Package deploy defines how svclab starts a resolved topology somewhere and
+// what a running one reports, and keeps the registry of the deployers that
+// do it.
+//
+// A Deployer turns a runtime.Topology into a running Deployment: one or more
+// processes that host the topology's groups. The experiment runner and
+// `svclab up` use deployers only through these interfaces, chosen by the
+// spec's deploy.deployer, so that a new deployer (network namespaces,
+// Kubernetes) plugs in without touching them. Implementations register
+// themselves from an init function, as transports do; a binary imports
+// deploy/all for its side effect to have every deployer.
+//
+// What the runner learns about a process — its name, its resource counters,
+// its exit and its last output lines — comes through Process, so the runner
+// never reads /proc or signals a PID itself.
+package deploy
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/svclab/svclab/internal/registry"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Deployer starts topologies.
+type Deployer interface {
+	// Name is the value of deploy.deployer that selects this deployer.
+	Name() string
+	// Deploy starts every group of topo and returns once each is ready
+	// to serve. ctx bounds the start only; the deployment runs until
+	// Stop. On error nothing it started is left running.
+	Deploy(ctx context.Context, topo *runtime.Topology, opts Options) (Deployment, error)
+}
+
+// Options are what every deployer accepts; a deployer keeps options of its
+// own in its package. The zero value is ready to use.
+type Options struct {
+	// Log, when set, receives every line the processes print, prefixed
+	// with "[name] ".
+	Log io.Writer
+	// ReadyTimeout bounds the wait for every process to be ready; default
+	// the topology's StartTimeout.
+	ReadyTimeout time.Duration
+	// Env is added to every process's environment (test knobs such as
+	// runtime.FailComponentEnv).
+	Env []string
+	// Executable is the svclab binary a deployer that runs hosts from
+	// this machine starts; default os.Executable(). A test passes its own
+	// binary, which then runs as a host (see local.RunIfChild).
+	Executable string
+}
+
+// Deployment is a running topology. Its methods are safe for concurrent use.
+type Deployment interface {
+	// ID marks every process of the deployment.
+	ID() string
+	// Topology is the topology deployed.
+	Topology() *runtime.Topology
+	// Entry is where clients call the entry component over the
+	// topology's transport (the gateway when nothing can leave the
+	// process, with inproc).
+	Entry() runtime.Endpoint
+	// GatewayURL is the base URL of the HTTP/JSON gateway to the entry:
+	// POST GatewayURL + "/<package.Service>/<Method>" with a protojson
+	// body.
+	GatewayURL() string
+	// Dial connects to the entry over its transport.
+	Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error)
+	// CurlExamples are ready-to-paste commands that call the entry through
+	// the gateway, one per default request of the app.
+	CurlExamples() []string
+	// Processes lists the deployment's processes, in the topology's group
+	// order.
+	Processes() []Process
+	// Exited delivers each process that exits before Stop is called.
+	Exited() <-chan Process
+	// Stop ends every process, within a grace period the deployer bounds
+	// itself, sooner when ctx ends. It is safe to call more than once.
+	Stop(ctx context.Context) error
+}
+
+var deployers = registry.New[Deployer]("deployer")
+
+// Register makes a deployer available by its name. It panics on a
+// duplicate name, as that is a programming error.
+func Register(d Deployer) { deployers.Register(d.Name(), d) }
+
+// Lookup returns the deployer registered under name.
+func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
+
+// Names lists the registered deployers, sorted.
+func Names() []string { return deployers.Names() }
+
+// Resolve checks everything s says about deployment before anything
+// starts: the deployer it names is registered, and its topology resolves
+// (runtime.Resolve). Errors name the file, line and key.
+func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
+	d, err := Lookup(s.Deploy.Deployer)
+	if err != nil {
+		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, topo, nil
+}

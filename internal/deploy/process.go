@@ -1,0 +1,118 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/svclab/svclab/internal/runtime"
+)
+
+// Roles a sampled process can have.
+const (
+	// RoleHost hosts one group of components.
+	RoleHost = "host"
+	// RoleLoadGen is the load generator's own process, which the runner
+	// samples beside a deployment's.
+	RoleLoadGen = "loadgen"
+)
+
+// ProcessInfo says which process it is and what it runs. The runner records
+// it in each run's run.json; Group and Role stay out of that file until its
+// format changes on purpose (docs/RESULTS.md).
+type ProcessInfo struct {
+	// Name is unique within a run and labels the process's resource
+	// samples; a group's only process is named after the group.
+	Name string `json:"name"`
+	// Group is the group of components the process serves, if any.
+	Group string `json:"-"`
+	// Role is what the process is for (RoleHost, RoleLoadGen).
+	Role string `json:"-"`
+	// Components hosted by the process.
+	Components []string `json:"components,omitempty"`
+	// PID is the process's id on the machine that runs it, or 0 where the
+	// deployer cannot know it. It labels samples (a restarted process is
+	// a new counter); nothing outside the deployer signals it.
+	PID int `json:"pid"`
+}
+
+// String names the process for messages: "group hop2 (components hop2, pid
+// 4711)".
+func (p ProcessInfo) String() string {
+	what := "group " + p.Group
+	if p.Name != p.Group {
+		what = "process " + p.Name + " of group " + p.Group
+	}
+	return fmt.Sprintf("%s (components %s, pid %d)", what, strings.Join(p.Components, ", "), p.PID)
+}
+
+// Process is one process of a deployment.
+type Process interface {
+	Info() ProcessInfo
+	// Listeners maps each component the process serves to other
+	// processes (and the client) to its endpoint, and "gateway" to the
+	// HTTP/JSON gateway where the process serves it.
+	Listeners() map[string]runtime.Endpoint
+	// Resources reads the process's resource counters.
+	Resources() ResourceSource
+	// Tail returns the last lines the process wrote to stdout or stderr.
+	Tail() []string
+	// Done is closed when the process has exited and its output is
+	// drained.
+	Done() <-chan struct{}
+	// Exit says how the process ended, with its output tail; valid after
+	// Done.
+	Exit() *ExitError
+}
+
+// ResourceSource reads one process's resource counters, wherever the
+// process runs.
+type ResourceSource interface {
+	// Sample reads the counters now. It fails once the process is gone.
+	Sample(ctx context.Context) (Usage, error)
+}
+
+// Usage is one reading of a process's resource counters.
+type Usage struct {
+	// CPUSeconds is the user and system CPU time used since the process
+	// started.
+	CPUSeconds float64
+	// RSSBytes is the resident memory.
+	RSSBytes int64
+}
+
+// ExitError is a process that exited when it should not have: during start
+// (a Deploy error wraps it) or while the deployment ran.
+type ExitError struct {
+	Process ProcessInfo
+	// Status is how it ended, e.g. "exit status 1" or "signal: killed".
+	Status string
+	// Tail is its last output lines.
+	Tail []string
+}
+
+func (e *ExitError) Error() string {
+	return fmt.Sprintf("%s exited: %s; last output:\n%s", e.Process, e.Status, IndentTail(e.Tail))
+}
+
+// StderrTails maps the process to its last output lines, joined.
+func (e *ExitError) StderrTails() map[string]string {
+	return map[string]string{e.Process.Name: strings.Join(e.Tail, "\n")}
+}
+
+// StderrTails maps each process's name to its last output lines, joined.
+func StderrTails(procs []Process) map[string]string {
+	m := make(map[string]string, len(procs))
+	for _, p := range procs {
+		m[p.Info().Name] = strings.Join(p.Tail(), "\n")
+	}
+	return m
+}
+
+// IndentTail formats output lines for an error message, indented under it.
+func IndentTail(lines []string) string {
+	if len(lines) == 0 {
+		return "  (no output)"
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}

@@ -1,0 +1,58 @@
+// Package procstat reads a process's CPU time and resident memory from
+// /proc: the resource source of every deployer whose processes run on this
+// machine's kernel, and of the load generator's own process.
+package procstat
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/svclab/svclab/internal/deploy"
+)
+
+// Reader reads /proc.
+type Reader struct{ fs procfs.FS }
+
+// Open opens /proc.
+func Open() (*Reader, error) {
+	fs, err := procfs.NewFS(procfs.DefaultMountPoint)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", procfs.DefaultMountPoint, err)
+	}
+	return &Reader{fs: fs}, nil
+}
+
+// Process returns the source of process pid. A process that is gone, or
+// not yet started, fails each Sample.
+func (r *Reader) Process(pid int) *Source { return &Source{fs: r.fs, pid: pid} }
+
+// Self is the source of the calling process.
+func Self() (*Source, error) {
+	r, err := Open()
+	if err != nil {
+		return nil, err
+	}
+	return r.Process(os.Getpid()), nil
+}
+
+// Source reads one process's counters; it is a deploy.ResourceSource.
+type Source struct {
+	fs  procfs.FS
+	pid int
+}
+
+// Sample reads /proc/PID/stat.
+func (s *Source) Sample(context.Context) (deploy.Usage, error) {
+	p, err := s.fs.Proc(s.pid)
+	if err != nil {
+		return deploy.Usage{}, fmt.Errorf("process %d: %w", s.pid, err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return deploy.Usage{}, fmt.Errorf("process %d: %w", s.pid, err)
+	}
+	return deploy.Usage{CPUSeconds: st.CPUTime(), RSSBytes: int64(st.ResidentMemory())}, nil
+}

@@ -1,0 +1,68 @@
+package runtime
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
+)
+
+// Environment variables and markers of the host protocol (docs/DEPLOY.md,
+// "Host protocol"; the messages are in proto/host/v1/host.proto).
+const (
+	// HostConfigEnv carries a hostv1.HostConfig, in the protobuf JSON
+	// mapping, to a host process.
+	HostConfigEnv = "SVCLAB_HOST_CONFIG"
+	// DeploymentEnv carries the deployment's id; it marks every process
+	// of a deployment, so leftovers can be found in /proc.
+	DeploymentEnv = "SVCLAB_DEPLOYMENT"
+	// FailComponentEnv is a test knob: a host whose group holds the named
+	// component fails while building it, as a crashing service would.
+	FailComponentEnv = "SVCLAB_FAIL_COMPONENT"
+	// GatewayTransport serves the HTTP/JSON gateway of the entry group.
+	GatewayTransport = "http"
+	// ReadyMarker starts the line a host writes to stderr once it serves.
+	ReadyMarker = "svclab host ready:"
+)
+
+// Endpoint is where a component (or the gateway) is served: the Go value of
+// a hostv1.Endpoint, comparable and printable.
+type Endpoint struct {
+	Transport string
+	Network   string // "tcp" or "unix"
+	Addr      string // host:port, or a socket path
+}
+
+func (e Endpoint) String() string { return e.Transport + "+" + e.Network + "://" + e.Addr }
+
+// Proto is e as the host protocol carries it.
+func (e Endpoint) Proto() *hostv1.Endpoint {
+	return &hostv1.Endpoint{Transport: e.Transport, Network: e.Network, Addr: e.Addr}
+}
+
+// EndpointOf is the endpoint a host protocol message names.
+func EndpointOf(e *hostv1.Endpoint) Endpoint {
+	return Endpoint{Transport: e.GetTransport(), Network: e.GetNetwork(), Addr: e.GetAddr()}
+}
+
+// EncodeHostConfig writes c in the protobuf JSON mapping, as HostConfigEnv
+// and `svclab host --config` carry it.
+func EncodeHostConfig(c *hostv1.HostConfig) ([]byte, error) {
+	b, err := protojson.Marshal(c)
+	if err != nil {
+		return nil, fmt.Errorf("encode host config of group %s: %w", c.GetGroup(), err)
+	}
+	return b, nil
+}
+
+// DecodeHostConfig parses a HostConfig in the protobuf JSON mapping,
+// rejecting unknown fields so that a host never silently ignores part of
+// what its deployer meant.
+func DecodeHostConfig(b []byte) (*hostv1.HostConfig, error) {
+	c := new(hostv1.HostConfig)
+	if err := protojson.Unmarshal(b, c); err != nil {
+		return nil, fmt.Errorf("decode host config: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,221 @@
+package spec
+
+import (
+	"cmp"
+	"encoding"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"slices"
+	"strconv"
+	"sync"
+)
+
+// maxErrors bounds how many problems one Decode reports: enough to fix a
+// file in one pass, few enough to read.
+const maxErrors = 20
+
+var (
+	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
+	durationType    = reflect.TypeFor[Duration]()
+)
+
+// checker compares a table as written with the Go type it decodes into,
+// before go-toml does, so that every mistake is reported at its own key
+// (load.stages[1].duration, not load.stages) and in the spec's words:
+// "must be a number, got "fast"" rather than go-toml's "cannot decode
+// TOML string into struct field load.Config.Rate of type float64".
+type checker struct {
+	s    *Spec
+	errs []*Error
+}
+
+// check reports every way v, written at key, does not fit t.
+func (c *checker) check(key string, v any, t reflect.Type) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(textUnmarshaler) {
+		c.text(key, v, t)
+		return
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if _, ok := v.(string); !ok {
+			c.bad(key, "must be a string, got %s", Echo(v))
+		}
+	case reflect.Bool:
+		if _, ok := v.(bool); !ok {
+			c.bad(key, "must be true or false, got %s", Echo(v))
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		n, ok := v.(int64)
+		switch {
+		case !ok:
+			c.bad(key, "must be a whole number, got %s", Echo(v))
+		case reflect.Zero(t).OverflowInt(n):
+			c.bad(key, "must be between %d and %d, got %d", minInt(t), maxInt(t), n)
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		n, ok := v.(int64)
+		switch {
+		case !ok:
+			c.bad(key, "must be a whole number, got %s", Echo(v))
+		case n < 0 || reflect.Zero(t).OverflowUint(uint64(n)):
+			c.bad(key, "must be between 0 and %d, got %d", maxUint(t), n)
+		}
+	case reflect.Float32, reflect.Float64:
+		switch f := v.(type) {
+		case int64:
+		case float64:
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				c.bad(key, "must be a finite number, got %s", Echo(v))
+			} else if t.Kind() == reflect.Float32 && math.Abs(f) > math.MaxFloat32 {
+				c.bad(key, "must be at most %g in size, got %s", math.MaxFloat32, Echo(v))
+			}
+		default:
+			c.bad(key, "must be a number, got %s", Echo(v))
+		}
+	case reflect.Slice, reflect.Array:
+		list, ok := v.([]any)
+		if !ok {
+			c.bad(key, "must be a list, got %s", Echo(v))
+			return
+		}
+		if t.Kind() == reflect.Array && len(list) > t.Len() {
+			c.bad(key, "must have at most %d elements, got %d", t.Len(), len(list))
+		}
+		for i, e := range list {
+			c.check(key+"["+strconv.Itoa(i)+"]", e, t.Elem())
+		}
+	case reflect.Map:
+		m, ok := v.(map[string]any)
+		if !ok {
+			c.bad(key, "must be a table, got %s", Echo(v))
+			return
+		}
+		if t.Key().Kind() != reflect.String {
+			return // not a shape TOML can fill; go-toml reports it
+		}
+		for _, k := range c.keysInFileOrder(key, m) {
+			c.check(key+"."+quoteKeyPart(k), m[k], t.Elem())
+		}
+	case reflect.Struct:
+		m, ok := v.(map[string]any)
+		if !ok {
+			c.bad(key, "must be a table, got %s", Echo(v))
+			return
+		}
+		fields := structFields(t)
+		for _, k := range c.keysInFileOrder(key, m) {
+			f, ok := fields[k]
+			if !ok {
+				c.bad(key+"."+quoteKeyPart(k), "unknown key%s", didYouMean(k, slices.Sorted(maps.Keys(fields))))
+				continue
+			}
+			c.check(key+"."+quoteKeyPart(k), m[k], f.Type)
+		}
+	}
+}
+
+// text checks a value for a type that parses itself from a string, such
+// as Duration, by parsing it, so the type's own error lands on the key.
+func (c *checker) text(key string, v any, t reflect.Type) {
+	switch x := v.(type) {
+	case string:
+		u := reflect.New(t).Interface().(encoding.TextUnmarshaler)
+		if err := u.UnmarshalText([]byte(x)); err != nil {
+			c.bad(key, "%v", err)
+		}
+		return
+	case int64, float64:
+		if t == durationType {
+			// go-toml would take a bare number as nanoseconds, which no
+			// one means: 0 is unambiguous, anything else needs a unit.
+			if n, ok := x.(int64); ok && n == 0 {
+				return
+			}
+			c.bad(key, "needs a unit, e.g. \"%ss\"", Echo(v))
+			return
+		}
+	}
+	c.bad(key, "must be a string, got %s", Echo(v))
+}
+
+func (c *checker) bad(key, format string, args ...any) {
+	line, flag := c.s.where(key)
+	c.errs = append(c.errs, &Error{File: c.s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...)})
+}
+
+// err joins what was found, in file order, at most maxErrors of it.
+func (c *checker) err() error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(c.errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
+	out := make([]error, 0, min(len(c.errs), maxErrors)+1)
+	for i, e := range c.errs {
+		if i == maxErrors {
+			out = append(out, fmt.Errorf("%s: and %d more errors", c.s.Path, len(c.errs)-maxErrors))
+			break
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// keysInFileOrder lists a table's keys by the line they are written on,
+// so errors come in the order a reader meets them.
+func (c *checker) keysInFileOrder(key string, m map[string]any) []string {
+	keys := slices.Sorted(maps.Keys(m))
+	slices.SortStableFunc(keys, func(a, b string) int {
+		return cmp.Compare(c.s.Line(key+"."+quoteKeyPart(a)), c.s.Line(key+"."+quoteKeyPart(b)))
+	})
+	return keys
+}
+
+// fieldCache holds structFields' answers by type: a plan decodes the
+// same few structs once per design point.
+var fieldCache sync.Map // reflect.Type → map[string]reflect.StructField
+
+// structFields maps the toml keys of struct type t to its fields, the
+// fields of embedded structs included, as go-toml decodes them.
+func structFields(t reflect.Type) map[string]reflect.StructField {
+	if m, ok := fieldCache.Load(t); ok {
+		return m.(map[string]reflect.StructField)
+	}
+	m := buildStructFields(t)
+	fieldCache.Store(t, m)
+	return m
+}
+
+func buildStructFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && f.Tag.Get("toml") == "" && ft.Kind() == reflect.Struct {
+			for k, sf := range buildStructFields(ft) {
+				if _, shadowed := out[k]; !shadowed {
+					out[k] = sf
+				}
+			}
+			continue
+		}
+		if name := tagName(f); name != "" {
+			out[name] = f
+		}
+	}
+	return out
+}
+
+func minInt(t reflect.Type) int64 { return -1 << (t.Bits() - 1) }
+func maxInt(t reflect.Type) int64 { return 1<<(t.Bits()-1) - 1 }
+func maxUint(t reflect.Type) uint64 {
+	return math.MaxUint64 >> (64 - t.Bits())
+}
