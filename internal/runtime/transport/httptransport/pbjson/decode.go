@@ -167,7 +167,7 @@ func (d *Decoder) Bool() (bool, error) {
 }
 
 // digits reads an integer of JSON's grammar (an optional minus, no
-// leading zeros) that fits in a uint64 and is neither followed by a
+// leading zeros) whose magnitude fits in a uint64 and is neither followed by a
 // fraction or exponent nor by anything protojson would take as part of
 // the token. Other numbers are left to protojson.
 func (d *Decoder) digits() (neg bool, n uint64, err error) {
@@ -186,8 +186,13 @@ func (d *Decoder) digits() (neg bool, n uint64, err error) {
 	}
 	nd := i - start
 	switch {
-	case nd == 0, nd > 1 && b[start] == '0', nd > 19, i < len(b) && isNotDelim(b[i]):
+	case nd == 0, nd > 1 && b[start] == '0', nd > 20, i < len(b) && isNotDelim(b[i]):
 		return false, 0, ErrFallback
+	case nd == 20:
+		// Twenty digits may overflow, which the sum above does not see.
+		if n, err = strconv.ParseUint(string(b[start:i]), 10, 64); err != nil {
+			return false, 0, ErrFallback
+		}
 	}
 	d.pos = i
 	return neg, n, nil
@@ -242,8 +247,7 @@ func (d *Decoder) Uint32() (uint32, error) {
 	return uint32(n), nil
 }
 
-// Uint64 reads a uint64. Twenty-digit values are left to protojson, as
-// digits takes at most nineteen.
+// Uint64 reads a uint64.
 func (d *Decoder) Uint64() (uint64, error) {
 	neg, n, err := d.integer()
 	if err != nil || neg {
@@ -686,4 +690,6 @@ func (d *Decoder) Bools(dst []bool) ([]bool, error) { return readList(d, dst, (*
 func (d *Decoder) Strings(dst []string) ([]string, error) { return readList(d, dst, (*Decoder).String) }
 
 // BytesList appends an array of bytes values to dst.
-func (d *Decoder) BytesList(dst [][]byte) ([][]byte, error) { return readList(d, dst, (*Decoder).Bytes) }
+func (d *Decoder) BytesList(dst [][]byte) ([][]byte, error) {
+	return readList(d, dst, (*Decoder).Bytes)
+}
