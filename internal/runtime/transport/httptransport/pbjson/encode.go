@@ -142,26 +142,54 @@ func AppendMessage(b []byte, m proto.Message) ([]byte, error) {
 	return b, nil
 }
 
-// AppendInt32s appends a list of int32, sint32 or sfixed32 values.
+// AppendInt32s appends a list of int32, sint32 or sfixed32 values, having
+// made room for the longest, so that the loop never grows b.
 func AppendInt32s(b []byte, v []int32) []byte {
+	b = slices.Grow(b, 2+len(v)*len(",-2147483648"))
 	b = append(b, '[')
 	for i, x := range v {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendInt(b, int64(x), 10)
+		u := uint32(x)
+		if x < 0 {
+			b = append(b, '-')
+			u = -u
+		}
+		b = appendUint32(b, u)
 	}
 	return append(b, ']')
 }
 
+// pairs holds "00" to "99", for writing two digits at a time.
+const pairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendUint32 appends u in decimal, as strconv.AppendUint does, without
+// the detour through a buffer for the short numbers lists hold.
+func appendUint32(b []byte, u uint32) []byte {
+	switch {
+	case u < 10:
+		return append(b, byte('0'+u))
+	case u < 100:
+		return append(b, pairs[2*u], pairs[2*u+1])
+	case u < 1000:
+		r := u % 100
+		return append(b, byte('0'+u/100), pairs[2*r], pairs[2*r+1])
+	}
+	return strconv.AppendUint(b, uint64(u), 10)
+}
+
 // AppendUint32s appends a list of uint32 or fixed32 values.
 func AppendUint32s(b []byte, v []uint32) []byte {
+	b = slices.Grow(b, 2+len(v)*len(",4294967295"))
 	b = append(b, '[')
 	for i, x := range v {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = strconv.AppendUint(b, uint64(x), 10)
+		b = appendUint32(b, x)
 	}
 	return append(b, ']')
 }

@@ -18,7 +18,9 @@
 package pbjson
 
 import (
+	"bytes"
 	"errors"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -56,7 +58,30 @@ func Generated(m proto.Message) bool {
 }
 
 // Marshal returns m in protojson's form.
-func Marshal(m proto.Message) ([]byte, error) { return MarshalAppend(nil, m) }
+func Marshal(m proto.Message) ([]byte, error) {
+	if _, ok := m.(Message); !ok {
+		return protojson.Marshal(m)
+	}
+	// Encode into a reused buffer and copy out the result: one
+	// allocation of the right size, where appending to nil would grow
+	// and copy a large message a dozen times.
+	bp := buffers.Get().(*[]byte)
+	buf, err := MarshalAppend((*bp)[:0], m)
+	var out []byte
+	if err == nil {
+		out = bytes.Clone(buf)
+	}
+	if cap(buf) <= maxPooled {
+		*bp = buf[:0]
+		buffers.Put(bp)
+	}
+	return out, err
+}
+
+// buffers holds Marshal's buffers, up to maxPooled bytes each.
+var buffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooled = 16 << 20
 
 // MarshalAppend appends m in protojson's form to b.
 func MarshalAppend(b []byte, m proto.Message) ([]byte, error) {
