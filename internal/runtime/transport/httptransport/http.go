@@ -19,6 +19,11 @@
 // gRPC does; headers that describe the HTTP exchange rather than the call
 // (Content-Type, User-Agent, Accept and the like) do not.
 //
+// Bodies are read and written by the codec that ServerOptions.Codec and
+// DialOptions.Codec name (deploy.http_codec): "fast", the code
+// protoc-gen-go-svclab generates for each message (package pbjson), or
+// "protojson". Both write and read the same JSON, protojson's mapping.
+//
 // Importing the package registers the transport.
 package httptransport
 
