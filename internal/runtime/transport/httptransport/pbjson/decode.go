@@ -604,34 +604,29 @@ func (d *Decoder) Skip() error {
 // as a string, as protojson does (strconv in base 10).
 func MapKeyInt32(name []byte) (int32, error) {
 	n, err := strconv.ParseInt(string(name), 10, 32)
-	if err != nil {
-		return 0, ErrFallback
-	}
-	return int32(n), nil
+	return int32(n), keyErr(err)
 }
 
 func MapKeyInt64(name []byte) (int64, error) {
 	n, err := strconv.ParseInt(string(name), 10, 64)
-	if err != nil {
-		return 0, ErrFallback
-	}
-	return n, nil
+	return n, keyErr(err)
 }
 
 func MapKeyUint32(name []byte) (uint32, error) {
 	n, err := strconv.ParseUint(string(name), 10, 32)
-	if err != nil {
-		return 0, ErrFallback
-	}
-	return uint32(n), nil
+	return uint32(n), keyErr(err)
 }
 
 func MapKeyUint64(name []byte) (uint64, error) {
 	n, err := strconv.ParseUint(string(name), 10, 64)
+	return n, keyErr(err)
+}
+
+func keyErr(err error) error {
 	if err != nil {
-		return 0, ErrFallback
+		return ErrFallback
 	}
-	return n, nil
+	return nil
 }
 
 func MapKeyBool(name []byte) (bool, error) {

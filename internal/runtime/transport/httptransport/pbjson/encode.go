@@ -194,65 +194,39 @@ func AppendUint32s(b []byte, v []uint32) []byte {
 	return append(b, ']')
 }
 
-// AppendInt64s appends a list of int64, sint64 or sfixed64 values.
-func AppendInt64s(b []byte, v []int64) []byte {
+// appendList appends v as an array, each element written by one.
+func appendList[T any](b []byte, v []T, one func([]byte, T) []byte) []byte {
 	b = append(b, '[')
 	for i, x := range v {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = AppendQuotedInt(b, x)
+		b = one(b, x)
 	}
 	return append(b, ']')
 }
 
+// AppendInt64s appends a list of int64, sint64 or sfixed64 values.
+func AppendInt64s(b []byte, v []int64) []byte { return appendList(b, v, AppendQuotedInt) }
+
 // AppendUint64s appends a list of uint64 or fixed64 values.
-func AppendUint64s(b []byte, v []uint64) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendQuotedUint(b, x)
-	}
-	return append(b, ']')
-}
+func AppendUint64s(b []byte, v []uint64) []byte { return appendList(b, v, AppendQuotedUint) }
 
 // AppendFloat32s appends a list of float values.
 func AppendFloat32s(b []byte, v []float32) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendFloat(b, float64(x), 32)
-	}
-	return append(b, ']')
+	return appendList(b, v, func(b []byte, x float32) []byte { return AppendFloat(b, float64(x), 32) })
 }
 
 // AppendFloat64s appends a list of double values.
 func AppendFloat64s(b []byte, v []float64) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendFloat(b, x, 64)
-	}
-	return append(b, ']')
+	return appendList(b, v, func(b []byte, x float64) []byte { return AppendFloat(b, x, 64) })
 }
 
 // AppendBools appends a list of bool values.
-func AppendBools(b []byte, v []bool) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendBool(b, x)
-	}
-	return append(b, ']')
-}
+func AppendBools(b []byte, v []bool) []byte { return appendList(b, v, AppendBool) }
+
+// AppendBytesList appends a list of bytes values.
+func AppendBytesList(b []byte, v [][]byte) []byte { return appendList(b, v, AppendBytes) }
 
 // AppendStrings appends a list of strings.
 func AppendStrings(b []byte, v []string) ([]byte, error) {
@@ -267,18 +241,6 @@ func AppendStrings(b []byte, v []string) ([]byte, error) {
 		}
 	}
 	return append(b, ']'), nil
-}
-
-// AppendBytesList appends a list of bytes values.
-func AppendBytesList(b []byte, v [][]byte) []byte {
-	b = append(b, '[')
-	for i, x := range v {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = AppendBytes(b, x)
-	}
-	return append(b, ']')
 }
 
 // SortedKeys returns m's keys in the order protojson writes map entries:
