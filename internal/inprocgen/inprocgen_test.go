@@ -1,47 +1,15 @@
 package inprocgen_test
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/compiler/protogen"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protodesc"
-	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/descriptorpb"
 	"google.golang.org/protobuf/types/pluginpb"
 
 	"github.com/svclab/svclab/internal/inprocgen"
-	"github.com/svclab/svclab/proto/chain"
-	"github.com/svclab/svclab/proto/echo"
-	"github.com/svclab/svclab/proto/rpcops"
-	"github.com/svclab/svclab/proto/selector"
 )
-
-// request is the CodeGeneratorRequest buf sends for files, rebuilt from
-// the descriptors compiled into the generated packages (which carry the
-// go_package buf's managed mode set).
-func request(files ...protoreflect.FileDescriptor) *pluginpb.CodeGeneratorRequest {
-	req := &pluginpb.CodeGeneratorRequest{Parameter: proto.String("paths=source_relative")}
-	seen := map[string]bool{}
-	var add func(fd protoreflect.FileDescriptor)
-	add = func(fd protoreflect.FileDescriptor) {
-		if seen[fd.Path()] {
-			return
-		}
-		seen[fd.Path()] = true
-		for i := range fd.Imports().Len() {
-			add(fd.Imports().Get(i).FileDescriptor)
-		}
-		req.ProtoFile = append(req.ProtoFile, protodesc.ToFileDescriptorProto(fd))
-	}
-	for _, fd := range files {
-		add(fd)
-		req.FileToGenerate = append(req.FileToGenerate, fd.Path())
-	}
-	return req
-}
 
 func generate(t *testing.T, req *pluginpb.CodeGeneratorRequest) map[string]string {
 	t.Helper()
@@ -61,31 +29,6 @@ func generate(t *testing.T, req *pluginpb.CodeGeneratorRequest) map[string]strin
 		out[f.GetName()] = f.GetContent()
 	}
 	return out
-}
-
-// TestCommittedFilesUpToDate regenerates the project's _svclab.pb.go files
-// and compares them with the committed ones: a change to the generator or
-// a .proto without `make proto` fails here.
-func TestCommittedFilesUpToDate(t *testing.T) {
-	got := generate(t, request(echo.File_echo_echo_proto, chain.File_chain_chain_proto, rpcops.File_rpcops_rpcops_proto, selector.File_selector_selector_proto))
-	root := filepath.Join("..", "..", "proto")
-	onDisk, err := filepath.Glob(filepath.Join(root, "*", "*_svclab.pb.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got) != len(onDisk) {
-		t.Errorf("generator wrote %d files, proto/ holds %d: %v", len(got), len(onDisk), onDisk)
-	}
-	for name, content := range got {
-		b, err := os.ReadFile(filepath.Join(root, name))
-		if err != nil {
-			t.Errorf("%s: %v (run make proto)", name, err)
-			continue
-		}
-		if string(b) != content {
-			t.Errorf("proto/%s is stale: run make proto", name)
-		}
-	}
 }
 
 // TestSkips: a file with no service, or only streaming methods, gets no

@@ -33,6 +33,11 @@ type Topology struct {
 	// Network is the listener network of the transport, "tcp" or "unix";
 	// empty when the transport cannot leave the process (inproc).
 	Network string
+	// HTTPCodec is how the http transport reads and writes JSON
+	// (deploy.http_codec): spec.HTTPCodecFast or spec.HTTPCodecProtojson.
+	// Hosts and the client of the entry pass it to the transport as
+	// transport.ServerOptions.Codec and DialOptions.Codec.
+	HTTPCodec string
 	// Placement is the name of the chosen placement.
 	Placement string
 	Groups    []Group
@@ -141,6 +146,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		App:          app,
 		Config:       cfg,
 		Transport:    s.Deploy.Transport,
+		HTTPCodec:    s.Deploy.HTTPCodec,
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),

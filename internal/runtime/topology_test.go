@@ -247,3 +247,18 @@ func TestPayloadSizes(t *testing.T) {
 		}
 	}
 }
+
+func TestResolveCarriesHTTPCodec(t *testing.T) {
+	for _, tc := range []struct{ spec, want string }{
+		{"[app]\nname = \"select\"\n[deploy]\ntransport = \"http\"\nplacement = \"split\"\n", spec.HTTPCodecFast},
+		{"[app]\nname = \"select\"\n[deploy]\ntransport = \"http\"\nplacement = \"split\"\nhttp_codec = \"protojson\"\n", spec.HTTPCodecProtojson},
+	} {
+		p, err := runtime.Resolve(parse(t, tc.spec))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.HTTPCodec != tc.want {
+			t.Errorf("%q: HTTPCodec %q, want %q", tc.spec, p.HTTPCodec, tc.want)
+		}
+	}
+}

@@ -113,6 +113,9 @@ type Deploy struct {
 	Placements map[string][][]string `toml:"placements"`
 	// Network is "tcp", "unix", or empty for the transport's preference (tcp for every network transport).
 	Network string `toml:"network"`
+	// HTTPCodec is how the http transport reads and writes JSON: one of
+	// HTTPCodecs, HTTPCodecFast by default.
+	HTTPCodec string `toml:"http_codec"`
 	// StartTimeout bounds how long deployment may take.
 	StartTimeout Duration `toml:"start_timeout"`
 }
@@ -124,6 +127,17 @@ const (
 	DefaultPlacement    = "monolith"
 	DefaultStartTimeout = 20 * time.Second
 )
+
+// The values of deploy.http_codec: code generated for each message
+// (internal/jsongen), or protojson alone, so that the JSON library's cost
+// can be a factor.
+const (
+	HTTPCodecFast      = "fast"
+	HTTPCodecProtojson = "protojson"
+)
+
+// HTTPCodecs lists the values of deploy.http_codec, the default first.
+var HTTPCodecs = []string{HTTPCodecFast, HTTPCodecProtojson}
 
 // Duration is a time.Duration written in TOML as a string such as "30s".
 type Duration time.Duration
@@ -286,6 +300,12 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if n := s.Deploy.Network; n != "tcp" && n != "unix" && (n != "" || s.written("deploy.network")) {
 		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n)
+	}
+	if !s.written("deploy.http_codec") {
+		s.Deploy.HTTPCodec = HTTPCodecFast
+	}
+	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
+		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	return nil
 }

@@ -57,6 +57,9 @@ func TestParseGood(t *testing.T) {
 	if got := s.Deploy.Placements["two"]; len(got) != 2 || got[1][1] != "hop3" {
 		t.Errorf("placements = %v", s.Deploy.Placements)
 	}
+	if s.Deploy.HTTPCodec != HTTPCodecFast {
+		t.Errorf("deploy.http_codec left out = %q, want %q", s.Deploy.HTTPCodec, HTTPCodecFast)
+	}
 	if s.Deploy.Deployer != "local" || s.Deploy.StartTimeout.D() != DefaultStartTimeout {
 		t.Errorf("defaults not applied: %+v", s.Deploy)
 	}
@@ -95,6 +98,8 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"unknown deploy key", "[deploy]\ntransprot = \"grpc\"\n", `x.toml:2: deploy.transprot: unknown key (did you mean "transport"?)`},
 		{"wrong type", "[deploy]\n\ntransport = 5\n", "x.toml:3: deploy.transport:"},
 		{"bad network", "[deploy]\nnetwork = \"udp\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got "udp"`},
+		{"bad http codec", "[deploy]\ntransport = \"http\"\nhttp_codec = \"sonic\"\n", `x.toml:3: deploy.http_codec: must be "fast" or "protojson", got "sonic"`},
+		{"empty http codec", "[deploy]\nhttp_codec = \"\"\n", `x.toml:2: deploy.http_codec: must be "fast" or "protojson", got ""`},
 		{"bad duration", "[deploy]\nstart_timeout = \"soon\"\n", `x.toml:2: deploy.start_timeout`},
 		{"app name type", "[app]\nname = 3\n", "x.toml:2: app.name: must be a non-empty string"},
 		{"one level", "[experiment.factors]\n\"deploy.transport\" = [\"grpc\"]\n", `x.toml:2: experiment.factors."deploy.transport": a factor needs at least two levels, got 1`},
@@ -148,12 +153,15 @@ func TestWith(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := s.With(map[string]any{"deploy.transport": "grpc", "app.hops": int64(5), "load.duration": "2s"})
+	r, err := s.With(map[string]any{"deploy.transport": "grpc", "deploy.http_codec": "protojson", "app.hops": int64(5), "load.duration": "2s"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r.Deploy.Transport != "grpc" || s.Deploy.Transport != "http" {
 		t.Errorf("With changed the wrong spec: run %q, base %q", r.Deploy.Transport, s.Deploy.Transport)
+	}
+	if r.Deploy.HTTPCodec != HTTPCodecProtojson || s.Deploy.HTTPCodec != HTTPCodecFast {
+		t.Errorf("With: http_codec of run %q, of base %q", r.Deploy.HTTPCodec, s.Deploy.HTTPCodec)
 	}
 	var app appCfg
 	if err := r.Decode("app", &app); err != nil || app.Hops != 5 {

@@ -41,6 +41,10 @@ type ServerOptions struct {
 	// TLS, when set, makes the server speak TLS (mTLS when it asks for
 	// client certificates).
 	TLS *tls.Config
+	// Codec names the message encoding of a transport that offers a
+	// choice (deploy.http_codec for http); empty means its default.
+	// Transports without a choice ignore it.
+	Codec string
 }
 
 // DialOptions configure a Conn.
@@ -49,6 +53,8 @@ type DialOptions struct {
 	Interceptors []grpc.UnaryClientInterceptor
 	// TLS, when set, makes the client speak TLS.
 	TLS *tls.Config
+	// Codec is ServerOptions.Codec for the client side.
+	Codec string
 }
 
 // Transport carries calls across process boundaries.

@@ -19,6 +19,11 @@
 // gRPC does; headers that describe the HTTP exchange rather than the call
 // (Content-Type, User-Agent, Accept and the like) do not.
 //
+// Bodies are read and written by the codec that ServerOptions.Codec and
+// DialOptions.Codec name (deploy.http_codec): "fast", the code
+// protoc-gen-go-svclab generates for each message (package pbjson), or
+// "protojson". Both write and read the same JSON, protojson's mapping.
+//
 // Importing the package registers the transport.
 package httptransport
 
@@ -41,7 +46,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -89,17 +93,14 @@ func (Transport) Dial(ctx context.Context, network, addr string, opts transport.
 	return Dial(ctx, network, addr, opts)
 }
 
-var (
-	unmarshalOpts = protojson.UnmarshalOptions{DiscardUnknown: true}
-	marshalOpts   = protojson.MarshalOptions{}
-)
-
 // Server serves registered services over HTTP/1.1. It is an http.Handler
 // too, so its routes can be mounted in another server's mux.
 type Server struct {
 	table     dispatch.Table
 	intercept grpc.UnaryServerInterceptor
 	tls       *tls.Config
+	codec     codec
+	codecErr  error // an unknown ServerOptions.Codec, which Serve reports
 	hs        *http.Server
 	// stop ends every handler's context at Stop, even one whose connection
 	// the close has not yet been noticed on.
@@ -110,6 +111,7 @@ type Server struct {
 // NewServer returns a Server with no services.
 func NewServer(opts transport.ServerOptions) *Server {
 	s := &Server{intercept: dispatch.ChainServer(opts.Interceptors)}
+	s.codec, s.codecErr = codecNamed(opts.Codec)
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.TLS != nil {
 		s.tls = opts.TLS.Clone()
@@ -141,6 +143,9 @@ func (s *Server) GetServiceInfo() map[string]grpc.ServiceInfo { return s.table.G
 
 // Serve accepts connections on lis until Stop. It returns nil after Stop.
 func (s *Server) Serve(lis net.Listener) error {
+	if s.codecErr != nil {
+		return fmt.Errorf("http serve %s: %w", lis.Addr(), s.codecErr)
+	}
 	if s.tls != nil {
 		lis = tls.NewListener(lis, s.tls)
 	}
@@ -193,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if len(body) == 0 {
 			return nil // curl -X POST with no body means the empty message
 		}
-		if err := unmarshalOpts.Unmarshal(body, in.(proto.Message)); err != nil {
+		if err := s.codec.unmarshal(body, in.(proto.Message)); err != nil {
 			return status.Errorf(codes.InvalidArgument, "http: decoding %s request: %v", m.FullMethod, err)
 		}
 		return nil
@@ -203,7 +208,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, 0, status.Convert(dispatch.StatusError(err)))
 		return
 	}
-	out, err := marshalJSON(resp.(proto.Message))
+	out, err := s.codec.marshal(resp.(proto.Message))
 	if err != nil {
 		writeStatus(w, 0, status.Newf(codes.Internal, "http: encoding %s response: %v", m.FullMethod, err))
 		return
@@ -310,6 +315,7 @@ func decodeBinHeader(v string) ([]byte, error) {
 // rather than dialling.
 type Conn struct {
 	base      string // scheme://host, the method's path follows
+	codec     codec
 	client    *http.Client
 	transport *http.Transport
 	intercept grpc.UnaryClientInterceptor
@@ -320,6 +326,10 @@ type Conn struct {
 // demand; ctx bounds only Dial itself.
 func Dial(ctx context.Context, network, addr string, opts transport.DialOptions) (*Conn, error) {
 	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("http dial %s %s: %w", network, addr, err)
+	}
+	cd, err := codecNamed(opts.Codec)
+	if err != nil {
 		return nil, fmt.Errorf("http dial %s %s: %w", network, addr, err)
 	}
 	host := addr
@@ -347,6 +357,7 @@ func Dial(ctx context.Context, network, addr string, opts transport.DialOptions)
 	}
 	c := &Conn{
 		base:      scheme + "://" + host,
+		codec:     cd,
 		client:    &http.Client{Transport: t},
 		transport: t,
 		intercept: dispatch.ChainClient(opts.Interceptors),
@@ -368,7 +379,7 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	if err := ctx.Err(); err != nil {
 		return status.FromContextError(err).Err()
 	}
-	body, err := marshalJSON(args.(proto.Message))
+	body, err := c.codec.marshal(args.(proto.Message))
 	if err != nil {
 		return status.Errorf(codes.Internal, "http: encoding %s request: %v", method, err)
 	}
@@ -411,7 +422,7 @@ func (c *Conn) invoke(ctx context.Context, method string, args, reply any, _ *gr
 	if resp.StatusCode != http.StatusOK {
 		return responseStatus(resp, out).Err()
 	}
-	if err := unmarshalOpts.Unmarshal(out, reply.(proto.Message)); err != nil {
+	if err := c.codec.unmarshal(out, reply.(proto.Message)); err != nil {
 		return status.Errorf(codes.Internal, "http: decoding %s response: %v", method, err)
 	}
 	return nil

@@ -14,13 +14,16 @@ import (
 
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/httptransport"
+	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/proto/echo"
 )
 
 // serve starts an echo server and returns its base URL.
-func serve(t *testing.T) string {
+func serve(t *testing.T) string { return serveWith(t, transport.ServerOptions{}) }
+
+func serveWith(t *testing.T, opts transport.ServerOptions) string {
 	t.Helper()
-	s := httptransport.NewServer(transport.ServerOptions{})
+	s := httptransport.NewServer(opts)
 	echo.RegisterEchoServer(s, echo.Service{})
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,9 +35,14 @@ func serve(t *testing.T) string {
 }
 
 // TestPlainClient calls the server as curl would, to pin the wire format
-// that docs/TRANSPORTS.md documents.
+// that docs/TRANSPORTS.md documents, which both codecs speak.
 func TestPlainClient(t *testing.T) {
-	base := serve(t)
+	for _, codec := range spec.HTTPCodecs {
+		t.Run(codec, func(t *testing.T) { testPlainClient(t, serveWith(t, transport.ServerOptions{Codec: codec})) })
+	}
+}
+
+func testPlainClient(t *testing.T, base string) {
 	for _, tc := range []struct {
 		name, method, path, body string
 		wantHTTP                 int
@@ -44,6 +52,9 @@ func TestPlainClient(t *testing.T) {
 		{"ok", "POST", "/svclab.echo.Echo/Echo", `{"payload":"aGVsbG8="}`, 200, `"payload":"aGVsbG8="`, ""},
 		{"proto field names", "POST", "/svclab.echo.Echo/Echo", `{"payload":"aGk=","sleep_micros":"1"}`, 200, `"payload":"aGk="`, ""},
 		{"empty body", "POST", "/svclab.echo.Echo/Echo", ``, 200, `{}`, ""},
+		{"unknown field ignored", "POST", "/svclab.echo.Echo/Echo", `{"colour":{"a":[1]},"payload":"aGk="}`, 200, `"payload":"aGk="`, ""},
+		{"wrong type", "POST", "/svclab.echo.Echo/Echo", `{"failCode":"five"}`, 400, `"code":3`, "3"},
+		{"url-safe base64", "POST", "/svclab.echo.Echo/Echo", `{"payload":"-_8"}`, 200, `"payload":"+/8="`, ""},
 		{"not found", "POST", "/svclab.echo.Echo/Echo", `{"failCode":5}`, 404, `"code":5`, "5"},
 		{"deadline", "POST", "/svclab.echo.Echo/Echo", `{"failCode":4}`, 504, `"message":"echo: failing with DeadlineExceeded as asked"`, "4"},
 		{"bad json", "POST", "/svclab.echo.Echo/Echo", `{"payload":`, 400, `"code":3`, "3"},
