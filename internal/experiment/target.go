@@ -37,7 +37,7 @@ func TargetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment) (*load.
 	if pr.Runtime.InProcess() {
 		return gatewayTarget(ctx, cfg, dep.GatewayURL(), reqs)
 	}
-	conn, err := dep.Dial(ctx, transport.DialOptions{})
+	conn, err := dep.Dial(ctx, transport.DialOptions{Codec: pr.Runtime.HTTPCodec})
 	if err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}

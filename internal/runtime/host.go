@@ -95,11 +95,11 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			return nil, fmt.Errorf("app %s has no component %q", cfg.GetApp(), name)
 		}
 	}
-	sopts := transport.ServerOptions{Interceptors: mw.Server}
+	sopts := transport.ServerOptions{Interceptors: mw.Server, Codec: cfg.GetTransportOptions().GetHttpCodec()}
 	h := &host{
 		cfg:    cfg,
 		peers:  map[string]*balancer.Balancer{},
-		dopts:  transport.DialOptions{Interceptors: mw.Client},
+		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
 	}
 	// One channel per component, because several components of a group may

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -282,5 +283,72 @@ func testHostControl(t *testing.T, trName string) {
 	a.cancel()
 	if err := a.exited(t); err != nil {
 		t.Errorf("hop1 host after its context ended: %v, want nil", err)
+	}
+}
+
+// TestHostHTTPCodec checks that the host serves and dials with the codec its
+// config names: each known codec answers over the http transport, and an
+// unknown one stops the host with an error naming it.
+func TestHostHTTPCodec(t *testing.T) {
+	for _, tc := range []struct {
+		codec   string
+		wantErr bool
+	}{
+		{"", false}, {"fast", false}, {"protojson", false}, {"bogus", true},
+	} {
+		t.Run("codec="+tc.codec, func(t *testing.T) {
+			dir, err := os.MkdirTemp("", "svclab")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			ep := &hostv1.Endpoint{Transport: "http", Network: "unix", Addr: filepath.Join(dir, "hop1.sock")}
+			cfg := &hostv1.HostConfig{
+				Deployment: "test", App: chain.Name, ConfigJson: `{"hops":1,"payload":"small"}`, Transport: "http",
+				Group: "hop1", Components: []string{"hop1"}, Entry: "hop1",
+				Listeners:        map[string]*hostv1.Listener{"hop1": {Endpoint: ep}},
+				TransportOptions: &hostv1.TransportOptions{HttpCodec: tc.codec},
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- runtime.RunHost(ctx, cfg, runtime.Middleware{}) }()
+			if tc.wantErr {
+				select {
+				case err := <-done:
+					if err == nil || !strings.Contains(err.Error(), "bogus") {
+						t.Fatalf("host with codec %q ended with %v; want an error naming it", tc.codec, err)
+					}
+				case <-ctx.Done():
+					t.Fatalf("host with codec %q still running", tc.codec)
+				}
+				return
+			}
+			tr, err := transport.Lookup("http")
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn, err := tr.Dial(ctx, "unix", ep.GetAddr(), transport.DialOptions{Codec: tc.codec})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			var resp *chainpb.CallResponse
+			for {
+				resp, err = chainpb.NewHopClient(conn).Call(ctx, &chainpb.CallRequest{})
+				if err == nil || ctx.Err() != nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond) // the listener may not be up yet
+			}
+			if err != nil {
+				t.Fatalf("call over codec %q: %v", tc.codec, err)
+			}
+			if resp.GetText() == "" {
+				t.Error("empty answer")
+			}
+			cancel()
+			<-done
+		})
 	}
 }

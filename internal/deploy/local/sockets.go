@@ -119,6 +119,9 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hos
 		Entry:      p.Entry,
 		Peers:      map[string]*hostv1.EndpointSet{},
 		Control:    s.control[i],
+		TransportOptions: &hostv1.TransportOptions{
+			HttpCodec: p.HTTPCodec,
+		},
 	}
 	if i == p.EntryGroup() {
 		hc.Gateway = s.gateway

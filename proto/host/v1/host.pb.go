@@ -72,9 +72,11 @@ type HostConfig struct {
 	Peers map[string]*EndpointSet `protobuf:"bytes,10,rep,name=peers,proto3" json:"peers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Control is where the host serves the Control service, for its deployer
 	// only. Unset, the host serves none.
-	Control       *Listener `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Control *Listener `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
+	// TransportOptions tune the transports this host serves and dials.
+	TransportOptions *TransportOptions `protobuf:"bytes,12,opt,name=transport_options,json=transportOptions,proto3" json:"transport_options,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *HostConfig) Reset() {
@@ -184,6 +186,62 @@ func (x *HostConfig) GetControl() *Listener {
 	return nil
 }
 
+func (x *HostConfig) GetTransportOptions() *TransportOptions {
+	if x != nil {
+		return x.TransportOptions
+	}
+	return nil
+}
+
+// TransportOptions are the deploy keys that change how a transport encodes
+// or limits calls, the same for every host of a deployment.
+type TransportOptions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// HttpCodec is deploy.http_codec: "fast" (generated per-message code, the
+	// default when empty) or "protojson". Only the http transport and the
+	// gateway read it.
+	HttpCodec     string `protobuf:"bytes,1,opt,name=http_codec,json=httpCodec,proto3" json:"http_codec,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TransportOptions) Reset() {
+	*x = TransportOptions{}
+	mi := &file_host_v1_host_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TransportOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TransportOptions) ProtoMessage() {}
+
+func (x *TransportOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TransportOptions.ProtoReflect.Descriptor instead.
+func (*TransportOptions) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TransportOptions) GetHttpCodec() string {
+	if x != nil {
+		return x.HttpCodec
+	}
+	return ""
+}
+
 // Endpoint is where a component is served.
 type Endpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -199,7 +257,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_host_v1_host_proto_msgTypes[1]
+	mi := &file_host_v1_host_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -211,7 +269,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[1]
+	mi := &file_host_v1_host_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -224,7 +282,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{1}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Endpoint) GetTransport() string {
@@ -263,7 +321,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -275,7 +333,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -288,7 +346,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Listener) GetEndpoint() *Endpoint {
@@ -316,7 +374,7 @@ type EndpointSet struct {
 
 func (x *EndpointSet) Reset() {
 	*x = EndpointSet{}
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +386,7 @@ func (x *EndpointSet) String() string {
 func (*EndpointSet) ProtoMessage() {}
 
 func (x *EndpointSet) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +399,7 @@ func (x *EndpointSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSet.ProtoReflect.Descriptor instead.
 func (*EndpointSet) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EndpointSet) GetEndpoints() []*Endpoint {
@@ -360,7 +418,7 @@ type UpdatePeersRequest struct {
 
 func (x *UpdatePeersRequest) Reset() {
 	*x = UpdatePeersRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +430,7 @@ func (x *UpdatePeersRequest) String() string {
 func (*UpdatePeersRequest) ProtoMessage() {}
 
 func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +443,7 @@ func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePeersRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *UpdatePeersRequest) GetPeers() map[string]*EndpointSet {
@@ -403,7 +461,7 @@ type UpdatePeersResponse struct {
 
 func (x *UpdatePeersResponse) Reset() {
 	*x = UpdatePeersResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +473,7 @@ func (x *UpdatePeersResponse) String() string {
 func (*UpdatePeersResponse) ProtoMessage() {}
 
 func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +486,7 @@ func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePeersResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
 }
 
 type DrainRequest struct {
@@ -439,7 +497,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -451,7 +509,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -464,7 +522,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
 }
 
 type DrainResponse struct {
@@ -475,7 +533,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +545,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +558,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
 }
 
 type StopRequest struct {
@@ -511,7 +569,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -523,7 +581,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -536,7 +594,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
 }
 
 type StopResponse struct {
@@ -547,7 +605,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +617,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,14 +630,14 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
 }
 
 var File_host_v1_host_proto protoreflect.FileDescriptor
 
 const file_host_v1_host_proto_rawDesc = "" +
 	"\n" +
-	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\"\xe6\x04\n" +
+	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\"\xb5\x05\n" +
 	"\n" +
 	"HostConfig\x12\x1e\n" +
 	"\n" +
@@ -598,14 +656,18 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\agateway\x18\t \x01(\v2\x18.svclab.host.v1.ListenerR\agateway\x12;\n" +
 	"\x05peers\x18\n" +
 	" \x03(\v2%.svclab.host.v1.HostConfig.PeersEntryR\x05peers\x122\n" +
-	"\acontrol\x18\v \x01(\v2\x18.svclab.host.v1.ListenerR\acontrol\x1aV\n" +
+	"\acontrol\x18\v \x01(\v2\x18.svclab.host.v1.ListenerR\acontrol\x12M\n" +
+	"\x11transport_options\x18\f \x01(\v2 .svclab.host.v1.TransportOptionsR\x10transportOptions\x1aV\n" +
 	"\x0eListenersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.svclab.host.v1.ListenerR\x05value:\x028\x01\x1aU\n" +
 	"\n" +
 	"PeersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
-	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"V\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"1\n" +
+	"\x10TransportOptions\x12\x1d\n" +
+	"\n" +
+	"http_codec\x18\x01 \x01(\tR\thttpCodec\"V\n" +
 	"\bEndpoint\x12\x1c\n" +
 	"\ttransport\x18\x01 \x01(\tR\ttransport\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x12\n" +
@@ -644,44 +706,46 @@ func file_host_v1_host_proto_rawDescGZIP() []byte {
 	return file_host_v1_host_proto_rawDescData
 }
 
-var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_host_v1_host_proto_goTypes = []any{
 	(*HostConfig)(nil),          // 0: svclab.host.v1.HostConfig
-	(*Endpoint)(nil),            // 1: svclab.host.v1.Endpoint
-	(*Listener)(nil),            // 2: svclab.host.v1.Listener
-	(*EndpointSet)(nil),         // 3: svclab.host.v1.EndpointSet
-	(*UpdatePeersRequest)(nil),  // 4: svclab.host.v1.UpdatePeersRequest
-	(*UpdatePeersResponse)(nil), // 5: svclab.host.v1.UpdatePeersResponse
-	(*DrainRequest)(nil),        // 6: svclab.host.v1.DrainRequest
-	(*DrainResponse)(nil),       // 7: svclab.host.v1.DrainResponse
-	(*StopRequest)(nil),         // 8: svclab.host.v1.StopRequest
-	(*StopResponse)(nil),        // 9: svclab.host.v1.StopResponse
-	nil,                         // 10: svclab.host.v1.HostConfig.ListenersEntry
-	nil,                         // 11: svclab.host.v1.HostConfig.PeersEntry
-	nil,                         // 12: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*TransportOptions)(nil),    // 1: svclab.host.v1.TransportOptions
+	(*Endpoint)(nil),            // 2: svclab.host.v1.Endpoint
+	(*Listener)(nil),            // 3: svclab.host.v1.Listener
+	(*EndpointSet)(nil),         // 4: svclab.host.v1.EndpointSet
+	(*UpdatePeersRequest)(nil),  // 5: svclab.host.v1.UpdatePeersRequest
+	(*UpdatePeersResponse)(nil), // 6: svclab.host.v1.UpdatePeersResponse
+	(*DrainRequest)(nil),        // 7: svclab.host.v1.DrainRequest
+	(*DrainResponse)(nil),       // 8: svclab.host.v1.DrainResponse
+	(*StopRequest)(nil),         // 9: svclab.host.v1.StopRequest
+	(*StopResponse)(nil),        // 10: svclab.host.v1.StopResponse
+	nil,                         // 11: svclab.host.v1.HostConfig.ListenersEntry
+	nil,                         // 12: svclab.host.v1.HostConfig.PeersEntry
+	nil,                         // 13: svclab.host.v1.UpdatePeersRequest.PeersEntry
 }
 var file_host_v1_host_proto_depIdxs = []int32{
-	10, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
-	2,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
-	11, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
-	2,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
-	1,  // 4: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
-	1,  // 5: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
-	12, // 6: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
-	2,  // 7: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
-	3,  // 8: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	3,  // 9: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	4,  // 10: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
-	6,  // 11: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
-	8,  // 12: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
-	5,  // 13: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
-	7,  // 14: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
-	9,  // 15: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
-	13, // [13:16] is the sub-list for method output_type
-	10, // [10:13] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	11, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
+	3,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
+	12, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
+	3,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
+	1,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
+	2,  // 5: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
+	2,  // 6: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
+	13, // 7: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
+	3,  // 8: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
+	4,  // 9: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	4,  // 10: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	5,  // 11: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
+	7,  // 12: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
+	9,  // 13: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
+	6,  // 14: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
+	8,  // 15: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
+	10, // 16: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
+	14, // [14:17] is the sub-list for method output_type
+	11, // [11:14] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_host_v1_host_proto_init() }
@@ -695,7 +759,7 @@ func file_host_v1_host_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_host_v1_host_proto_rawDesc), len(file_host_v1_host_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
