@@ -89,10 +89,10 @@ type loadOptions struct {
 	quiet       bool
 	keys        []*keyValue
 
-	stdin   io.Reader   // for --body @-
-	notices []string    // printed to stderr before the run
-	by      setters     // what set each key, once config has run
-	spec    *spec.Spec  // the file read with -f, or nil
+	stdin   io.Reader  // for --body @-
+	notices []string   // printed to stderr before the run
+	by      setters    // what set each key, once config has run
+	spec    *spec.Spec // the file read with -f, or nil
 }
 
 // keyFlag is a flag of `svclab load` that stands for a key of the [load]
