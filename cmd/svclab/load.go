@@ -318,11 +318,11 @@ func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, err
 	if cfg.Target == "" {
 		return cfg, usageError{errors.New("no target: give a URL, e.g. svclab load --rate 100 http://127.0.0.1:8080/")}
 	}
-	if err := cfg.Validate(); err != nil {
-		return cfg, usageError{by.name(err, file)}
-	}
 	if o.given("call") && cfg.Protocol != load.GRPC {
 		return cfg, usageError{fmt.Errorf("--call names a gRPC method, but the protocol is %q; an HTTP method is -X", cfg.Protocol)}
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, usageError{by.name(err, file)}
 	}
 	if o.given("method") && cfg.Protocol == load.GRPC {
 		o.notices = append(o.notices, "-X/--method for a gRPC method is deprecated and will be removed; use --call, as ghz does")

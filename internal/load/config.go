@@ -345,6 +345,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Request != nil {
 		errs = append(errs, c.checkRequest("request", c.Request, nil)...)
+	} else if c.Flow == nil && c.Target != "" && c.protocol() == GRPC {
+		// A URL's default request is GET /; a gRPC target has none.
+		bad("request.method", "a gRPC target needs a method, such as \"svclab.echo.Echo/Echo\"")
 	}
 	if c.Flow != nil {
 		order := cmp.Or(c.Flow.Order, Sequence)
