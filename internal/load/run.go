@@ -335,10 +335,11 @@ loop:
 		// The loop is bounded by the clock, not only by the schedule:
 		// a generator that cannot keep up (a rate beyond what it can
 		// pace) would otherwise plan its way through every arrival of
-		// the window long after the window is over. What was not sent
-		// by the window's end never will be.
+		// the window long after the window is over. An arrival a little
+		// late at the window's end is still sent, its lag recorded; one
+		// not sent by lateSendGrace after the end never is.
 		now := r.now()
-		if now >= r.mend {
+		if now >= r.mend+lateSendGrace {
 			break
 		}
 		prev = ti
@@ -410,6 +411,10 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 }
 
 const maxSlack = int64(time.Millisecond)
+
+// lateSendGrace is how long after the window's end an open loop that fell
+// behind still sends the window's arrivals.
+const lateSendGrace = int64(100 * time.Millisecond)
 
 func clampI(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
 
