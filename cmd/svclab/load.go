@@ -89,10 +89,11 @@ type loadOptions struct {
 	quiet       bool
 	keys        []*keyValue
 
-	stdin   io.Reader  // for --body @-
-	notices []string   // printed to stderr before the run
-	by      setters    // what set each key, once config has run
-	spec    *spec.Spec // the file read with -f, or nil
+	stdin   io.Reader                                // for --body @-
+	open    func(name string) (io.ReadCloser, error) // for --body @FILE; os.Open when nil
+	notices []string                                 // printed to stderr before the run
+	by      setters                                  // what set each key, once config has run
+	spec    *spec.Spec                               // the file read with -f, or nil
 }
 
 // keyFlag is a flag of `svclab load` that stands for a key of the [load]
@@ -260,7 +261,11 @@ func bodyValue(o *loadOptions, val string) (any, error) {
 			r = os.Stdin
 		}
 	} else {
-		f, err := os.Open(name)
+		open := o.open
+		if open == nil {
+			open = func(name string) (io.ReadCloser, error) { return os.Open(name) }
+		}
+		f, err := open(name)
 		if err != nil {
 			return nil, err
 		}
