@@ -303,12 +303,16 @@ func (c *Config) Validate() error {
 		bad("requests", "must be >= 0, got %d", c.Requests)
 	}
 	number("spawn_rate", c.SpawnRate, 0, math.MaxFloat64, false)
-	if c.Connections < 0 || c.Connections > MaxConnections {
-		bad("connections", "must be between 0 and %d, got %d", MaxConnections, c.Connections)
+	whole := func(key string, v, hi int) {
+		switch {
+		case v < 0:
+			bad(key, "must be >= 0, got %d", v)
+		case v > hi:
+			bad(key, "must be at most %d, got %d", hi, v)
+		}
 	}
-	if c.MaxInflight < 0 || c.MaxInflight > MaxInflightLimit {
-		bad("max_inflight", "must be between 0 (the default, %d) and %d, got %d", DefaultMaxInflight, MaxInflightLimit, c.MaxInflight)
-	}
+	whole("connections", c.Connections, MaxConnections)
+	whole("max_inflight", c.MaxInflight, MaxInflightLimit)
 	var total time.Duration
 	for i, s := range c.Stages {
 		key := fmt.Sprintf("stages[%d]", i)
@@ -327,9 +331,7 @@ func (c *Config) Validate() error {
 				bad(key+".users", "applies to mode \"closed\" only")
 			}
 		} else {
-			if s.Users < 0 || s.Users > MaxUsers {
-				bad(key+".users", "must be between 0 and %d, got %d", MaxUsers, s.Users)
-			}
+			whole(key+".users", s.Users, MaxUsers)
 			if s.Rate != 0 {
 				bad(key+".rate", "applies to mode \"open\" only")
 			}
@@ -482,8 +484,10 @@ func checkHostPort(target, hostport string, needPort bool) error {
 
 var (
 	httpMethod = regexp.MustCompile(`^[A-Z]+$`)
-	// headerName is RFC 9110's token.
-	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	// notHeaderName finds what would break a request's framing in a
+	// header name: RFC 9110 allows a token only, but a server is the judge
+	// of the rest.
+	notHeaderName = regexp.MustCompile(`[\s:\x00-\x1f\x7f]`)
 )
 
 // checkRequest validates r; vars, when not nil, holds the variables earlier
@@ -528,7 +532,7 @@ func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []er
 		}
 	}
 	for _, h := range slices.Sorted(maps.Keys(r.Headers)) {
-		if !headerName.MatchString(h) {
+		if h == "" || notHeaderName.MatchString(h) {
 			bad("headers", "%s is not a header name", spec.Echo(h))
 		}
 		if strings.ContainsAny(r.Headers[h], "\r\n\x00") {
