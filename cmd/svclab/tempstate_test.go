@@ -148,59 +148,64 @@ seed = 1
 "deploy.transport" = ["grpc", "http"]
 `
 
-// startRun starts `svclab run` on spec with $TMPDIR tmp and waits until
-// its first run is measuring: its run directory in flight, its
-// deployment's and load generator's temp state in place.
-func startRun(t *testing.T, tmp, spec, results, mark string, extra ...string) (*exec.Cmd, *strings.Builder, string) {
+// runInFlight is a `svclab run` of tempSpec caught during its first run.
+type runInFlight struct {
+	tmp, spec, results, mark string
+	cmd                      *exec.Cmd
+	stderr                   *strings.Builder
+	inFlight                 string // the run's directory, runs/.tmp-ID
+}
+
+// startRun starts `svclab run` of tempSpec, with its own $TMPDIR and extra
+// flags, and waits until its first run is measuring: its run directory in
+// flight, its deployment's and load generator's temp state in place.
+func startRun(t *testing.T, extra ...string) *runInFlight {
 	t.Helper()
-	args := append([]string{"run", "--no-report", "--results", results}, extra...)
-	cmd := exec.Command(svclabBin, append(args, spec)...)
-	cmd.Env = append(os.Environ(), mark, "TMPDIR="+tmp)
-	stderr := new(strings.Builder)
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
+	dir := t.TempDir()
+	r := &runInFlight{tmp: shortTempDir(t), spec: filepath.Join(dir, "tmp.toml"), results: filepath.Join(dir, "results"),
+		mark: marker(t), stderr: new(strings.Builder)}
+	if err := os.WriteFile(r.spec, []byte(tempSpec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	var inFlight string
+	args := append([]string{"run", "--no-report", "--results", r.results}, extra...)
+	r.cmd = exec.Command(svclabBin, append(args, r.spec)...)
+	r.cmd.Env = append(os.Environ(), r.mark, "TMPDIR="+r.tmp)
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.cmd.Process.Kill(); _ = r.cmd.Wait() })
 	waitFor(t, 60*time.Second, "a run in flight with its temp state", func() bool {
-		m, _ := filepath.Glob(filepath.Join(results, "tmp-*", "runs", ".tmp-*"))
-		load, _ := filepath.Glob(filepath.Join(tmp, tempdir.Prefix+"*", "load-*", "latency.hlog"))
-		socks, _ := filepath.Glob(filepath.Join(tmp, tempdir.Prefix+"*", "*", "*.sock"))
+		m, _ := filepath.Glob(filepath.Join(r.results, "tmp-*", "runs", ".tmp-*"))
+		load, _ := filepath.Glob(filepath.Join(r.tmp, tempdir.Prefix+"*", "load-*", "latency.hlog"))
+		socks, _ := filepath.Glob(filepath.Join(r.tmp, tempdir.Prefix+"*", "*", "*.sock"))
 		if len(m) == 1 && len(load) == 1 && len(socks) > 0 {
-			inFlight = m[0]
+			r.inFlight = m[0]
 			return true
 		}
 		return false
 	})
-	return cmd, stderr, inFlight
+	return r
 }
 
 // TestKilledRunLeavesNoTempState kills `svclab run` with -9 during a run:
 // the next svclab command to start (any: here plan) removes the process's
 // temp state, and clean removes the run that was in flight.
 func TestKilledRunLeavesNoTempState(t *testing.T) {
-	tmp := shortTempDir(t)
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "tmp.toml")
-	if err := os.WriteFile(spec, []byte(tempSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	results := filepath.Join(dir, "results")
-	mark := marker(t)
-	cmd, _, inFlight := startRun(t, tmp, spec, results, mark)
+	r := startRun(t)
+	tmp, cmd, inFlight := r.tmp, r.cmd, r.inFlight
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	waitNoProcesses(t, mark, 5*time.Second)
+	waitNoProcesses(t, r.mark, 5*time.Second)
 	own, ok := processDirs(t, tmp)[cmd.Process.Pid]
 	if !ok {
 		t.Fatalf("the killed run's directory is gone before any sweep: the test proves nothing")
 	}
 
 	t.Logf("killed run left %s and %s", own, inFlight)
-	if _, stderr, code := svclab(t, context.Background(), []string{"TMPDIR=" + tmp}, "plan", spec); code != 0 {
+	if _, stderr, code := svclab(t, context.Background(), []string{"TMPDIR=" + tmp}, "plan", r.spec); code != 0 {
 		t.Fatalf("plan: exit %d\n%s", code, stderr)
 	}
 	if _, err := os.Stat(own); !errors.Is(err, os.ErrNotExist) {
@@ -210,9 +215,9 @@ func TestKilledRunLeavesNoTempState(t *testing.T) {
 		t.Errorf("left in $TMPDIR: %v", left)
 	}
 
-	stdout, stderr, code := svclab(t, context.Background(), []string{"TMPDIR=" + tmp}, "clean", results)
+	stdout, stderr, code := svclab(t, context.Background(), []string{"TMPDIR=" + tmp}, "clean", r.results)
 	if code != 0 || !strings.Contains(stdout, "removed "+inFlight+" (a run in flight when its svclab died)") {
-		t.Fatalf("clean %s: exit %d\n%s%s", results, code, stdout, stderr)
+		t.Fatalf("clean %s: exit %d\n%s%s", r.results, code, stdout, stderr)
 	}
 	if _, err := os.Stat(inFlight); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s survived clean (%v)", inFlight, err)
@@ -223,15 +228,8 @@ func TestKilledRunLeavesNoTempState(t *testing.T) {
 // command it prints to continue carries the --set flags the run was
 // started with, quoted for the shell, and its temp state is gone.
 func TestInterruptedRunResumeLine(t *testing.T) {
-	tmp := shortTempDir(t)
-	dir := t.TempDir()
-	spec := filepath.Join(dir, "tmp.toml")
-	if err := os.WriteFile(spec, []byte(tempSpec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	results := filepath.Join(dir, "results")
-	mark := marker(t)
-	cmd, stderr, inFlight := startRun(t, tmp, spec, results, mark, "--set", "load.rate=40", "--set", `load.request.headers={X-A = "a b"}`)
+	r := startRun(t, "--set", "load.rate=40", "--set", `load.request.headers={X-A = "a b"}`)
+	tmp, cmd, stderr, inFlight, spec, mark := r.tmp, r.cmd, r.stderr, r.inFlight, r.spec, r.mark
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
