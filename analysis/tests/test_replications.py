@@ -326,6 +326,24 @@ def test_s0_tables(tmp_path: Path) -> None:
     assert "| monolith | 10 | 100 (100–100) | 5.00 (5.00–5.00) | 50.0 | 12.5 | 0 of 3 |" in text
 
 
+def test_s0_tables_keep_to_grpc(tmp_path: Path) -> None:
+    # With deploy.transport a factor, the paper's placement comparison uses
+    # grpc's runs only: protorpc's, ten times faster here, must not be pooled in.
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        v = s0_values(lv, rep)
+        if lv["deploy.transport"] == "protorpc":
+            v["total"]["p95_ms"] /= 10
+        return v
+
+    d = write_store(tmp_path, "s0-granularity",
+                    [("deploy.placement", ["monolith", "two", "split"]),
+                     ("load.users", [10, 100]),
+                     ("deploy.transport", ["grpc", "protorpc"])], values, reps=3)
+    text = rp.build_section(rp.STUDIES["s0"], d)
+    row = next(ln for ln in text.splitlines() if ln.startswith("| split |"))
+    assert est_text([24.0 * (1 + 0.02 * r) for r in (1, 2, 3)]) in row
+
+
 # ---------------------------------------------------------------- the document
 
 

@@ -35,7 +35,7 @@ var replicationSmokes = []replicationSmoke{
 		key: "s4", spec: "s4-rpc.toml",
 		sets: []string{`experiment.factors."app.string_len"=[2,1024]`},
 		factors: map[string][]string{
-			"deploy.transport": {"grpc", "netrpc"},
+			"deploy.transport": {"grpc", "netrpc", "protorpc"},
 			"app.string_len":   {"2", "1024"},
 		},
 	},
@@ -53,6 +53,7 @@ var replicationSmokes = []replicationSmoke{
 		factors: map[string][]string{
 			"deploy.placement": {"monolith", "two", "split"},
 			"load.users":       {"2", "8"},
+			"deploy.transport": {"grpc", "protorpc"},
 		},
 	},
 }

@@ -151,7 +151,7 @@ var badSpecs = []badSpec{
 	{name: "durations that differ between points", src: okSpec + "[experiment.factors]\n\"load.warmup\" = [\"1s\", \"2s\"]\n", key: "experiment.factors", at: "[experiment.factors]", want: "every run must have the same warm-up and duration, but load.warmup=2s has 2s and 2s where load.warmup=1s has 1s and 2s"},
 
 	// Empty and unknown names.
-	{name: "empty transport", src: appT + "[deploy]\ntransport = \"\"\n" + loadT, key: "deploy.transport", at: "transport", want: `must not be empty: write one of inproc, grpc, http, netrpc, or leave the key out for "grpc"`},
+	{name: "empty transport", src: appT + "[deploy]\ntransport = \"\"\n" + loadT, key: "deploy.transport", at: "transport", want: `must not be empty: write one of inproc, grpc, http, netrpc, protorpc, or leave the key out for "grpc"`},
 	{name: "empty transport by flag", src: okSpec, sets: []string{"deploy.transport="}, key: "deploy.transport", flag: "--set deploy.transport=", want: "must not be empty"},
 	{name: "empty transport as a level", src: okSpec + "[experiment.factors]\n\"deploy.transport\" = [\"\", \"grpc\"]\n", key: "deploy.transport", at: `"deploy.transport"`, want: "must not be empty"},
 	{name: "empty placement", src: appT + "[deploy]\nplacement = \"\"\n" + loadT, key: "deploy.placement", at: "placement", want: `must not be empty: name a placement, or leave the key out for "monolith"`},
@@ -165,7 +165,7 @@ var badSpecs = []badSpec{
 	{name: "unknown design", src: okSpec + "[experiment]\ndesign = \"half\"\n", key: "experiment.design", at: "half", want: `got "half"`},
 	{name: "unknown order", src: okSpec + "[experiment]\norder = \"shuffled\"\n", key: "experiment.order", at: "shuffled", want: `got "shuffled"`},
 	{name: "unknown response", src: okSpec + "[experiment]\nresponse = \"p42\"\n", key: "experiment.response", at: "p42", want: "unknown metric"},
-	{name: "unknown transport", src: appT + "[deploy]\ntransport = \"quic\"\n" + loadT, key: "deploy.transport", at: "quic", want: `unknown transport "quic" (known: inproc, grpc, http, netrpc)`},
+	{name: "unknown transport", src: appT + "[deploy]\ntransport = \"quic\"\n" + loadT, key: "deploy.transport", at: "quic", want: `unknown transport "quic" (known: inproc, grpc, http, netrpc, protorpc)`},
 	{name: "unknown placement", src: appT + "[deploy]\nplacement = \"nowhere\"\n" + loadT, key: "deploy.placement", at: "nowhere", want: "unknown placement"},
 	{name: "unknown payload", src: appT + "payload = \"medium\"\n" + deployT + loadT, key: "app.payload", at: "medium", want: `must be "small" or "large"`},
 	{name: "unknown app", src: "[app]\nname = \"chian\"\n" + deployT + loadT, key: "app.name", at: "chian", want: "chian"},

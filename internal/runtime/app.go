@@ -5,7 +5,7 @@
 // A component is one implementation of one protobuf service. It reaches the
 // services it depends on only through the grpc.ClientConnInterface values the
 // host injects, so the same code runs whether its peers share its process
-// (the inproc transport) or sit behind grpc, http or netrpc.
+// (the inproc transport) or sit behind grpc, http, netrpc or protorpc.
 package runtime
 
 import (

@@ -103,7 +103,7 @@ type Deploy struct {
 	// deploy package checks the name, as the spec knows no deployer.
 	Deployer string `toml:"deployer"`
 	// Transport carries calls across groups: grpc (default), http, netrpc,
-	// or inproc when everything runs in one group.
+	// protorpc, or inproc when everything runs in one group.
 	Transport string `toml:"transport"`
 	// Placement names an entry of Placements, or one of the built-in
 	// placements "monolith" and "split".

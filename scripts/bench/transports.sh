@@ -52,13 +52,19 @@ END {
 	for (k = 1; k <= n; k++) {
 		name = order[k]
 		split(name, parts, "/")
-		bare = (parts[2] == "inproc") ? "rawtcp" : parts[2] "-bare"
-		target = (parts[2] == "inproc") ? 0.01 : 1.10
+		# inproc and protorpc wrap no library: their bare peer is raw TCP.
+		# protorpc is held to 2x the network floor for small messages only
+		# (its target); the others to 1.10x the library they wrap.
+		bare = (parts[2] == "inproc" || parts[2] == "protorpc") ? "rawtcp" : parts[2] "-bare"
+		target = (parts[2] == "inproc") ? 0.01 : (parts[2] == "protorpc") ? 2.00 : 1.10
 		r = median(name SUBSEP "p50-ratio")
+		shown = (target < 1 ? "<" : "<=") target
+		verdict = (r <= target ? "met" : "MISSED")
+		if (parts[2] == "protorpc" && parts[1] != "100B") { shown = "-"; verdict = "(no target)" }
 		printf "%-14s %10.3f %10.3f %12s %10.3f %10.3f %10.4f %8s  %s\n", name,
 			median(name SUBSEP "p50-us"), median(name SUBSEP "p99-us"), bare,
 			median(name SUBSEP "bare-p50-us"), median(name SUBSEP "bare-p99-us"), r,
-			(target < 1 ? "<" : "<=") target, (r <= target ? "met" : "MISSED")
+			shown, verdict
 		d = median(name SUBSEP "direct-p50-us")
 		if (d != "") printf "%-14s %10.3f %10s %12s\n", "  direct call", d, "", "(floor)"
 		f = median(name SUBSEP "stub-floor-p50-us")

@@ -840,6 +840,10 @@ def s2_section(exp: Experiment, claims: list[Claim]) -> str:
 def s0_section(exp: Experiment, claims: list[Claim]) -> str:
     metric = "p95_ms"
     df = response_table(exp, "total")
+    if "deploy.transport" in df.columns:
+        # The paper compares placements on one RPC system: grpc's runs stand
+        # in for it; protorpc's are a factor of svclab's own, not pooled in.
+        df = df[df["deploy.transport"].astype(str) == "grpc"]
     placements = _factor(exp, "deploy.placement", "monolith")
     users = _factor(exp, "load.users", "1")
     cores = (exp.meta.get("host") or {}).get("cores") or 2

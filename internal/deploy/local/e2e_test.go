@@ -135,7 +135,7 @@ func resolve(t *testing.T, body string) *runtime.Topology {
 // fully split, and checks answers, the gateway, deadlines and shutdown.
 func TestEndToEnd(t *testing.T) {
 	transports := runtime.Transports()
-	for _, want := range []string{"inproc", "grpc", "http", "netrpc"} {
+	for _, want := range []string{"inproc", "grpc", "http", "netrpc", "protorpc"} {
 		if !slices.Contains(transports, want) {
 			t.Errorf("transport %s is not registered (have %v)", want, transports)
 		}

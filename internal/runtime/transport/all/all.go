@@ -5,7 +5,8 @@
 package all
 
 import (
-	_ "github.com/svclab/svclab/internal/runtime/transport/grpctransport"   // registers "grpc"
-	_ "github.com/svclab/svclab/internal/runtime/transport/httptransport"   // registers "http"
-	_ "github.com/svclab/svclab/internal/runtime/transport/netrpctransport" // registers "netrpc"
+	_ "github.com/svclab/svclab/internal/runtime/transport/grpctransport"     // registers "grpc"
+	_ "github.com/svclab/svclab/internal/runtime/transport/httptransport"     // registers "http"
+	_ "github.com/svclab/svclab/internal/runtime/transport/netrpctransport"   // registers "netrpc"
+	_ "github.com/svclab/svclab/internal/runtime/transport/protorpctransport" // registers "protorpc"
 )

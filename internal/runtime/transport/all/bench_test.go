@@ -30,6 +30,8 @@ import (
 //	netrpc  svclab netrpc, beside net/rpc with gob and a hand-written method
 //	grpc    svclab grpc, beside grpc-go with a hand-written ServiceDesc
 //	http    svclab http (protojson), beside net/http with encoding/json
+//	protorpc svclab protorpc, beside rawtcp: protorpc wraps no library, so
+//	        its bare peer is the network floor itself
 //
 // svclab calls go through the generated stub. Every network peer serves on
 // loopback TCP in this process. The two of a pair take turns, call by call
@@ -52,6 +54,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		{svclabPeer(b, "netrpc"), netrpcBarePeer(b)},
 		{svclabPeer(b, "grpc"), grpcBarePeer(b)},
 		{svclabPeer(b, "http"), httpBarePeer(b)},
+		{svclabPeer(b, "protorpc"), rawTCPPeer(b)},
 	}
 	for _, size := range []struct {
 		name string

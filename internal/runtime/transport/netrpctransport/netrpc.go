@@ -51,6 +51,7 @@ import (
 
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/internal/dispatch"
+	"github.com/svclab/svclab/internal/runtime/transport/internal/netconn"
 )
 
 // Name is the deploy.transport value that selects this transport.
@@ -126,10 +127,7 @@ type Server struct {
 	base context.Context // ends at Stop, and with it every handler's context
 	stop context.CancelFunc
 
-	mu        sync.Mutex
-	stopped   bool
-	listeners map[net.Listener]bool
-	conns     map[net.Conn]bool
+	conns netconn.Acceptor
 
 	methods  sync.Map // full method name -> *messageTypes
 	inflight sync.Map // call ID -> context.CancelFunc, for calls that can be cancelled
@@ -142,8 +140,6 @@ func NewServer(opts transport.ServerOptions) *Server {
 		intercept: dispatch.ChainServer(opts.Interceptors),
 		tls:       opts.TLS,
 		rpc:       rpc.NewServer(),
-		listeners: map[net.Listener]bool{},
-		conns:     map[net.Conn]bool{},
 	}
 	s.table.OnRegister = s.registerService
 	s.base, s.stop = context.WithCancel(context.Background())
@@ -165,75 +161,19 @@ func (s *Server) GetServiceInfo() map[string]grpc.ServiceInfo { return s.table.G
 
 // Serve accepts connections on lis until Stop. It returns nil after Stop.
 func (s *Server) Serve(lis net.Listener) error {
-	s.mu.Lock()
-	if s.stopped {
-		s.mu.Unlock()
-		lis.Close()
-		return nil
+	err := s.conns.Serve(lis, s.tls, func(c net.Conn) {
+		s.rpc.ServeCodec(newServerCodec(s, c)) // closes c when the client goes away
+	})
+	if err != nil {
+		return fmt.Errorf("netrpc: %w", err)
 	}
-	s.listeners[lis] = true
-	s.mu.Unlock()
-	var delay time.Duration // backoff on temporary accept errors, as net/http does
-	for {
-		c, err := lis.Accept()
-		if err != nil {
-			s.mu.Lock()
-			stopped := s.stopped
-			s.mu.Unlock()
-			if stopped {
-				return nil
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-				time.Sleep(delay)
-				continue
-			}
-			return fmt.Errorf("netrpc accept on %s: %w", lis.Addr(), err)
-		}
-		delay = 0
-		if s.tls != nil {
-			c = tls.Server(c, s.tls)
-		}
-		if !s.track(c) {
-			c.Close()
-			return nil
-		}
-		go func() {
-			s.rpc.ServeCodec(newServerCodec(s, c)) // closes c when the client goes away
-			s.untrack(c)
-		}()
-	}
-}
-
-func (s *Server) track(c net.Conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped {
-		return false
-	}
-	s.conns[c] = true
-	return true
-}
-
-func (s *Server) untrack(c net.Conn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	s.mu.Unlock()
+	return nil
 }
 
 // Stop closes the listeners and connections and ends the context of every
 // call in progress.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	for l := range s.listeners {
-		l.Close()
-	}
-	for c := range s.conns {
-		c.Close()
-	}
-	s.mu.Unlock()
+	s.conns.Stop()
 	s.stop()
 }
 
@@ -394,26 +334,9 @@ func (c *Conn) rpcClient(ctx context.Context) (*rpc.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, c.network, c.addr)
+	nc, err := netconn.Dial(ctx, c.network, c.addr, c.tls)
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "netrpc: dial %s %s: %v", c.network, c.addr, err)
-	}
-	if c.tls != nil {
-		cfg := c.tls
-		if cfg.ServerName == "" {
-			cfg = cfg.Clone()
-			cfg.ServerName = "localhost"
-			if host, _, err := net.SplitHostPort(c.addr); err == nil && c.network != "unix" {
-				cfg.ServerName = host
-			}
-		}
-		tc := tls.Client(nc, cfg)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			nc.Close()
-			return nil, status.Errorf(codes.Unavailable, "netrpc: TLS handshake with %s: %v", c.addr, err)
-		}
-		nc = tc
+		return nil, status.Errorf(codes.Unavailable, "netrpc: %v", err)
 	}
 	c.client = rpc.NewClientWithCodec(newClientCodec(nc))
 	return c.client, nil
