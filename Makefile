@@ -45,6 +45,8 @@ test: build venv lint test-go test-py
 # time on a 2-core machine, so packages run one at a time.
 test-go: build
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load
+	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 5s ./cmd/svclab
 
 test-py: venv build
 	cd analysis && SVCLAB_BIN=$(BIN)/svclab $(VENV)/bin/pytest -q

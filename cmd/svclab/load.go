@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,15 +40,26 @@ Settings are the keys of a spec's [load] table. They come from the file given
 with -f, then --set load.KEY=VALUE, then flags, each later one winning; every
 flag but -f, --set, -o, --dir, --allow-remote and -q stands for one key
 (--rate is load.rate). The target must be on this machine (loopback) unless
---allow-remote is given. See docs/LOAD.md.`,
+--allow-remote is given. --users implies --mode closed, and --call (a gRPC
+method, as ghz names it) implies --protocol grpc.
+
+Exit status: 0 when the run completed; 1 when no request succeeded (the
+reason is printed) or the run failed; 2 for bad flags or settings, checked
+before anything is sent; 99 when a threshold ([load.thresholds]) was
+broken, as k6 does. See docs/LOAD.md.`,
 		Example: `  svclab load --rate 200 --duration 30s http://127.0.0.1:8080/cart
-  svclab load --mode closed --users 16 --think 50ms --url http://127.0.0.1:8080/
+  svclab load --users 16 --think 50ms --url http://127.0.0.1:8080/
   svclab load --stage ramp:10s:500 --stage step:20s:500 -o summary.json http://127.0.0.1:8080/
-  svclab load --protocol grpc --method svclab.echo.Echo/Echo --body '{"payload":"aGk="}' 127.0.0.1:9000
+  svclab load --call svclab.echo.Echo/Echo --body '{"payload":"aGk="}' --rate 100 127.0.0.1:9000
+  svclab load -X POST --body @order.json --rate 50 --set load.thresholds.p99_ms=50 http://127.0.0.1:8080/orders
   svclab load -f experiments/quickstart.toml --rate 50 --dir out/
   svclab load -f experiments/quickstart.toml --set load.arrival=poisson --dir out/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			o.stdin = cmd.InOrStdin()
 			cfg, err := o.config(cmd.Flags(), args)
+			for _, n := range o.notices {
+				fmt.Fprintln(cmd.ErrOrStderr(), "svclab load:", n)
+			}
 			if err != nil {
 				return err
 			}
@@ -76,6 +88,12 @@ type loadOptions struct {
 	allowRemote bool
 	quiet       bool
 	keys        []*keyValue
+
+	stdin   io.Reader                                // for --body @-
+	open    func(name string) (io.ReadCloser, error) // for --body @FILE; os.Open when nil
+	notices []string                                 // printed to stderr before the run
+	by      setters                                  // what set each key, once config has run
+	spec    *spec.Spec                               // the file read with -f, or nil
 }
 
 // keyFlag is a flag of `svclab load` that stands for a key of the [load]
@@ -91,33 +109,37 @@ type keyFlag struct {
 	// value; table is the [load] table so far. Nil for a flag whose last
 	// value is the key's.
 	value func(table *spec.Spec, vals []string) (any, error)
+	// read, when set, turns the flag's last value into the key's (--body
+	// @file reads the file).
+	read func(o *loadOptions, val string) (any, error)
 }
 
 var loadKeyFlags = []keyFlag{
-	{"url", "", "target", "target: an http:// URL (path and query included), or host:port for gRPC", nil},
-	{"mode", "", "mode", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`, nil},
-	{"protocol", "", "protocol", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`, nil},
-	{"rate", "", "rate", "open loop: arrivals per second", nil},
-	{"arrival", "", "arrival", `open loop: "constant" or "poisson"; default constant`, nil},
-	{"duration", "d", "duration", "measurement window (default 10s, or the stages' total)", nil},
-	{"warmup", "", "warmup", "load before the measurement, not recorded", nil},
-	{"users", "u", "users", "closed loop: virtual users", nil},
-	{"think", "", "think_time", "closed loop: fixed think time after each iteration", nil},
-	{"think-min", "", "think_min", "closed loop: think time drawn uniformly from [think-min, think-max]", nil},
-	{"think-max", "", "think_max", "closed loop: upper bound of the think time", nil},
-	{"spawn-rate", "", "spawn_rate", "closed loop: users started per second (0: all at once)", nil},
-	{"connections", "c", "connections", "connections shared by all requests (0: one per concurrent request)", nil},
-	{"max-inflight", "", "max_inflight", fmt.Sprintf("open loop: arrivals beyond this many outstanding are dropped (default %d)", load.DefaultMaxInflight), nil},
-	{"timeout", "", "timeout", fmt.Sprintf("per-request timeout (default %s)", load.DefaultTimeout), nil},
-	{"requests", "n", "requests", "stop after this many requests (or flows)", nil},
-	{"raw-samples", "", "raw_samples", "write every request to samples.parquet (needs --dir)", nil},
-	{"seed", "", "seed", "seed for Poisson arrivals, think times and weighted picks (0: from the clock)", nil},
-	{"stage", "", "stages", `load stage TYPE:DURATION:LEVEL, e.g. ramp:30s:500 (rate, or users in a closed loop); repeatable`, stagesValue},
-	{"method", "X", "request.method", "HTTP method (default GET), or the gRPC method package.Service/Method", nil},
-	{"body", "", "request.body", "request body; for gRPC the request message in JSON", nil},
-	{"body-base64", "", "request.body_base64", "gRPC request as serialized proto bytes, base64", nil},
-	{"header", "H", "request.headers", `request header "Name: value"; repeatable`, headersValue},
-	{"expect-status", "", "request.expect_status", "HTTP status that counts as success (default: any below 400)", nil},
+	{"url", "", "target", "target: an http:// URL (path and query included), or host:port for gRPC", nil, nil},
+	{"mode", "", "mode", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`, nil, nil},
+	{"protocol", "", "protocol", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`, nil, nil},
+	{"rate", "", "rate", "open loop: arrivals per second", nil, nil},
+	{"arrival", "", "arrival", `open loop: "constant" or "poisson"; default constant`, nil, nil},
+	{"duration", "d", "duration", "measurement window (default 10s, or the stages' total)", nil, nil},
+	{"warmup", "", "warmup", "load before the measurement, not recorded", nil, nil},
+	{"users", "u", "users", "closed loop: virtual users (implies --mode closed)", nil, nil},
+	{"think", "", "think_time", "closed loop: fixed think time after each iteration", nil, nil},
+	{"think-min", "", "think_min", "closed loop: think time drawn uniformly from [think-min, think-max]", nil, nil},
+	{"think-max", "", "think_max", "closed loop: upper bound of the think time", nil, nil},
+	{"spawn-rate", "", "spawn_rate", "closed loop: users started per second (0: all at once)", nil, nil},
+	{"connections", "c", "connections", "connections shared by all requests (0: one per concurrent request)", nil, nil},
+	{"max-inflight", "", "max_inflight", fmt.Sprintf("open loop: arrivals beyond this many outstanding are dropped (default %d)", load.DefaultMaxInflight), nil, nil},
+	{"timeout", "", "timeout", fmt.Sprintf("per-request timeout (default %s)", load.DefaultTimeout), nil, nil},
+	{"requests", "n", "requests", "stop after this many requests (or flows)", nil, nil},
+	{"raw-samples", "", "raw_samples", "write every request to samples.parquet (needs --dir)", nil, nil},
+	{"seed", "", "seed", "seed for Poisson arrivals, think times and weighted picks (0: from the clock)", nil, nil},
+	{"stage", "", "stages", `load stage TYPE:DURATION:LEVEL, e.g. ramp:30s:500 (rate, or users in a closed loop); repeatable`, stagesValue, nil},
+	{"call", "", "request.method", "gRPC method package.Service/Method, as ghz's --call (implies --protocol grpc)", nil, nil},
+	{"method", "X", "request.method", "HTTP method (default GET); for a gRPC method use --call", nil, nil},
+	{"body", "", "request.body", "request body; @FILE reads it from FILE and @- from stdin, as curl does; for gRPC the request message in JSON", nil, bodyValue},
+	{"body-base64", "", "request.body_base64", "gRPC request as serialized proto bytes, base64", nil, nil},
+	{"header", "H", "request.headers", `request header "Name: value"; repeatable`, headersValue, nil},
+	{"expect-status", "", "request.expect_status", "HTTP status that counts as success (default: any below 400)", nil, nil},
 }
 
 // keyValue is the pflag.Value of a keyFlag. It keeps what the user typed,
@@ -225,13 +247,52 @@ func headersValue(table *spec.Spec, vals []string) (any, error) {
 	return h, nil
 }
 
+// bodyValue reads --body as curl reads -d: @FILE is the file's bytes,
+// @- standard input's, anything else the text itself.
+func bodyValue(o *loadOptions, val string) (any, error) {
+	name, ok := strings.CutPrefix(val, "@")
+	if !ok {
+		return val, nil
+	}
+	var r io.Reader
+	if name == "-" {
+		r = o.stdin
+		if r == nil {
+			r = os.Stdin
+		}
+	} else {
+		open := o.open
+		if open == nil {
+			open = func(name string) (io.ReadCloser, error) { return os.Open(name) }
+		}
+		f, err := open(name)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		r = f
+	}
+	// One more byte than allowed tells a file at the limit from a longer one.
+	b, err := io.ReadAll(io.LimitReader(r, maxBodyFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", val, err)
+	}
+	if len(b) > maxBodyFile {
+		return nil, fmt.Errorf("%s is longer than %d MiB, more than a load test's request should be", val, maxBodyFile>>20)
+	}
+	return string(b), nil
+}
+
+// maxBodyFile bounds a body read with --body @FILE.
+const maxBodyFile = 64 << 20
+
 // config builds the [load] table from the file, then --set, then the key
 // flags, and decodes and validates it as a spec's: an error about a key a
 // flag or --set gave names that flag.
 func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, error) {
 	var cfg load.Config
 	if len(args) > 1 {
-		return cfg, usageError{fmt.Errorf("load takes at most one URL, got %d arguments", len(args))}
+		return cfg, usageError{fmt.Errorf("URL: give one target, got %d arguments: %s", len(args), spec.Echo(strings.Join(args, " ")))}
 	}
 	if len(args) == 1 {
 		if fs.Changed("url") {
@@ -249,6 +310,10 @@ func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, err
 	if err != nil {
 		return cfg, usageError{err}
 	}
+	if len(args) == 1 {
+		by["load.target"] = setter{name: "URL"}
+	}
+	o.by, o.spec = by, file
 	if err := table.Decode("load", &cfg); err != nil {
 		return cfg, usageError{by.name(err, file)}
 	}
@@ -258,14 +323,78 @@ func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, err
 	if cfg.Target == "" {
 		return cfg, usageError{errors.New("no target: give a URL, e.g. svclab load --rate 100 http://127.0.0.1:8080/")}
 	}
+	if o.given("call") && cfg.Protocol != load.GRPC {
+		return cfg, usageError{fmt.Errorf("--call names a gRPC method, but the protocol is %q; an HTTP method is -X", cfg.Protocol)}
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{by.name(err, file)}
+	}
+	if o.given("method") && cfg.Protocol == load.GRPC {
+		o.notices = append(o.notices, "-X/--method for a gRPC method is deprecated and will be removed; use --call, as ghz does")
+	}
+	if err := o.checkOutputs(); err != nil {
+		return cfg, usageError{err}
 	}
 	return cfg, nil
 }
 
+// given reports whether the key flag called name was given.
+func (o *loadOptions) given(name string) bool {
+	for i, kf := range loadKeyFlags {
+		if kf.name == name {
+			return len(o.keys[i].vals) > 0
+		}
+	}
+	return false
+}
+
+// checkOutputs checks that -o and --dir can be written before anything is
+// sent, rather than failing once the whole load has run.
+func (o *loadOptions) checkOutputs() error {
+	if o.out != "" && o.out != "-" {
+		if err := writable(o.out); err != nil {
+			return fmt.Errorf("-o %s: %w", o.out, err)
+		}
+	}
+	if o.dir != "" {
+		if err := os.MkdirAll(o.dir, 0o755); err != nil {
+			return fmt.Errorf("--dir %s: %w", o.dir, err)
+		}
+		f, err := os.CreateTemp(o.dir, ".svclab-probe-*")
+		if err != nil {
+			return fmt.Errorf("--dir %s: cannot write there: %w", o.dir, err)
+		}
+		f.Close()
+		os.Remove(f.Name())
+	}
+	return nil
+}
+
+// writable checks that path can be written as a file: an existing file
+// opened for writing (not truncated yet), or a new one created and
+// removed.
+func writable(path string) error {
+	if fi, err := os.Stat(path); err == nil {
+		if fi.IsDir() {
+			return errors.New("is a directory")
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			return err
+		}
+		return f.Close()
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(path)
+}
+
 // override applies --set, then the key flags, to table, and says which
-// flag set each key.
+// flag set each key. --users implies --mode closed and --call --protocol
+// grpc, unless the mode or protocol is given on the command line too.
 func (o *loadOptions) override(table *spec.Spec) (setters, error) {
 	by := setters{}
 	for _, a := range o.sets {
@@ -279,6 +408,24 @@ func (o *loadOptions) override(table *spec.Spec) (setters, error) {
 		}
 		by[key] = setter{name: "--set " + key}
 	}
+	if o.given("call") && o.given("method") {
+		return nil, errors.New("--call and -X/--method both name the method; give a gRPC method with --call, an HTTP one with -X")
+	}
+	for _, imp := range []struct{ flag, key, value, alone string }{
+		{"users", "load.mode", string(load.Closed), "mode"},
+		{"call", "load.protocol", string(load.GRPC), "protocol"},
+	} {
+		if !o.given(imp.flag) || o.given(imp.alone) || by[imp.key].name != "" {
+			continue
+		}
+		if imp.flag == "users" && o.given("rate") {
+			return nil, errors.New("--rate and --users: --rate drives an open loop, --users a closed one; give one, or --mode")
+		}
+		if err := table.SetValue(imp.key, imp.value); err != nil {
+			return nil, fmt.Errorf("--%s: %w", imp.flag, err)
+		}
+		by[imp.key] = setter{name: "--" + imp.flag}
+	}
 	request := "" // a flag that sets [load.request]
 	for i, kf := range loadKeyFlags {
 		kv := o.keys[i]
@@ -289,12 +436,19 @@ func (o *loadOptions) override(table *spec.Spec) (setters, error) {
 			v   any
 			err error
 		)
-		if kf.value != nil {
-			if v, err = kf.value(table, kv.vals); err != nil {
+		switch {
+		case kf.value != nil:
+			v, err = kf.value(table, kv.vals)
+		case kf.read != nil:
+			v, err = kf.read(o, kv.vals[len(kv.vals)-1])
+		default:
+			v = kv.last()
+		}
+		if err != nil {
+			if kf.value != nil {
 				return nil, fmt.Errorf("--%s %w", kf.name, err)
 			}
-		} else {
-			v = kv.last()
+			return nil, fmt.Errorf("--%s: %w", kf.name, err)
 		}
 		key := "load." + kf.key
 		if err := table.SetValue(key, v); err != nil {
@@ -364,12 +518,38 @@ func (by setters) name(err error, file *spec.Spec) error {
 			out = append(out, fmt.Errorf("%s: %s", label, msg))
 			continue
 		}
-		if ke != nil && file != nil {
-			p = file.Locate("load", ke)
+		if ke != nil {
+			// A key nobody wrote (users, for --mode closed) is named by
+			// the flag that gives it, as that is what the user can type.
+			// --call comes before -X in loadKeyFlags: an unset method
+			// is an error only for gRPC.
+			flag, fkey := flagFor(key)
+			inFile := false
+			if file != nil {
+				_, inFile = file.Lookup(fkey)
+			}
+			switch {
+			case flag != "" && (file == nil || !inFile):
+				p = fmt.Errorf("--%s: %s", flag, msg)
+			case file != nil:
+				p = file.Locate("load", ke)
+			}
 		}
 		out = append(out, p)
 	}
 	return errors.Join(out...)
+}
+
+// flagFor returns the key flag whose key holds key (the longest), and that
+// key in full.
+func flagFor(key string) (flag, flagKey string) {
+	for _, kf := range loadKeyFlags {
+		k := "load." + kf.key
+		if (key == k || strings.HasPrefix(key, k+".") || strings.HasPrefix(key, k+"[")) && len(k) > len(flagKey) {
+			flag, flagKey = kf.name, k
+		}
+	}
+	return flag, flagKey
 }
 
 // label names what the user typed to give key: "--rate", or
@@ -383,7 +563,17 @@ func (by setters) label(key string) (string, bool) {
 		}
 	}
 	if best == "" {
-		return "", false
+		// An error about a table names the --set that wrote into it
+		// (load.thresholds.operations."GET /x" for --set of its p99_ms).
+		for k := range by {
+			if strings.HasPrefix(k, key+".") && (best == "" || len(k) < len(best)) {
+				best = k
+			}
+		}
+		if best == "" {
+			return "", false
+		}
+		return by[best].name, true
 	}
 	s, rest := by[best], key[len(best):]
 	if rest == "" {
@@ -421,6 +611,19 @@ func elementOf(rest string) (int, string, bool) {
 	return i, strings.TrimPrefix(sub, "."), true
 }
 
+// exitThresholds is the exit status of a run that broke a threshold, as
+// k6 uses it.
+const exitThresholds = 99
+
+// exitError ends svclab with status code, after printing err.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e exitError) Error() string { return e.err.Error() }
+func (e exitError) Unwrap() error { return e.err }
+
 func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stderr io.Writer) error {
 	if !o.allowRemote {
 		if err := load.CheckLoopback(cfg.Target); err != nil {
@@ -429,15 +632,10 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 	}
 	target, err := load.NewTarget(cfg)
 	if err != nil {
-		return err
+		return usageError{o.by.name(err, o.spec)}
 	}
 	defer target.Close()
 	opt := load.Options{Dir: o.dir}
-	if o.dir != "" {
-		if err := os.MkdirAll(o.dir, 0o755); err != nil {
-			return fmt.Errorf("--dir: %w", err)
-		}
-	}
 	live := false
 	if f, ok := stderr.(*os.File); ok {
 		live = term.IsTerminal(int(f.Fd()))
@@ -462,9 +660,19 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 	if err := res.Table(stdout); err != nil {
 		return err
 	}
+	tot, _ := res.Op("total")
+	if cfg.Mode != load.Closed {
+		// rps counts the arrivals of the window; completions show whether
+		// the target kept up with them.
+		offered := ""
+		if len(cfg.Stages) == 0 {
+			offered = fmt.Sprintf("offered %s/s, ", strconv.FormatFloat(cfg.Rate, 'f', -1, 64))
+		}
+		fmt.Fprintf(stdout, "open loop: %ssent %.1f/s, completed %.1f/s within the window\n", offered, tot.RPS, tot.CompletedRPS)
+	}
 	if o.dir != "" {
 		if err := res.WriteDir(o.dir); err != nil {
-			return err
+			return fmt.Errorf("--dir: %w", err)
 		}
 	}
 	if o.out != "" {
@@ -482,5 +690,32 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 			return fmt.Errorf("-o: %w", err)
 		}
 	}
-	return runErr
+	if runErr != nil {
+		return runErr
+	}
+	breaches := cfg.Thresholds.Check(res.Summary)
+	for _, b := range breaches {
+		fmt.Fprintf(stderr, "threshold broken: %s\n", b)
+	}
+	if tot.Count == tot.Errors {
+		return noSuccess(tot)
+	}
+	if len(breaches) > 0 {
+		return exitError{exitThresholds, fmt.Errorf("%d threshold(s) of load.thresholds broken", len(breaches))}
+	}
+	return nil
+}
+
+// noSuccess says why a run in which no request succeeded failed.
+func noSuccess(tot load.Operation) error {
+	if tot.Count == 0 {
+		return errors.New("no request was sent in the measurement window; lengthen --duration or raise --rate")
+	}
+	var classes []string
+	for _, c := range slices.Sorted(maps.Keys(tot.ErrorsByClass)) {
+		if n := tot.ErrorsByClass[c]; n > 0 {
+			classes = append(classes, fmt.Sprintf("%s %d", c, n))
+		}
+	}
+	return fmt.Errorf("no request succeeded: all %d failed (%s)", tot.Count, strings.Join(classes, ", "))
 }

@@ -3,12 +3,18 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +41,7 @@ func TestLoadCommandErrors(t *testing.T) {
 		{"bad stage", []string{"--stage", "ramp:10s", url}, "TYPE:DURATION:LEVEL"},
 		{"bad mode", []string{"--mode", "half", "--rate", "1", url}, `--mode: must be "open" or "closed"`},
 		{"bad --set", []string{"--set", "load.rate=-1", url}, "--set load.rate: must be > 0, got -1"},
-		{"users in open loop", []string{"--rate", "1", "--users", "3", url}, `--users: applies to mode "closed"`},
+		{"users in open loop", []string{"--mode", "open", "--users", "3", url}, `--users: applies to mode "closed"`},
 		{"bad header", []string{"--rate", "1", "-H", "nocolon", url}, "want \"Name: value\""},
 		{"samples without dir", []string{"--rate", "1", "--raw-samples", url}, "--raw-samples needs --dir"},
 		{"two targets", []string{"--rate", "1", "--url", url, url}, "either as an argument or with --url"},
@@ -189,8 +195,14 @@ spawn_rate = 2.5`},
 			[]string{"--rate", "1", "-X", "POST", "--body", `{"n": 3}`, "-H", "X-A: 1", "-H", "X-B:two", "--expect-status", "201"},
 			[]string{"load.rate=1", "load.request.method=POST", `load.request.body='{"n": 3}'`, `load.request.headers={X-A="1", X-B="two"}`, "load.request.expect_status=201"},
 			"[load]\nrate = 1\n[load.request]\nmethod = \"POST\"\nbody = '{\"n\": 3}'\nheaders = {X-A = \"1\", X-B = \"two\"}\nexpect_status = 201"},
+		// --users implies a closed loop, as k6's --vus does.
+		{"users alone", []string{"-u", "4"}, []string{"load.mode=closed", "load.users=4"}, "mode = \"closed\"\nusers = 4"},
+		// --call implies gRPC, as ghz's --call names a gRPC method.
+		{"call alone", []string{"--call", "svclab.echo.Echo/Echo", "--rate", "1"},
+			[]string{"load.protocol=grpc", "load.request.method=svclab.echo.Echo/Echo", "load.rate=1"},
+			"[load]\nprotocol = \"grpc\"\nrate = 1\n[load.request]\nmethod = \"svclab.echo.Echo/Echo\""},
 		{"gRPC request",
-			[]string{"--protocol", "grpc", "--rate", "1", "--method", "svclab.echo.Echo/Echo", "--body-base64", "aGk="},
+			[]string{"--protocol", "grpc", "--rate", "1", "--call", "svclab.echo.Echo/Echo", "--body-base64", "aGk="},
 			[]string{"load.protocol=grpc", "load.rate=1", "load.request.method=svclab.echo.Echo/Echo", "load.request.body_base64=aGk="},
 			"[load]\nprotocol = \"grpc\"\nrate = 1\n[load.request]\nmethod = \"svclab.echo.Echo/Echo\"\nbody_base64 = \"aGk=\""},
 	}
@@ -302,7 +314,7 @@ func TestLoadFlagErrors(t *testing.T) {
 		{[]string{"--rate", "1", "-d", "soon"}, []string{"load.rate=1", "load.duration=soon"}, `--duration: not a duration (write e.g. "30s" or "1m30s"): "soon"`},
 		{[]string{"--rate", "1", "--timeout", "-1s"}, []string{"load.rate=1", "load.timeout=-1s"}, "--timeout: must not be negative, got -1s"},
 		{[]string{"--mode", "closed", "-u", "2.5"}, []string{"load.mode=closed", "load.users=2.5"}, "--users: must be a whole number, got 2.5"},
-		{[]string{"--rate", "1", "--users", "3"}, []string{"load.rate=1", "load.users=3"}, `--users: applies to mode "closed" only, got 3 with mode "open"`},
+		{[]string{"--mode", "open", "--rate", "1", "--users", "3"}, []string{"load.mode=open", "load.rate=1", "load.users=3"}, `--users: applies to mode "closed" only, got 3 with mode "open"`},
 		{[]string{"--rate", "1", "-X", "get"}, []string{"load.rate=1", "load.request.method=get"}, `--method: want an HTTP method such as GET or POST, got "get"`},
 		{[]string{"--rate", "1", "--expect-status", "42"}, []string{"load.rate=1", "load.request.expect_status=42"}, "--expect-status: must be an HTTP status 100-599, got 42"},
 		{[]string{"--rate", "1", "--raw-samples=maybe"}, []string{"load.rate=1", "load.raw_samples=maybe"}, "--raw-samples: must be true or false, got \"maybe\""},
@@ -339,5 +351,273 @@ func TestLoadFlagErrors(t *testing.T) {
 	_, err := loadConfig(t, "-f", badFile, url)
 	if want := badFile + ":2: load.rate: must be > 0, got -5"; err == nil || err.Error() != want {
 		t.Errorf("file error %v, want %s", err, want)
+	}
+}
+
+// errorClasses are the kinds of mistakes the corpus below makes, each
+// recognised by how its message reads after the flag it names.
+var errorClasses = map[string]*regexp.Regexp{
+	"type":     regexp.MustCompile(`must be a (number|whole number)|must be true or false|not a duration|needs a unit`),
+	"range":    regexp.MustCompile(`must be (> |>= |at most|between|a finite number)|must not be negative|out of range|an HTTP status`),
+	"enum":     regexp.MustCompile(`must be "[a-z0-9]+"(, "[a-z0-9]+")* or "`),
+	"target":   regexp.MustCompile(`URL|host:port|has no host|not on this machine|user info|space or control|out of range 1-65535|not supported|give one target`),
+	"conflict": regexp.MustCompile(`applies to|not both|either|give one|both name|but the protocol|but the file has`),
+	"missing":  regexp.MustCompile(`needs --dir|no target|needs a method`),
+	"syntax":   regexp.MustCompile(`want TYPE:DURATION:LEVEL|want "Name: value"|not a header name|want an HTTP method|not base64`),
+	"io":       regexp.MustCompile(`no such file|is a directory|not a directory|cannot write|read-only|permission denied`),
+	"unknown":  regexp.MustCompile(`unknown key|unknown flag|reads only the \[load\] table|no operation of this run`),
+}
+
+// TestLoadBadFlagCorpus runs svclab load with bad flag combinations, as a
+// careless user or a broken script would type them. Each must exit with
+// status 2 before sending anything, with an error that starts with the
+// flag (or argument) the user typed and reads as its class says.
+func TestLoadBadFlagCorpus(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	url := srv.URL + "/"
+	dir := t.TempDir()
+	aFile := writeFile(t, "file.txt", "x")
+	nanFile := writeFile(t, "nan.toml", "[load]\nrate = nan\n")
+	tests := badFlagCorpus(url, dir, aFile, nanFile)
+	if len(tests) < 40 {
+		t.Fatalf("the corpus has %d cases, want at least 40", len(tests))
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, stderr, code := svclab(t, ctx, nil, append([]string{"load", "-q"}, tt.args...)...)
+			msg := strings.TrimPrefix(strings.TrimSpace(stderr), "svclab: ")
+			if code != 2 || !strings.HasPrefix(msg, tt.flag) {
+				t.Fatalf("exit %d, error %q\nwant exit 2 and an error starting with %q", code, msg, tt.flag)
+			}
+			if re := errorClasses[tt.class]; !re.MatchString(msg) {
+				t.Errorf("error %q does not read as a %s error (%s)", msg, tt.class, re)
+			}
+		})
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the target got %d requests from bad invocations", n)
+	}
+}
+
+// TestLoadScriptable runs svclab load as a script would and checks what a
+// script reads: the exit status, the operation names, the completions.
+func TestLoadScriptable(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /svclab.chain.Hop/Call", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+		w.Write([]byte(`{}`))
+	})
+	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(30 * time.Millisecond)
+	})
+	srv := httptest.NewServer(mux) // anything else is a 404
+	defer srv.Close()
+	body := writeFile(t, "body.json", "{\"payload\": \"from a file\"}\n")
+	summary := func(t *testing.T, stdout string) (ops map[string]load.Operation) {
+		t.Helper()
+		i := strings.Index(stdout, "{\n")
+		var sum load.Summary
+		if i < 0 || json.Unmarshal([]byte(stdout[i:]), &sum) != nil {
+			t.Fatalf("no summary.json on stdout:\n%s", stdout)
+		}
+		ops = map[string]load.Operation{}
+		for _, o := range sum.Operations {
+			ops[o.Name] = o
+		}
+		return ops
+	}
+	run := func(t *testing.T, stdin string, args ...string) (string, string, int) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, svclabBin, append([]string{"load", "-q", "-o", "-"}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		var stdout, stderr strings.Builder
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatal(err)
+		}
+		return stdout.String(), stderr.String(), cmd.ProcessState.ExitCode()
+	}
+
+	t.Run("every request fails", func(t *testing.T) {
+		_, stderr, code := run(t, "", "-n", "20", "--rate", "200", srv.URL+"/nothing")
+		if code != 1 || !strings.Contains(stderr, "no request succeeded: all 20 failed (http_404 20)") {
+			t.Fatalf("exit %d, stderr %q; want exit 1 and why", code, stderr)
+		}
+	})
+	t.Run("operation named by the path requested, body from a file", func(t *testing.T) {
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		stdout, stderr, code := run(t, "", "-n", "10", "--rate", "200", "-X", "POST", "--body", "@"+body, srv.URL+"/svclab.chain.Hop/Call")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		if op, ok := summary(t, stdout)["POST /svclab.chain.Hop/Call"]; !ok || op.Count != 10 || op.Errors != 0 {
+			t.Errorf("operations %v: want POST /svclab.chain.Hop/Call, 10 ok", summary(t, stdout))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != 10 || bodies[0] != "{\"payload\": \"from a file\"}\n" {
+			t.Errorf("bodies sent: %q", bodies)
+		}
+	})
+	t.Run("body from stdin", func(t *testing.T) {
+		mu.Lock()
+		bodies = nil
+		mu.Unlock()
+		if _, stderr, code := run(t, `{"payload": "piped"}`, "-n", "3", "--rate", "100", "-X", "POST", "--body", "@-", srv.URL+"/svclab.chain.Hop/Call"); code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) != 3 || bodies[0] != `{"payload": "piped"}` {
+			t.Errorf("bodies sent: %q", bodies)
+		}
+	})
+	t.Run("users alone run a closed loop", func(t *testing.T) {
+		stdout, stderr, code := run(t, "", "--users", "4", "-n", "40", srv.URL+"/svclab.chain.Hop/Call", "-X", "POST")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		if tot := summary(t, stdout)["total"]; tot.Count != 40 || tot.Errors != 0 {
+			t.Errorf("total %+v, want 40 ok", tot)
+		}
+		if strings.Contains(stdout, "open loop:") {
+			t.Errorf("a closed loop reported as open:\n%s", stdout)
+		}
+	})
+	t.Run("completions per second", func(t *testing.T) {
+		// 1 connection to a server that takes 30 ms: at most ~33 answers
+		// a second, whatever the 100 offered.
+		stdout, stderr, code := run(t, "", "--rate", "100", "-d", "1s", "-c", "1", "--timeout", "5s", srv.URL+"/slow")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		tot := summary(t, stdout)["total"]
+		if tot.CompletedRPS <= 0 || tot.CompletedRPS > 40 || tot.RPS < 90 {
+			t.Errorf("rps %.1f, completed %.1f: want ~100 offered and at most ~33 completed", tot.RPS, tot.CompletedRPS)
+		}
+		if !strings.Contains(stdout, "open loop: offered 100/s, sent ") || !strings.Contains(stdout, "completed") {
+			t.Errorf("no completions line:\n%s", stdout)
+		}
+	})
+	t.Run("threshold broken", func(t *testing.T) {
+		_, stderr, code := run(t, "", "-n", "20", "--rate", "200", "-X", "POST", "--set", "load.thresholds.p50_ms=0.000001",
+			"--set", "load.thresholds.error_rate=0", srv.URL+"/svclab.chain.Hop/Call")
+		if code != 99 || !strings.Contains(stderr, "threshold broken: total: p50_ms ") || strings.Contains(stderr, "error_rate") {
+			t.Fatalf("exit %d, stderr %q; want 99 and the p50 breach only", code, stderr)
+		}
+	})
+	t.Run("thresholds hold", func(t *testing.T) {
+		_, stderr, code := run(t, "", "-n", "20", "--rate", "200", "-X", "POST", "--set", "load.thresholds.error_rate=0",
+			"--set", `load.thresholds.operations."POST /svclab.chain.Hop/Call".p99_ms=5000`, srv.URL+"/svclab.chain.Hop/Call")
+		if code != 0 {
+			t.Fatalf("exit %d, stderr %q", code, stderr)
+		}
+	})
+}
+
+// badFlag is one bad command line of svclab load, the class of its
+// mistake (errorClasses) and what its error must start with.
+type badFlag struct {
+	args  []string
+	class string
+	flag  string
+}
+
+// badFlagCorpus is the regression corpus of bad svclab load command
+// lines: url is a live target, dir a writable directory, aFile a regular
+// file and nanFile a spec whose [load] rate is nan (on line 2).
+func badFlagCorpus(url, dir, aFile, nanFile string) []badFlag {
+	return []badFlag{
+		{[]string{"--rate", "NaN", url}, "range", "--rate"},
+		{[]string{"--rate", "Inf", url}, "range", "--rate"},
+		{[]string{"--rate", "-Inf", url}, "range", "--rate"},
+		{[]string{"--rate", "1e12", url}, "range", "--rate"},
+		{[]string{"--rate", "0", url}, "range", "--rate"},
+		{[]string{"--rate", "-5", url}, "range", "--rate"},
+		{[]string{"--rate", "fast", url}, "type", "--rate"},
+		{[]string{"--rate", "1", "--duration", "6", url}, "type", "--duration"},
+		{[]string{"--rate", "1", "-d", "soon", url}, "type", "--duration"},
+		{[]string{"--rate", "1", "-d", "-3s", url}, "range", "--duration"},
+		{[]string{"--rate", "1", "--timeout", "1x", url}, "type", "--timeout"},
+		{[]string{"--rate", "1", "--mode", "", url}, "enum", "--mode"},
+		{[]string{"--rate", "1", "--protocol", "", url}, "enum", "--protocol"},
+		{[]string{"--rate", "1", "--arrival", "", url}, "enum", "--arrival"},
+		{[]string{"--rate", "1", "--mode", "half", url}, "enum", "--mode"},
+		{[]string{"--rate", "1", "--protocol", "ftp", url}, "enum", "--protocol"},
+		{[]string{"--rate", "1", "--arrival", "burst", url}, "enum", "--arrival"},
+		{[]string{"--users", "0", url}, "range", "--users"},
+		{[]string{"--users", "2.5", url}, "type", "--users"},
+		{[]string{"--users", "20000", url}, "range", "--users"},
+		{[]string{"-u", "-3", url}, "range", "--users"},
+		{[]string{"--mode", "closed", url}, "range", "--users"},
+		{[]string{"--rate", "1", "--users", "3", url}, "conflict", "--rate and --users"},
+		{[]string{"--mode", "open", "--users", "3", "--rate", "1", url}, "conflict", "--users"},
+		{[]string{"--mode", "closed", "--users", "1", "--rate", "5", url}, "conflict", "--rate"},
+		{[]string{"--users", "1", "--think", "5ms", "--think-min", "1ms", url}, "conflict", "--think"},
+		{[]string{"--users", "1", "--think-min", "20ms", "--think-max", "10ms", url}, "range", "--think-max"},
+		{[]string{"--users", "1", "--spawn-rate", "nan", url}, "range", "--spawn-rate"},
+		{[]string{"--rate", "1", "-c", "-1", url}, "range", "--connections"},
+		{[]string{"--rate", "1", "-c", "100000", url}, "range", "--connections"},
+		{[]string{"--rate", "1", "--max-inflight", "2000000", url}, "range", "--max-inflight"},
+		{[]string{"--rate", "1", "-n", "-1", url}, "range", "--requests"},
+		{[]string{"--rate", "1", "-n", "1.5", url}, "type", "--requests"},
+		{[]string{"--rate", "1", "--seed", "x", url}, "type", "--seed"},
+		{[]string{"--stage", "jump:10s:5", url}, "enum", `--stage "jump:10s:5": type`},
+		{[]string{"--stage", "ramp:10s", url}, "syntax", `--stage "ramp:10s"`},
+		{[]string{"--stage", "ramp:0s:5", url}, "range", `--stage "ramp:0s:5": duration`},
+		{[]string{"--stage", "ramp:10s:nan", url}, "range", `--stage "ramp:10s:nan": rate`},
+		{[]string{"--stage", "ramp:10s:1e9", url}, "range", `--stage "ramp:10s:1e9": rate`},
+		{[]string{"--rate", "1", "-H", "nocolon", url}, "syntax", `--header "nocolon"`},
+		{[]string{"--rate", "1", "-H", "X Y: 1", url}, "syntax", "--header"},
+		{[]string{"--rate", "1", "-X", "get", url}, "syntax", "--method"},
+		{[]string{"--rate", "1", "--expect-status", "42", url}, "range", "--expect-status"},
+		{[]string{"--rate", "1", "--raw-samples=maybe", url}, "type", "--raw-samples"},
+		{[]string{"--rate", "1", "--raw-samples", url}, "missing", "--raw-samples"},
+		{[]string{"--rate", "1"}, "missing", "no target"},
+		{[]string{"--rate", "1", "http://127.0.0.1:99999/"}, "target", "URL"},
+		{[]string{"--rate", "1", "http://127.0.0.1:9/a b"}, "target", "URL"},
+		{[]string{"--rate", "1", "https://127.0.0.1:9/"}, "target", "URL"},
+		{[]string{"--rate", "1", "127.0.0.1:9000"}, "target", "URL"},
+		{[]string{"--rate", "1", "http://u:p@127.0.0.1:9/"}, "target", "URL"},
+		{[]string{"--rate", "1", "--url", "http://127.0.0.1:0/"}, "target", "--url"},
+		{[]string{"--rate", "1", "http://10.9.8.7/"}, "target", "target"},
+		{[]string{"--rate", "1", url, url}, "target", "URL"},
+		{[]string{"--rate", "1", "--url", url, url}, "conflict", "give the target either"},
+		{[]string{"--rate", "1", "--protocol", "grpc", "--call", "a.B/C", "http://127.0.0.1:9000"}, "target", "URL"},
+		{[]string{"--rate", "1", "--call", "a.B/C", "http://127.0.0.1:9000"}, "target", "URL"},
+		{[]string{"--rate", "1", "--call", "a.B/C", "grpc://127.0.0.1:9000/a.B/C"}, "target", "URL"},
+		{[]string{"--rate", "1", "--protocol", "http", "--call", "a.B/C", url}, "conflict", "--call"},
+		{[]string{"--rate", "1", "--call", "a.B/C", "-X", "POST", "127.0.0.1:9000"}, "conflict", "--call and -X"},
+		{[]string{"--rate", "1", "--protocol", "grpc", "127.0.0.1:9000"}, "missing", "--call"},
+		{[]string{"--rate", "1", "--call", "a.B/C", "--body-base64", "!!", "127.0.0.1:9000"}, "syntax", "--body-base64"},
+		{[]string{"--rate", "1", "--body-base64", "aGk=", url}, "conflict", "--body-base64"},
+		{[]string{"--rate", "1", "--body", "@" + filepath.Join(dir, "none.json"), url}, "io", "--body"},
+		{[]string{"--rate", "1", "-o", filepath.Join(dir, "none", "s.json"), url}, "io", "-o"},
+		{[]string{"--rate", "1", "-o", dir, url}, "io", "-o"},
+		{[]string{"--rate", "1", "--dir", aFile, url}, "io", "--dir"},
+		{[]string{"--rate", "1", "--dir", "/proc/svclab-test", url}, "io", "--dir"},
+		{[]string{"--rate", "1", "--set", "load.rte=3", url}, "unknown", "--set load.rte"},
+		{[]string{"--rate", "1", "--set", "deploy.transport=http", url}, "unknown", "--set deploy.transport"},
+		{[]string{"--set", "load.rate=nan", url}, "range", "--set load.rate"},
+		{[]string{"--rate", "1", "--set", "load.thresholds.error_rate=2", url}, "range", "--set load.thresholds.error_rate"},
+		{[]string{"--rate", "1", "--set", `load.thresholds.operations."GET /x".p99_ms=5`, url}, "unknown", `--set load.thresholds.operations."GET /x".p99_ms`},
+		{[]string{"--rat", "1", url}, "unknown", "unknown flag: --rat"},
+		{[]string{"-f", nanFile, url}, "range", nanFile + ":2: load.rate"},
+		{[]string{"-f", filepath.Join(dir, "none.toml"), url}, "io", "--file"},
 	}
 }

@@ -59,6 +59,10 @@ func main() {
 		if errors.As(err, &ue) {
 			os.Exit(2)
 		}
+		var xe exitError
+		if errors.As(err, &xe) {
+			os.Exit(xe.code)
+		}
 		os.Exit(1)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -51,6 +52,9 @@ At the end it runs the analysis and prints the path of the report.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
 			}
 			if err != nil {
+				if errors.Is(err, experiment.ErrInterrupted) && out != nil && out.Dir != "" {
+					return resumeError(err, out.Dir, args[0], sets)
+				}
 				if errors.Is(err, experiment.ErrInterrupted) {
 					return err
 				}
@@ -79,4 +83,42 @@ At the end it runs the analysis and prints the path of the report.`,
 	f.BoolVar(&noReport, "no-report", false, "do not run the analysis at the end")
 	addSetFlag(c, &sets)
 	return c
+}
+
+// resumeError gives an interrupted run's error the whole command that
+// resumes it: --resume, every --set the run was started with (the spec
+// hash covers them, so a resume without them is refused), and the spec.
+func resumeError(err error, dir, specPath string, sets []string) error {
+	args := []string{"svclab", "run", "--resume", dir}
+	for _, s := range sets {
+		args = append(args, "--set", s)
+	}
+	// The runner's own line names the directory and the spec only.
+	msg, _, _ := strings.Cut(err.Error(), "; continue with: ")
+	return wrapped{msg + "; continue with: " + shellJoin(append(args, specPath)), err}
+}
+
+// wrapped is an error with its own message that still wraps err.
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w wrapped) Error() string { return w.msg }
+func (w wrapped) Unwrap() error { return w.err }
+
+// shellJoin writes args as a POSIX shell reads them back, each quoted
+// when it holds anything but safe characters.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("@%+=:,./_-", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }

@@ -154,7 +154,10 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 				prog.done()
 				return out, fmt.Errorf("%w during run %d (%s), which will be redone; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, r.ID, st.Dir, p.Spec.Path)
 			}
-			return out, err
+			// A run that could not be recorded (a full disk, say) failed.
+			out.Failed++
+			prog.done()
+			return out, fmt.Errorf("run %d (%s) failed: %w", r.Index, r.ID, err)
 		}
 		prog.finish(rf)
 		if rf.Status == "ok" {

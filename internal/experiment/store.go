@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // Store is one experiment's results directory (see docs/RESULTS.md).
@@ -152,7 +153,8 @@ func CreateStore(root string, ef ExperimentFile, now time.Time) (*Store, error) 
 }
 
 // OpenStore opens an existing results directory for --resume. It reads
-// experiment.json and removes the directories of runs that were in flight.
+// experiment.json and removes the directories of runs that were in flight
+// when their svclab died (CleanStore).
 func OpenStore(dir string) (*Store, *ExperimentFile, error) {
 	b, err := os.ReadFile(filepath.Join(dir, "experiment.json"))
 	if err != nil {
@@ -162,19 +164,39 @@ func OpenStore(dir string) (*Store, *ExperimentFile, error) {
 	if err := json.Unmarshal(b, &ef); err != nil {
 		return nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "experiment.json"), err)
 	}
-	st := &Store{Dir: dir}
-	entries, err := os.ReadDir(filepath.Join(dir, "runs"))
+	if _, err := CleanStore(dir); err != nil {
+		return nil, nil, err
+	}
+	return &Store{Dir: dir}, &ef, nil
+}
+
+// CleanStore removes the temporary directories of runs (runs/.tmp-ID)
+// whose writer is dead, and returns them. A run another live svclab is
+// still writing is an error: two processes must not run one experiment.
+func CleanStore(dir string) ([]string, error) {
+	runs := filepath.Join(dir, "runs")
+	entries, err := os.ReadDir(runs)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read runs: %w", err)
+		return nil, fmt.Errorf("read runs: %w", err)
 	}
+	self := tempdir.Self()
+	var removed []string
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), tmpPrefix) {
-			if err := os.RemoveAll(filepath.Join(dir, "runs", e.Name())); err != nil {
-				return nil, nil, fmt.Errorf("remove unfinished run %s: %w", e.Name(), err)
-			}
+		if !strings.HasPrefix(e.Name(), tmpPrefix) {
+			continue
 		}
+		path := filepath.Join(runs, e.Name())
+		// A directory with no owner record was left by a svclab that
+		// predates the record, or died between making it and writing it.
+		if dead, owner := tempdir.Orphaned(path, 0); !dead && owner != self {
+			return removed, fmt.Errorf("run %s in %s is being written by svclab %s, which is still running; wait for it to end or stop it", strings.TrimPrefix(e.Name(), tmpPrefix), dir, owner)
+		}
+		if err := os.RemoveAll(path); err != nil {
+			return removed, fmt.Errorf("remove unfinished run %s: %w", e.Name(), err)
+		}
+		removed = append(removed, path)
 	}
-	return st, &ef, nil
+	return removed, nil
 }
 
 // Committed lists the IDs of runs committed so far, sorted.
@@ -209,6 +231,10 @@ func (st *Store) BeginRun(id string) (*RunWriter, error) {
 	if err := os.Mkdir(tmp, 0o755); err != nil {
 		return nil, fmt.Errorf("create run directory: %w", err)
 	}
+	if err := tempdir.Claim(tmp); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
 	return &RunWriter{st: st, id: id, Dir: tmp}, nil
 }
 
@@ -218,8 +244,12 @@ func (w *RunWriter) WriteJSON(name string, v any) error {
 }
 
 // Commit fsyncs every file of the run and renames its directory into place,
-// so a run directory is either complete or absent.
+// so a run directory is either complete or absent. The owner record goes
+// first: a committed run has no writer.
 func (w *RunWriter) Commit() error {
+	if err := os.Remove(filepath.Join(w.Dir, tempdir.OwnerFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("commit run %s: %w", w.id, err)
+	}
 	entries, err := os.ReadDir(w.Dir)
 	if err != nil {
 		return fmt.Errorf("commit run %s: %w", w.id, err)

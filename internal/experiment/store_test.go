@@ -4,7 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -13,6 +17,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 func TestStoreCommitIsAtomic(t *testing.T) {
@@ -168,5 +173,63 @@ func TestResourceSampler(t *testing.T) {
 	back, err := parquet.ReadFile[ResourceRow](path)
 	if err != nil || len(back) != len(rs.Rows()) {
 		t.Errorf("read back %d rows, %v", len(back), err)
+	}
+}
+
+// TestCleanStore: reopening a store removes the runs in flight of a dead
+// svclab (or of one from before owner records), refuses to touch a run a
+// live one is writing, and a committed run keeps no owner record.
+func TestCleanStore(t *testing.T) {
+	st, err := CreateStore(t.TempDir(), ExperimentFile{Name: "demo"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.BeginRun("r001-abc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, err := tempdir.ReadOwner(w.Dir); err != nil || o != tempdir.Self() {
+		t.Fatalf("run in flight: owner %v, %v", o, err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(st.RunDir("r001-abc"), tempdir.OwnerFile)); !os.IsNotExist(err) {
+		t.Errorf("the committed run kept its owner record: %v", err)
+	}
+
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	live := exec.Command("sleep", "60")
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = live.Process.Kill(); _ = live.Wait() }()
+	inFlight := func(id string, owner int) string {
+		d := filepath.Join(st.Dir, "runs", tmpPrefix+id)
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if owner > 0 {
+			os.WriteFile(filepath.Join(d, tempdir.OwnerFile), []byte(strconv.Itoa(owner)+" 0\n"), 0o644)
+		}
+		return d
+	}
+	deadRun := inFlight("r002-def", dead.Process.Pid)
+	oldRun := inFlight("r003-fed", 0)
+	removed, err := CleanStore(st.Dir)
+	slices.Sort(removed)
+	if err != nil || !slices.Equal(removed, []string{deadRun, oldRun}) {
+		t.Errorf("CleanStore removed %q, %v; want %q", removed, err, []string{deadRun, oldRun})
+	}
+
+	liveRun := inFlight("r004-aaa", live.Process.Pid)
+	if _, _, err := OpenStore(st.Dir); err == nil || !strings.Contains(err.Error(), "is being written by svclab pid "+strconv.Itoa(live.Process.Pid)+", which is still running") {
+		t.Errorf("OpenStore with a live writer: %v", err)
+	}
+	if _, err := os.Stat(liveRun); err != nil {
+		t.Errorf("a live svclab's run was touched: %v", err)
 	}
 }

@@ -1,10 +1,14 @@
 package load
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -43,6 +47,55 @@ func TestConfigValidate(t *testing.T) {
 		{"flow dup names", Config{Rate: 1, Flow: &Flow{Steps: []Request{{Path: "/a"}, {Path: "/a"}}}}, "load.flow.steps[1].name"},
 		{"weighted needs weight", Config{Rate: 1, Flow: &Flow{Order: "weighted", Steps: []Request{{Path: "/a"}}}}, "load.flow.steps[0].weight"},
 		{"request and flow", Config{Rate: 1, Request: &Request{}, Flow: &Flow{Steps: []Request{{}}}}, "load.flow: set either"},
+
+		// Numbers that mean nothing, and numbers past the generator's limits.
+		{"NaN rate", Config{Rate: math.NaN()}, "load.rate: must be a finite number, got nan"},
+		{"Inf rate", Config{Rate: math.Inf(1)}, "load.rate: must be a finite number, got inf"},
+		{"rate past the pacer", Config{Rate: 1e12}, "load.rate: must be at most 100000 arrivals per second, what one generator can pace"},
+		{"rate at the limit", Config{Rate: MaxRate}, ""},
+		{"NaN stage rate", Config{Stages: []Stage{{Type: "ramp", Duration: 1, Rate: math.NaN()}}}, "load.stages[0].rate: must be a finite number, got nan"},
+		{"stage rate past the pacer", Config{Stages: []Stage{{Type: "ramp", Duration: 1, Rate: 2e5}}}, "load.stages[0].rate: must be at most 100000"},
+		{"too many users", Config{Mode: "closed", Users: MaxUsers + 1}, "load.users: must be at most 10000, got 10001"},
+		{"too many stage users", Config{Mode: "closed", Stages: []Stage{{Type: "step", Duration: 1, Users: 1e6}}}, "load.stages[0].users: must be at most 10000, got 1000000"},
+		{"too many connections", Config{Rate: 1, Connections: 1e6}, "load.connections: must be at most 10000, got 1000000"},
+		{"max_inflight past its limit", Config{Rate: 1, MaxInflight: 1e9}, "load.max_inflight: must be at most 1000000, got 1000000000"},
+		{"NaN spawn rate", Config{Mode: "closed", Users: 1, SpawnRate: math.NaN()}, "load.spawn_rate: must be a finite number"},
+		{"negative spawn rate", Config{Mode: "closed", Users: 1, SpawnRate: -1}, "load.spawn_rate: must be >= 0, got -1"},
+		{"NaN weight", Config{Rate: 1, Flow: &Flow{Order: "weighted", Steps: []Request{{Path: "/a", Weight: math.NaN()}}}}, "load.flow.steps[0].weight: must be a finite number"},
+		{"stages overflow", Config{Rate: 1, Stages: []Stage{
+			{Type: "step", Duration: Duration(math.MaxInt64 / 2), Rate: 1},
+			{Type: "step", Duration: Duration(math.MaxInt64 / 2), Rate: 1},
+			{Type: "step", Duration: Duration(math.MaxInt64 / 2), Rate: 1}}}, "load.stages: take more than 2562047h47m16.854775807s together"},
+		{"warm-up and window overflow", Config{Rate: 1, Warmup: Duration(math.MaxInt64 / 2), Duration: Duration(math.MaxInt64/2 + 2)}, "load.warmup: 1281023h53m38.427387903s of warm-up and"},
+		{"bad order", Config{Rate: 1, Flow: &Flow{Order: "random", Steps: []Request{{}}}}, `load.flow.order: must be "sequence" or "weighted", got "random"`},
+
+		// Targets checked as their protocol reads them.
+		{"port out of range", Config{Rate: 1, Target: "http://127.0.0.1:99999/"}, `load.target: port "99999" is out of range 1-65535`},
+		{"port 0", Config{Rate: 1, Target: "http://127.0.0.1:0/"}, `load.target: port "0" is out of range`},
+		{"space in URL", Config{Rate: 1, Target: "http://127.0.0.1:80/a b"}, "load.target: \"http://127.0.0.1:80/a b\" has a space or control character at position 22"},
+		{"grpc at an http URL", Config{Rate: 1, Protocol: "grpc", Target: "http://127.0.0.1:9000", Request: &Request{Method: "a.B/C"}},
+			`load.target: protocol "grpc" wants host:port or grpc://host:port, got a http:// URL`},
+		{"grpc URL ok", Config{Rate: 1, Protocol: "grpc", Target: "grpc://127.0.0.1:9000", Request: &Request{Method: "a.B/C"}}, ""},
+		{"grpc without port", Config{Rate: 1, Protocol: "grpc", Target: "127.0.0.1", Request: &Request{Method: "a.B/C"}}, "load.target: want host:port"},
+		{"grpc with a path", Config{Rate: 1, Protocol: "grpc", Target: "grpc://127.0.0.1:9/a.B/C", Request: &Request{Method: "a.B/C"}}, "load.target: a gRPC target is host:port only"},
+		{"http at host:port", Config{Rate: 1, Target: "127.0.0.1:9000"}, `(for a gRPC server, use protocol "grpc")`},
+		{"https", Config{Rate: 1, Target: "https://127.0.0.1/"}, "load.target: https is not supported"},
+		{"grpc scheme with http", Config{Rate: 1, Target: "grpc://127.0.0.1:9"}, `load.target: a grpc:// target needs protocol "grpc"`},
+		{"user info", Config{Rate: 1, Target: "http://u:p@127.0.0.1/"}, "load.target: \"http://u:p@127.0.0.1/\" has user info"},
+		{"no host", Config{Rate: 1, Target: "http:///x"}, "has no host"},
+		{"path with a space", Config{Rate: 1, Request: &Request{Path: "/a b"}}, "load.request.path: has a space or control character at position 3"},
+		{"header with a line break", Config{Rate: 1, Request: &Request{Headers: map[string]string{"X": "a\r\nEvil: 1"}}}, "load.request.headers.X: must not contain a line break"},
+		{"bad header name", Config{Rate: 1, Request: &Request{Headers: map[string]string{"X Y": "1"}}}, `load.request.headers: "X Y" is not a header name`},
+		{"path for grpc", Config{Rate: 1, Protocol: "grpc", Request: &Request{Method: "a.B/C", Path: "/x"}}, "load.request.path: applies to HTTP only"},
+
+		// Thresholds.
+		{"thresholds ok", Config{Rate: 1, Target: "http://127.0.0.1:9/cart", Thresholds: &Thresholds{Limits: Limits{P99Ms: ptr(50.0), ErrorRate: ptr(0.0)},
+			Operations: map[string]Limits{"GET /cart": {P50Ms: ptr(5.0)}}}}, ""},
+		{"error rate past 1", Config{Rate: 1, Thresholds: &Thresholds{Limits: Limits{ErrorRate: ptr(2.0)}}}, "load.thresholds.error_rate: must be between 0 and 1 (a share of the requests), got 2"},
+		{"NaN threshold", Config{Rate: 1, Thresholds: &Thresholds{Limits: Limits{P99Ms: ptr(math.NaN())}}}, "load.thresholds.p99_ms: must be a finite number, got nan"},
+		{"negative threshold", Config{Rate: 1, Thresholds: &Thresholds{Limits: Limits{MinRPS: ptr(-1.0)}}}, "load.thresholds.min_rps: must be >= 0, got -1"},
+		{"threshold of no operation", Config{Rate: 1, Target: "http://127.0.0.1:9/cart", Thresholds: &Thresholds{Operations: map[string]Limits{"GET /": {P50Ms: ptr(5.0)}}}},
+			`load.thresholds.operations."GET /": no operation of this run is named "GET /" (they are "total" or "GET /cart")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -141,5 +194,79 @@ func TestCheckLoopback(t *testing.T) {
 		if err := CheckLoopback(tt.target); (err == nil) != tt.ok {
 			t.Errorf("CheckLoopback(%q) = %v, want ok=%v", tt.target, err, tt.ok)
 		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// decodeSpec reads text as a spec's [load] table (or the keys of one),
+// decodes it strictly and validates it, as the runner and svclab load do:
+// every error located at its file and line.
+func decodeSpec(text string) (Config, error) {
+	var c Config
+	s, err := spec.ParseTable("load.toml", []byte(text), "load")
+	if err != nil {
+		return c, err
+	}
+	if err := s.Decode("load", &c); err != nil {
+		return c, err
+	}
+	return c, s.Locate("load", c.Validate())
+}
+
+// TestConfigFromSpec: what a spec writes is refused where Go's zero
+// values would pass: a key written empty is not its default, and numbers
+// that mean nothing never reach Validate.
+func TestConfigFromSpec(t *testing.T) {
+	tests := []struct {
+		text, want string
+	}{
+		{"rate = 1\nmode = \"\"", `load.toml:2: load.mode: must be "open" or "closed", got ""`},
+		{"rate = 1\nprotocol = \"\"", `load.toml:2: load.protocol: must be "http", "h2c" or "grpc", got ""`},
+		{"rate = 1\narrival = \"\"", `load.toml:2: load.arrival: must be "constant" or "poisson", got ""`},
+		{"[load]\nrate = 1\n[load.flow]\norder = \"\"\n[[load.flow.steps]]\npath = \"/\"", `load.toml:4: load.flow.order: must be "sequence" or "weighted", got ""`},
+		{"rate = nan", "load.toml:1: load.rate: must be a finite number, got nan"},
+		{"rate = inf", "load.toml:1: load.rate: must be a finite number, got inf"},
+		{"rate = -inf", "load.toml:1: load.rate: must be a finite number, got -inf"},
+		{"rate = 1e12", "load.toml:1: load.rate: must be at most 100000 arrivals per second"},
+		{"mode = \"closed\"\nusers = 1\nspawn_rate = nan", "load.toml:3: load.spawn_rate: must be a finite number, got nan"},
+		{"[[load.stages]]\ntype = \"ramp\"\nduration = \"1s\"\nrate = inf", "load.toml:4: load.stages[0].rate: must be a finite number, got inf"},
+		{"rate = 1\nduration = 6", `load.toml:2: load.duration: needs a unit, e.g. "6s"`},
+		{"[load]\nrate = 1\n[load.thresholds]\nerror_rate = nan", "load.toml:4: load.thresholds.error_rate: must be a finite number, got nan"},
+		{"[load]\nrate = 1\ntarget = \"http://127.0.0.1:9/\"\n[load.thresholds.operations.\"GET /x\"]\np99_ms = 5",
+			`load.toml:4: load.thresholds.operations."GET /x": no operation of this run is named "GET /x" (they are "total" or "GET /")`},
+		{"[load]\nrate = 1\n[load.thresholds]\np99 = 5", `load.toml:4: load.thresholds.p99: unknown key`},
+		// Valid: the shapes docs/LOAD.md shows.
+		{"rate = 1\nmode = \"open\"\nprotocol = \"h2c\"\narrival = \"poisson\"", ""},
+		{"[load]\nrate = 1\ntarget = \"http://127.0.0.1:9/cart\"\n[load.thresholds]\np99_ms = 50\nerror_rate = 0.01\nabort_on_fail = true\n[load.thresholds.operations.\"GET /cart\"]\np99_ms = 20", ""},
+	}
+	for _, tt := range tests {
+		_, err := decodeSpec(tt.text)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%q: %v", tt.text, err)
+		case tt.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tt.want)):
+			t.Errorf("%q: error %v\nwant %s", tt.text, err, tt.want)
+		}
+	}
+	c, err := decodeSpec("[load]\nrate = 1\ntarget = \"http://127.0.0.1:9/cart\"\n[load.thresholds]\np99_ms = 50\nabort_on_fail = true\n[load.thresholds.operations.\"GET /cart\"]\nerror_rate = 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th := c.Thresholds; th == nil || *th.P99Ms != 50 || !th.AbortOnFail || *th.Operations["GET /cart"].ErrorRate != 0 {
+		t.Errorf("thresholds decoded as %+v", c.Thresholds)
+	}
+}
+
+// TestMeasureDurationSaturates: many long stages add up to at most the
+// longest time.Duration, never to a negative one.
+func TestMeasureDurationSaturates(t *testing.T) {
+	long := Stage{Type: "step", Duration: Duration(100 * 365 * 24 * time.Hour), Rate: 1}
+	c := Config{Stages: []Stage{long, long, long, long}}
+	if got := c.MeasureDuration(); got != time.Duration(math.MaxInt64) {
+		t.Errorf("MeasureDuration() = %v, want the longest duration", got)
+	}
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "load.stages: take more than") {
+		t.Errorf("Validate() = %v, want the stages refused", err)
 	}
 }

@@ -95,8 +95,8 @@ expect_status = 201
 
 func TestFlow(t *testing.T) {
 	srv := shopServer(t)
-	for _, mode := range []string{"open", "closed"} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{Open, Closed} {
+		t.Run(string(mode), func(t *testing.T) {
 			cfg := decodeConfig(t, shopFlow)
 			cfg.Target, cfg.Mode, cfg.Duration = srv.URL, mode, Duration(1500*time.Millisecond)
 			if mode == "open" {

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // grpcTarget calls methods by name: request bodies are JSON turned into
@@ -33,7 +35,7 @@ func grpcTarget(cfg *Config, t *Target, steps []Request) error {
 			for _, c := range conns {
 				c.Close()
 			}
-			return fmt.Errorf("load.target: gRPC client for %s: %w", addr, err)
+			return &spec.KeyError{Key: "load.target", Msg: fmt.Sprintf("gRPC client for %s: %v", addr, err)}
 		}
 		conns = append(conns, cc)
 	}
@@ -86,7 +88,7 @@ func grpcNamedOp(name string, cc grpc.ClientConnInterface, st *Request, key stri
 	if st.BodyBase64 != "" || st.Body == "" && !knownMethod(method) {
 		raw, _ := base64.StdEncoding.DecodeString(st.BodyBase64)
 		if ex != nil {
-			return Op{}, fmt.Errorf("%s.extract: needs the method's types, and %s is unknown to this binary", key, method)
+			return Op{}, &spec.KeyError{Key: key + ".extract", Msg: fmt.Sprintf("needs the method's types, and %s is unknown to this binary", method)}
 		}
 		op := GRPCOp(name, cc, method, func(*Session) (any, error) { return &rawMsg{b: raw}, nil },
 			func() any { return &rawMsg{} }, grpc.ForceCodec(rawCodec{}))
@@ -94,7 +96,7 @@ func grpcNamedOp(name string, cc grpc.ClientConnInterface, st *Request, key stri
 	}
 	in, out, err := methodTypes(method)
 	if err != nil {
-		return Op{}, fmt.Errorf("%s.method: %w; give the request as body_base64 (serialized proto) instead", key, err)
+		return Op{}, &spec.KeyError{Key: key + ".method", Msg: fmt.Sprintf("%v; give the request as body_base64 (serialized proto) instead", err)}
 	}
 	body := st.Body
 	if body == "" {
@@ -105,7 +107,7 @@ func grpcNamedOp(name string, cc grpc.ClientConnInterface, st *Request, key stri
 	if !tb.vars {
 		fixed = in.New().Interface()
 		if err := protojson.Unmarshal([]byte(body), fixed); err != nil {
-			return Op{}, fmt.Errorf("%s.body: not a %s in JSON: %w", key, in.Descriptor().FullName(), err)
+			return Op{}, &spec.KeyError{Key: key + ".body", Msg: fmt.Sprintf("not a %s in JSON: %v", in.Descriptor().FullName(), err)}
 		}
 	}
 	newReq := func(s *Session) (any, error) {

@@ -1,20 +1,20 @@
 package load
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 func httpTarget(cfg *Config, t *Target, steps []Request, h2c bool) error {
 	u, err := url.Parse(cfg.Target)
 	if err != nil {
-		return fmt.Errorf("load.target: %w", err)
+		return &spec.KeyError{Key: "load.target", Msg: err.Error()}
 	}
-	base := strings.TrimSuffix(u.Path, "/")
 	addr := u.Host
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
@@ -30,13 +30,7 @@ func httpTarget(cfg *Config, t *Target, steps []Request, h2c bool) error {
 	}
 	for i := range steps {
 		st := steps[i]
-		st.Path = base + st.Path
-		if st.Path == "" {
-			st.Path = "/"
-		}
-		if u.RawQuery != "" && !strings.Contains(st.Path, "?") {
-			st.Path += "?" + u.RawQuery
-		}
+		st.Path = cfg.requestPath(&steps[i])
 		req := newHTTPReq(cfg, &st, u.Host)
 		op := Op{Name: cfg.opName(&steps[i]), Weight: steps[i].Weight}
 		if h2c {

@@ -49,6 +49,7 @@ type Operation struct {
 	Count         int64            `json:"count"`
 	Errors        int64            `json:"errors"`
 	RPS           float64          `json:"rps"`
+	CompletedRPS  float64          `json:"completed_rps"` // answers within the window per second
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
 	Latency       Stats            `json:"latency"`
 	ServiceTime   Stats            `json:"service_time"`

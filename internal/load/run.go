@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // Options are the parts of a run that are not load settings.
@@ -85,6 +87,12 @@ type runner struct {
 	seed    uint64
 	timeout time.Duration
 
+	// completed counts, per recorder operation, the answers to
+	// iterations of the window that came within it; windowEnd is when
+	// the window ended (mend, or earlier when sending stopped early).
+	completed []atomic.Int64
+	windowEnd atomic.Int64
+
 	budget     atomic.Int64 // iterations left when cfg.Requests > 0
 	budgetOnce sync.Once
 	budgetDone chan struct{}
@@ -136,6 +144,8 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 	r.mstart = int64(cfg.Warmup)
 	r.mend = r.mstart + int64(cfg.MeasureDuration())
 	r.rec = newRecorder(names, kinds, r.mstart)
+	r.completed = make([]atomic.Int64, len(names))
+	r.windowEnd.Store(r.mend)
 	r.pool.New = func() any { return newSession(0, r.seed, r.timeout) }
 	return r, nil
 }
@@ -145,7 +155,7 @@ func (r *runner) now() int64 { return int64(time.Since(r.base)) }
 func (r *runner) run(ctx context.Context) (*Result, error) {
 	r.dir = r.opt.Dir
 	if r.dir == "" {
-		d, err := os.MkdirTemp("", "svclab-load-")
+		d, err := tempdir.MkdirTemp("load-")
 		if err != nil {
 			return nil, fmt.Errorf("load: temporary directory for HDR logs: %w", err)
 		}
@@ -183,7 +193,29 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	close(stopTick)
 	<-tickDone
 	r.interrupted = ctx.Err() != nil
-	return r.finish(started, ctx.Err())
+	res, err := r.finish(started, ctx.Err())
+	if res != nil && res.Summary.DurationS > 0 {
+		for i := range res.Summary.Operations {
+			res.Summary.Operations[i].CompletedRPS = float64(r.completed[i].Load()) / res.Summary.DurationS
+		}
+	}
+	return res, err
+}
+
+// endWindow ends the window at now when sending stops before its planned
+// end, so that later answers are not counted as completed within it.
+func (r *runner) endWindow(now int64) {
+	if now < r.mend {
+		r.windowEnd.Store(now)
+	}
+}
+
+// complete counts an answer to recorder operation op of an iteration
+// intended at intended, which came at end.
+func (r *runner) complete(op int, intended, end int64) {
+	if intended >= r.mstart && end <= r.windowEnd.Load() {
+		r.completed[op].Add(1)
+	}
 }
 
 // abandon cleans up after a run that could not start.
@@ -300,12 +332,22 @@ loop:
 			stopped = r.now()
 			break loop
 		}
-		prev = ti
-		if !r.takeBudget(ti) {
-			stopped = r.now()
+		// The loop is bounded by the clock, not only by the schedule:
+		// a generator that cannot keep up (a rate beyond what it can
+		// pace) would otherwise plan its way through every arrival of
+		// the window long after the window is over. An arrival a little
+		// late at the window's end is still sent, its lag recorded; one
+		// not sent by lateSendGrace after the end never is.
+		now := r.now()
+		if now >= r.mend+lateSendGrace {
 			break
 		}
-		lag := r.now() - ti
+		prev = ti
+		if !r.takeBudget(ti) {
+			stopped = now
+			break
+		}
+		lag := now - ti
 		if r.inflight.Load() >= maxIn {
 			r.rec.drop(ti)
 			continue
@@ -327,6 +369,7 @@ loop:
 		runtime.Gosched()
 	}
 	r.stopAt = min(stopped, r.mend)
+	r.endWindow(r.stopAt)
 	r.drain(&wg, cancel)
 }
 
@@ -368,6 +411,10 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 }
 
 const maxSlack = int64(time.Millisecond)
+
+// lateSendGrace is how long after the window's end an open loop that fell
+// behind still sends the window's arrivals.
+const lateSendGrace = int64(100 * time.Millisecond)
 
 func clampI(v, lo, hi int64) int64 { return max(lo, min(v, hi)) }
 
@@ -432,6 +479,7 @@ func (r *runner) closedLoop(ctx context.Context, cancel context.CancelFunc) {
 		break
 	}
 	r.stopAt = min(stopped, r.mend)
+	r.endWindow(r.stopAt)
 	for _, stop := range users {
 		close(stop)
 	}
@@ -518,6 +566,8 @@ func (r *runner) iterate(ctx context.Context, s *Session, intended int64) {
 			c = Classify(err)
 		}
 		r.rec.record(i+1, intended, stepStart, sent, end, c)
+		r.complete(i+1, intended, end)
+		r.complete(0, intended, end)
 		if first < 0 {
 			first = sent
 		}
@@ -529,6 +579,7 @@ func (r *runner) iterate(ctx context.Context, s *Session, intended int64) {
 	}
 	if r.flowIdx > 0 {
 		r.rec.record(r.flowIdx, intended, intended, first, end, class)
+		r.complete(r.flowIdx, intended, end)
 	}
 }
 

@@ -2,13 +2,14 @@ package load
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // A Target is what the generator drives: the operations one iteration runs.
@@ -49,18 +50,12 @@ func NewTarget(cfg Config) (*Target, error) {
 		return nil, err
 	}
 	if cfg.Target == "" {
-		return nil, errors.New("load.target: no target given")
+		return nil, &spec.KeyError{Key: "load.target", Msg: "no target given"}
 	}
-	steps := []Request{{}}
-	switch {
-	case cfg.Flow != nil:
-		steps = cfg.Flow.Steps
-	case cfg.Request != nil:
-		steps = []Request{*cfg.Request}
-	}
+	steps := cfg.steps()
 	t := &Target{}
 	if cfg.Flow != nil {
-		t.Weighted = cfg.Flow.Order == "weighted"
+		t.Weighted = cfg.Flow.Order == Weighted
 		t.Flow = cfg.Flow.Name
 		if t.Flow == "" {
 			t.Flow = "flow"
@@ -68,9 +63,9 @@ func NewTarget(cfg Config) (*Target, error) {
 	}
 	var err error
 	switch cfg.protocol() {
-	case "grpc":
+	case GRPC:
 		err = grpcTarget(&cfg, t, steps)
-	case "h2c":
+	case H2C:
 		err = httpTarget(&cfg, t, steps, true)
 	default:
 		err = httpTarget(&cfg, t, steps, false)

@@ -33,6 +33,7 @@ import (
 	"github.com/svclab/svclab/internal/runtime/transport"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/tempdir"
 	chainpb "github.com/svclab/svclab/proto/chain"
 	opspb "github.com/svclab/svclab/proto/rpcops"
 	selectorpb "github.com/svclab/svclab/proto/selector"
@@ -426,10 +427,13 @@ func TestNoOrphans(t *testing.T) {
 				t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
 			}
 			if sig == syscall.SIGKILL {
-				// Nothing was left to remove the deployment's temp dir.
-				dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "svclab-"+id+"-*"))
-				for _, dir := range dirs {
-					_ = os.RemoveAll(dir)
+				// Nothing was left to remove the deployment's temp dir;
+				// the next svclab to start does, as this sweep.
+				if _, err := tempdir.Sweep(""); err != nil {
+					t.Error(err)
+				}
+				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+"*", id+"-*")); len(dirs) > 0 {
+					t.Errorf("the sweep left %v of the killed deployer", dirs)
 				}
 			}
 			end := time.Now().Add(5 * time.Second)

@@ -33,6 +33,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // Name is the value of deploy.deployer that selects this deployer.
@@ -172,7 +173,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 	}
-	if d.dir, err = os.MkdirTemp("", "svclab-"+d.id+"-"); err != nil {
+	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
 	}
 	d.spawn = newSpawner()

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/tempdir"
+)
+
+func init() {
+	rootCmd.AddCommand(newCleanCmd())
+	// Every command starts by removing what dead svclab processes left in
+	// $TMPDIR (sockets, HDR logs), so a kill -9 costs nothing for long; a
+	// live process's state is never touched. The hidden host command is
+	// started by a live deployer many times over and has nothing to add.
+	rootCmd.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if cmd.Hidden || cmd.Name() == "clean" {
+			return nil
+		}
+		if _, err := tempdir.Sweep(""); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
+		}
+		return nil
+	}
+	// Each command's own temp state goes when it ends, error or not.
+	cobra.OnFinalize(func() { _ = tempdir.RemoveOwn() })
+}
+
+func newCleanCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "clean [RESULTS_DIR...]",
+		Short: "Remove temporary state left by svclab processes that died",
+		Long: `clean removes what svclab processes killed with -9 (or by a crash) left
+behind, and lists it:
+
+  - in $TMPDIR, each process's directory svclab-PID-*/ (deployments' unix
+    sockets and control sockets, the load generator's HDR logs) whose owner
+    process is dead;
+  - in each RESULTS_DIR given (an experiment's results directory, or a
+    directory of them such as results/), the runs in flight runs/.tmp-ID/
+    whose svclab is dead; svclab run --resume does this too.
+
+Each directory records the PID and start time of its owner, so state of a
+live process is never removed. Every svclab command does the $TMPDIR part
+when it starts; clean does it on demand.`,
+		Example: `  svclab clean
+  svclab clean results/`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return clean(cmd.OutOrStdout(), args)
+		},
+	}
+}
+
+func clean(w io.Writer, resultsDirs []string) error {
+	removed, err := tempdir.Sweep("")
+	errs := []error{err}
+	n := len(removed)
+	for _, r := range removed {
+		fmt.Fprintf(w, "removed %s (its svclab, %s, is gone)\n", r.Path, r.Owner)
+	}
+	for _, dir := range resultsDirs {
+		exps, err := experiments(dir)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		for _, exp := range exps {
+			runs, err := experiment.CleanStore(exp)
+			errs = append(errs, err)
+			n += len(runs)
+			for _, r := range runs {
+				fmt.Fprintf(w, "removed %s (a run in flight when its svclab died)\n", r)
+			}
+		}
+	}
+	if n == 0 {
+		fmt.Fprintln(w, "nothing to clean")
+	}
+	return errors.Join(errs...)
+}
+
+// experiments returns dir when it is an experiment's results directory,
+// or the experiments' directories directly inside it.
+func experiments(dir string) ([]string, error) {
+	isExp := func(d string) bool {
+		_, err := os.Stat(filepath.Join(d, "experiment.json"))
+		return err == nil
+	}
+	if isExp(dir) {
+		return []string{dir}, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("clean %s: %w", dir, err)}
+	}
+	var out []string
+	for _, e := range entries {
+		if d := filepath.Join(dir, e.Name()); e.IsDir() && isExp(d) {
+			out = append(out, d)
+		}
+	}
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("clean %s: not a results directory (no experiment.json in it or in its subdirectories)", dir)}
+	}
+	return out, nil
+}
