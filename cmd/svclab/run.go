@@ -52,6 +52,9 @@ At the end it runs the analysis and prints the path of the report.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
 			}
 			if err != nil {
+				if errors.Is(err, experiment.ErrThresholdAbort) && out != nil && out.Dir != "" {
+					return exitError{exitThresholds, resumeError(err, out.Dir, args[0], sets)}
+				}
 				if errors.Is(err, experiment.ErrInterrupted) && out != nil && out.Dir != "" {
 					return resumeError(err, out.Dir, args[0], sets)
 				}
@@ -64,15 +67,20 @@ At the end it runs the analysis and prints the path of the report.`,
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "results: %s\n", out.Dir)
+			var breached error
+			if out.Breached > 0 {
+				// As k6 does, so that a pipeline can gate on the thresholds.
+				breached = exitError{exitThresholds, fmt.Errorf("%d of %d runs broke thresholds of load.thresholds (see their run.json)", out.Breached, out.Runs)}
+			}
 			if noReport {
-				return nil
+				return breached
 			}
 			report, err := runAnalysis(cmd.Context(), out.Dir, "", "", cmd.ErrOrStderr())
 			if err != nil {
 				return fmt.Errorf("report: %w (the results are complete; retry with: svclab report %s)", err, out.Dir)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", report)
-			return nil
+			return breached
 		},
 	}
 	f := c.Flags()

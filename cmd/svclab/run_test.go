@@ -244,3 +244,83 @@ func mapValues(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestRunThresholds runs an experiment whose every run breaks a threshold
+// no real call meets (p50 under a nanosecond) and one that holds: the first
+// exits 99 with the breach in each run.json, and with abort_on_fail stops
+// after its first run; the second exits 0.
+func TestRunThresholds(t *testing.T) {
+	const base = `
+[app]
+name = "chain"
+hops = 2
+
+[deploy]
+transport = "grpc"
+
+[load]
+rate = 50
+warmup = "200ms"
+duration = "800ms"
+
+[experiment]
+name = "th"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.placement" = ["monolith", "split"]
+`
+	for _, tc := range []struct {
+		name       string
+		thresholds string
+		code       int
+		runs       int // run.json files written
+		breached   bool
+	}{
+		{"broken", "[load.thresholds]\np50_ms = 0.000001\n", 99, 2, true},
+		{"abort", "[load.thresholds]\np50_ms = 0.000001\nabort_on_fail = true\n", 99, 1, true},
+		{"held", "[load.thresholds]\nerror_rate = 0.5\n", 0, 2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			specPath := filepath.Join(dir, "th.toml")
+			if err := os.WriteFile(specPath, []byte(base+tc.thresholds), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			mark := marker(t)
+			stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout, stderr)
+			}
+			m, _ := filepath.Glob(filepath.Join(dir, "results", "th-*", "runs", "*", "run.json"))
+			if len(m) != tc.runs {
+				t.Fatalf("%d run.json files, want %d\n%s", len(m), tc.runs, stderr)
+			}
+			for _, p := range m {
+				var rf struct {
+					Status     string
+					Thresholds []string
+				}
+				b, _ := os.ReadFile(p)
+				if err := json.Unmarshal(b, &rf); err != nil {
+					t.Fatal(err)
+				}
+				if rf.Status != "ok" {
+					t.Errorf("%s: status %q", p, rf.Status)
+				}
+				if got := len(rf.Thresholds) > 0; got != tc.breached {
+					t.Errorf("%s: thresholds %q, want breached=%v", p, rf.Thresholds, tc.breached)
+				}
+				if tc.breached && !strings.Contains(strings.Join(rf.Thresholds, ""), "p50_ms") {
+					t.Errorf("%s: breach does not name p50_ms: %q", p, rf.Thresholds)
+				}
+			}
+			if tc.name == "abort" && !strings.Contains(stderr, "--resume") {
+				t.Errorf("an aborted experiment does not say how to continue:\n%s", stderr)
+			}
+			waitNoProcesses(t, mark, 5*time.Second)
+		})
+	}
+}

@@ -42,24 +42,30 @@ type Options struct {
 type Outcome struct {
 	Dir                 string
 	OK, Failed, Resumed int
-	Runs                int
-	Elapsed             time.Duration
+	// Breached counts the runs that broke a threshold of
+	// [load.thresholds]; they are committed and counted as OK or Failed
+	// too.
+	Breached int
+	Runs     int
+	Elapsed  time.Duration
 }
 
 // RunFile is run.json.
 type RunFile struct {
-	ID         string               `json:"id"`
-	Index      int                  `json:"index"`
-	Repetition int                  `json:"repetition"`
-	Levels     map[string]any       `json:"levels"`
-	Status     string               `json:"status"`
-	Reason     string               `json:"reason"`
-	StderrTail map[string]string    `json:"stderr_tail,omitempty"`
-	Started    string               `json:"started"`
-	Ended      string               `json:"ended"`
-	WarmupS    float64              `json:"warmup_s"`
-	DurationS  float64              `json:"duration_s"`
-	Warnings   []string             `json:"warnings"`
+	ID         string            `json:"id"`
+	Index      int               `json:"index"`
+	Repetition int               `json:"repetition"`
+	Levels     map[string]any    `json:"levels"`
+	Status     string            `json:"status"`
+	Reason     string            `json:"reason"`
+	StderrTail map[string]string `json:"stderr_tail,omitempty"`
+	Started    string            `json:"started"`
+	Ended      string            `json:"ended"`
+	WarmupS    float64           `json:"warmup_s"`
+	DurationS  float64           `json:"duration_s"`
+	Warnings   []string          `json:"warnings"`
+	// Thresholds lists the thresholds of [load.thresholds] the run broke.
+	Thresholds []string             `json:"thresholds,omitempty"`
 	Generator  any                  `json:"generator,omitempty"`
 	Processes  []deploy.ProcessInfo `json:"processes"`
 }
@@ -67,6 +73,11 @@ type RunFile struct {
 // ErrInterrupted is returned when the context ends mid-experiment; the
 // committed runs are kept and --resume continues.
 var ErrInterrupted = errors.New("experiment interrupted")
+
+// ErrThresholdAbort is returned when a run broke a threshold and
+// load.thresholds.abort_on_fail asked to stop there, as k6's abortOnFail
+// does; the committed runs are kept and --resume continues.
+var ErrThresholdAbort = errors.New("threshold broken with abort_on_fail")
 
 // Execute runs (or resumes) the experiment a spec describes and returns where
 // its results are.
@@ -160,6 +171,10 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 			return out, fmt.Errorf("run %d (%s) failed: %w", r.Index, r.ID, err)
 		}
 		prog.finish(rf)
+		if len(rf.Thresholds) > 0 {
+			out.Breached++
+			fmt.Fprintf(logw, "run %d/%d %s broke thresholds: %s\n", r.Index, len(p.Runs), r.ID, strings.Join(rf.Thresholds, "; "))
+		}
 		if rf.Status == "ok" {
 			out.OK++
 		} else {
@@ -169,6 +184,10 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 				prog.done()
 				return out, fmt.Errorf("run %s failed (--fail-fast): %s", r.ID, rf.Reason)
 			}
+		}
+		if th := prepared[r.ID].Load.Thresholds; len(rf.Thresholds) > 0 && th != nil && th.AbortOnFail {
+			prog.done()
+			return out, fmt.Errorf("%w in run %d (%s); continue with: svclab run --resume %s %s", ErrThresholdAbort, r.Index, r.ID, st.Dir, p.Spec.Path)
 		}
 		if i < len(p.Runs)-1 && p.Cooldown > 0 {
 			select {
@@ -308,6 +327,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 		rf.Generator = res.Generator
 		rf.Warnings = append(rf.Warnings, res.Warnings...)
+		for _, b := range pr.Load.Thresholds.Check(res.Summary) {
+			rf.Thresholds = append(rf.Thresholds, b.String())
+		}
 		if tot, ok := res.Op("total"); ok && tot.Count > 0 && tot.Errors == tot.Count && rf.Status == "ok" {
 			fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(dep))
 		}
