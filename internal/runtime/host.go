@@ -95,7 +95,11 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			return nil, fmt.Errorf("app %s has no component %q", cfg.GetApp(), name)
 		}
 	}
-	sopts := transport.ServerOptions{Interceptors: mw.Server, Codec: cfg.GetTransportOptions().GetHttpCodec()}
+	sopts := transport.ServerOptions{
+		Interceptors: mw.Server,
+		Codec:        cfg.GetTransportOptions().GetHttpCodec(),
+		HTTPLimits:   HTTPLimitsOf(cfg.GetTransportOptions().GetHttpLimits()),
+	}
 	h := &host{
 		cfg:    cfg,
 		peers:  map[string]*balancer.Balancer{},

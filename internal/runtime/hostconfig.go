@@ -2,9 +2,12 @@ package runtime
 
 import (
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/svclab/svclab/internal/runtime/transport"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -65,4 +68,32 @@ func DecodeHostConfig(b []byte) (*hostv1.HostConfig, error) {
 		return nil, fmt.Errorf("decode host config: %w", err)
 	}
 	return c, nil
+}
+
+// HTTPLimitsProto is l as the host protocol carries it.
+func HTTPLimitsProto(l transport.HTTPLimits) *hostv1.HttpLimits {
+	d := func(t time.Duration) *durationpb.Duration {
+		if t == 0 {
+			return nil
+		}
+		return durationpb.New(t)
+	}
+	return &hostv1.HttpLimits{
+		MaxBodyBytes:      l.MaxBodyBytes,
+		MaxHeaderBytes:    int64(l.MaxHeaderBytes),
+		ReadHeaderTimeout: d(l.ReadHeaderTimeout),
+		ReadTimeout:       d(l.ReadTimeout),
+		IdleTimeout:       d(l.IdleTimeout),
+	}
+}
+
+// HTTPLimitsOf reads the limits a host was given; nil means none.
+func HTTPLimitsOf(p *hostv1.HttpLimits) transport.HTTPLimits {
+	return transport.HTTPLimits{
+		MaxBodyBytes:      p.GetMaxBodyBytes(),
+		MaxHeaderBytes:    int(p.GetMaxHeaderBytes()),
+		ReadHeaderTimeout: p.GetReadHeaderTimeout().AsDuration(),
+		ReadTimeout:       p.GetReadTimeout().AsDuration(),
+		IdleTimeout:       p.GetIdleTimeout().AsDuration(),
+	}
 }

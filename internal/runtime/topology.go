@@ -38,6 +38,9 @@ type Topology struct {
 	// Hosts and the client of the entry pass it to the transport as
 	// transport.ServerOptions.Codec and DialOptions.Codec.
 	HTTPCodec string
+	// HTTPLimits are deploy.http_limits, for the gateway and every server
+	// of the http transport.
+	HTTPLimits transport.HTTPLimits
 	// Placement is the name of the chosen placement.
 	Placement string
 	Groups    []Group
@@ -143,10 +146,17 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, s.Locate("app", err)
 	}
 	p := &Topology{
-		App:          app,
-		Config:       cfg,
-		Transport:    s.Deploy.Transport,
-		HTTPCodec:    s.Deploy.HTTPCodec,
+		App:       app,
+		Config:    cfg,
+		Transport: s.Deploy.Transport,
+		HTTPCodec: s.Deploy.HTTPCodec,
+		HTTPLimits: transport.HTTPLimits{
+			MaxBodyBytes:      int64(s.Deploy.HTTPLimits.MaxBody),
+			MaxHeaderBytes:    int(s.Deploy.HTTPLimits.MaxHeader),
+			ReadHeaderTimeout: s.Deploy.HTTPLimits.ReadHeaderTimeout.D(),
+			ReadTimeout:       s.Deploy.HTTPLimits.ReadTimeout.D(),
+			IdleTimeout:       s.Deploy.HTTPLimits.IdleTimeout.D(),
+		},
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),

@@ -20,6 +20,7 @@ const maxErrors = 20
 var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
 	durationType    = reflect.TypeFor[Duration]()
+	byteSizeType    = reflect.TypeFor[ByteSize]()
 )
 
 // checker compares a table as written with the Go type it decodes into,
@@ -138,6 +139,10 @@ func (c *checker) text(key string, v any, t reflect.Type) {
 				return
 			}
 			c.bad(key, "needs a unit, e.g. \"%ss\"", Echo(v))
+			return
+		}
+		if t == byteSizeType {
+			c.bad(key, "needs a unit, e.g. \"%sMiB\"", Echo(v))
 			return
 		}
 	}

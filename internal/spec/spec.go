@@ -118,6 +118,40 @@ type Deploy struct {
 	HTTPCodec string `toml:"http_codec"`
 	// StartTimeout bounds how long deployment may take.
 	StartTimeout Duration `toml:"start_timeout"`
+	// HTTPLimits bound what one client can make an HTTP listener (the
+	// gateway, and every server of the http transport) hold.
+	HTTPLimits HTTPLimits `toml:"http_limits"`
+}
+
+// HTTPLimits are [deploy.http_limits]: the limits a production net/http
+// server sets, so that one careless or hostile client cannot hold a
+// listener's memory or connections. A key left out takes its default
+// (DefaultHTTPLimits); a timeout written as "0s" turns that timeout off.
+type HTTPLimits struct {
+	// MaxBody is the largest request body; a larger one is answered 413
+	// before it is read.
+	MaxBody ByteSize `toml:"max_body"`
+	// MaxHeader bounds the request line and headers.
+	MaxHeader ByteSize `toml:"max_header"`
+	// ReadHeaderTimeout bounds the time to read a request's headers, which
+	// cuts off a client that trickles them.
+	ReadHeaderTimeout Duration `toml:"read_header_timeout"`
+	// ReadTimeout bounds the time to read a whole request, body included.
+	ReadTimeout Duration `toml:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long.
+	IdleTimeout Duration `toml:"idle_timeout"`
+}
+
+// DefaultHTTPLimits fit svclab's largest message (S3's LargeSize, about
+// 800 KB of JSON) twenty times over, and a loaded loopback call's latency
+// many thousand times over.
+var DefaultHTTPLimits = HTTPLimits{
+	MaxBody:           16 << 20,
+	MaxHeader:         64 << 10,
+	ReadHeaderTimeout: Duration(10 * time.Second),
+	ReadTimeout:       Duration(time.Minute),
+	IdleTimeout:       Duration(2 * time.Minute),
 }
 
 // Defaults for [deploy].
@@ -298,6 +332,9 @@ func (s *Spec) decodeDeploy() error {
 	if s.Deploy.StartTimeout == 0 {
 		s.Deploy.StartTimeout = Duration(DefaultStartTimeout)
 	}
+	if err := s.defaultHTTPLimits(); err != nil {
+		return err
+	}
 	if n := s.Deploy.Network; n != "tcp" && n != "unix" && (n != "" || s.written("deploy.network")) {
 		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n)
 	}
@@ -306,6 +343,35 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
+	}
+	return nil
+}
+
+// defaultHTTPLimits fills the limits left out and checks the sizes, which
+// net/http cannot take as zero.
+func (s *Spec) defaultHTTPLimits() error {
+	l, d := &s.Deploy.HTTPLimits, DefaultHTTPLimits
+	for _, f := range []struct {
+		key       string
+		v, def    *int64
+		isSize    bool
+		minimum   int64
+		minReason string
+	}{
+		{"max_body", (*int64)(&l.MaxBody), (*int64)(&d.MaxBody), true, 1, "at least 1B"},
+		{"max_header", (*int64)(&l.MaxHeader), (*int64)(&d.MaxHeader), true, 1 << 10, "at least 1KiB, room for a request line"},
+		{"read_header_timeout", (*int64)(&l.ReadHeaderTimeout), (*int64)(&d.ReadHeaderTimeout), false, 0, ""},
+		{"read_timeout", (*int64)(&l.ReadTimeout), (*int64)(&d.ReadTimeout), false, 0, ""},
+		{"idle_timeout", (*int64)(&l.IdleTimeout), (*int64)(&d.IdleTimeout), false, 0, ""},
+	} {
+		key := "deploy.http_limits." + f.key
+		if !s.written(key) {
+			*f.v = *f.def
+			continue
+		}
+		if f.isSize && *f.v < f.minimum {
+			return s.Errorf(key, "must be %s, got %s", f.minReason, ByteSize(*f.v))
+		}
 	}
 	return nil
 }

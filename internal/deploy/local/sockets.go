@@ -120,7 +120,8 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hos
 		Peers:      map[string]*hostv1.EndpointSet{},
 		Control:    s.control[i],
 		TransportOptions: &hostv1.TransportOptions{
-			HttpCodec: p.HTTPCodec,
+			HttpCodec:  p.HTTPCodec,
+			HttpLimits: runtime.HTTPLimitsProto(p.HTTPLimits),
 		},
 	}
 	if i == p.EntryGroup() {

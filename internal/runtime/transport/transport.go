@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"time"
 
 	"github.com/svclab/svclab/internal/registry"
 	"google.golang.org/grpc"
@@ -45,6 +46,23 @@ type ServerOptions struct {
 	// choice (deploy.http_codec for http); empty means its default.
 	// Transports without a choice ignore it.
 	Codec string
+	// HTTPLimits bound what one client can make an HTTP server hold; only
+	// the http transport reads them.
+	HTTPLimits HTTPLimits
+}
+
+// HTTPLimits are the limits of a production net/http server. A zero field
+// sets no limit (beyond net/http's own default header limit), so a bare
+// server measures the transport alone; a deployment gets the spec's
+// [deploy.http_limits].
+type HTTPLimits struct {
+	// MaxBodyBytes is the largest request body; a larger one is answered
+	// 413 before it is read.
+	MaxBodyBytes int64
+	// MaxHeaderBytes bounds the request line and headers.
+	MaxHeaderBytes int
+	// ReadHeaderTimeout, ReadTimeout and IdleTimeout are net/http's.
+	ReadHeaderTimeout, ReadTimeout, IdleTimeout time.Duration
 }
 
 // DialOptions configure a Conn.

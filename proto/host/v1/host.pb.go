@@ -15,6 +15,7 @@ package hostv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -200,7 +201,10 @@ type TransportOptions struct {
 	// HttpCodec is deploy.http_codec: "fast" (generated per-message code, the
 	// default when empty) or "protojson". Only the http transport and the
 	// gateway read it.
-	HttpCodec     string `protobuf:"bytes,1,opt,name=http_codec,json=httpCodec,proto3" json:"http_codec,omitempty"`
+	HttpCodec string `protobuf:"bytes,1,opt,name=http_codec,json=httpCodec,proto3" json:"http_codec,omitempty"`
+	// HttpLimits are deploy.http_limits, for the gateway and every http
+	// transport server of the host.
+	HttpLimits    *HttpLimits `protobuf:"bytes,2,opt,name=http_limits,json=httpLimits,proto3" json:"http_limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -242,6 +246,92 @@ func (x *TransportOptions) GetHttpCodec() string {
 	return ""
 }
 
+func (x *TransportOptions) GetHttpLimits() *HttpLimits {
+	if x != nil {
+		return x.HttpLimits
+	}
+	return nil
+}
+
+// HttpLimits bound what one client can make an HTTP listener hold. A zero
+// or unset field sets no limit.
+type HttpLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A larger request body is answered 413 before it is read.
+	MaxBodyBytes      int64                `protobuf:"varint,1,opt,name=max_body_bytes,json=maxBodyBytes,proto3" json:"max_body_bytes,omitempty"`
+	MaxHeaderBytes    int64                `protobuf:"varint,2,opt,name=max_header_bytes,json=maxHeaderBytes,proto3" json:"max_header_bytes,omitempty"`
+	ReadHeaderTimeout *durationpb.Duration `protobuf:"bytes,3,opt,name=read_header_timeout,json=readHeaderTimeout,proto3" json:"read_header_timeout,omitempty"`
+	ReadTimeout       *durationpb.Duration `protobuf:"bytes,4,opt,name=read_timeout,json=readTimeout,proto3" json:"read_timeout,omitempty"`
+	IdleTimeout       *durationpb.Duration `protobuf:"bytes,5,opt,name=idle_timeout,json=idleTimeout,proto3" json:"idle_timeout,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *HttpLimits) Reset() {
+	*x = HttpLimits{}
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HttpLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HttpLimits) ProtoMessage() {}
+
+func (x *HttpLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HttpLimits.ProtoReflect.Descriptor instead.
+func (*HttpLimits) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *HttpLimits) GetMaxBodyBytes() int64 {
+	if x != nil {
+		return x.MaxBodyBytes
+	}
+	return 0
+}
+
+func (x *HttpLimits) GetMaxHeaderBytes() int64 {
+	if x != nil {
+		return x.MaxHeaderBytes
+	}
+	return 0
+}
+
+func (x *HttpLimits) GetReadHeaderTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.ReadHeaderTimeout
+	}
+	return nil
+}
+
+func (x *HttpLimits) GetReadTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.ReadTimeout
+	}
+	return nil
+}
+
+func (x *HttpLimits) GetIdleTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.IdleTimeout
+	}
+	return nil
+}
+
 // Endpoint is where a component is served.
 type Endpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -257,7 +347,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -269,7 +359,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -282,7 +372,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Endpoint) GetTransport() string {
@@ -321,7 +411,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -333,7 +423,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -346,7 +436,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Listener) GetEndpoint() *Endpoint {
@@ -374,7 +464,7 @@ type EndpointSet struct {
 
 func (x *EndpointSet) Reset() {
 	*x = EndpointSet{}
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -386,7 +476,7 @@ func (x *EndpointSet) String() string {
 func (*EndpointSet) ProtoMessage() {}
 
 func (x *EndpointSet) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -399,7 +489,7 @@ func (x *EndpointSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSet.ProtoReflect.Descriptor instead.
 func (*EndpointSet) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *EndpointSet) GetEndpoints() []*Endpoint {
@@ -418,7 +508,7 @@ type UpdatePeersRequest struct {
 
 func (x *UpdatePeersRequest) Reset() {
 	*x = UpdatePeersRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -430,7 +520,7 @@ func (x *UpdatePeersRequest) String() string {
 func (*UpdatePeersRequest) ProtoMessage() {}
 
 func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -443,7 +533,7 @@ func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePeersRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *UpdatePeersRequest) GetPeers() map[string]*EndpointSet {
@@ -461,7 +551,7 @@ type UpdatePeersResponse struct {
 
 func (x *UpdatePeersResponse) Reset() {
 	*x = UpdatePeersResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +563,7 @@ func (x *UpdatePeersResponse) String() string {
 func (*UpdatePeersResponse) ProtoMessage() {}
 
 func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +576,7 @@ func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePeersResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
 }
 
 type DrainRequest struct {
@@ -497,7 +587,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -509,7 +599,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -522,7 +612,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
 }
 
 type DrainResponse struct {
@@ -533,7 +623,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -545,7 +635,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -558,7 +648,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
 }
 
 type StopRequest struct {
@@ -569,7 +659,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +671,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +684,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
 }
 
 type StopResponse struct {
@@ -605,7 +695,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +707,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,14 +720,14 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{11}
 }
 
 var File_host_v1_host_proto protoreflect.FileDescriptor
 
 const file_host_v1_host_proto_rawDesc = "" +
 	"\n" +
-	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\"\xb5\x05\n" +
+	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb5\x05\n" +
 	"\n" +
 	"HostConfig\x12\x1e\n" +
 	"\n" +
@@ -664,10 +754,19 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\n" +
 	"PeersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
-	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"1\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"n\n" +
 	"\x10TransportOptions\x12\x1d\n" +
 	"\n" +
-	"http_codec\x18\x01 \x01(\tR\thttpCodec\"V\n" +
+	"http_codec\x18\x01 \x01(\tR\thttpCodec\x12;\n" +
+	"\vhttp_limits\x18\x02 \x01(\v2\x1a.svclab.host.v1.HttpLimitsR\n" +
+	"httpLimits\"\xa3\x02\n" +
+	"\n" +
+	"HttpLimits\x12$\n" +
+	"\x0emax_body_bytes\x18\x01 \x01(\x03R\fmaxBodyBytes\x12(\n" +
+	"\x10max_header_bytes\x18\x02 \x01(\x03R\x0emaxHeaderBytes\x12I\n" +
+	"\x13read_header_timeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x11readHeaderTimeout\x12<\n" +
+	"\fread_timeout\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\vreadTimeout\x12<\n" +
+	"\fidle_timeout\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\vidleTimeout\"V\n" +
 	"\bEndpoint\x12\x1c\n" +
 	"\ttransport\x18\x01 \x01(\tR\ttransport\x12\x18\n" +
 	"\anetwork\x18\x02 \x01(\tR\anetwork\x12\x12\n" +
@@ -706,46 +805,52 @@ func file_host_v1_host_proto_rawDescGZIP() []byte {
 	return file_host_v1_host_proto_rawDescData
 }
 
-var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_host_v1_host_proto_goTypes = []any{
 	(*HostConfig)(nil),          // 0: svclab.host.v1.HostConfig
 	(*TransportOptions)(nil),    // 1: svclab.host.v1.TransportOptions
-	(*Endpoint)(nil),            // 2: svclab.host.v1.Endpoint
-	(*Listener)(nil),            // 3: svclab.host.v1.Listener
-	(*EndpointSet)(nil),         // 4: svclab.host.v1.EndpointSet
-	(*UpdatePeersRequest)(nil),  // 5: svclab.host.v1.UpdatePeersRequest
-	(*UpdatePeersResponse)(nil), // 6: svclab.host.v1.UpdatePeersResponse
-	(*DrainRequest)(nil),        // 7: svclab.host.v1.DrainRequest
-	(*DrainResponse)(nil),       // 8: svclab.host.v1.DrainResponse
-	(*StopRequest)(nil),         // 9: svclab.host.v1.StopRequest
-	(*StopResponse)(nil),        // 10: svclab.host.v1.StopResponse
-	nil,                         // 11: svclab.host.v1.HostConfig.ListenersEntry
-	nil,                         // 12: svclab.host.v1.HostConfig.PeersEntry
-	nil,                         // 13: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*HttpLimits)(nil),          // 2: svclab.host.v1.HttpLimits
+	(*Endpoint)(nil),            // 3: svclab.host.v1.Endpoint
+	(*Listener)(nil),            // 4: svclab.host.v1.Listener
+	(*EndpointSet)(nil),         // 5: svclab.host.v1.EndpointSet
+	(*UpdatePeersRequest)(nil),  // 6: svclab.host.v1.UpdatePeersRequest
+	(*UpdatePeersResponse)(nil), // 7: svclab.host.v1.UpdatePeersResponse
+	(*DrainRequest)(nil),        // 8: svclab.host.v1.DrainRequest
+	(*DrainResponse)(nil),       // 9: svclab.host.v1.DrainResponse
+	(*StopRequest)(nil),         // 10: svclab.host.v1.StopRequest
+	(*StopResponse)(nil),        // 11: svclab.host.v1.StopResponse
+	nil,                         // 12: svclab.host.v1.HostConfig.ListenersEntry
+	nil,                         // 13: svclab.host.v1.HostConfig.PeersEntry
+	nil,                         // 14: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*durationpb.Duration)(nil), // 15: google.protobuf.Duration
 }
 var file_host_v1_host_proto_depIdxs = []int32{
-	11, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
-	3,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
-	12, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
-	3,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
+	12, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
+	4,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
+	13, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
+	4,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
 	1,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
-	2,  // 5: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
-	2,  // 6: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
-	13, // 7: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
-	3,  // 8: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
-	4,  // 9: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	4,  // 10: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	5,  // 11: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
-	7,  // 12: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
-	9,  // 13: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
-	6,  // 14: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
-	8,  // 15: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
-	10, // 16: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
-	14, // [14:17] is the sub-list for method output_type
-	11, // [11:14] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	2,  // 5: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
+	15, // 6: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
+	15, // 7: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
+	15, // 8: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
+	3,  // 9: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
+	3,  // 10: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
+	14, // 11: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
+	4,  // 12: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
+	5,  // 13: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	5,  // 14: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	6,  // 15: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
+	8,  // 16: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
+	10, // 17: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
+	7,  // 18: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
+	9,  // 19: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
+	11, // 20: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
+	18, // [18:21] is the sub-list for method output_type
+	15, // [15:18] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_host_v1_host_proto_init() }
@@ -759,7 +864,7 @@ func file_host_v1_host_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_host_v1_host_proto_rawDesc), len(file_host_v1_host_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

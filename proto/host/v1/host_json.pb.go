@@ -7,6 +7,7 @@ package hostv1
 
 import (
 	pbjson "github.com/svclab/svclab/internal/runtime/transport/httptransport/pbjson"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	strconv "strconv"
 )
 
@@ -374,6 +375,12 @@ func (x *TransportOptions) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if x.HttpLimits != nil {
+		b = append(b, ",\"httpLimits\":"...)
+		if b, err = x.HttpLimits.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -412,6 +419,161 @@ func (x *TransportOptions) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.HttpCodec = v
+			}
+		case "httpLimits", "http_limits":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(HttpLimits)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.HttpLimits = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *HttpLimits) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.MaxBodyBytes != 0 {
+		b = append(b, ",\"maxBodyBytes\":"...)
+		b = pbjson.AppendQuotedInt(b, x.MaxBodyBytes)
+	}
+	if x.MaxHeaderBytes != 0 {
+		b = append(b, ",\"maxHeaderBytes\":"...)
+		b = pbjson.AppendQuotedInt(b, x.MaxHeaderBytes)
+	}
+	if x.ReadHeaderTimeout != nil {
+		b = append(b, ",\"readHeaderTimeout\":"...)
+		if b, err = pbjson.AppendMessage(b, x.ReadHeaderTimeout); err != nil {
+			return b, err
+		}
+	}
+	if x.ReadTimeout != nil {
+		b = append(b, ",\"readTimeout\":"...)
+		if b, err = pbjson.AppendMessage(b, x.ReadTimeout); err != nil {
+			return b, err
+		}
+	}
+	if x.IdleTimeout != nil {
+		b = append(b, ",\"idleTimeout\":"...)
+		if b, err = pbjson.AppendMessage(b, x.IdleTimeout); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *HttpLimits) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "maxBodyBytes", "max_body_bytes":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int64()
+				if err != nil {
+					return err
+				}
+				x.MaxBodyBytes = v
+			}
+		case "maxHeaderBytes", "max_header_bytes":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int64()
+				if err != nil {
+					return err
+				}
+				x.MaxHeaderBytes = v
+			}
+		case "readHeaderTimeout", "read_header_timeout":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.ReadHeaderTimeout = v
+			}
+		case "readTimeout", "read_timeout":
+			if seen[0]&(1<<3) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 3
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.ReadTimeout = v
+			}
+		case "idleTimeout", "idle_timeout":
+			if seen[0]&(1<<4) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 4
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.IdleTimeout = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {

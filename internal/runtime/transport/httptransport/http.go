@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -101,6 +102,7 @@ type Server struct {
 	tls       *tls.Config
 	codec     codec
 	codecErr  error // an unknown ServerOptions.Codec, which Serve reports
+	maxBody   int64 // 0: MaxMessageSize alone
 	hs        *http.Server
 	// stop ends every handler's context at Stop, even one whose connection
 	// the close has not yet been noticed on.
@@ -119,15 +121,21 @@ func NewServer(opts transport.ServerOptions) *Server {
 		// comparison, and h2 is what the grpc transport measures.
 		s.tls.NextProtos = []string{"http/1.1"}
 	}
+	l := opts.HTTPLimits
+	s.maxBody = l.MaxBodyBytes
 	s.hs = &http.Server{
 		Handler: s,
-		// No read or idle timeouts: each makes net/http reset a socket
-		// deadline on every request, which wakes the runtime's poller
-		// with two extra system calls, some 5% of a small call's latency.
-		// The peers are svclab's own processes, not the open internet,
-		// and the server's Stop closes idle connections.
-		BaseContext:  func(net.Listener) context.Context { return s.base },
-		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		// Timeouts only as the options ask: each makes net/http reset a
+		// socket deadline on every request, which wakes the runtime's
+		// poller with two extra system calls, some 5% of a small call's
+		// latency (docs/PERFORMANCE.md). A deployment sets the spec's
+		// [deploy.http_limits]; a bare server measures the transport.
+		ReadHeaderTimeout: l.ReadHeaderTimeout,
+		ReadTimeout:       l.ReadTimeout,
+		IdleTimeout:       l.IdleTimeout,
+		MaxHeaderBytes:    l.MaxHeaderBytes,
+		BaseContext:       func(net.Listener) context.Context { return s.base },
+		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
 	}
 	return s
 }
@@ -189,8 +197,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if md := headerMetadata(r.Header); md != nil {
 		ctx = metadata.NewIncomingContext(ctx, md)
 	}
+	if !jsonBody(r) {
+		writeStatus(w, http.StatusUnsupportedMediaType, status.New(codes.InvalidArgument,
+			"http: "+r.URL.Path+" takes a JSON body; send Content-Type: application/json, not "+r.Header.Get("Content-Type")))
+		return
+	}
+	if s.maxBody > 0 {
+		if r.ContentLength > s.maxBody {
+			// Refused before a byte of the body is read; net/http then
+			// closes the connection rather than drain a body that large.
+			writeStatus(w, http.StatusRequestEntityTooLarge, status.Newf(codes.ResourceExhausted,
+				"http: body of %d bytes exceeds deploy.http_limits.max_body (%d bytes)", r.ContentLength, s.maxBody))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.maxBody)
+	}
 	body, err := readBody(r.Body, r.ContentLength)
 	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeStatus(w, http.StatusRequestEntityTooLarge, status.Newf(codes.ResourceExhausted,
+				"http: chunked body exceeds deploy.http_limits.max_body (%d bytes)", mbe.Limit))
+			return
+		}
 		writeStatus(w, 0, status.Convert(err))
 		return
 	}
@@ -250,6 +278,19 @@ func writeStatus(w http.ResponseWriter, httpStatus int, st *status.Status) {
 }
 
 // readBody reads a whole body, in one allocation when its length is known.
+// jsonBody reports whether r's body may be read as JSON: its Content-Type
+// is application/json or a +json type, or it has none (svclab's own
+// clients always send one; curl --data without -H sends a form type, and
+// is told what to send instead).
+func jsonBody(r *http.Request) bool {
+	ct := r.Header.Get("Content-Type")
+	if ct == "" {
+		return true
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json"))
+}
+
 func readBody(r io.Reader, n int64) ([]byte, error) {
 	if n > MaxMessageSize {
 		return nil, status.Errorf(codes.ResourceExhausted, "http: message of %d bytes exceeds the limit of %d", n, MaxMessageSize)
@@ -257,13 +298,13 @@ func readBody(r io.Reader, n int64) ([]byte, error) {
 	if n >= 0 {
 		b := make([]byte, n)
 		if _, err := io.ReadFull(r, b); err != nil {
-			return nil, status.Errorf(codes.Unavailable, "http: reading body: %v", err)
+			return nil, bodyError(err)
 		}
 		return b, nil
 	}
 	b, err := io.ReadAll(io.LimitReader(r, MaxMessageSize+1))
 	if err != nil {
-		return nil, status.Errorf(codes.Unavailable, "http: reading body: %v", err)
+		return nil, bodyError(err)
 	}
 	if len(b) > MaxMessageSize {
 		return nil, status.Errorf(codes.ResourceExhausted, "http: message exceeds the limit of %d bytes", MaxMessageSize)
@@ -459,4 +500,13 @@ func (c *Conn) NewStream(ctx context.Context, desc *grpc.StreamDesc, method stri
 func (c *Conn) Close() error {
 	c.transport.CloseIdleConnections()
 	return nil
+}
+
+// bodyError keeps a *http.MaxBytesError for the caller to answer 413;
+// anything else is the connection failing mid-body.
+func bodyError(err error) error {
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return err
+	}
+	return status.Errorf(codes.Unavailable, "http: reading body: %v", err)
 }
