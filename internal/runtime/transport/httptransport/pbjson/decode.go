@@ -93,10 +93,7 @@ func (d *Decoder) NextField(first bool) (bool, error) {
 // Name reads a member's name and the ':' after it. The name is valid until
 // the next call.
 func (d *Decoder) Name() ([]byte, error) {
-	if d.peek() != '"' {
-		return nil, ErrFallback
-	}
-	name, err := d.stringBytes()
+	name, err := d.quoted()
 	if err != nil {
 		return nil, err
 	}
@@ -339,10 +336,7 @@ func numberLen(b []byte) int {
 
 // String reads a string.
 func (d *Decoder) String() (string, error) {
-	if d.peek() != '"' {
-		return "", ErrFallback
-	}
-	s, err := d.stringBytes()
+	s, err := d.quoted()
 	return string(s), err
 }
 
@@ -469,10 +463,7 @@ func hex4(b []byte, i int) (rune, bool) {
 // Bytes reads base64 as protojson does: standard or URL-safe alphabet
 // (the latter when the text has '-' or '_'), padded or not.
 func (d *Decoder) Bytes() ([]byte, error) {
-	if d.peek() != '"' {
-		return nil, ErrFallback
-	}
-	s, err := d.stringBytes()
+	s, err := d.quoted()
 	if err != nil {
 		return nil, err
 	}
@@ -760,4 +751,13 @@ func (d *Decoder) Strings(dst []string) ([]string, error) { return readList(d, d
 // BytesList appends an array of bytes values to dst.
 func (d *Decoder) BytesList(dst [][]byte) ([][]byte, error) {
 	return readList(d, dst, (*Decoder).Bytes)
+}
+
+// quoted reads a JSON string where only a string may stand; anything else
+// is for protojson to judge.
+func (d *Decoder) quoted() ([]byte, error) {
+	if d.peek() != '"' {
+		return nil, ErrFallback
+	}
+	return d.stringBytes()
 }
