@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from svclab_analysis.report import num
+from svclab_analysis.formatting import num
 
 LATENCY_KEYS = ["mean_ms", "stdev_ms", "min_ms", "p50_ms", "p90_ms", "p95_ms", "p99_ms",
                 "p999_ms", "max_ms"]

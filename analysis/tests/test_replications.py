@@ -20,7 +20,7 @@ from stores import S3_P50, est_text, s0_values, s3_store, s4_values, write_store
 
 from svclab_analysis import replications as rp
 from svclab_analysis.errors import AnalysisError
-from svclab_analysis.report import num
+from svclab_analysis.formatting import num
 
 
 def test_s3_tables(tmp_path: Path) -> None:

@@ -45,8 +45,8 @@ from scipy import stats
 
 from .design import anova, factorial
 from .errors import AnalysisError
-from .load import Experiment, load_experiment, response_table
-from .report import ci, num, pval
+from .results import Experiment, load_experiment, response_table
+from .formatting import ci, num, pval
 from .stats import describe, mann_whitney, sample_size
 
 PROG = "python -m svclab_analysis.replications"
