@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import pandas as pd
 
@@ -15,6 +16,7 @@ from .common import (
     CONFIDENCE,
     Claim,
     Ratio,
+    Summary,
     cell,
     factor_levels,
     ratio_cell,
@@ -32,23 +34,34 @@ S4_STRING_LENS = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 S4_OPS = ["void", "long", "eightlongs", "string", "movie"]
 
 
-def s4_section(exp: Experiment, claims: list[Claim]) -> str:
+@dataclass
+class OperationRow:
+    """One operation (or one string length): both transports over runs and their ratio."""
+
+    label: str
+    grpc: Summary
+    netrpc: Summary
+    ratio: Ratio
+
+
+@dataclass
+class S4:
+    """Everything the S4 region reports, computed from one results directory."""
+
+    provenance: str
+    rows: list[OperationRow]
+    ratios: list[Ratio]  # per operation and per string length, without the pooled row
+    shares: list[str]  # how much app.string_len explains, per operation
+    jain: pd.DataFrame | None  # sample_size() per operation and transport, with cv
+    flagged: int
+    runs: int
+
+
+def compute(exp: Experiment) -> S4:
     metric = "mean_ms"
-    out = [provenance(exp, "bin/svclab run experiments/s4-rpc.toml"), ""]
     lens = factor_levels(exp, "app.string_len", "16")
     ops_present = set(exp.metrics["operation"])
-    out.append("**Mean latency per call (ms)**, one call in flight. Paper (one machine): gRPC "
-               f"with a Python client and server {num(S4_PAPER_GRPC_MS[0])}–"
-               f"{num(S4_PAPER_GRPC_MS[1])} ms, Go net/rpc {num(S4_PAPER_NETRPC_MS[0])}–"
-               f"{num(S4_PAPER_NETRPC_MS[1])} ms, i.e. gRPC "
-               f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
-               f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}× slower, from 10 calls per "
-               "operation. svclab: both sides in Go; the mean over runs of each run's mean, with "
-               "a 95% Student-t interval over runs; grpc ÷ netrpc is the ratio of the run "
-               "values' medians with a 95% bootstrap interval. Operations other than `string` "
-               "do not depend on `app.string_len`, so their runs are pooled over it.")
-    out.append("")
-    rows = []
+    rows: list[OperationRow] = []
     ratios: list[Ratio] = []
     jain_rows: list[pd.DataFrame] = []
     for op in S4_OPS:
@@ -63,41 +76,17 @@ def s4_section(exp: Experiment, claims: list[Claim]) -> str:
             part = df if n is None else cell(df, **{"app.string_len": n})
             g = values(part, metric, **{"deploy.transport": "grpc"})
             nr = values(part, metric, **{"deploy.transport": "netrpc"})
-            sg, sn = summarise(g), summarise(nr)
             r = ratio_of(g, nr)
             if label != "string, all lengths pooled":
                 ratios.append(r)
-            rows.append([label, summary_cell(sg), summary_cell(sn), ratio_cell(r), pval(r.p),
-                         f"{sg.n} / {sn.n}"])
+            rows.append(OperationRow(label, summarise(g), summarise(nr), r))
             if len(part) > 0:
                 ss = sample_size(part, metric, by=["deploy.transport"], error_pct=5.0,
                                  confidence=CONFIDENCE)
                 ss.insert(0, "operation", label)
                 jain_rows.append(ss)
-    out.append(md_table(["operation", "grpc (ms)", "netrpc (ms)", "grpc ÷ netrpc",
-                         "p (runs)", "runs grpc / netrpc"], rows))
-    out.append("")
-    finite = [r for r in ratios if math.isfinite(r.lo)]
-    if finite:
-        lo = min(r.ratio for r in finite)
-        hi = max(r.ratio for r in finite)
-        all_above = all(r.lo > 1 for r in finite)
-        any_below = any(r.hi < 1 for r in finite)
-        v = ("holds for every operation" if all_above else
-             "does not hold for at least one operation" if any_below else
-             "inconclusive for at least one operation (an interval includes 1)")
-        out.append(f"grpc ÷ netrpc ranges over {num(lo)}–{num(hi)}× here, against "
-                   f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
-                   f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}× in the paper. "
-                   f"Verdict on *net/rpc is faster than gRPC on one machine*: **{v}**.")
-        claims.append(Claim("S4", "net/rpc is faster than gRPC on one machine", v,
-                            f"grpc ÷ netrpc {num(lo)}–{num(hi)}×",
-                            f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
-                            f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}×"))
-        out.append("")
-
+    shares: list[str] = []
     if len(lens) > 1:
-        shares = []
         for op in ("void", "string"):
             if op not in ops_present:
                 continue
@@ -110,16 +99,58 @@ def s4_section(exp: Experiment, claims: list[Claim]) -> str:
                 shares.append(f"`{op}` {share_txt}% ({p_text(t.loc['app.string_len', 'p'])})")
             except (AnalysisError, KeyError) as exc:
                 shares.append(f"`{op}` not computed ({exc})")
-        if shares:
-            out.append("How much `app.string_len` explains of the variation of the mean latency "
-                       "(ANOVA over transport × string_len): " + "; ".join(shares) + ". It is "
-                       "not an input of `void` at all, which is why the other operations are "
-                       "pooled over it.")
-            out.append("")
-
+    jain = None
     if jain_rows:
-        jr = pd.concat(jain_rows, ignore_index=True)
-        jr["cv"] = 100.0 * jr["sd"] / jr["mean"]
+        jain = pd.concat(jain_rows, ignore_index=True)
+        jain["cv"] = 100.0 * jain["sd"] / jain["mean"]
+    return S4(provenance(exp, "bin/svclab run experiments/s4-rpc.toml"), rows, ratios, shares,
+              jain, int(exp.runs["bottleneck"].sum()), len(exp.runs))
+
+
+PAPER_RATIO = (f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
+               f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}×")
+
+
+def render(r: S4, claims: list[Claim]) -> str:
+    """The region's Markdown; the tested claim is appended to `claims`."""
+    out = [r.provenance, ""]
+    out.append("**Mean latency per call (ms)**, one call in flight. Paper (one machine): gRPC "
+               f"with a Python client and server {num(S4_PAPER_GRPC_MS[0])}–"
+               f"{num(S4_PAPER_GRPC_MS[1])} ms, Go net/rpc {num(S4_PAPER_NETRPC_MS[0])}–"
+               f"{num(S4_PAPER_NETRPC_MS[1])} ms, i.e. gRPC {PAPER_RATIO} slower, from 10 calls "
+               "per operation. svclab: both sides in Go; the mean over runs of each run's mean, with "
+               "a 95% Student-t interval over runs; grpc ÷ netrpc is the ratio of the run "
+               "values' medians with a 95% bootstrap interval. Operations other than `string` "
+               "do not depend on `app.string_len`, so their runs are pooled over it.")
+    out.append("")
+    rows = [[o.label, summary_cell(o.grpc), summary_cell(o.netrpc), ratio_cell(o.ratio),
+             pval(o.ratio.p), f"{o.grpc.n} / {o.netrpc.n}"] for o in r.rows]
+    out.append(md_table(["operation", "grpc (ms)", "netrpc (ms)", "grpc ÷ netrpc",
+                         "p (runs)", "runs grpc / netrpc"], rows))
+    out.append("")
+    finite = [x for x in r.ratios if math.isfinite(x.lo)]
+    if finite:
+        lo = min(x.ratio for x in finite)
+        hi = max(x.ratio for x in finite)
+        all_above = all(x.lo > 1 for x in finite)
+        any_below = any(x.hi < 1 for x in finite)
+        v = ("holds for every operation" if all_above else
+             "does not hold for at least one operation" if any_below else
+             "inconclusive for at least one operation (an interval includes 1)")
+        out.append(f"grpc ÷ netrpc ranges over {num(lo)}–{num(hi)}× here, against "
+                   f"{PAPER_RATIO} in the paper. "
+                   f"Verdict on *net/rpc is faster than gRPC on one machine*: **{v}**.")
+        claims.append(Claim("S4", "net/rpc is faster than gRPC on one machine", v,
+                            f"grpc ÷ netrpc {num(lo)}–{num(hi)}×", PAPER_RATIO))
+        out.append("")
+    if r.shares:
+        out.append("How much `app.string_len` explains of the variation of the mean latency "
+                   "(ANOVA over transport × string_len): " + "; ".join(r.shares) + ". It is "
+                   "not an input of `void` at all, which is why the other operations are "
+                   "pooled over it.")
+        out.append("")
+    if r.jain is not None:
+        jr = r.jain
         out.append("**Repetitions (Jain).** From these runs, the repetitions each configuration "
                    "needs for a ±5% interval on the mean at 95% "
                    "(n = (100·t·s / (5·x̄))²), and the half-width the runs made achieve.")
@@ -132,14 +163,17 @@ def s4_section(exp: Experiment, claims: list[Claim]) -> str:
                 if sel.empty:
                     row += ["—", "—", "—", "—"]
                     continue
-                r = sel.iloc[0]
-                row += [str(int(r["n"])), num(r["cv"]), integer(r["required"]),
-                        f"±{num(r['halfwidth_pct'])}%"]
+                x = sel.iloc[0]
+                row += [str(int(x["n"])), num(x["cv"]), integer(x["required"]),
+                        f"±{num(x['halfwidth_pct'])}%"]
             rows.append(row)
         out.append(md_table(["operation", "grpc runs", "grpc sd/mean (%)", "grpc runs needed",
                              "grpc achieved", "netrpc runs", "netrpc sd/mean (%)",
                              "netrpc runs needed", "netrpc achieved"], rows))
         out.append("")
-    out.append(f"Runs flagged by the generator's self-audit: {int(exp.runs['bottleneck'].sum())} "
-               f"of {len(exp.runs)}.")
+    out.append(f"Runs flagged by the generator's self-audit: {r.flagged} of {r.runs}.")
     return "\n".join(out)
+
+
+def s4_section(exp: Experiment, claims: list[Claim]) -> str:
+    return render(compute(exp), claims)
