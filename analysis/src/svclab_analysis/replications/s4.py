@@ -118,8 +118,8 @@ def render(r: S4, claims: list[Claim]) -> str:
                f"with a Python client and server {num(S4_PAPER_GRPC_MS[0])}–"
                f"{num(S4_PAPER_GRPC_MS[1])} ms, Go net/rpc {num(S4_PAPER_NETRPC_MS[0])}–"
                f"{num(S4_PAPER_NETRPC_MS[1])} ms, i.e. gRPC {PAPER_RATIO} slower, from 10 calls "
-               "per operation. svclab: both sides in Go; the mean over runs of each run's mean, with "
-               "a 95% Student-t interval over runs; grpc ÷ netrpc is the ratio of the run "
+               "per operation. svclab: both sides in Go; the mean over runs of each run's mean, "
+               "with a 95% Student-t interval over runs; grpc ÷ netrpc is the ratio of the run "
                "values' medians with a 95% bootstrap interval. Operations other than `string` "
                "do not depend on `app.string_len`, so their runs are pooled over it.")
     out.append("")
