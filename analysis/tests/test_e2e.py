@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from svclab_analysis.report import build_report, num
+from svclab_analysis.formatting import num
+from svclab_analysis.report import build_report
 
 BIN = os.environ.get("SVCLAB_BIN", "")
 SPEC = Path(__file__).resolve().parents[2] / "experiments" / "quickstart.toml"

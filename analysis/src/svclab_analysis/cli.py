@@ -21,6 +21,7 @@ import pandas as pd
 
 from . import __version__
 from .errors import AnalysisError
+from .formatting import num
 
 PROG = "svclab-analysis"
 
@@ -93,13 +94,8 @@ def records(df: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _fmt(v: Any) -> str:
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "—"
-        if abs(v) >= 1e4:
-            return f"{v:.0f}"
-        return f"{v:.4g}"
-    return str(v)
+    # Counts and labels stay as they are; only measured values are rounded.
+    return num(v, significant=4) if isinstance(v, float) else str(v)
 
 
 def table(df: pd.DataFrame) -> str:

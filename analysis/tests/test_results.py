@@ -1,4 +1,4 @@
-"""The loader on a synthetic store written exactly as docs/RESULTS.md says."""
+"""The result store reader on a synthetic store written exactly as docs/RESULTS.md says."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from synth import make_results
 
 from svclab_analysis.errors import AnalysisError
-from svclab_analysis.load import cpu_seconds, hdr_quantiles, load_experiment, response_table
+from svclab_analysis.results import cpu_seconds, hdr_quantiles, load_experiment, response_table
 
 
 def test_runs_and_run_level_metrics(results_dir: Path) -> None:

@@ -1,0 +1,38 @@
+"""Regenerate the tables of docs/REPLICATIONS.md from svclab results directories.
+
+docs/REPLICATIONS.md is hand-written prose with marked regions::
+
+    <!-- BEGIN s3 -->
+    ... generated: never edit by hand ...
+    <!-- END s3 -->
+
+This module rewrites each region from the newest results directory of its
+spec (``results/s3-style-YYYYMMDD-HHMMSS``), putting the published study's
+numbers (constants below, from SEEDS.md) next to svclab's, with confidence
+intervals over runs: the run is the unit of replication. Every verdict
+("holds", "does not hold", "inconclusive") is computed from those
+intervals, never typed in.
+
+    python -m svclab_analysis.replications                  # newest results of every spec
+    python -m svclab_analysis.replications --results results --doc docs/REPLICATIONS.md
+    python -m svclab_analysis.replications s3=results/s3-style-20261122-040000
+
+A region whose spec has no results is left as it is, so running this on a
+fresh clone does not erase the committed tables.
+
+``scripts/replicate.sh`` writes ``replicate.json`` into each results
+directory (the command, its wall time and the load average around it);
+the regions quote it when it is there.
+
+One module per study (s3, s4, s2, s0), each computing its numbers into a
+dataclass and rendering that as Markdown; common.py holds the statistics
+they share, store.py reads results directories, regions.py rewrites the
+marked regions and main.py lists the studies and is the command line.
+"""
+
+from .common import verdict
+from .main import STUDIES, build_section, main
+from .regions import rewrite
+from .store import latest_results
+
+__all__ = ["STUDIES", "build_section", "latest_results", "main", "rewrite", "verdict"]

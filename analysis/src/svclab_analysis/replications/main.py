@@ -1,0 +1,170 @@
+"""The studies, the summary and runs regions, and the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import AnalysisError
+from ..formatting import duration, md_table, num
+from ..results import Experiment, load_experiment
+from .common import Claim
+from .regions import GENERATED_NOTE, rewrite
+from .s0 import s0_section
+from .s2 import s2_section
+from .s3 import s3_section
+from .s4 import s4_section
+from .store import latest_results, replicate_info, wall_time
+
+PROG = "python -m svclab_analysis.replications"
+
+
+@dataclass(frozen=True)
+class Study:
+    key: str
+    experiment: str
+    spec: str
+    metric: str
+    section: Callable[[Experiment, list[Claim]], str]
+
+
+STUDIES: dict[str, Study] = {
+    s.key: s
+    for s in [
+        Study("s3", "s3-style", "experiments/s3-style.toml", "p50_ms", s3_section),
+        # S3's design with back-to-back calls: scripts/replicate.sh runs the same spec
+        # with one closed-loop user and experiment.name = "s3-style-closed".
+        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", "p50_ms", s3_section),
+        Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
+        Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
+        Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
+    ]
+}
+
+
+def build_section(study: Study, path: Path, claims: list[Claim] | None = None,
+                  exps: dict[str, Experiment] | None = None) -> str:
+    exp = load_experiment(path, metric=study.metric, operation="total")
+    if exps is not None:
+        exps[study.key] = exp
+    return GENERATED_NOTE.format(path=path.name) + "\n" + study.section(
+        exp, claims if claims is not None else [])
+
+
+SUMMARY_KEY = "summary"
+RUNS_KEY = "runs"
+
+
+def runs_section(exps: dict[str, Experiment]) -> str:
+    """One line per study: spec, results directory, runs, flags and wall time."""
+    rows = []
+    for key, exp in exps.items():
+        st = STUDIES[key]
+        rep = replicate_info(exp)
+        runs = exp.runs
+        during = rep.get("loadavg_during") or {}
+        load = (f"{num(during.get('mean_1m'))} (max {num(during.get('max_1m'))})"
+                if isinstance(during, dict) and during.get("samples") else "—")
+        rows.append([key, f"[{st.spec.rsplit('/', 1)[-1]}](../{st.spec})", f"`{exp.path.name}`",
+                     f"{int((runs['status'] == 'ok').sum())} of {len(runs)}",
+                     str(int(runs["bottleneck"].sum())), load,
+                     duration(float(rep["wall_s"])) if "wall_s" in rep
+                     else wall_time(exp, rep)])
+    used = ", ".join(f"`{e.path.name}`" for e in exps.values())
+    return "\n".join([
+        GENERATED_NOTE.format(path=used),
+        md_table(["study", "spec", "results", "runs ok", "runs flagged",
+                  "1-min load average while running", "wall time"], rows),
+    ])
+
+
+def summary_section(claims: Sequence[Claim], sources: dict[str, Path]) -> str:
+    """The verdict of every tested claim, from the same results as the sections."""
+    rows = [[c.study, c.claim, f"**{c.verdict}**", c.here, c.paper] for c in claims]
+    used = ", ".join(f"`{p.name}`" for p in sources.values())
+    return "\n".join([
+        GENERATED_NOTE.format(path=used),
+        md_table(["study", "the paper's finding", "on this machine", "svclab", "paper"], rows),
+    ])
+
+
+def package_doc() -> str:
+    # The package's docstring is the command's help; it is read at call time,
+    # when the package has finished importing this module.
+    from . import __doc__ as doc
+
+    return doc or ""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog=PROG, description=package_doc().split("\n\n")[0])
+    p.add_argument("dirs", nargs="*", metavar="KEY=DIR",
+                   help="use this results directory for a study (s3, s3c, s4, s2, s0) instead of "
+                        "the newest one under --results")
+    p.add_argument("--results", default="results", help="where results directories are")
+    p.add_argument("--doc", default="docs/REPLICATIONS.md", help="the document to rewrite")
+    p.add_argument("--only", help="comma-separated regions to rewrite: studies (s3, s3c, s4, "
+                                  "s2, s0), summary, runs (default: all)")
+    p.add_argument("--stdout", action="store_true",
+                   help="print the generated regions instead of rewriting the document")
+    args = p.parse_args(argv)
+    try:
+        explicit: dict[str, Path] = {}
+        for item in args.dirs:
+            key, sep, d = item.partition("=")
+            if not sep or key not in STUDIES:
+                raise AnalysisError(f"{item!r}: expected KEY=DIR with KEY one of "
+                                    f"{', '.join(STUDIES)}")
+            explicit[key] = Path(d)
+        keys = list(STUDIES)
+        if args.only:
+            keys = [k.strip() for k in args.only.split(",") if k.strip()]
+            for k in keys:
+                if k not in STUDIES and k not in (SUMMARY_KEY, RUNS_KEY):
+                    raise AnalysisError(f"--only {k}: unknown study; known: {', '.join(STUDIES)}")
+        sections: dict[str, str] = {}
+        claims: list[Claim] = []
+        sources: dict[str, Path] = {}
+        exps: dict[str, Experiment] = {}
+        for key, st in STUDIES.items():
+            path = explicit.get(key) or latest_results(Path(args.results), st.experiment)
+            if path is None:
+                if key in keys:
+                    print(f"{key}: no results of {st.experiment} under {args.results}; region "
+                          f"left as it is (run: bash scripts/replicate.sh {key})",
+                          file=sys.stderr)
+                continue
+            own: list[Claim] = []
+            body = build_section(st, path, own, exps)
+            claims += own
+            sources[key] = path
+            if key in keys:
+                sections[key] = body
+                print(f"{key}: {path}", file=sys.stderr)
+        # The summary and the runs table are rewritten only when every study has
+        # results, so that they never mix a fresh study with a missing one.
+        if len(sources) == len(STUDIES):
+            if not args.only or SUMMARY_KEY in keys:
+                sections[SUMMARY_KEY] = summary_section(claims, sources)
+            if not args.only or RUNS_KEY in keys:
+                sections[RUNS_KEY] = runs_section(exps)
+        if args.stdout:
+            for key, body in sections.items():
+                print(f"<!-- BEGIN {key} -->\n{body}\n<!-- END {key} -->\n")
+            return 0
+        doc_path = Path(args.doc)
+        try:
+            doc = doc_path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise AnalysisError(f"{doc_path}: cannot read ({exc.strerror})") from None
+        new = rewrite(doc, sections)
+        if new != doc:
+            doc_path.write_text(new, encoding="utf-8")
+        print(f"{doc_path}: {len(sections)} region(s) rewritten", file=sys.stderr)
+        return 0
+    except AnalysisError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2

@@ -1,0 +1,272 @@
+"""Every number the report shows, computed from a results directory's runs.
+
+Pure computation: no plotting and no text.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ..design import Factorial, anova, factorial, two_level_subsets
+from ..errors import AnalysisError
+from ..formatting import num, pval, with_unit
+from ..metrics import CORE_METRICS, label_of, lower_is_better, unit_of
+from ..results import Experiment, response_table
+from ..stats import cell_residuals, compare, describe, mann_whitney, sample_size, shapiro
+
+CV_WARN_PCT = 10.0  # between-run CV above this: the runs disagree
+MIN_RUNS = 3  # per configuration, for a usable interval
+TARGET_ERROR_PCT = 5.0  # Jain's r in the sample-size advice
+BOOTSTRAP_RESAMPLES = 4999
+CONFIG = "configuration"
+
+@dataclass
+class Analysis:
+    exp: Experiment
+    metric: str
+    operation: str
+    confidence: float
+    log: bool
+    table: pd.DataFrame  # one row per ok run
+    factors: list[str]  # factors that vary among the ok runs
+    constants: dict[str, str]
+    ranked: pd.DataFrame  # per configuration, best first
+    per_metric: pd.DataFrame  # describe() per configuration, every metric
+    per_level: dict[str, pd.DataFrame]
+    main: Factorial | None = None
+    main_kind: str = ""  # "factorial", "main-effects", "anova"
+    anova_table: pd.DataFrame | None = None
+    subsets: list[tuple[dict[str, tuple[str, str]], Factorial]] = field(default_factory=list)
+    residuals: np.ndarray = field(default_factory=lambda: np.array([]))
+    shapiro: dict[str, float] = field(default_factory=dict)
+    pairwise: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
+    configs_compare: dict[str, pd.DataFrame] | None = None
+    samplesize: pd.DataFrame | None = None
+    warnings: list[str] = field(default_factory=list)
+    figures: dict[str, bytes] = field(default_factory=dict)
+    cdf_source: str = ""
+
+    def cfg_headers(self) -> list[str]:
+        if not self.factors:
+            return ["configuration"]
+        return list(short_names(self.factors).values())
+
+    def cfg_cells(self, label: str) -> list[str]:
+        if not self.factors:
+            return [label]
+        row = self.table.loc[self.table[CONFIG] == label, self.factors]
+        return [str(v) for v in row.iloc[0]] if len(row) else [label]
+
+    @property
+    def unit(self) -> str:
+        return unit_of(self.metric)
+
+    @property
+    def mlabel(self) -> str:
+        return label_of(self.metric)
+
+
+def short_names(factors: list[str]) -> dict[str, str]:
+    shorts = {f: f.rsplit(".", 1)[-1] for f in factors}
+    if len(set(shorts.values())) < len(shorts):
+        return {f: f for f in factors}
+    return shorts
+
+
+def config_labels(df: pd.DataFrame, factors: list[str]) -> pd.Series:
+    if not factors:
+        return pd.Series(["all runs"] * len(df), index=df.index)
+    sn = short_names(factors)
+    out = sn[factors[0]] + "=" + df[factors[0]].astype(str)
+    for f in factors[1:]:
+        out = out + " · " + sn[f] + "=" + df[f].astype(str)
+    return out.astype(object)
+
+
+def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Analysis:
+    """Every number the report shows. Pure computation: no plotting."""
+    m = exp.response_metric
+    table = response_table(exp, exp.response_operation)
+    if table[m].dropna().empty:
+        raise AnalysisError(
+            f"metric {m!r} has no value in any ok run of operation {exp.response_operation!r}"
+        )
+    factors, constants = [], {}
+    for f in exp.factor_names:
+        lv = table[f].dropna().astype(str).unique()
+        if len(lv) >= 2:
+            factors.append(f)
+        elif len(lv) == 1:
+            constants[f] = str(lv[0])
+    table[CONFIG] = config_labels(table, factors)
+    tm = table.dropna(subset=[m]).copy()
+
+    cells = describe(tm, [m], by=[CONFIG], confidence=confidence)
+    asc = lower_is_better(m)
+    ranked = cells.sort_values("mean", ascending=asc).reset_index(drop=True)
+    best = ranked[CONFIG].iloc[0]
+    best_vals = tm.loc[tm[CONFIG] == best, m].to_numpy()
+    ratios = []
+    for c in ranked[CONFIG]:
+        if c == best:
+            ratios.append((1.0, math.nan, math.nan))
+            continue
+        r = mann_whitney(tm.loc[tm[CONFIG] == c, m].to_numpy(), best_vals, confidence,
+                         BOOTSTRAP_RESAMPLES)
+        ratios.append((r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]))
+    ranked["ratio_to_best"] = [r[0] for r in ratios]
+    ranked["ratio_ci_low"] = [r[1] for r in ratios]
+    ranked["ratio_ci_high"] = [r[2] for r in ratios]
+    err = table.groupby(CONFIG, observed=True)["error_rate_pct"].mean()
+    ranked["error_rate_pct"] = ranked[CONFIG].map(err)
+
+    metrics = [c for c in CORE_METRICS if c in table.columns]
+    if m not in metrics:
+        metrics.insert(0, m)
+    per_metric = describe(table, metrics, by=[CONFIG], confidence=confidence)
+    per_level = {f: describe(table, metrics, by=[f], confidence=confidence) for f in factors}
+
+    a = Analysis(exp, m, exp.response_operation, confidence, log, table, factors, constants,
+                 ranked, per_metric, per_level)
+    a.warnings += exp.notes
+    if log and (tm[m] <= 0).any():
+        a.warnings.append(f"log scale requested but {m} has values <= 0: analysed on the "
+                          "original scale")
+        a.log = log = False
+
+    design_kind = str((exp.meta.get("design") or {}).get("kind") or "full")
+    levels = {f: [str(v) for v in tm[f].dropna().unique()] for f in factors}
+    if factors:
+        two_level = all(len(v) == 2 for v in levels.values())
+        if two_level:
+            try:
+                a.main = factorial(tm, m, factors, log=log, confidence=confidence)
+                a.main_kind = "factorial"
+            except AnalysisError:
+                # A fractional design (or lost cells) cannot estimate every
+                # interaction; main effects still can be.
+                a.main = factorial(tm, m, factors, log=log, confidence=confidence,
+                                   interactions=False)
+                a.main_kind = "main-effects"
+            a.warnings += a.main.notes
+        else:
+            a.anova_table = anova(tm, m, factors, log=log)
+            a.main_kind = "anova"
+            order = {f: [lv for lv in exp.factors[exp.factor_names.index(f)].levels
+                         if lv in levels[f]] for f in factors}
+            for subset in two_level_subsets(order):
+                chosen = {f: list(v) for f, v in subset.items()}
+                try:
+                    fit = factorial(tm, m, factors, levels=chosen, log=log,
+                                    confidence=confidence)
+                except AnalysisError:
+                    continue
+                a.subsets.append((subset, fit))
+        if design_kind == "fractional":
+            aliases = (exp.meta.get("design") or {}).get("aliases") or []
+            if aliases:
+                a.warnings.append("fractional design: effects are confounded with their "
+                                  "aliases (" + "; ".join(map(str, aliases)) + ")")
+
+    if a.main is not None and a.main.dof_error > 0:
+        a.residuals = a.main.residuals["residual"].to_numpy()
+    else:
+        y = np.log(tm[m]) if log else tm[m]
+        a.residuals = cell_residuals(tm.assign(**{m: y}), m, [CONFIG] if factors else [])
+    a.shapiro = shapiro(a.residuals)
+
+    for f in factors:
+        try:
+            a.pairwise[f] = compare(tm, m, f, confidence=confidence,
+                                    n_resamples=BOOTSTRAP_RESAMPLES)
+        except AnalysisError:
+            continue
+    if tm[CONFIG].nunique() > 2 and len(factors) > 1:
+        a.configs_compare = compare(tm, m, CONFIG, confidence=confidence,
+                                    n_resamples=BOOTSTRAP_RESAMPLES)
+    if len(tm) > 1:
+        a.samplesize = sample_size(tm, m, by=[CONFIG], error_pct=TARGET_ERROR_PCT,
+                                   confidence=confidence)
+    a.warnings += checks(a)
+    return a
+
+
+def checks(a: Analysis) -> list[str]:
+    """The warnings a reader must see before trusting the numbers."""
+    out: list[str] = []
+    runs = a.exp.runs
+    failed = runs[runs["status"] != "ok"]
+    if not failed.empty:
+        items = [f"{r.run_id} ({r.reason or 'no reason given'})" for r in failed.itertuples()]
+        out.append(f"{len(failed)} of {len(runs)} runs failed and are left out: "
+                   + "; ".join(items[:8]) + (" …" if len(items) > 8 else ""))
+    if a.factors:
+        have = set(a.table[CONFIG])
+        # Configurations all of whose runs failed vanish from every table.
+        lost = sorted(set(config_labels(runs[runs["status"] != "ok"], a.factors)) - have)
+        for c in lost:
+            out.append(f"{c}: no run finished ok, so it is missing from every table")
+    bott = runs[(runs["status"] == "ok") & runs["bottleneck"]]
+    for r in bott.itertuples():
+        detail = next((w for w in r.warnings if w.startswith("generator_bottleneck")),
+                      "the load generator flagged itself")
+        out.append(f"run {r.run_id}: the load generator was the bottleneck ({detail}); its "
+                   "latencies include the generator's own delay")
+    for r in runs[runs["status"] == "ok"].itertuples():
+        for w in r.warnings:
+            if not w.startswith("generator_bottleneck"):
+                out.append(f"run {r.run_id}: {w}")
+    u = a.unit
+    for c in a.ranked.itertuples():
+        if c.n < MIN_RUNS:
+            out.append(f"{getattr(c, CONFIG)}: only {c.n} ok run(s); {MIN_RUNS} or more are "
+                       "needed for a usable confidence interval")
+        elif c.cv_pct == c.cv_pct and c.cv_pct > CV_WARN_PCT:
+            out.append(f"{getattr(c, CONFIG)}: runs disagree, coefficient of variation "
+                       f"{num(c.cv_pct)}% of the mean {a.mlabel} ({with_unit(c.mean, u)}) "
+                       f"> {CV_WARN_PCT:g}%")
+    if a.samplesize is not None:
+        req = a.samplesize["required"].max()
+        have = int(a.ranked["n"].min())
+        if req == req and req > have:
+            out.append(f"Jain's estimate: {int(req)} runs per configuration give a "
+                       f"±{TARGET_ERROR_PCT:g}% interval on the mean {a.mlabel} at "
+                       f"{round(100 * a.confidence)}% confidence; the smallest configuration "
+                       f"has {have}")
+    errs = a.table[a.table["error_rate_pct"] > 0]
+    if not errs.empty:
+        out.append(f"{len(errs)} run(s) had errors (up to "
+                   f"{num(errs['error_rate_pct'].max())}% of requests): fast failures can "
+                   "make latency look better, so read latency beside the error rate")
+    sw = a.shapiro
+    if sw and sw.get("p") == sw.get("p") and sw["p"] < 0.05:
+        out.append(f"residuals are not normal (Shapiro-Wilk W = {sw['W']:.3f}, "
+                   f"p = {pval(sw['p'])}): effect intervals are approximate"
+                   + ("" if a.log else "; `--log` often helps latency"))
+    y = a.table[a.metric].dropna()
+    if not a.log and len(y) and y.min() > 0 and y.max() / y.min() > 10 and a.factors:
+        out.append(f"{a.mlabel} spans more than a factor of ten: effects are likely "
+                   "multiplicative, consider `--log`")
+    return out
+
+
+def term_significant(a: Analysis, term: str) -> bool | None:
+    """Whether a term's effect is distinguishable from noise: its interval
+    excludes zero (2^k r) or its ANOVA p is below 1 − confidence. None when
+    there is no error term to judge by."""
+    if a.main is not None:
+        t = a.main.terms.set_index("term")
+        if term not in t.index or not math.isfinite(float(t.loc[term, "ci_low"])):
+            return None
+        lo, hi = float(t.loc[term, "ci_low"]), float(t.loc[term, "ci_high"])
+        return bool(lo > 0 or hi < 0)
+    if a.anova_table is not None:
+        t = a.anova_table.set_index("term")
+        if term not in t.index or not math.isfinite(float(t.loc[term, "p"])):
+            return None
+        return bool(float(t.loc[term, "p"]) < 1 - a.confidence)
+    return None

@@ -1,0 +1,343 @@
+"""The report's text: the document model filled from an analysis."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from .. import __version__
+from ..design import Factorial
+from ..formatting import ci, integer, num, pval, seconds, with_unit
+from ..metrics import label_of, lower_is_better, unit_of
+from .analysis import (
+    CONFIG,
+    CV_WARN_PCT,
+    MIN_RUNS,
+    TARGET_ERROR_PCT,
+    Analysis,
+    term_significant,
+)
+from .model import Bullets, Document, Figure, Heading, Para, Section, Table
+
+
+def _levels_phrase(subset: dict[str, tuple[str, str]]) -> str:
+    return ", ".join(f"{f.rsplit('.', 1)[-1]}: {lo} vs {hi}" for f, (lo, hi) in subset.items())
+
+
+def effects_table(fit: Factorial, unit: str) -> Table:
+    conf = round(100 * fit.confidence)
+    if fit.log:
+        headers = ["term", "effect q (log)", "high/low ratio (×)", f"{conf}% CI of ratio (×)",
+                   "variation explained (%)"]
+    else:
+        headers = ["term", f"effect q ({unit})", f"{conf}% CI ({unit})", "sum of squares",
+                   "variation explained (%)"]
+    rows = []
+    for t in fit.terms.itertuples():
+        name = "error (between runs)" if t.term == "Residual" else t.term
+        if fit.log:
+            ratio = "geometric mean " + with_unit(t.ratio, unit) if t.term == "Intercept" \
+                else num(getattr(t, "ratio", math.nan))
+            rows.append([name, num(t.effect), ratio,
+                         ci(t.ratio_low, t.ratio_high, unit if t.term == "Intercept" else ""),
+                         num(t.percent)])
+        else:
+            rows.append([name, num(t.effect), ci(t.ci_low, t.ci_high), num(t.sum_sq),
+                         num(t.percent)])
+    coding = "; ".join(f"{c.name}: −1 = {c.low}, +1 = {c.high}" for c in fit.factors)
+    sig = ""
+    if fit.dof_error > 0:
+        sig = (f" An effect whose interval excludes {'1×' if fit.log else '0'} is "
+               f"significant at {conf}% (t with {fit.dof_error} degrees of freedom).")
+    return Table(headers, rows, caption=f"Coding: {coding}. r = {fit.replications} runs per "
+                 f"configuration.{sig}")
+
+
+def build(a: Analysis) -> Document:
+    """The report's sections, in reading order, from an analysis and its figures."""
+    u = a.unit
+    conf = round(100 * a.confidence)
+    exp = a.exp
+    meta = exp.meta
+    best = a.ranked.iloc[0]
+    sections: list[Section] = []
+
+    # ---- the answer
+    s = Section("answer", "The answer")
+    better = "lowest" if lower_is_better(a.metric) else "highest"
+    n_cfg = len(a.ranked)
+    best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
+    text = (f"**{best[CONFIG]}** has the {better} mean {a.mlabel}: "
+            f"**{with_unit(best['mean'], u)}** ({conf}% CI {best_ci}, {int(best['n'])} runs).")
+    if n_cfg > 1:
+        worst = a.ranked.iloc[-1]
+        text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
+                 f"has {with_unit(worst['mean'], u)}: its median is "
+                 f"{num(worst['ratio_to_best'])}× the best's "
+                 f"({conf}% CI {ci(worst['ratio_ci_low'], worst['ratio_ci_high'], '×')}).")
+    terms = None
+    if a.main is not None:
+        terms = a.main.terms
+    elif a.anova_table is not None:
+        terms = a.anova_table
+    if terms is not None:
+        tt = terms[~terms["term"].isin(["Intercept", "Residual"])].sort_values(
+            "percent", ascending=False)
+        if not tt.empty:
+            top = tt.iloc[0]
+            err = terms.loc[terms["term"] == "Residual", "percent"]
+            err_pct = float(err.iloc[0]) if len(err) else math.nan
+            text += (f" **{top['term']}** explains {num(top['percent'])}% of the variation "
+                     f"in {'log ' if a.log else ''}{a.mlabel}")
+            text += (f"; differences between repeated runs explain {num(err_pct)}%."
+                     if err_pct == err_pct else ".")
+            # A share of variation is not evidence: say when the top term could
+            # be noise, so the headline cannot overclaim.
+            sig = term_significant(a, str(top["term"]))
+            if sig is False:
+                text += (f" That effect is not distinguishable from run-to-run noise at "
+                         f"{conf}% confidence; more repetitions would settle it.")
+            elif err_pct == err_pct and err_pct > float(top["percent"]):
+                text += " Run-to-run noise outweighs every factor."
+    s.blocks.append(Para(text, "answer"))
+    rows = []
+    for i, r in enumerate(a.ranked.itertuples(), start=1):
+        rows.append([str(i), *a.cfg_cells(getattr(r, CONFIG)), num(r.mean),
+                     ci(r.mean_ci_low, r.mean_ci_high),
+                     num(r.median), "1 (best)" if i == 1 else
+                     f"{num(r.ratio_to_best)} ({ci(r.ratio_ci_low, r.ratio_ci_high)})",
+                     num(r.error_rate_pct), str(int(r.n))])
+    s.blocks.append(Table(
+        ["rank", *a.cfg_headers(), f"mean {a.metric.removesuffix('_ms')} ({u})",
+         f"{conf}% CI ({u})", f"median ({u})", f"median ÷ best (×, {conf}% CI)",
+         "errors (%)", "runs"],
+        rows, caption=f"Operation {a.operation!r}. One value per run; the CI of the mean is "
+        f"Student's t over runs, the ratio's CI a bootstrap over runs.", highlight_first=True))
+    if "influence" in a.figures:
+        s.blocks.append(Figure("influence", "Share of the variation in the headline metric "
+                               "that each factor, each interaction and the run-to-run error "
+                               "explain."))
+    if a.main is not None:
+        kind = "2^k r factorial design" if a.main_kind == "factorial" else \
+            "main effects only (the design does not hold every combination)"
+        s.blocks.append(Heading(f"Effects ({kind})"))
+        s.blocks.append(effects_table(a.main, u))
+    if a.anova_table is not None:
+        s.blocks.append(Heading("ANOVA (type II sums of squares)"))
+        s.blocks.append(Table(
+            ["term", "df", "sum of squares", "F", "p", "variation explained (%)"],
+            [["error (between runs)" if t.term == "Residual" else t.term, str(t.df),
+              num(t.sum_sq), num(t.F), pval(t.p), num(t.percent)]
+             for t in a.anova_table.itertuples()],
+            caption="Factors with more than two levels: ANOVA on run-level values."))
+        for subset, fit in a.subsets:
+            s.blocks.append(Heading(f"2^k r effects on the two-level subset "
+                                    f"({_levels_phrase(subset)})"))
+            s.blocks.append(effects_table(fit, u))
+    sections.append(s)
+
+    # ---- design and environment
+    s = Section("design", "Design and environment")
+    d = meta.get("design") or {}
+    host = meta.get("host") or {}
+    n_ok = int((exp.runs["status"] == "ok").sum())
+    mem_gib = with_unit(float(host.get("memory_bytes") or math.nan) / 2**30, "GiB")
+    items = [
+        f"Experiment **{meta.get('name') or exp.path.name}**, started "
+        f"{meta.get('created') or '—'}, svclab {meta.get('svclab_version') or '—'} "
+        f"({meta.get('svclab_commit') or '—'}), spec {meta.get('spec_path') or '—'}.",
+        f"Design: {d.get('kind') or 'full'} factorial, run order {d.get('order') or '—'} "
+        f"(seed {meta.get('seed', '—')}), {d.get('repetitions', '—')} repetitions; "
+        f"warm-up {seconds(d.get('warmup_s'))}, measurement "
+        f"{seconds(d.get('duration_s'))}, cool-down {seconds(d.get('cooldown_s'))}"
+        " per run.",
+        f"Runs: {len(exp.runs)} in the store, {n_ok} ok, {len(exp.runs) - n_ok} failed.",
+        f"Headline: {a.mlabel} ({a.metric}) of operation {a.operation!r}"
+        + (", analysed on the log scale." if a.log else "."),
+        f"Host: {host.get('hostname') or '—'}, {host.get('cpu_model') or '—'}, "
+        f"{host.get('cores', '—')} cores, {mem_gib} "
+        f"memory, {host.get('os') or '—'} {host.get('kernel') or ''}, "
+        f"{host.get('go_version') or ''}.".replace(" ,", ","),
+    ]
+    s.blocks.append(Bullets(items))
+    if exp.factors:
+        s.blocks.append(Table(
+            ["letter", "factor", "levels", "in the analysis"],
+            [[f.letter, f.name, ", ".join(f.levels),
+              "yes" if f.name in a.factors else f"no (one level: {a.constants.get(f.name, '—')})"]
+             for f in exp.factors]))
+    sections.append(s)
+
+    # ---- per-metric tables
+    s = Section("metrics", "Per-metric tables")
+    s.blocks.append(Para(f"Each run gives one value per metric; the tables summarise runs. "
+                         f"Intervals are {conf}%: Student's t for the mean, order statistics "
+                         f"for the median (which need 6 or more runs; — otherwise)."))
+    for metric in a.per_metric["metric"].unique():
+        mu = unit_of(metric)
+        dm = a.per_metric[a.per_metric["metric"] == metric].set_index(CONFIG).reindex(
+            a.ranked[CONFIG]).reset_index()
+        if dm["n"].fillna(0).sum() == 0:
+            continue
+        s.blocks.append(Heading(f"{label_of(metric)} ({mu})"))
+        has_mci = dm["median_ci_low"].notna().any()
+        # A long unit in every header would push the table off the page: the
+        # heading and the caption state it once instead.
+        hu = f" ({mu})" if len(mu) <= 5 else ""
+        s.blocks.append(Table(
+            [*a.cfg_headers(), "runs", f"mean{hu}", f"{conf}% CI{hu}", f"median{hu}",
+             *([f"{conf}% CI{hu}"] if has_mci else []), f"sd{hu}", "CV (%)"],
+            [[*a.cfg_cells(getattr(r, CONFIG)), integer(r.n), num(r.mean),
+              ci(r.mean_ci_low, r.mean_ci_high), num(r.median),
+              *([ci(r.median_ci_low, r.median_ci_high)] if has_mci else []), num(r.sd),
+              num(r.cv_pct)]
+             for r in dm.itertuples()],
+            caption="" if hu else f"All values in {mu} except the CV."))
+    if a.per_level:
+        s.blocks.append(Heading(f"{a.mlabel} per factor level ({u})"))
+        rows = []
+        for f, dl in a.per_level.items():
+            for r in dl[dl["metric"] == a.metric].itertuples():
+                rows.append([f, str(r._1), str(int(r.n)), num(r.mean),
+                             ci(r.mean_ci_low, r.mean_ci_high), num(r.median)])
+        s.blocks.append(Table(["factor", "level", "runs", f"mean ({u})", f"{conf}% CI ({u})",
+                               f"median ({u})"], rows,
+                              caption="Pooled over the other factors' levels."))
+    if a.samplesize is not None:
+        s.blocks.append(Heading("Sample size (Jain)"))
+        s.blocks.append(Table(
+            [*a.cfg_headers(), "runs", f"mean ({u})", f"sd ({u})",
+             "current ±half-width (% of mean)", f"runs for ±{TARGET_ERROR_PCT:g}%"],
+            [[*a.cfg_cells(getattr(r, CONFIG)), str(int(r.n)), num(r.mean), num(r.sd),
+              num(r.halfwidth_pct),
+              integer(r.required)] for r in a.samplesize.set_index(CONFIG).reindex(
+                  a.ranked[CONFIG]).reset_index().itertuples()],
+            caption=f"n = (100·t·s / (r·x̄))² with r = {TARGET_ERROR_PCT:g}% and t the "
+            f"{conf}% Student quantile on the runs so far."))
+    sections.append(s)
+
+    # ---- plots
+    s = Section("plots", "Plots")
+    captions = {
+        "box": f"{a.mlabel} of every run ({u}); boxes show quartiles over runs.",
+        "cdf": f"Latency CDF per configuration, requests of all its runs pooled, "
+               f"{a.cdf_source}. It describes the distribution only; no test uses "
+               "per-request data.",
+        "timeseries": "Per-second latency and throughput of every run, one line per run.",
+        "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
+                        "interaction.",
+        "qq": "Run-level residuals against a normal distribution; points near the line "
+              "support the t-based intervals.",
+    }
+    for key in ["box", "cdf", "timeseries", "interactions"]:
+        if key in a.figures:
+            s.blocks.append(Figure(key, captions[key]))
+    for key in a.figures:
+        if key.startswith("curve_"):
+            s.blocks.append(Figure(key, f"Mean {a.mlabel} ({u}) with its {conf}% CI against "
+                                        f"{key[6:]}."))
+    if "qq" in a.figures:
+        s.blocks.append(Figure("qq", captions["qq"]))
+    sw = a.shapiro
+    if sw and sw.get("W") == sw.get("W"):
+        s.blocks.append(Para(f"Shapiro-Wilk on the {sw['n']} run residuals: W = {sw['W']:.3f}, "
+                             f"p = {pval(sw['p'])}."))
+    sections.append(s)
+
+    # ---- pairwise
+    s = Section("pairwise", "Pairwise comparisons")
+    s.blocks.append(Para(
+        f"Mann-Whitney U on run-level {a.mlabel}, p Holm-adjusted within each factor. "
+        "Rank-biserial r runs from −1 to 1 and is positive when A's runs tend to be higher. "
+        f"The ratio is median(A) ÷ median(B) with a {conf}% bootstrap CI. With few runs the "
+        "smallest possible p is large (0.1 with 3 runs against 3): read the effect size."))
+    for f, res in a.pairwise.items():
+        pr = res["pairs"]
+        s.blocks.append(Heading(f"{f} (pooled over the other factors)"))
+        s.blocks.append(_pairs_table(pr, u))
+        if "kruskal" in res:
+            kw = res["kruskal"].iloc[0]
+            s.blocks.append(Para(f"Kruskal-Wallis H = {num(kw['H'])}, df = {int(kw['df'])}, "
+                                 f"p = {pval(kw['p'])}."))
+    if a.configs_compare is not None:
+        cc = a.configs_compare
+        s.blocks.append(Heading("Between configurations"))
+        if "kruskal" in cc:
+            kw = cc["kruskal"].iloc[0]
+            s.blocks.append(Para(f"Kruskal-Wallis across all {len(a.ranked)} configurations: "
+                                 f"H = {num(kw['H'])}, df = {int(kw['df'])}, "
+                                 f"p = {pval(kw['p'])}. Dunn's test, Holm-adjusted:"))
+            dunn = cc["dunn"].merge(cc["pairs"][["a", "b", "ratio", "ratio_ci_low",
+                                                 "ratio_ci_high", "rank_biserial"]],
+                                    on=["a", "b"])
+            def values(label: str) -> str:
+                return " · ".join(a.cfg_cells(label))
+
+            s.blocks.append(Table(
+                ["A", "B", "Dunn p (Holm)", "rank-biserial r", "median ratio A/B (×)",
+                 f"{conf}% CI (×)"],
+                [[values(r.a), values(r.b), pval(r.p_holm), num(r.rank_biserial),
+                  num(r.ratio), ci(r.ratio_ci_low, r.ratio_ci_high)]
+                 for r in dunn.itertuples()],
+                caption="Configurations as " + " · ".join(a.cfg_headers()) + "."))
+    if len(s.blocks) == 1:
+        s.blocks.append(Para("Nothing to compare: the runs have one configuration."))
+    sections.append(s)
+
+    # ---- warnings
+    s = Section("warnings", "Warnings")
+    s.blocks.append(Bullets(a.warnings, "warn") if a.warnings else Para("None."))
+    sections.append(s)
+
+    # ---- methods
+    s = Section("methods", "Methods")
+    s.blocks.append(Bullets(methods_text(a)))
+    sections.append(s)
+    name = a.exp.meta.get("name") or a.exp.path.name
+    subtitle = (f"svclab report · {a.mlabel} ({a.metric}) of operation {a.operation!r} · "
+                f"{len(a.table)} ok runs")
+    return Document(str(name), subtitle, sections, a.figures)
+
+
+def _pairs_table(pr: pd.DataFrame, u: str) -> Table:
+    return Table(
+        ["A", "B", "runs A/B", f"median A ({u})", f"median B ({u})", "U", "p (Holm)",
+         "rank-biserial r", "median ratio A/B (×)", "CI (×)"],
+        [[r.a, r.b, f"{r.n_a}/{r.n_b}", num(r.median_a), num(r.median_b), num(r.U),
+          pval(r.p_holm), num(r.rank_biserial), num(r.ratio), ci(r.ratio_ci_low, r.ratio_ci_high)]
+         for r in pr.itertuples()])
+
+
+def methods_text(a: Analysis) -> list[str]:
+    conf = round(100 * a.confidence)
+    return [
+        "**The run is the unit of replication.** Each run is reduced to one value per metric "
+        "(p50, p95, p99 and mean latency from the run's HDR histogram, throughput as served "
+        "requests per second, error rate, CPU seconds of the system under test per 1000 "
+        "requests). Requests within a run share the same process, caches and neighbours, so "
+        "they are not independent; tests on them would find every difference significant. "
+        "Per-request samples appear only in the CDF.",
+        f"**Intervals.** The mean's {conf}% interval uses Student's t over runs; the median's "
+        "is distribution-free, from order statistics; ratios of medians use a bootstrap "
+        "(BCa, percentile when BCa degenerates) over runs.",
+        "**Factorial designs** (Jain, ch. 18). Each two-level factor is coded −1/+1; the effect "
+        "q is half the difference between the high and the low level's means. Each term's sum "
+        "of squares is 2^k·r·q², and its share of the total is the 'variation explained'. "
+        "Effect intervals use s_e/√(2^k·r) with a t quantile on 2^k(r−1) degrees of freedom. "
+        "On the log scale effects become ratios: exp(2q) is the high/low ratio.",
+        "**More than two levels.** ANOVA with type II sums of squares (statsmodels), and "
+        "two-level subsets (the first level against each other) analysed as 2^k r designs. "
+        "Kruskal-Wallis with Dunn's post-hoc test and Holm's correction does not assume "
+        "normality.",
+        "**Pairs.** Mann-Whitney U on run values, Holm-adjusted; rank-biserial correlation as "
+        "the effect size.",
+        "**Checks.** Shapiro-Wilk and the QQ plot use run-level residuals, never per-request "
+        f"data. Warnings flag between-run CV above {CV_WARN_PCT:g}%, fewer than {MIN_RUNS} runs "
+        "per configuration, failed runs, errors, and runs where the load generator was the "
+        "bottleneck.",
+        f"**Sample size.** Jain's n = (100·t·s / (r·x̄))² with r = {TARGET_ERROR_PCT:g}%: the "
+        "runs per configuration needed for a ±r% interval on the mean.",
+        f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
+        "scikit-posthocs.",
+    ]

@@ -1,0 +1,102 @@
+"""The report's figures: the data each plot needs, drawn by plots.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import plots
+from ..metrics import label_of
+from ..results import hdr_quantiles, load_samples, load_timeseries
+from ..stats import describe, qq_points
+from .analysis import CONFIG, Analysis, config_labels
+
+
+def figures(a: Analysis) -> dict[str, bytes]:
+    """Draw every plot; a plot whose data is absent is left out."""
+    figs: dict[str, bytes] = {}
+    u = a.unit
+    ylab = f"{a.mlabel} ({u})" if u else a.mlabel
+    order = list(a.ranked[CONFIG])
+    scale = "log " if a.log else ""
+    if a.main is not None:
+        figs["influence"] = plots.influence_bars(
+            a.main.terms, f"What drives {scale}{a.mlabel}: allocation of variation")
+    elif a.anova_table is not None:
+        figs["influence"] = plots.influence_bars(
+            a.anova_table, f"What drives {scale}{a.mlabel}: share of the sum of squares")
+    figs["box"] = plots.boxplot(a.table, a.metric, CONFIG, order, ylab,
+                            f"{a.mlabel} per run, by configuration")
+
+    curves, a.cdf_source = latency_curves(a, order)
+    if curves:
+        figs["cdf"] = plots.cdf(curves, "latency (ms, log scale)",
+                            f"Latency distribution ({a.operation})")
+    ts = load_timeseries(a.exp)
+    if not ts.empty and "operation" in ts.columns:
+        ts = ts[ts["operation"] == a.operation].copy()
+        col = a.metric if a.metric in ("p50_ms", "p90_ms", "p99_ms") else "p99_ms"
+        if not ts.empty and col in ts.columns:
+            ts[CONFIG] = config_labels(ts, a.factors)
+            figs["timeseries"] = plots.timeseries(ts, CONFIG, order, col,
+                                              f"{label_of(col)} (ms)", "Over time, per run")
+    if len(a.factors) >= 2:
+        figs["interactions"] = plots.interactions(
+            a.table.dropna(subset=[a.metric]), a.factors[:4], a.metric, ylab,
+            f"Interactions: mean {a.mlabel}")
+    for f in a.factors:
+        lv = pd.to_numeric(pd.Series(a.table[f].astype(str).unique()), errors="coerce")
+        if len(lv) >= 3 and not lv.isna().any():
+            others = [g for g in a.factors if g != f]
+            d = describe(a.table.dropna(subset=[a.metric]), [a.metric], by=[f, *others],
+                         confidence=a.confidence)
+            d[f] = pd.to_numeric(d[f])
+            d["series"] = config_labels(d, others) if others else ""
+            figs[f"curve_{f}"] = plots.response_curve(
+                d, f, "series" if others else None, f.rsplit(".", 1)[-1], ylab,
+                f"{a.mlabel} against {f.rsplit('.', 1)[-1]} (mean, "
+                f"{round(100 * a.confidence)}% CI)")
+    if len(a.residuals) >= 3 and np.ptp(a.residuals) > 0:
+        rl = f"residual ({'log ' + u if a.log else u})" if u else "residual"
+        figs["qq"] = plots.qq(qq_points(a.residuals), rl, "Normal QQ plot of run residuals")
+    return figs
+
+
+def latency_curves(
+    a: Analysis, order: list[str]
+) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], str]:
+    """CDF curves per configuration from the best source available: raw
+    samples, else HDR logs, else the percentiles in summary.json. Returns the
+    curves and a phrase naming the source."""
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    samples = load_samples(a.exp, a.operation)
+    if not samples.empty:
+        samples[CONFIG] = config_labels(samples, a.factors)
+        for c in order:
+            x = np.sort(samples.loc[samples[CONFIG] == c, "latency_ms"].to_numpy())
+            if len(x):
+                curves[c] = (x, np.arange(1, len(x) + 1) / len(x))
+        if curves:
+            return curves, "from the per-request samples (samples.parquet)"
+    qs = np.concatenate([np.linspace(0.0, 0.99, 100), [0.995, 0.999, 0.9999]])
+    for c in order:
+        dirs = a.table.loc[a.table[CONFIG] == c, "run_id"]
+        paths = [Path(d) / "latency.hlog" for d in
+                 a.exp.runs.set_index("run_id").loc[dirs, "dir"]]
+        v = hdr_quantiles(paths, a.operation, qs)
+        if v is not None:
+            curves[c] = (v, qs)
+    if curves:
+        return curves, "from the HDR histogram logs (latency.hlog)"
+    pcols = [("min_ms", 0.0), ("p50_ms", 0.5), ("p90_ms", 0.9), ("p95_ms", 0.95),
+             ("p99_ms", 0.99), ("p999_ms", 0.999), ("max_ms", 1.0)]
+    for c in order:
+        rows = a.table[a.table[CONFIG] == c]
+        pts = [(rows[col].median(), q) for col, q in pcols if col in rows and
+               rows[col].notna().any()]
+        if len(pts) >= 3:
+            curves[c] = (np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
+    return curves, ("only from the percentiles in summary.json (median over runs), so "
+                    "approximate; `load.raw_samples = true` gives the full curve")
