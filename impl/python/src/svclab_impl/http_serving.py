@@ -71,7 +71,7 @@ class HttpApp:
                 json_format.Parse(body, req, ignore_unknown_fields=True)
             except (json_format.ParseError, ValueError) as e:
                 return failure(RpcError(
-                    _INVALID, f"http: decoding {path.lstrip('/')} request: {e}"))
+                    _INVALID, f"http: decoding {path} request: {e}"))
         return await self.call(m, req, timeout, calls.header_metadata(scope["headers"]), receive)
 
     async def call(self, m: Method, req: Any, timeout: float | None, md: calls.Metadata,

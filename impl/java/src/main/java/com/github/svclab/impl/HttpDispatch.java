@@ -84,7 +84,7 @@ public final class HttpDispatch {
       req = decode(m, body);
     } catch (InvalidProtocolBufferException e) {
       return status(0, Status.INVALID_ARGUMENT.withDescription(
-          "http: decoding " + m.fullMethodName() + " request: " + e.getMessage()));
+          "http: decoding " + path + " request: " + e.getMessage()));
     }
     Context ctx = Context.current().withValue(Calls.INCOMING, md);
     Context.CancellableContext cancellable = null;
@@ -109,7 +109,7 @@ public final class HttpDispatch {
       out = PRINTER.print(resp);
     } catch (InvalidProtocolBufferException e) {
       return status(0, Status.INTERNAL.withDescription(
-          "http: encoding " + m.fullMethodName() + " response: " + e.getMessage()));
+          "http: encoding " + path + " response: " + e.getMessage()));
     }
     Map<String, String> h = new HashMap<>();
     h.put("Content-Type", JSON);
