@@ -266,12 +266,22 @@ func spawn(argv []string, cfg *hostv1.HostConfig) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, err := spawnRaw(argv, string(js), nil)
+	if err == nil {
+		p.name = cfg.GetGroup()
+	}
+	return p, err
+}
+
+// spawnRaw starts a host with config as SVCLAB_HOST_CONFIG and env added.
+func spawnRaw(argv []string, config string, env []string) (*proc, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), runtime.HostConfigEnv+"="+string(js), goHostEnv+"=1", propagateEnv+"=1")
+	cmd.Env = append(os.Environ(), runtime.HostConfigEnv+"="+config, goHostEnv+"=1", propagateEnv+"=1")
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &proc{name: cfg.GetGroup(), cmd: cmd, out: newLines(), done: make(chan struct{})}
+	p := &proc{name: "host", cmd: cmd, out: newLines(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %v: %w", argv, err)
 	}

@@ -49,12 +49,16 @@ class GrpcServing:
 
     def listen(self, e: host_pb2.Endpoint) -> str:
         """Binds e; returns where it serves, with the port the kernel picked."""
-        if e.network == "unix":
-            self.server.add_insecure_port(f"unix:{e.addr}")
-            return f"grpc+unix://{e.addr}"
-        port = self.server.add_insecure_port(e.addr)
+        where = f"grpc+{e.network}://{e.addr}"
+        try:
+            if e.network == "unix":
+                self.server.add_insecure_port(f"unix:{e.addr}")
+                return where
+            port = self.server.add_insecure_port(e.addr)
+        except RuntimeError as err:  # grpcio's "Failed to bind"
+            raise OSError(f"listen {where}: {err}") from err
         if port == 0:
-            raise OSError(f"listen grpc+tcp://{e.addr}: cannot bind")
+            raise OSError(f"listen {where}: cannot bind")
         host = e.addr.rsplit(":", 1)[0]
         return f"grpc+tcp://{host}:{port}"
 
