@@ -37,7 +37,7 @@ var (
 // worker component (selector or ops) alone; a frontend calling it; a
 // second frontend calling the recorder; and a client of each.
 type fixture struct {
-	lang, transport, app string
+	lang, transport, app    string
 	worker, front, frontRec *proc
 	rec                     *recorder
 	// Clients, over svclab's own Go transport (the reference).
