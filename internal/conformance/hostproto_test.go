@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	selectapp "github.com/svclab/svclab/apps/select"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 	selectorpb "github.com/svclab/svclab/proto/selector"
 )
@@ -210,5 +212,46 @@ func controlCase(t *testing.T, im impl, argv []string, tr string) {
 		}
 	case <-time.After(stopTimeout):
 		t.Errorf("still running %s after Stop; output:\n%s", stopTimeout, p.out)
+	}
+}
+
+// TestUnixSockets serves a worker on a unix socket over each transport, as
+// `deploy.network = "unix"` asks, and calls it there.
+func TestUnixSockets(t *testing.T) {
+	for _, im := range impls {
+		t.Run(im.lang, func(t *testing.T) {
+			argv := im.argv(t)
+			for _, tr := range transports {
+				t.Run(tr, func(t *testing.T) {
+					sock := filepath.Join(t.TempDir(), "selector.sock")
+					cfg := hostConfig(selectapp.Name, selectapp.Selector, tr, nil)
+					cfg.Listeners[selectapp.Selector].Endpoint.Network = "unix"
+					cfg.Listeners[selectapp.Selector].Endpoint.Addr = sock
+					p := startHost(t, im, argv, cfg)
+					want := tr + "+unix://" + sock
+					if line, _ := p.out.waitFor(runtime.ReadyMarker, time.Second, p.done); !strings.Contains(line, want) {
+						t.Errorf("ready line %q does not name %s", line, want)
+					}
+					trp, err := transport.Lookup(tr)
+					if err != nil {
+						t.Fatal(err)
+					}
+					conn, err := trp.Dial(context.Background(), "unix", sock, transport.DialOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer conn.Close()
+					r := (&selectapp.Config{Size: selectapp.Std, Seed: 3}).Requests()[0]
+					r.Method = selectorpb.Selector_Select_FullMethodName
+					if _, err := r.Invoke(ctxTimeout(t, callTimeout), conn); err != nil {
+						t.Errorf("select over %s: %v", want, err)
+					}
+					h, err := healthpb.NewHealthClient(conn).Check(ctxTimeout(t, callTimeout), &healthpb.HealthCheckRequest{})
+					if err != nil || h.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+						t.Errorf("health over %s: %v, %v", want, h, err)
+					}
+				})
+			}
+		})
 	}
 }
