@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,7 +131,7 @@ func startFixtures(t *testing.T, im impl, argv []string) map[string]*fixture {
 	return fx
 }
 
-func dial(t *testing.T, transportName, addr string) grpc.ClientConnInterface {
+func dial(t testing.TB, transportName, addr string) grpc.ClientConnInterface {
 	t.Helper()
 	tr, err := transport.Lookup(transportName)
 	if err != nil {
@@ -211,6 +212,28 @@ var cases = []kase{
 	{name: "metadata round trip", run: testMetadata},
 	{name: "health", run: testHealth},
 	{name: "http wire", transports: []string{"http"}, run: testHTTPWire},
+	{name: "no stall on a reused connection", run: testNoStall},
+}
+
+// testNoStall checks sequential calls on a kept-alive connection take
+// less than a delayed ACK: a server that writes an answer in two segments
+// without TCP_NODELAY makes every call wait 40 ms for the client's ACK.
+func testNoStall(t *testing.T, f *fixture) {
+	const limit = 25 * time.Millisecond
+	var lat []time.Duration
+	for i := range 80 {
+		start := time.Now()
+		if err := slowCall(ctxTimeout(t, callTimeout), f.app, f.frontConn, false, 0); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 50 { // after a warm-up, for the JIT
+			lat = append(lat, time.Since(start))
+		}
+	}
+	slices.Sort(lat)
+	if p50 := lat[len(lat)/2]; p50 > limit {
+		t.Errorf("median of %d sequential calls through the frontend: %s, want under %s (all: %v)", len(lat), p50, limit, lat)
+	}
 }
 
 // appRequests are the app's default requests for a few configs.

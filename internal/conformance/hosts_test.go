@@ -94,18 +94,18 @@ type impl struct {
 	// argv returns the command that runs a host reading SVCLAB_HOST_CONFIG,
 	// building the implementation first if need be. It skips t, saying
 	// why, only when the language's toolchain is missing.
-	argv func(t *testing.T) []string
+	argv func(t testing.TB) []string
 }
 
 var impls = []impl{
-	{lang: "go", argv: func(t *testing.T) []string {
+	{lang: "go", argv: func(t testing.TB) []string {
 		exe, err := os.Executable()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return []string{exe}
 	}},
-	{lang: "java", argv: func(t *testing.T) []string {
+	{lang: "java", argv: func(t testing.TB) []string {
 		for _, tool := range []string{"java", "mvn"} {
 			if _, err := exec.LookPath(tool); err != nil {
 				t.Skipf("java: %s not found on PATH, so the Java implementation (impl/java) is not checked", tool)
@@ -120,7 +120,7 @@ var impls = []impl{
 		// suite's two cores; the wire is the same.
 		return []string{"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-jar", jar}
 	}},
-	{lang: "python", argv: func(t *testing.T) []string {
+	{lang: "python", argv: func(t testing.TB) []string {
 		if _, err := exec.LookPath("python3"); err != nil {
 			t.Skip("python: python3 not found on PATH, so the Python implementation (impl/python) is not checked")
 		}
@@ -143,7 +143,7 @@ type makeResult struct {
 
 // makeTarget runs `make TARGET` at the repository's root once per test
 // binary: a no-op when `make test` has built it already.
-func makeTarget(t *testing.T, target string) {
+func makeTarget(t testing.TB, target string) {
 	t.Helper()
 	r, _ := makeOnce.LoadOrStore(target, &makeResult{})
 	mr := r.(*makeResult)
@@ -161,7 +161,7 @@ func makeTarget(t *testing.T, target string) {
 	}
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("../..")
 	if err != nil {
@@ -243,7 +243,7 @@ var servedRE = regexp.MustCompile(`(\S+) on (grpc|http)\+tcp://([^\s,]+)`)
 // startHost starts a host with cfg and waits for its ready line; its
 // listeners' addresses (by component, or "gateway") come from that line.
 // At the test's end it is sent SIGTERM, and must exit with status 0.
-func startHost(t *testing.T, im impl, argv []string, cfg *hostv1.HostConfig) *proc {
+func startHost(t testing.TB, im impl, argv []string, cfg *hostv1.HostConfig) *proc {
 	t.Helper()
 	p, err := spawn(argv, cfg)
 	if err != nil {
@@ -318,7 +318,7 @@ const stopTimeout = 15 * time.Second
 
 // stop sends SIGTERM and checks the host exits with status 0, as the host
 // protocol says; SIGKILL to its process group after stopTimeout.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	select {
 	case <-p.done:
 		return // exited before (a test that expected it checked it)

@@ -188,11 +188,17 @@ def bind(network: str, addr: str, fd: int = 0) -> tuple[socket.socket, str]:
         host, _, port = addr.rpartition(":")
         host = host.strip("[]")
         fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-        s = socket.socket(fam, socket.SOCK_STREAM)
+        # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY on accepted sockets
+        # only when their proto says TCP, and uvicorn writes an answer's
+        # head and body apart, which Nagle's algorithm would hold back for
+        # the peer's delayed ACK (40 ms).
+        s = socket.socket(fam, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind((host, int(port)))
         s.listen(1024)
     s.setblocking(False)
+    if s.family != socket.AF_UNIX:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # inherited by accepted sockets
     if s.family == socket.AF_UNIX:
         return s, f"http+unix://{s.getsockname() or addr}"
     h, p = s.getsockname()[:2]
