@@ -13,13 +13,17 @@ import (
 // BenchmarkRoundTrip times one rpcops Long call, sequential, from a Go
 // client to the ops component of each implementation over each transport:
 // the per-call cost of a language's host on the same wire. p50-µs is the
-// median of the timed calls. The host is warmed up (JIT) first.
+// median of the timed calls. The host is warmed up (JIT) first; the JVM
+// runs with its default flags.
 //
 //	go test -run '^$' -bench RoundTrip ./internal/conformance
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, im := range impls {
 		b.Run(im.lang, func(b *testing.B) {
-			argv := im.argv(b)
+			// The JVM with its full JIT, not the tests' quick-start flags.
+			argv := slices.DeleteFunc(im.argv(b), func(a string) bool {
+				return a == "-XX:TieredStopAtLevel=1" || a == "-XX:+UseSerialGC" || a == "-Xmx256m"
+			})
 			for _, tr := range transports {
 				// Started once for all of the sub-benchmark's rounds.
 				p := startHost(b, im, argv, hostConfig(rpcops.Name, rpcops.OpsComp, tr, nil))
