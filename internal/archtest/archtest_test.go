@@ -26,7 +26,7 @@ var update = flag.Bool("update", false, "rewrite godeps.txt from the current pac
 // of svclab. Generated proto packages register inproc methods, so they sit
 // above the transports.
 var layers = [][]string{
-	{"cmd/", "internal/archtest"},
+	{"cmd/", "internal/archtest", "internal/conformance"},
 	{"internal/experiment"},
 	{"internal/deploy"},
 	{"apps/"},
