@@ -123,10 +123,10 @@ def test_s3_compute() -> None:
     for size in ("std", "large"):
         g, h = np.array(S3_P50[("grpc", size)]), np.array(S3_P50[("http", size)])
         want = share([g, h], np.concatenate([g, h]))
-        a = r.allocation[size]
-        assert a.style == pytest.approx(want)
-        assert a.error == pytest.approx(100 - want)
-        assert a.verdict == ("holds" if want > 50 else "does not hold")
+        alloc = r.allocation[size]
+        assert alloc.style == pytest.approx(want)
+        assert alloc.error == pytest.approx(100 - want)
+        assert alloc.verdict == ("holds" if want > 50 else "does not hold")
     # 2²r on log(p50): the transport's ratio (+1 ÷ −1) is the ratio of geometric means.
     assert r.fit is not None and r.fit_error is None
     coding = {c.name: c for c in r.fit.factors}["deploy.transport"]
