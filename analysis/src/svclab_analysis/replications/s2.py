@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pandas as pd
@@ -56,16 +57,10 @@ S2_FACTORS = ("load.rate", "app.payload", "deploy.transport")
 Cell = tuple[str, str, str]  # (rate, payload, transport)
 
 
-def paper_default(rate: str, payload: str) -> float:
+def paper_default(levels: dict[str, str]) -> float:
     """The paper's default setup at a rate and payload; NaN where it has none."""
-    return S2_PAPER_DEFAULT.get((int(float(rate)), payload), math.nan)
-
-
-def level_ratio(df: pd.DataFrame, metric: str, key: str, top: str, bottom: str,
-                fixed: dict[str, str]) -> Ratio:
-    """The ratio of `key` = top to `key` = bottom, the other factors held at `fixed`."""
-    return ratio_of(values(df, metric, **fixed, **{key: top}),
-                    values(df, metric, **fixed, **{key: bottom}))
+    return S2_PAPER_DEFAULT.get((int(float(levels["load.rate"])), levels["app.payload"]),
+                                math.nan)
 
 
 @dataclass(frozen=True)
@@ -101,6 +96,39 @@ class S2:
     audits: dict[Cell, Audit]
 
 
+def level_ratios(df: pd.DataFrame, key: str, levels: Sequence[str], other: str,
+                 others: Sequence[str], transports: Sequence[str], where: str,
+                 judge: Callable[[Ratio], str]) -> tuple[LevelRatio, ...]:
+    """`key`'s second level ÷ its first, per transport and level of `other`, with the
+    paper's default setup's same ratio and the verdict `judge` gives; none unless
+    `key` has two levels. `where` is formatted with the transport and the other level."""
+    if len(levels) != 2:
+        return ()
+    bottom, top = levels
+    out = []
+    for tr in transports:
+        for o in others:
+            hi = {key: top, other: o, "deploy.transport": tr}
+            lo = {key: bottom, other: o, "deploy.transport": tr}
+            r = ratio_of(values(df, METRIC, **hi), values(df, METRIC, **lo))
+            out.append(LevelRatio(top, bottom, where.format(tr=tr, level=o),
+                                  paper_default(hi) / paper_default(lo), r, judge(r)))
+    return tuple(out)
+
+
+def payload_verdict(r: Ratio) -> str:
+    """A large payload costs more: the interval lies above 1."""
+    return verdict(r.lo, r.hi, True)
+
+
+def rate_verdict(r: Ratio) -> str:
+    """The paper's default setup did not slow down at 100 req/s: the claim holds
+    unless the interval lies wholly above 1."""
+    if not math.isfinite(r.lo):
+        return "inconclusive (no interval)"
+    return "does not hold (slower at the higher rate)" if r.lo > 1 else "holds"
+
+
 def ratio_range(rs: tuple[LevelRatio, ...]) -> tuple[float, float] | None:
     return (min(r.ratio.ratio for r in rs), max(r.ratio.ratio for r in rs)) if rs else None
 
@@ -116,31 +144,10 @@ def compute(data: StudyData) -> S2:
         return dict(zip(S2_FACTORS, c, strict=True))
 
     means = {c: summarise(values(df, METRIC, **where(c))) for c in cells}
-    payload_ratios: list[LevelRatio] = []
-    if len(payloads) == 2:
-        small, large = payloads
-        for tr in transports:
-            for rate in rates:
-                r = level_ratio(df, METRIC, "app.payload", large, small,
-                                {"load.rate": rate, "deploy.transport": tr})
-                payload_ratios.append(LevelRatio(
-                    large, small, f"{tr}, {rate} req/s",
-                    paper_default(rate, "large") / paper_default(rate, "small"), r,
-                    verdict(r.lo, r.hi, True)))
-    rate_ratios: list[LevelRatio] = []
-    if len(rates) == 2:
-        low, high = rates
-        for tr in transports:
-            for payload in payloads:
-                r = level_ratio(df, METRIC, "load.rate", high, low,
-                                {"app.payload": payload, "deploy.transport": tr})
-                # The paper's default setup did not slow down at 100 req/s: the claim holds
-                # unless the interval lies wholly above 1.
-                v = ("inconclusive (no interval)" if not math.isfinite(r.lo) else
-                     "does not hold (slower at the higher rate)" if r.lo > 1 else "holds")
-                rate_ratios.append(LevelRatio(
-                    high, low, f"{tr}, {payload}",
-                    paper_default(high, payload) / paper_default(low, payload), r, v))
+    payload_ratios = level_ratios(df, "app.payload", payloads, "load.rate", rates, transports,
+                                  "{tr}, {level} req/s", payload_verdict)
+    rate_ratios = level_ratios(df, "load.rate", rates, "app.payload", payloads, transports,
+                               "{tr}, {level}", rate_verdict)
     factors = tuple(f for f in data.factors if f in S2_FACTORS)
     fit: Factorial | None = None
     fit_error: str | None = None
@@ -150,10 +157,10 @@ def compute(data: StudyData) -> S2:
         except AnalysisError as exc:
             fit_error = str(exc)
     return S2(data.closed_loop, rates, payloads, transports, means,
-              tuple(payload_ratios), tuple(rate_ratios),
+              payload_ratios, rate_ratios,
               overall([r.verdict for r in payload_ratios]),
               overall([r.verdict for r in rate_ratios]),
-              ratio_range(tuple(payload_ratios)), ratio_range(tuple(rate_ratios)),
+              ratio_range(payload_ratios), ratio_range(rate_ratios),
               factors, fit, fit_error,
               {c: audit(data, cell(df, **where(c))) for c in cells})
 
