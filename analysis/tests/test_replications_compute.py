@@ -255,12 +255,13 @@ def test_s2_compute() -> None:
     for rate, payload, tr in itertools.product(r.rates, r.payloads, r.transports):
         assert_summary(r.means[(rate, payload, tr)], s2_values(rate, payload, tr))
     # large ÷ small per transport and rate; every large run is slower: holds.
-    assert [x.where for x in r.payload_ratios] == ["grpc, 10 req/s", "grpc, 100 req/s",
-                                                   "http, 10 req/s", "http, 100 req/s"]
+    assert [(x.transport, x.level) for x in r.payload_ratios] == [
+        ("grpc", "10"), ("grpc", "100"), ("http", "10"), ("http", "100")]
     for x in r.payload_ratios:
-        tr, rate = x.where.removesuffix(" req/s").split(", ")
-        assert_separated_ratio(x.ratio, s2_values(rate, "large", tr),
-                               s2_values(rate, "small", tr))
+        rate = x.level
+        assert (x.top, x.bottom) == ("large", "small")
+        assert_separated_ratio(x.ratio, s2_values(rate, "large", x.transport),
+                               s2_values(rate, "small", x.transport))
         assert x.verdict == "holds"
         assert x.paper == pytest.approx({"10": 23.3 / 11.7, "100": 18.2 / 10.7}[rate])
     assert r.payload_verdict == "holds"
@@ -268,13 +269,14 @@ def test_s2_compute() -> None:
             for tr in r.transports for rate in r.rates]
     assert r.payload_range == pytest.approx((min(want), max(want)))
     # 100 ÷ 10 req/s: unchanged for small (holds), three times slower for large.
-    verdicts = {x.where: x.verdict for x in r.rate_ratios}
-    assert verdicts == {"grpc, small": "holds",
-                        "grpc, large": "does not hold (slower at the higher rate)",
-                        "http, small": "holds",
-                        "http, large": "does not hold (slower at the higher rate)"}
+    verdicts = {(x.transport, x.level): x.verdict for x in r.rate_ratios}
+    assert verdicts == {("grpc", "small"): "holds",
+                        ("grpc", "large"): "does not hold (slower at the higher rate)",
+                        ("http", "small"): "holds",
+                        ("http", "large"): "does not hold (slower at the higher rate)"}
     assert r.rate_verdict == "holds in 2 of 4 cells, does not hold in 2"
-    small = next(x for x in r.rate_ratios if x.where == "grpc, small")
+    small = next(x for x in r.rate_ratios if (x.transport, x.level) == ("grpc", "small"))
+    assert (small.top, small.bottom) == ("100", "10")
     assert small.ratio.ratio == pytest.approx(1.0)
     assert small.paper == pytest.approx(10.7 / 11.7)
     # 2³r on the linear scale: q = half the difference of the level means, and

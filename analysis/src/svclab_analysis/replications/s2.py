@@ -69,7 +69,8 @@ class LevelRatio:
 
     top: str
     bottom: str
-    where: str  # the levels held fixed, as the table names them
+    transport: str  # held fixed
+    level: str  # of the other factor (the rate or the payload), held fixed
     paper: float  # the paper's default setup, same ratio; NaN where it has none
     ratio: Ratio
     verdict: str
@@ -97,11 +98,11 @@ class S2:
 
 
 def level_ratios(df: pd.DataFrame, key: str, levels: Sequence[str], other: str,
-                 others: Sequence[str], transports: Sequence[str], where: str,
+                 others: Sequence[str], transports: Sequence[str],
                  judge: Callable[[Ratio], str]) -> tuple[LevelRatio, ...]:
     """`key`'s second level ÷ its first, per transport and level of `other`, with the
     paper's default setup's same ratio and the verdict `judge` gives; none unless
-    `key` has two levels. `where` is formatted with the transport and the other level."""
+    `key` has two levels."""
     if len(levels) != 2:
         return ()
     bottom, top = levels
@@ -111,8 +112,8 @@ def level_ratios(df: pd.DataFrame, key: str, levels: Sequence[str], other: str,
             hi = {key: top, other: o, "deploy.transport": tr}
             lo = {key: bottom, other: o, "deploy.transport": tr}
             r = ratio_of(values(df, METRIC, **hi), values(df, METRIC, **lo))
-            out.append(LevelRatio(top, bottom, where.format(tr=tr, level=o),
-                                  paper_default(hi) / paper_default(lo), r, judge(r)))
+            out.append(LevelRatio(top, bottom, tr, o, paper_default(hi) / paper_default(lo), r,
+                                  judge(r)))
     return tuple(out)
 
 
@@ -145,9 +146,9 @@ def compute(data: StudyData) -> S2:
 
     means = {c: summarise(values(df, METRIC, **where(c))) for c in cells}
     payload_ratios = level_ratios(df, "app.payload", payloads, "load.rate", rates, transports,
-                                  "{tr}, {level} req/s", payload_verdict)
+                                  payload_verdict)
     rate_ratios = level_ratios(df, "load.rate", rates, "app.payload", payloads, transports,
-                               "{tr}, {level}", rate_verdict)
+                               rate_verdict)
     factors = tuple(f for f in data.factors if f in S2_FACTORS)
     fit: Factorial | None = None
     fit_error: str | None = None
@@ -197,10 +198,10 @@ def render(r: S2) -> Section:
                f"{num(S2_PAPER_RATE['small'])}× (small) and "
                f"{num(S2_PAPER_RATE['large'])}× (large).")
     out.append("")
-    rows = [[f"{x.top} ÷ {x.bottom}", x.where, f"{num(x.paper)}×", ratio_cell(x.ratio),
-             x.verdict] for x in r.payload_ratios]
-    rows += [[f"{x.top} ÷ {x.bottom} req/s", x.where, f"{num(x.paper)}×", ratio_cell(x.ratio),
-              x.verdict] for x in r.rate_ratios]
+    rows = [[f"{x.top} ÷ {x.bottom}", f"{x.transport}, {x.level} req/s", f"{num(x.paper)}×",
+             ratio_cell(x.ratio), x.verdict] for x in r.payload_ratios]
+    rows += [[f"{x.top} ÷ {x.bottom} req/s", f"{x.transport}, {x.level}", f"{num(x.paper)}×",
+              ratio_cell(x.ratio), x.verdict] for x in r.rate_ratios]
     out.append(md_table(["ratio", "where", "paper (default)", "svclab", "claim holds?"], rows))
     out.append("")
     if r.payload_range is not None:
@@ -209,7 +210,7 @@ def render(r: S2) -> Section:
             f"large ÷ small {num(r.payload_range[0])}–{num(r.payload_range[1])}×",
             f"{num(S2_PAPER_PAYLOAD[100])}–{num(S2_PAPER_PAYLOAD[10])}×"))
     if r.rate_range is not None:
-        failing = [f"{x.where} ({ratio_cell(x.ratio)})" for x in r.rate_ratios
+        failing = [f"{x.transport}, {x.level} ({ratio_cell(x.ratio)})" for x in r.rate_ratios
                    if x.verdict.startswith("does not hold")]
         claims.append(Claim(
             "S2", "the default setup is no slower at 100 than at 10 req/s", r.rate_verdict,
