@@ -52,6 +52,9 @@ type Options struct {
 	// this machine starts; default os.Executable(). A test passes its own
 	// binary, which then runs as a host (see local.RunIfChild).
 	Executable string
+	// Network, when set, places each process and listener (see Network);
+	// a deployer that cannot honour it fails.
+	Network Network
 }
 
 // Deployment is a running topology. Its methods are safe for concurrent use.

@@ -89,6 +89,7 @@ type Deployment struct {
 	dir         string
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
+	net         deploy.Network // nil: this machine's own network
 	spawn       *spawner
 	stopOnce    sync.Once
 	stopErr     error
@@ -170,6 +171,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		topo:        p,
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
+		net:         opts.Network,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 	}
@@ -192,7 +194,10 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer sockets.close() // the children hold their own copies
 
 	for i, g := range p.Groups {
-		hc := d.hostConfig(i, cfgJSON, sockets)
+		hc, err := d.hostConfig(i, cfgJSON, sockets)
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s: group %s: %w", d.id, g.Name, err)
+		}
 		proc, err := d.start(hc, sockets.files[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)

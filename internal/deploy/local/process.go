@@ -73,7 +73,13 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		if d.net == nil {
+			startErr = cmd.Start()
+			return
+		}
+		startErr = d.startIn(cmd, hc.Group)
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
@@ -180,4 +186,24 @@ func killedBy(err error, sig syscall.Signal) bool {
 	}
 	ws, ok := ee.Sys().(syscall.WaitStatus)
 	return ok && ws.Signaled() && ws.Signal() == sig
+}
+
+// startIn starts cmd where d.net places group's process, from the
+// spawner's thread, and moves the thread back.
+func (d *Deployment) startIn(cmd *exec.Cmd, group string) error {
+	i, err := d.groupIndex(group)
+	if err != nil {
+		return err
+	}
+	leave, err := d.net.Enter(i)
+	if err != nil {
+		return err
+	}
+	startErr := cmd.Start()
+	if err := leave(); err != nil {
+		// The thread is in the wrong place for good; the spawner ends it.
+		d.spawn.lost = true
+		return errors.Join(startErr, fmt.Errorf("spawner thread: %w", err))
+	}
+	return startErr
 }

@@ -51,6 +51,8 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 				// must not remove its path.
 				lis.(*net.UnixListener).SetUnlinkOnClose(false)
 			}
+		} else if d.net != nil {
+			lis, err = d.net.Listen(g)
 		} else {
 			lis, err = net.Listen("tcp", "127.0.0.1:0")
 		}
@@ -105,7 +107,7 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 }
 
 // hostConfig is what group i's host needs to know.
-func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hostv1.HostConfig {
+func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) (*hostv1.HostConfig, error) {
 	p := d.topo
 	g := p.Groups[i]
 	hc := &hostv1.HostConfig{
@@ -134,8 +136,16 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hos
 			if j == i {
 				continue
 			}
-			hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{s.listen[j][dep].GetEndpoint()}}
+			ep := s.listen[j][dep].GetEndpoint()
+			if d.net != nil {
+				peer, err := d.net.Peer(i, j, runtime.EndpointOf(ep))
+				if err != nil {
+					return nil, fmt.Errorf("peer %s: %w", dep, err)
+				}
+				ep = peer.Proto()
+			}
+			hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{ep}}
 		}
 	}
-	return hc
+	return hc, nil
 }

@@ -13,6 +13,10 @@ import (
 type spawner struct {
 	reqs chan func()
 	once sync.Once
+	// lost is set, from the spawner's own goroutine, when the thread could
+	// not be moved back to its network namespace: it then ends with the
+	// goroutine rather than serve anyone else.
+	lost bool
 }
 
 func newSpawner() *spawner {
@@ -22,7 +26,9 @@ func newSpawner() *spawner {
 		for f := range s.reqs {
 			f()
 		}
-		goruntime.UnlockOSThread()
+		if !s.lost {
+			goruntime.UnlockOSThread()
+		}
 	}()
 	return s
 }

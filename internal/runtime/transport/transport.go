@@ -73,6 +73,20 @@ type DialOptions struct {
 	TLS *tls.Config
 	// Codec is ServerOptions.Codec for the client side.
 	Codec string
+	// Dialer, when set, opens the client's connections instead of a
+	// net.Dialer (the netns deployer's client opens them in its own
+	// network namespace).
+	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// DialContext opens a connection with o.Dialer, or a net.Dialer when it is
+// nil.
+func (o DialOptions) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	if o.Dialer != nil {
+		return o.Dialer(ctx, network, addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
 }
 
 // Transport carries calls across process boundaries.

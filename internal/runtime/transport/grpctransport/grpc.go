@@ -63,8 +63,7 @@ func (Transport) Dial(ctx context.Context, network, addr string, opts transport.
 		// The dialer ignores grpc's notion of the address family, so one
 		// target form serves tcp and unix alike.
 		grpc.WithContextDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, network, a)
+			return opts.DialContext(ctx, network, a)
 		}),
 		grpc.WithChainUnaryInterceptor(opts.Interceptors...),
 	}

@@ -381,11 +381,10 @@ func Dial(ctx context.Context, network, addr string, opts transport.DialOptions)
 	if opts.TLS != nil {
 		scheme = "https"
 	}
-	var dialer net.Dialer
 	t := &http.Transport{
 		// Every connection goes to the one server, whatever the URL says.
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return dialer.DialContext(ctx, network, addr)
+			return opts.DialContext(ctx, network, addr)
 		},
 		TLSClientConfig:     opts.TLS,
 		MaxIdleConns:        0, // no limit across hosts: there is one host

@@ -292,6 +292,7 @@ func (e *earlyCancels) take(id uint64) bool {
 type Conn struct {
 	network, addr string
 	tls           *tls.Config
+	dial          func(ctx context.Context, network, addr string) (net.Conn, error)
 	intercept     grpc.UnaryClientInterceptor
 	invoker       grpc.UnaryInvoker
 
@@ -317,6 +318,7 @@ func Dial(ctx context.Context, network, addr string, opts transport.DialOptions)
 		network:   network,
 		addr:      addr,
 		tls:       opts.TLS,
+		dial:      opts.Dialer,
 		intercept: dispatch.ChainClient(opts.Interceptors),
 		idBase:    binary.LittleEndian.Uint64(seed[:]),
 	}
@@ -334,7 +336,7 @@ func (c *Conn) rpcClient(ctx context.Context) (*rpc.Client, error) {
 	if c.client != nil {
 		return c.client, nil
 	}
-	nc, err := netconn.Dial(ctx, c.network, c.addr, c.tls)
+	nc, err := netconn.Dial(ctx, c.dial, c.network, c.addr, c.tls)
 	if err != nil {
 		return nil, status.Errorf(codes.Unavailable, "netrpc: %v", err)
 	}

@@ -32,6 +32,7 @@ const dialTimeout = 20 * time.Second
 type Conn struct {
 	network, addr string
 	tls           *tls.Config
+	dialer        func(ctx context.Context, network, addr string) (net.Conn, error)
 	intercept     grpc.UnaryClientInterceptor
 	invoker       grpc.UnaryInvoker
 
@@ -57,7 +58,7 @@ func Dial(ctx context.Context, network, addr string, opts transport.DialOptions)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("protorpc dial %s %s: %w", network, addr, err)
 	}
-	c := &Conn{network: network, addr: addr, tls: opts.TLS, intercept: dispatch.ChainClient(opts.Interceptors)}
+	c := &Conn{network: network, addr: addr, tls: opts.TLS, dialer: opts.Dialer, intercept: dispatch.ChainClient(opts.Interceptors)}
 	c.invoker = c.invoke
 	return c, nil
 }
@@ -212,7 +213,7 @@ func (c *Conn) dial(d *dialAttempt) {
 
 // open connects, shakes hands if TLS is on, and sends the preface.
 func (c *Conn) open(ctx context.Context) (net.Conn, error) {
-	nc, err := netconn.Dial(ctx, c.network, c.addr, c.tls)
+	nc, err := netconn.Dial(ctx, c.dialer, c.network, c.addr, c.tls)
 	if err != nil {
 		return nil, err
 	}

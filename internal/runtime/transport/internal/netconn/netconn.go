@@ -96,9 +96,14 @@ func (a *Acceptor) Stop() {
 // both within ctx. A cfg without a ServerName gets addr's host, or for a
 // unix socket, whose path names no host, "localhost", which is what the
 // deployer's certificates are for.
-func Dial(ctx context.Context, network, addr string, cfg *tls.Config) (net.Conn, error) {
-	var d net.Dialer
-	nc, err := d.DialContext(ctx, network, addr)
+//
+// dial opens the connection; nil means a net.Dialer's.
+func Dial(ctx context.Context, dial func(ctx context.Context, network, addr string) (net.Conn, error), network, addr string, cfg *tls.Config) (net.Conn, error) {
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	nc, err := dial(ctx, network, addr)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s %s: %w", network, addr, err)
 	}

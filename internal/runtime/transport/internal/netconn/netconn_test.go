@@ -66,7 +66,7 @@ func TestDialServerName(t *testing.T) {
 			}()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			c, err := Dial(ctx, tc.network, lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: tc.serverName})
+			c, err := Dial(ctx, nil, tc.network, lis.Addr().String(), &tls.Config{RootCAs: pool, ServerName: tc.serverName})
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("got %v, want an error naming %q", err, tc.wantErr)

@@ -1,0 +1,26 @@
+package deploy
+
+import (
+	"net"
+
+	"github.com/svclab/svclab/internal/runtime"
+)
+
+// Network places the processes of a deployment that a deployer starts on
+// this machine: where each group's listeners are bound, where its process
+// runs, and what address a group dials to reach another's listener. The
+// local deployer uses it when Options.Network is set, which is how the
+// netns deployer runs each host in a network namespace of its own while
+// reusing the local deployer's child processes, health checks and control
+// channel.
+type Network interface {
+	// Listen binds a TCP listener for group g's component or gateway.
+	Listen(group int) (net.Listener, error)
+	// Peer is the endpoint group from dials to reach ep, a listener of
+	// group to (a proxy standing for an emulated link, say).
+	Peer(from, to int, ep runtime.Endpoint) (runtime.Endpoint, error)
+	// Enter moves the calling goroutine, which is locked to its OS thread,
+	// to where group g's process must start (children inherit the
+	// thread's network namespace); leave moves it back.
+	Enter(group int) (leave func() error, err error)
+}
