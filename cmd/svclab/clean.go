@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -44,7 +45,9 @@ behind, and lists it:
     process is dead;
   - in each RESULTS_DIR given (an experiment's results directory, or a
     directory of them such as results/), the runs in flight runs/.tmp-ID/
-    whose svclab is dead; svclab run --resume does this too.
+    whose svclab is dead; svclab run --resume does this too;
+  - the network namespaces of the netns deployer (svclab-PID-*, with
+    their veths, bridge and shaping) whose svclab is dead (needs root).
 
 Each directory records the PID and start time of its owner, so state of a
 live process is never removed. Every svclab command does the $TMPDIR part
@@ -63,6 +66,12 @@ func clean(w io.Writer, resultsDirs []string) error {
 	n := len(removed)
 	for _, r := range removed {
 		fmt.Fprintf(w, "removed %s (its svclab, %s, is gone)\n", r.Path, r.Owner)
+	}
+	swept, err := deploy.Sweep()
+	errs = append(errs, err)
+	n += len(swept)
+	for _, r := range swept {
+		fmt.Fprintf(w, "removed %s (its svclab is gone)\n", r)
 	}
 	for _, dir := range resultsDirs {
 		exps, err := experiments(dir)

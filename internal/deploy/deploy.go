@@ -17,6 +17,8 @@ package deploy
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -110,5 +112,42 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if v, ok := d.(SpecChecker); ok {
+		if err := v.CheckSpec(s, topo); err != nil {
+			return nil, nil, err
+		}
+	}
 	return d, topo, nil
+}
+
+// SpecChecker is a Deployer with keys of its own in [deploy] (the netns
+// deployer's hosts and links): Resolve calls CheckSpec before anything
+// starts, and its errors name file, line and key (spec.Spec.Errorf).
+type SpecChecker interface {
+	CheckSpec(s *spec.Spec, topo *runtime.Topology) error
+}
+
+// Sweeper is a Deployer that can leave state outside this process behind
+// when svclab is killed with -9 (network namespaces): Sweep removes what
+// dead svclab processes left and says what it removed. `svclab clean`
+// calls every registered deployer's.
+type Sweeper interface {
+	Sweep() (removed []string, err error)
+}
+
+// Sweep runs every registered Sweeper.
+func Sweep() ([]string, error) {
+	var out []string
+	var errs []error
+	for _, name := range Names() {
+		d, _ := Lookup(name)
+		if sw, ok := d.(Sweeper); ok {
+			r, err := sw.Sweep()
+			out = append(out, r...)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("deployer %s: %w", name, err))
+			}
+		}
+	}
+	return out, errors.Join(errs...)
 }

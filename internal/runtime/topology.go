@@ -48,6 +48,10 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Spec is the (effective) spec the topology was resolved from, for
+	// deployers with [deploy] keys of their own (the netns deployer's
+	// hosts and links); nil for a topology built otherwise.
+	Spec *spec.Spec
 
 	components map[string]Component
 }
@@ -160,6 +164,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Spec:         s,
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {

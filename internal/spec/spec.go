@@ -121,6 +121,11 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Hosts, Link and Links are the emulated hosts and the links between
+	// them that the netns deployer builds (hosts.go).
+	Hosts map[string]Host `toml:"hosts"`
+	Link  Link            `toml:"link"`
+	Links map[string]Link `toml:"links"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http

@@ -1,0 +1,128 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Host is one [deploy.hosts.<name>] table: an emulated machine that the
+// netns deployer makes a network namespace of its own.
+type Host struct {
+	// Groups names the groups of the chosen placement that run on the
+	// host, each as the placement names it ("cart+checkout").
+	Groups []string `toml:"groups"`
+	// CPUs is how many cores the host reserves (a cpuset); 0 leaves the
+	// host unconfined.
+	CPUs int `toml:"cpus"`
+	// Memory is the host's memory budget; 0 for none.
+	Memory ByteSize `toml:"memory"`
+}
+
+// Link is [deploy.link] (every pair of hosts) or one [deploy.links."a-b"]
+// (the pair a, b, in either order). A key a links table leaves out is
+// taken from [deploy.link].
+type Link struct {
+	// Latency is the round trip the link adds.
+	Latency Duration `toml:"latency"`
+	// Jitter spreads Latency uniformly by ± Jitter/2 in each direction.
+	Jitter Duration `toml:"jitter"`
+	// Bandwidth limits each direction; 0 for none.
+	Bandwidth Bandwidth `toml:"bandwidth"`
+	// Loss is the fraction of segments the link loses, in [0, 1).
+	Loss float64 `toml:"loss"`
+}
+
+// Shaped reports whether the link changes anything about the traffic on it.
+func (l Link) Shaped() bool {
+	return l.Latency > 0 || l.Jitter > 0 || l.Bandwidth > 0 || l.Loss > 0
+}
+
+// LinkKeys are the keys of a link table, for merging and error messages.
+var LinkKeys = []string{"latency", "jitter", "bandwidth", "loss"}
+
+// LinkBetween is the link between hosts a and b: [deploy.link] with the
+// keys of [deploy.links."a-b"] (or "b-a") written over it.
+func (s *Spec) LinkBetween(a, b string) Link {
+	l := s.Deploy.Link
+	for _, name := range []string{a + "-" + b, b + "-" + a} {
+		o, ok := s.Deploy.Links[name]
+		if !ok {
+			continue
+		}
+		prefix := "deploy.links." + quoteKeyPart(name) + "."
+		if s.written(prefix + "latency") {
+			l.Latency = o.Latency
+		}
+		if s.written(prefix + "jitter") {
+			l.Jitter = o.Jitter
+		}
+		if s.written(prefix + "bandwidth") {
+			l.Bandwidth = o.Bandwidth
+		}
+		if s.written(prefix + "loss") {
+			l.Loss = o.Loss
+		}
+	}
+	return l
+}
+
+// LinkKey is the spec key of a link table's key: "deploy.link.latency", or
+// "deploy.links.\"a-b\".latency" for a pair's override.
+func LinkKey(pair, key string) string {
+	if pair == "" {
+		return "deploy.link." + key
+	}
+	return "deploy.links." + quoteKeyPart(pair) + "." + key
+}
+
+// HostKey is the spec key of a host table's key.
+func HostKey(host, key string) string {
+	return "deploy.hosts." + quoteKeyPart(host) + "." + key
+}
+
+// Bandwidth is a rate in bits per second, written in TOML as a string with
+// tc's units: "100kbit", "10Mbit", "1Gbit" (decimal: 1Mbit = 10^6 bit/s).
+type Bandwidth uint64
+
+var bandwidthRE = regexp.MustCompile(`^([0-9]+\.?[0-9]*|\.[0-9]+)\s*([kKmMgGtT]?)bit$`)
+
+// UnmarshalText parses a rate with its unit.
+func (b *Bandwidth) UnmarshalText(t []byte) error {
+	text := strings.TrimSpace(string(t))
+	m := bandwidthRE.FindStringSubmatch(text)
+	if m == nil {
+		return fmt.Errorf("not a bandwidth (write e.g. \"100Mbit\" or \"1Gbit\", in bits per second): %q", text)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return fmt.Errorf("not a bandwidth: %q: %w", text, err)
+	}
+	v *= map[string]float64{"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[strings.ToLower(m[2])]
+	if v >= math.MaxInt64 {
+		return fmt.Errorf("too large: %q", text)
+	}
+	if v > 0 && v < 8 {
+		return fmt.Errorf("must be 0 (no limit) or at least 8bit, got %q", text)
+	}
+	*b = Bandwidth(math.Round(v))
+	return nil
+}
+
+// MarshalText writes the rate in the largest unit that divides it.
+func (b Bandwidth) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+func (b Bandwidth) String() string {
+	n := uint64(b)
+	for _, u := range []struct {
+		s string
+		f uint64
+	}{{"Tbit", 1e12}, {"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
+		if n >= u.f && n%u.f == 0 {
+			return strconv.FormatUint(n/u.f, 10) + u.s
+		}
+	}
+	return strconv.FormatUint(n, 10) + "bit"
+}
