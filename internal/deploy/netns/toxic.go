@@ -1,0 +1,106 @@
+package netns
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// toxicType is the toxiproxy toxic that emulates one direction of a link.
+// toxiproxy's own latency toxic counts whole milliseconds, too coarse for a
+// 0.5 ms link, and has no loss; this one is registered beside it, as
+// toxiproxy's CREATING_TOXICS.md describes.
+const toxicType = "svclab_link"
+
+func init() { toxics.Register(toxicType, new(linkToxic)) }
+
+// RetransmitDelay is what a lost segment costs: TCP resends it after its
+// minimum retransmission timeout (200 ms on Linux), on top of the link's
+// latency. A kernel without netem cannot drop packets on a veth, so loss is
+// emulated as the delay a loss causes a TCP stream, which is what a caller
+// sees of it.
+const RetransmitDelay = 200 * time.Millisecond
+
+// linkToxic delays each chunk of one direction of a connection by half the
+// link's round trip, spread by ±jitter/2, and by RetransmitDelay more with
+// probability loss. Chunks keep their order, as a TCP stream does.
+type linkToxic struct {
+	// OneWay is half the link's latency, in nanoseconds.
+	OneWay int64 `json:"one_way_ns"`
+	// Spread is half the link's jitter, in nanoseconds.
+	Spread int64   `json:"spread_ns"`
+	Loss   float64 `json:"loss"`
+}
+
+func (t *linkToxic) GetBufferSize() int { return 1024 }
+
+func (t *linkToxic) delay() time.Duration {
+	d := t.OneWay
+	if t.Spread > 0 {
+		d += rand.Int64N(2*t.Spread+1) - t.Spread
+	}
+	if t.Loss > 0 && rand.Float64() < t.Loss {
+		d += int64(RetransmitDelay)
+	}
+	return time.Duration(max(d, 0))
+}
+
+// Pipe is the toxic's loop (toxics.Toxic).
+func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			due := c.Timestamp.Add(t.delay())
+			if due.Before(last) {
+				due = last
+			}
+			last = due
+			if wait := time.Until(due); wait > 0 {
+				timer.Reset(wait)
+				select {
+				case <-timer.C:
+				case <-stub.Interrupt:
+					timer.Stop()
+					stub.Output <- c // no data is dropped
+					return
+				}
+			}
+			stub.Output <- c
+		}
+	}
+}
+
+// addLinkToxics puts the link's emulation on both directions of p.
+func addLinkToxics(p *toxiproxy.Proxy, l spec.Link) error {
+	if l.Latency == 0 && l.Jitter == 0 && l.Loss == 0 {
+		return nil
+	}
+	for _, dir := range []string{"upstream", "downstream"} {
+		attrs, err := json.Marshal(linkToxic{OneWay: int64(l.Latency) / 2, Spread: int64(l.Jitter) / 2, Loss: l.Loss})
+		if err != nil {
+			return err
+		}
+		body := fmt.Sprintf(`{"name":"link_%s","type":%q,"stream":%q,"toxicity":1,"attributes":%s}`, dir, toxicType, dir, attrs)
+		if _, err := p.Toxics.AddToxicJson(strings.NewReader(body)); err != nil {
+			return fmt.Errorf("toxic %s: %w", dir, err)
+		}
+	}
+	return nil
+}
