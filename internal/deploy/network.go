@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"context"
 	"net"
 
 	"github.com/svclab/svclab/internal/runtime"
@@ -23,4 +24,7 @@ type Network interface {
 	// to where group g's process must start (children inherit the
 	// thread's network namespace); leave moves it back.
 	Enter(group int) (leave func() error, err error)
+	// Dial opens a connection from the deployer to a listener, for its
+	// health checks.
+	Dial(ctx context.Context, network, addr string) (net.Conn, error)
 }

@@ -70,17 +70,27 @@ func (s *Spec) LinkBetween(a, b string) Link {
 }
 
 // LinkKey is the spec key of a link table's key: "deploy.link.latency", or
-// "deploy.links.\"a-b\".latency" for a pair's override.
+// "deploy.links.vm1-vm2.latency" for a pair's override; with key "", the
+// table's.
 func LinkKey(pair, key string) string {
-	if pair == "" {
-		return "deploy.link." + key
+	k := "deploy.link"
+	if pair != "" {
+		k = "deploy.links." + quoteKeyPart(pair)
 	}
-	return "deploy.links." + quoteKeyPart(pair) + "." + key
+	if key != "" {
+		k += "." + key
+	}
+	return k
 }
 
-// HostKey is the spec key of a host table's key.
+// HostKey is the spec key of a host table's key, or with key "" the
+// table's.
 func HostKey(host, key string) string {
-	return "deploy.hosts." + quoteKeyPart(host) + "." + key
+	k := "deploy.hosts." + quoteKeyPart(host)
+	if key != "" {
+		k += "." + key
+	}
+	return k
 }
 
 // Bandwidth is a rate in bits per second, written in TOML as a string with

@@ -6,4 +6,5 @@ package all
 
 import (
 	_ "github.com/svclab/svclab/internal/deploy/local" // registers "local"
+	_ "github.com/svclab/svclab/internal/deploy/netns" // registers "netns"
 )

@@ -60,7 +60,7 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := checkHealth(ctx, ep); err != nil {
+				if err := checkHealth(ctx, ep, d.healthDial()); err != nil {
 					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
 				}
 			}()
@@ -106,9 +106,17 @@ func (p *process) waitLine(ctx context.Context, s string) error {
 	}
 }
 
+// healthDial is how the deployer reaches its children's listeners.
+func (d *Deployment) healthDial() transport.DialOptions {
+	if d.net == nil {
+		return transport.DialOptions{}
+	}
+	return transport.DialOptions{Dialer: d.net.Dial}
+}
+
 // checkHealth calls the gRPC health service at ep over ep's transport until
 // it answers SERVING or ctx ends.
-func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
+func checkHealth(ctx context.Context, ep runtime.Endpoint, opts transport.DialOptions) error {
 	var conn transport.Conn
 	defer func() {
 		if conn != nil {
@@ -119,7 +127,7 @@ func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
 	backoff := 5 * time.Millisecond
 	for {
 		if conn == nil {
-			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{})
+			c, err := deploy.DialEndpoint(ctx, ep, opts)
 			if err != nil {
 				last = err
 			} else {

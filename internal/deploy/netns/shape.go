@@ -18,9 +18,9 @@ import (
 // matches leaves unshaped (htb's direct queue).
 type shaper struct {
 	mu      sync.Mutex
-	roots   map[string]bool          // "ns/link" with an htb root
-	classes map[string]uint16        // "from-to" → class minor
-	next    uint16                   // next class minor
+	roots   map[string]bool   // "ns/link" with an htb root
+	classes map[string]uint16 // "from-to" → class minor
+	next    uint16            // next class minor
 	handles map[netns.NsHandle]*netlink.Handle
 }
 

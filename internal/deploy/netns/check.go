@@ -1,0 +1,132 @@
+package netns
+
+import (
+	"fmt"
+	"maps"
+	goruntime "runtime"
+	"slices"
+	"strings"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// clientName is the load generator's endpoint, which [deploy.links] may
+// name beside the hosts ("client-vm1").
+const clientName = "client"
+
+// plan is what a spec says about hosts and links, checked against a
+// topology.
+type plan struct {
+	hosts  []string        // in the spec's order
+	hostOf []int           // group index → host index
+	host   map[string]int  // host name → index
+	cpus   []int           // per host; 0 unconfined
+	memory []spec.ByteSize // per host
+	links  map[string]spec.Link
+	s      *spec.Spec
+}
+
+// link is the link between endpoints a and b (host names or clientName).
+func (p *plan) link(a, b string) spec.Link { return p.s.LinkBetween(a, b) }
+
+// CheckSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
+// against the topology before anything starts (deploy.SpecChecker).
+func (deployer) CheckSpec(s *spec.Spec, topo *runtime.Topology) error {
+	_, err := newPlan(s, topo)
+	return err
+}
+
+func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
+	if s == nil {
+		return nil, fmt.Errorf("deployer %s: the topology carries no spec", Name)
+	}
+	if topo.Network == "unix" {
+		return nil, s.Errorf("deploy.network", "the %s deployer connects hosts over TCP; leave deploy.network out or write \"tcp\"", Name)
+	}
+	p := &plan{s: s, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
+	for i := range p.hostOf {
+		p.hostOf[i] = -1
+	}
+	if len(s.Deploy.Hosts) == 0 {
+		return nil, s.Errorf("deploy.deployer", "the %s deployer needs hosts: add [deploy.hosts.<name>] tables with groups = [...]", Name)
+	}
+	groups := map[string]int{}
+	var groupNames []string
+	for i, g := range topo.Groups {
+		groups[g.Name] = i
+		groupNames = append(groupNames, g.Name)
+	}
+	// File order, so the first mistake reported is the first written.
+	names := slices.SortedFunc(maps.Keys(s.Deploy.Hosts), func(a, b string) int {
+		return s.Line(spec.HostKey(a, "groups")) - s.Line(spec.HostKey(b, "groups"))
+	})
+	for _, h := range names {
+		hk := spec.HostKey(h, "")
+		if h == clientName {
+			return nil, s.Errorf(hk, "%q is the load generator's name; call the host something else", clientName)
+		}
+		if strings.Contains(h, "-") {
+			return nil, s.Errorf(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
+		}
+		host := s.Deploy.Hosts[h]
+		idx := len(p.hosts)
+		p.hosts = append(p.hosts, h)
+		p.host[h] = idx
+		if len(host.Groups) == 0 {
+			return nil, s.Errorf(spec.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
+		}
+		for _, g := range host.Groups {
+			gi, ok := groups[g]
+			if !ok {
+				return nil, s.Errorf(spec.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+			}
+			if prev := p.hostOf[gi]; prev >= 0 {
+				return nil, s.Errorf(spec.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[prev], h)
+			}
+			p.hostOf[gi] = idx
+		}
+		if host.CPUs < 0 {
+			return nil, s.Errorf(spec.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
+		}
+		if n := goruntime.NumCPU(); host.CPUs > n {
+			return nil, s.Errorf(spec.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
+		}
+		if host.Memory < 0 {
+			return nil, s.Errorf(spec.HostKey(h, "memory"), "must not be negative")
+		}
+		p.cpus = append(p.cpus, host.CPUs)
+		p.memory = append(p.memory, host.Memory)
+	}
+	for i, h := range p.hostOf {
+		if h < 0 {
+			return nil, s.Errorf("deploy.hosts", "group %q of placement %s is on no host: add it to one host's groups", topo.Groups[i].Name, topo.Placement)
+		}
+	}
+	if err := checkLink(s, "", s.Deploy.Link); err != nil {
+		return nil, err
+	}
+	for _, pair := range slices.Sorted(maps.Keys(s.Deploy.Links)) {
+		a, b, ok := strings.Cut(pair, "-")
+		known := func(n string) bool { _, ok := p.host[n]; return ok || n == clientName }
+		if !ok || !known(a) || !known(b) || a == b {
+			return nil, s.Errorf(spec.LinkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+		}
+		if err := checkLink(s, pair, s.Deploy.Links[pair]); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+// checkLink checks the keys of one link table. Durations are never
+// negative (spec.Duration refuses them as it decodes).
+func checkLink(s *spec.Spec, pair string, l spec.Link) error {
+	if l.Loss < 0 || l.Loss >= 1 {
+		return s.Errorf(spec.LinkKey(pair, "loss"), "must be a fraction in [0, 1), got %g", l.Loss)
+	}
+	if l.Jitter > l.Latency {
+		return s.Errorf(spec.LinkKey(pair, "jitter"), "must not exceed latency (%s): a link cannot deliver before it was sent, got %s", l.Latency, l.Jitter)
+	}
+	return nil
+}

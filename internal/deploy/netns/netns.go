@@ -1,0 +1,322 @@
+// Package netns is the netns deployer: it runs each emulated host of a spec
+// ([deploy.hosts.<name>]) in a Linux network namespace of its own, joined to
+// the other hosts and to the load generator's namespace by veth pairs on a
+// bridge, and emulates the links between them ([deploy.link],
+// [deploy.links."a-b"]).
+//
+// The hosts' processes are the local deployer's: this deployer looks
+// "local" up by name and hands it a deploy.Network that binds each group's
+// listeners in its host's namespace, starts its process there, and tells
+// each group which address stands for a peer on another host. So health
+// checks, output tails, resource sampling and the control channel are the
+// local deployer's, and the parent-death signal still takes every host
+// with a killed svclab.
+//
+// This kernel has no netem, so a link's latency, jitter and loss are
+// emulated in user space: a shaped link gets a proxy per path (toxiproxy,
+// used as a library, with a toxic of this package's that works in
+// nanoseconds), listening in the router namespace that holds the bridge.
+// An unshaped link has no proxy: traffic goes host to host over the
+// bridge. Bandwidth is limited in the kernel, with htb classes on the
+// caller's veth (shape.go).
+//
+// Namespaces carry their owner's PID and start time in their names
+// (ns.go), so what a svclab killed with -9 left is removed by the next
+// deployment's start and by `svclab clean`. Creating namespaces needs root.
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netns"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+)
+
+// Name is the value of deploy.deployer that selects this deployer.
+const Name = "netns"
+
+// hostDeployer is the deployer that starts the hosts' processes.
+const hostDeployer = "local"
+
+func init() { deploy.Register(deployer{}) }
+
+type deployer struct{}
+
+func (deployer) Name() string { return Name }
+
+// Sweep removes the namespaces of dead svclab processes (deploy.Sweeper).
+// Without root there is nothing it could have made, nor remove.
+func (deployer) Sweep() ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	return sweep()
+}
+
+// ErrNotRoot is the error of a deployment by a user who cannot create
+// network namespaces.
+var ErrNotRoot = errors.New("the netns deployer needs root: it creates network namespaces, veths and a bridge (run svclab as root, or use deploy.deployer = \"local\")")
+
+func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_ deploy.Deployment, err error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	p, err := newPlan(topo.Spec, topo)
+	if err != nil {
+		return nil, err
+	}
+	local, err := deploy.Lookup(hostDeployer)
+	if err != nil {
+		return nil, fmt.Errorf("deployer %s runs its hosts with %w", Name, err)
+	}
+	if _, err := sweep(); err != nil && opts.Log != nil {
+		fmt.Fprintln(opts.Log, "svclab: warning:", err)
+	}
+	start := time.Now()
+	n, err := buildNetwork(p.hosts)
+	if err != nil {
+		return nil, fmt.Errorf("deployer %s: %w", Name, err)
+	}
+	dep := &Deployment{plan: p, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, dep.teardown())
+		}
+	}()
+	opts.Network = (*placement)(dep)
+	inner, err := local.Deploy(ctx, topo, opts)
+	if err != nil {
+		return nil, err
+	}
+	dep.Deployment = inner
+	if err := dep.connectClient(); err != nil {
+		return nil, fmt.Errorf("deployment %s: client: %w", inner.ID(), err)
+	}
+	if opts.Log != nil {
+		fmt.Fprintf(opts.Log, "deployment %s: %d host(s) in network namespaces %s* (set up in %s)\n", inner.ID(), len(p.hosts), n.names.base, time.Since(start).Round(time.Millisecond))
+	}
+	return dep, nil
+}
+
+// Deployment is a running topology over emulated hosts: the local
+// deployment of its processes, and the network around them.
+type Deployment struct {
+	deploy.Deployment
+	plan   *plan
+	net    *network
+	shaper *shaper
+
+	mu    sync.Mutex
+	peers map[string]*proxy // "from→addr" → the proxy for that path
+	// others are the client's proxies and the gateway's forwarder.
+	others []*proxy
+
+	entry      runtime.Endpoint // the entry as the client reaches it
+	gatewayURL string           // a forwarder in svclab's own namespace
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Entry is where the client calls the entry component: an address it
+// reaches from its own namespace (Dial opens connections there).
+func (d *Deployment) Entry() runtime.Endpoint { return d.entry }
+
+// GatewayURL is the HTTP/JSON gateway as svclab's own namespace reaches
+// it: a loopback forwarder that connects from the client's namespace, so
+// a request through it crosses the client's link too.
+func (d *Deployment) GatewayURL() string { return d.gatewayURL }
+
+// Dial connects to the entry from the client's namespace.
+func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
+	opts.Dialer = d.ClientDialer()
+	return deploy.DialEndpoint(ctx, d.entry, opts)
+}
+
+// ClientDialer opens connections from the client's namespace.
+func (d *Deployment) ClientDialer() func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return dialIn(ctx, d.net.client.ns, network, addr)
+	}
+}
+
+// CurlExamples call the gateway through its forwarder.
+func (d *Deployment) CurlExamples() []string {
+	inner := d.Deployment.GatewayURL()
+	var out []string
+	for _, ex := range d.Deployment.CurlExamples() {
+		out = append(out, strings.ReplaceAll(ex, inner, d.gatewayURL))
+	}
+	return out
+}
+
+// Hosts names the emulated hosts, in the spec's order.
+func (d *Deployment) Hosts() []string { return d.plan.hosts }
+
+// HostOf names the host of a group.
+func (d *Deployment) HostOf(group int) string { return d.plan.hosts[d.plan.hostOf[group]] }
+
+// Stop stops the processes, then the proxies, then removes every namespace
+// (and with them the veths, the bridge and the shaping).
+func (d *Deployment) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		var errs []error
+		if d.Deployment != nil {
+			errs = append(errs, d.Deployment.Stop(ctx))
+		}
+		errs = append(errs, d.teardown())
+		d.stopErr = errors.Join(errs...)
+	})
+	return d.stopErr
+}
+
+func (d *Deployment) teardown() error {
+	var errs []error
+	d.mu.Lock()
+	for _, p := range d.peers {
+		errs = append(errs, p.close())
+	}
+	for _, p := range d.others {
+		errs = append(errs, p.close())
+	}
+	d.peers, d.others = nil, nil
+	d.mu.Unlock()
+	d.shaper.close()
+	errs = append(errs, d.net.close())
+	return errors.Join(errs...)
+}
+
+// connectClient gives the client its view of the entry and the gateway.
+func (d *Deployment) connectClient() error {
+	topo := d.Topology()
+	eg := topo.EntryGroup()
+	listeners := d.Processes()[eg].Listeners()
+	gw, ok := listeners["gateway"]
+	if !ok {
+		return errors.New("the entry group has no gateway")
+	}
+	gwClient, err := d.path(d.net.client, d.plan.hostOf[eg], gw)
+	if err != nil {
+		return err
+	}
+	if topo.InProcess() {
+		d.entry = gwClient
+	} else {
+		ep, ok := listeners[topo.Entry]
+		if !ok {
+			return fmt.Errorf("the entry group serves no %s", topo.Entry)
+		}
+		if d.entry, err = d.path(d.net.client, d.plan.hostOf[eg], ep); err != nil {
+			return err
+		}
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("gateway forwarder: %w", err)
+	}
+	fwd := newProxy("gateway", lis, gwClient.Addr, func(ctx context.Context) (net.Conn, error) {
+		return dialIn(ctx, d.net.client.ns, "tcp", gwClient.Addr)
+	})
+	d.mu.Lock()
+	d.others = append(d.others, fwd)
+	d.mu.Unlock()
+	fwd.serve()
+	d.gatewayURL = "http://" + fwd.addr()
+	return nil
+}
+
+// path is the endpoint from reaches ep of host to by: ep itself on the
+// same host or over an unshaped link, else a proxy for the link.
+func (d *Deployment) path(from *endpoint, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
+	toHost := d.net.hosts[to]
+	if from == toHost {
+		return ep, nil
+	}
+	link := d.plan.link(from.name, toHost.name)
+	if !link.Shaped() {
+		return ep, nil
+	}
+	key := from.name + "→" + ep.Addr
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if p, ok := d.peers[key]; ok {
+		ep.Addr = p.addr()
+		return ep, nil
+	}
+	lis, err := listenIn(d.net.router, routerIP+":0")
+	if err != nil {
+		return ep, fmt.Errorf("proxy for %s: %w", key, err)
+	}
+	upstream := ep.Addr
+	p := newProxy(key, lis, upstream, func(ctx context.Context) (net.Conn, error) {
+		return dialIn(ctx, d.net.router, "tcp", upstream)
+	})
+	if err := addLinkToxics(p.tp, link); err != nil {
+		_ = p.close()
+		return ep, fmt.Errorf("proxy for %s: %w", key, err)
+	}
+	if link.Bandwidth > 0 {
+		port := lis.Addr().(*net.TCPAddr).Port
+		if err := d.shaper.limit(d.net.router, from, from.name+"-"+toHost.name, uint64(link.Bandwidth), port); err != nil {
+			_ = p.close()
+			return ep, err
+		}
+	}
+	d.peers[key] = p
+	p.serve()
+	ep.Addr = p.addr()
+	return ep, nil
+}
+
+// placement is the deployment as the local deployer's deploy.Network.
+type placement Deployment
+
+func (pl *placement) d() *Deployment { return (*Deployment)(pl) }
+
+// Listen binds a listener on group's host address, in its namespace.
+func (pl *placement) Listen(group int) (net.Listener, error) {
+	h := pl.net.hosts[pl.plan.hostOf[group]]
+	l, err := listenIn(h.ns, h.ip+":0")
+	if err != nil {
+		return nil, fmt.Errorf("listen on host %s: %w", h.name, err)
+	}
+	return l, nil
+}
+
+// Peer is the address group from dials for ep of group to.
+func (pl *placement) Peer(from, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
+	return pl.d().path(pl.net.hosts[pl.plan.hostOf[from]], pl.plan.hostOf[to], ep)
+}
+
+// Enter moves the spawner's thread into group's host namespace.
+func (pl *placement) Enter(group int) (func() error, error) {
+	h := pl.net.hosts[pl.plan.hostOf[group]]
+	orig, err := netns.Get()
+	if err != nil {
+		return nil, fmt.Errorf("current network namespace: %w", err)
+	}
+	if err := netns.Set(h.ns); err != nil {
+		orig.Close()
+		return nil, fmt.Errorf("enter host %s's namespace: %w", h.name, err)
+	}
+	return func() error {
+		defer orig.Close()
+		return netns.Set(orig)
+	}, nil
+}
+
+// Dial connects from the router namespace, which reaches every host, for
+// the local deployer's health checks.
+func (pl *placement) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	return dialIn(ctx, pl.net.router, network, addr)
+}
