@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+	"golang.org/x/sys/unix"
 
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -72,7 +74,7 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 				due = last
 			}
 			last = due
-			if wait := time.Until(due); wait > 0 {
+			if wait := time.Until(due) - coarse; wait > 0 {
 				timer.Reset(wait)
 				select {
 				case <-timer.C:
@@ -82,6 +84,8 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 					return
 				}
 			}
+			sleepUntil(due.Add(-time.Duration(lateness.Load())))
+			learnLateness(time.Since(due))
 			stub.Output <- c
 		}
 	}
@@ -103,4 +107,50 @@ func addLinkToxics(p *toxiproxy.Proxy, l spec.Link) error {
 		}
 	}
 	return nil
+}
+
+// coarse is how late a Go timer can fire on an idle process (the
+// runtime's poller sleeps in whole milliseconds): the toxic waits on a
+// timer until this long before a chunk is due, and sleeps the rest in
+// nanosleep, which the kernel's high-resolution timers end within tens of
+// microseconds. Only that last stretch holds an OS thread.
+const coarse = 2 * time.Millisecond
+
+// sleepUntil sleeps in the kernel until t.
+func sleepUntil(t time.Time) {
+	for {
+		d := time.Until(t)
+		if d <= 0 {
+			return
+		}
+		ts := unix.NsecToTimespec(int64(d))
+		if err := unix.Nanosleep(&ts, nil); err != nil && err != unix.EINTR {
+			return
+		}
+	}
+}
+
+// lateness is how late, on this machine now, a sleep in the kernel ends:
+// the timer slack plus the wait for a CPU, a few tens of microseconds idle
+// and hundreds on a loaded machine. Toxics wake that much early, so that a
+// chunk leaves when it is due; every wake-up updates the estimate (an
+// exponentially weighted mean, weight 1/8), so it follows the load.
+var lateness atomic.Int64
+
+// maxEarly bounds the estimate: a wake-up that a busy machine delays by
+// milliseconds is noise to ride out, not a bias to correct, and a chunk
+// must never leave far ahead of its time.
+const maxEarly = 300 * time.Microsecond
+
+func learnLateness(late time.Duration) {
+	for {
+		old := lateness.Load()
+		// late is measured against the due time, after waking early by
+		// old: the sleep itself ended old+late after it was asked to.
+		next := old + (int64(late))/8
+		next = min(max(next, 0), int64(maxEarly))
+		if lateness.CompareAndSwap(old, next) {
+			return
+		}
+	}
 }
