@@ -100,7 +100,7 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 	}
 	for i, h := range p.hostOf {
 		if h < 0 {
-			return nil, s.Errorf("deploy.hosts", "group %q of placement %s is on no host: add it to one host's groups", topo.Groups[i].Name, topo.Placement)
+			return nil, s.Errorf("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
 		}
 	}
 	if err := checkLink(s, "", s.Deploy.Link); err != nil {

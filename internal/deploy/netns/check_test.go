@@ -1,0 +1,75 @@
+package netns_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// TestBadInput checks that every mistake in hosts and links is one error,
+// naming the file, the line and the key, found by deploy.Resolve (before
+// anything starts, and without root).
+func TestBadInput(t *testing.T) {
+	head := "[app]\nname = \"chain\"\nhops = 2\n[deploy]\ndeployer = \"netns\"\nplacement = \"split\"\n"
+	ok := "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n"
+	for _, tc := range []struct {
+		name, body string
+		key        string
+		line       int
+		msg        string
+	}{
+		{"group on two hosts", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
+			"deploy.hosts.vm2.groups", 10, "on two hosts"},
+		{"group on no host", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n",
+			"deploy.placement", 6, "group \"hop2\" of placement split is on no host"},
+		{"unknown group", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop9\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
+			"deploy.hosts.vm1.groups", 8, "no group \"hop9\""},
+		{"no hosts", "", "deploy.deployer", 5, "needs hosts"},
+		{"unknown host in links", ok + "[deploy.links.\"vm1-vm3\"]\nlatency = \"1ms\"\n",
+			"deploy.links.vm1-vm3", 11, "names no pair of hosts"},
+		{"negative latency", ok + "[deploy.link]\nlatency = \"-1ms\"\n",
+			"deploy.link.latency", 12, "must not be negative"},
+		{"negative latency of a pair", ok + "[deploy.links.\"vm1-vm2\"]\nlatency = \"-2ms\"\n",
+			"deploy.links.vm1-vm2.latency", 12, "must not be negative"},
+		{"loss of one", ok + "[deploy.link]\nloss = 1.0\n", "deploy.link.loss", 12, "[0, 1)"},
+		{"negative loss", ok + "[deploy.links.\"vm2-vm1\"]\nloss = -0.1\n", "deploy.links.vm2-vm1.loss", 12, "[0, 1)"},
+		{"jitter over latency", ok + "[deploy.link]\nlatency = \"1ms\"\njitter = \"2ms\"\n", "deploy.link.jitter", 13, "must not exceed latency"},
+		{"bad bandwidth", ok + "[deploy.link]\nbandwidth = \"fast\"\n", "deploy.link.bandwidth", 12, "not a bandwidth"},
+		{"too many cpus", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n", goruntime.NumCPU()+1),
+			"deploy.hosts.vm1.cpus", 9, "this machine has"},
+		{"unix sockets", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n", "deploy.network", 0, "over TCP"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := head + tc.body
+			if tc.name == "unix sockets" {
+				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\nnetwork = \"unix\"\n", 1)
+				tc.line = 7
+			}
+			path := filepath.Join(t.TempDir(), "spec.toml")
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := spec.Load(path)
+			if err == nil {
+				_, _, err = deploy.Resolve(s)
+			}
+			var se *spec.Error
+			if !errors.As(err, &se) {
+				t.Fatalf("got %v (%T), want a *spec.Error", err, err)
+			}
+			if se.Key != tc.key || se.Line != tc.line || se.File != path || !strings.Contains(err.Error(), tc.msg) {
+				t.Errorf("got %q at key %s line %d; want key %s line %d containing %q", err, se.Key, se.Line, tc.key, tc.line, tc.msg)
+			}
+			if n := len(spec.Unjoin(err)); n != 1 {
+				t.Errorf("%d errors, want one", n)
+			}
+		})
+	}
+}
