@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(upSpecEnv); path != "" {
 		os.Exit(runUp(path))
 	}
+	if path := os.Getenv(deployEnv); path != "" {
+		os.Exit(runDeploy(path))
+	}
 	os.Exit(m.Run())
 }
 

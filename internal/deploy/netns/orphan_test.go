@@ -151,3 +151,41 @@ func TestKill9(t *testing.T) {
 		t.Errorf("namespaces after Ctrl-C: %v", left)
 	}
 }
+
+// TestNotRoot deploys as an unprivileged user (nobody), which gets the
+// error that says root is needed, and no namespace.
+func TestNotRoot(t *testing.T) {
+	needRoot(t) // to become nobody
+	dir := t.TempDir()
+	// The test's temp dir and its parent are root's alone.
+	for _, d := range []string{dir, filepath.Dir(dir)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "netns.test")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "spec.toml")
+	if err := os.WriteFile(path, []byte(twoHosts("grpc", "")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), deployEnv+"="+path, "TMPDIR="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if cmd.ProcessState == nil || cmd.ProcessState.ExitCode() != 3 {
+		t.Fatalf("deploy as nobody: %v, want the not-root error; output:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "needs root") {
+		t.Errorf("error does not say root is needed:\n%s", out)
+	}
+	if left := namespacesOf(t, cmd.Process.Pid); len(left) != 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+}
