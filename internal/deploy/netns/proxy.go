@@ -73,20 +73,38 @@ func (p *proxy) relay(c net.Conn) {
 		c.Close()
 		return
 	}
-	if !p.track(c, up) {
+	down, upc := &tracked{Conn: c, p: p}, &tracked{Conn: up, p: p}
+	if !p.track(down, upc) {
 		return
 	}
 	name := c.RemoteAddr().String()
-	p.tp.Toxics.StartLink(toxiServer, name+"upstream", c, up, stream.Upstream)
-	p.tp.Toxics.StartLink(toxiServer, name+"downstream", up, c, stream.Downstream)
+	p.tp.Toxics.StartLink(toxiServer, name+"upstream", down, upc, stream.Upstream)
+	p.tp.Toxics.StartLink(toxiServer, name+"downstream", upc, down, stream.Downstream)
+}
+
+// tracked is a relayed connection that leaves the proxy's set when
+// toxiproxy closes it.
+type tracked struct {
+	net.Conn
+	p    *proxy
+	once sync.Once
+}
+
+func (c *tracked) Close() error {
+	c.once.Do(func() {
+		c.p.mu.Lock()
+		delete(c.p.conns, c)
+		c.p.mu.Unlock()
+	})
+	return c.Conn.Close()
 }
 
 // track records a connection pair for close; false (and both closed) when
 // the proxy is closing.
 func (p *proxy) track(cs ...net.Conn) bool {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		for _, c := range cs {
 			c.Close()
 		}
@@ -95,6 +113,7 @@ func (p *proxy) track(cs ...net.Conn) bool {
 	for _, c := range cs {
 		p.conns[c] = struct{}{}
 	}
+	p.mu.Unlock()
 	return true
 }
 
@@ -104,11 +123,12 @@ func (p *proxy) close() error {
 	p.mu.Lock()
 	p.closed = true
 	err := p.lis.Close()
-	for c := range p.conns {
-		c.Close()
-	}
+	conns := p.conns
 	p.conns = nil
 	p.mu.Unlock()
+	for c := range conns {
+		c.Close()
+	}
 	p.wg.Wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
