@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,32 +85,21 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 	if err != nil {
 		t.Fatalf("deploy: %v", err)
 	}
+	nsPaths := dep.(*netns.Deployment).Namespaces()
+	if len(nsPaths) != 4 {
+		t.Errorf("namespaces %v, want 4: router, client, two hosts", nsPaths)
+	}
 	t.Cleanup(func() {
 		if err := dep.Stop(context.Background()); err != nil {
 			t.Errorf("stop: %v", err)
 		}
-		if left := ours(t); len(left) > 0 {
-			t.Errorf("namespaces left after stop: %v", left)
+		for _, p := range nsPaths {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("namespace %s left after stop", p)
+			}
 		}
 	})
 	return dep, topo
-}
-
-// ours lists the namespaces this process owns.
-func ours(t *testing.T) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var out []string
-	prefix := fmt.Sprintf("svclab-%d-", os.Getpid())
-	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), prefix) {
-			out = append(out, e.Name())
-		}
-	}
-	return out
 }
 
 // TestChainTwoHosts deploys the chain over two hosts on every
@@ -180,5 +168,47 @@ func TestChainTwoHosts(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestDeployedLinkLatency measures the chain's calls with a 10 ms link
+// between vm1 and vm2 (the client's link unshaped) against the same
+// deployment with every link unshaped: each call crosses vm1→vm2 once and
+// back, so the p50 must grow by the link's 10 ms.
+func TestDeployedLinkLatency(t *testing.T) {
+	needRoot(t)
+	p50 := func(link string) time.Duration {
+		dep, topo := deployed(t, twoHosts("grpc", link))
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := dep.Dial(ctx, transport.DialOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		r := topo.Requests()[0]
+		var d []time.Duration
+		for i := -20; i < 200; i++ {
+			start := time.Now()
+			if _, err := r.Invoke(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			if i >= 0 {
+				d = append(d, time.Since(start))
+			}
+		}
+		sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+		return (d[99] + d[100]) / 2
+	}
+	base := p50("")
+	shaped := p50("latency = \"10ms\"\n[deploy.links.\"client-vm1\"]\nlatency = \"0ms\"")
+	t.Logf("p50 call: %s unshaped, %s with a 10 ms vm1-vm2 link", base, shaped)
+	// The link alone holds ±0.5 ms (TestLinkLatency, BenchmarkLink10ms).
+	// Through a deployed chain it has measured 0.4–1.2 ms more on this
+	// 2-core machine at load average ~30 (docs/PERFORMANCE.md says so and
+	// why it is not yet explained); the bound catches a link that is
+	// missing, doubled or off by a millisecond step.
+	if d := shaped - base; d < 9500*time.Microsecond || d > 11500*time.Microsecond {
+		t.Errorf("a 10 ms link added %s to the p50 call, want 10ms (+1.5ms/-0.5ms)", d)
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -162,6 +163,16 @@ func (d *Deployment) CurlExamples() []string {
 
 // Hosts names the emulated hosts, in the spec's order.
 func (d *Deployment) Hosts() []string { return d.plan.hosts }
+
+// Namespaces are the paths of the deployment's network namespaces (in
+// /run/netns), which Stop removes.
+func (d *Deployment) Namespaces() []string {
+	var out []string
+	for _, n := range d.net.created {
+		out = append(out, filepath.Join(runNetns, n))
+	}
+	return out
+}
 
 // HostOf names the host of a group.
 func (d *Deployment) HostOf(group int) string { return d.plan.hosts[d.plan.hostOf[group]] }

@@ -89,9 +89,11 @@ func TestBandwidth(t *testing.T) {
 		shaped := transfer(p.addr(), dir.up, dir.down)
 		direct := transfer(up, dir.up, dir.down)
 		t.Logf("%s: %d bytes in %s at 8 Mbit/s (want about %s), %s unshaped", dir.name, size, shaped, want, direct)
-		// htb lets a burst through at first: allow 25% under and over.
-		if shaped < want*3/4 || shaped > want*5/4 {
-			t.Errorf("%s: %s for %d bytes at 8 Mbit/s, want %s ± 25%%", dir.name, shaped, size, want)
+		// htb lets a first burst through, so a transfer may beat the rate
+		// by a little (25%); a loaded machine (and TCP backing off from
+		// htb's queue) can slow it, but not to the unshaped time: allow 3×.
+		if shaped < want*3/4 || shaped > want*3 {
+			t.Errorf("%s: %s for %d bytes at 8 Mbit/s, want %s (-25%%, +200%%)", dir.name, shaped, size, want)
 		}
 		if direct > want/4 {
 			t.Errorf("%s: the unshaped path took %s, as if shaped", dir.name, direct)
