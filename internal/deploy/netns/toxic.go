@@ -130,30 +130,25 @@ func sleepUntil(t time.Time) {
 	}
 }
 
-// lateness is how late, on this machine now, a sleep in the kernel ends
-// and the chunk is on its way: the timer slack plus the wait for a CPU, a
-// few tens of microseconds idle and hundreds on a loaded machine. Toxics
-// wake that much early, so that a chunk leaves when it is due. The estimate
-// tracks the median lateness (each wake-up moves it one step toward
-// itself: up when late, down when early), which a few long stalls of a
-// busy machine do not drag, and which is what a link's p50 is judged by.
+// lateness is how late, on this machine now, a sleep in the kernel ends:
+// the timer slack plus the wait for a CPU, a few tens of microseconds idle
+// and hundreds on a loaded machine. Toxics wake that much early, so that a
+// chunk leaves when it is due; every wake-up updates the estimate (an
+// exponentially weighted mean, weight 1/8), so it follows the load.
 var lateness atomic.Int64
 
-// latenessStep is the estimate's step; maxEarly bounds it, so a chunk never
-// leaves far ahead of its time.
-const (
-	latenessStep = int64(10 * time.Microsecond)
-	maxEarly     = time.Millisecond
-)
+// maxEarly bounds the estimate: a wake-up that a busy machine delays by
+// milliseconds is noise to ride out, not a bias to correct, and a chunk
+// must never leave far ahead of its time.
+const maxEarly = 300 * time.Microsecond
 
 func learnLateness(late time.Duration) {
-	step := latenessStep
-	if late < 0 {
-		step = -step
-	}
 	for {
 		old := lateness.Load()
-		next := min(max(old+step, 0), int64(maxEarly))
+		// late is measured against the due time, after waking early by
+		// old: the sleep itself ended old+late after it was asked to.
+		next := old + (int64(late))/8
+		next = min(max(next, 0), int64(maxEarly))
 		if lateness.CompareAndSwap(old, next) {
 			return
 		}
