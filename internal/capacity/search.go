@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/svclab/svclab/internal/load"
@@ -41,8 +42,9 @@ const (
 	DefaultMaxSteps  = 40
 )
 
-// withDefaults fills in the zero values and checks the rest.
-func (s Settings) withDefaults() (Settings, error) {
+// Resolve fills in the zero values and checks the rest; Search calls it,
+// and a caller may, to check settings before it deploys anything.
+func (s Settings) Resolve() (Settings, error) {
 	if s.Max == 0 {
 		s.Max = load.MaxRate
 	}
@@ -116,10 +118,13 @@ type Step struct {
 	// other reasons the step failed (dropped arrivals, no answers).
 	Breaches []string `json:"breaches,omitempty"`
 	CutShort string   `json:"cut_short,omitempty"`
-	// Bottleneck is the generator's own verdict that it, not the
-	// deployment, was the bottleneck; such a step is not judged.
-	Bottleneck string  `json:"generator_bottleneck,omitempty"`
-	DurationS  float64 `json:"duration_s"`
+	// Generator is the generator audit's reason when it flagged the
+	// generator as a bottleneck during the step.
+	Generator string `json:"generator_bottleneck,omitempty"`
+	// Inconclusive says why a flagged step's verdict may be the
+	// generator's doing; the search stops at such a step.
+	Inconclusive string  `json:"inconclusive,omitempty"`
+	DurationS    float64 `json:"duration_s"`
 	// SentRPS and CompletedRPS are the arrivals sent and the answers
 	// that came within the window, per second.
 	SentRPS      float64    `json:"sent_rps"`
@@ -173,12 +178,13 @@ type Outcome struct {
 // confirmation makes the answer the interval's new top and the search
 // goes on below it. report, when not nil, is called after every step.
 //
-// It stops early when a step's generator audit says the generator was the
-// bottleneck, as a step it cannot offer says nothing of the deployment.
+// It stops early at a step whose generator audit flags the generator as
+// the bottleneck when the flag could have decided the step's verdict (see
+// judge): such a step says nothing of the deployment.
 // An error from step ends the search and is returned with the outcome so
 // far.
 func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step StepFunc, report func(Step, *Outcome)) (*Outcome, error) {
-	s, err := settings.withDefaults()
+	s, err := settings.Resolve()
 	if err != nil {
 		return nil, err
 	}
@@ -202,12 +208,12 @@ func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step S
 		if err != nil {
 			return false, fmt.Errorf("step %d at %s/s: %w", len(out.Steps)+1, fmtRate(rate), err)
 		}
-		st := judge(m, slo)
+		st := judge(m, slo, rate)
 		st.Index, st.Phase, st.Rate, st.Elapsed = len(out.Steps)+1, phase, rate, time.Since(start)
 		out.Steps = append(out.Steps, st)
-		if st.Bottleneck != "" {
+		if st.Inconclusive != "" {
 			out.Stop = GeneratorBottleneck
-			out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s); the deployment sustains at least %s/s, more than this generator can show", fmtRate(rate), st.Bottleneck, fmtRate(out.Rate))
+			out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s) and %s, so the step says nothing of the deployment; the answer is a lower bound", fmtRate(rate), st.Generator, st.Inconclusive)
 		} else if st.Pass {
 			out.Rate = max(out.Rate, rate)
 			if i, found := slices.BinarySearch(passed, rate); !found {
@@ -219,7 +225,7 @@ func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step S
 		if report != nil {
 			report(st, out)
 		}
-		if st.Bottleneck != "" {
+		if st.Inconclusive != "" {
 			return false, errStop
 		}
 		return st.Pass, nil
@@ -308,7 +314,16 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 
 // judge turns a step's measurement into a verdict: it passes when it
 // breaks no SLO, dropped no arrival, and had answers at all.
-func judge(m Measurement, slo *load.Thresholds) Step {
+//
+// A step whose generator audit flags the generator is judged only where
+// the flag cannot change the verdict. Latency runs from the intended send
+// time, so the generator's lateness only adds to it: a pass stands, as
+// long as the generator sent the rate asked for. A latency breach stands
+// when it exceeds its limit by more than the generator's largest send lag,
+// since no answer's latency owes more than that to the generator; errors,
+// drops and a step with no answers are the deployment's. Anything else is
+// inconclusive, and the search stops there.
+func judge(m Measurement, slo *load.Thresholds, rate float64) Step {
 	st := Step{CutShort: m.CutShort, DurationS: m.Summary.DurationS, Dropped: m.Summary.Dropped}
 	for _, o := range m.Summary.Operations {
 		if o.Name == "total" {
@@ -318,18 +333,20 @@ func judge(m Measurement, slo *load.Thresholds) Step {
 			}
 		}
 	}
-	if m.Generator.Bottleneck {
-		st.Bottleneck = m.Generator.Reason
-		return st
-	}
+	standing := 0 // breaches the generator cannot account for
 	for _, b := range slo.Check(m.Summary) {
 		st.Breaches = append(st.Breaches, b.String())
+		if strings.HasSuffix(b.Metric, "_ms") && b.Value-b.Limit > m.Generator.LagMaxMs || b.Metric == "error_rate" {
+			standing++
+		}
 	}
 	if m.Summary.Dropped > 0 {
 		st.Breaches = append(st.Breaches, fmt.Sprintf("%d arrivals dropped: more requests were outstanding than load.max_inflight allows", m.Summary.Dropped))
+		standing++
 	}
 	if st.Requests == 0 {
 		st.Breaches = append(st.Breaches, "no request was answered")
+		standing++
 	}
 	if m.CutShort != "" && len(st.Breaches) == 0 {
 		// The cut was decided on figures the partial summary may no
@@ -337,8 +354,24 @@ func judge(m Measurement, slo *load.Thresholds) Step {
 		st.Breaches = append(st.Breaches, m.CutShort)
 	}
 	st.Pass = len(st.Breaches) == 0
+	if m.Generator.Bottleneck {
+		st.Generator = m.Generator.Reason
+		// A step cut short sent for less than its length; its rate is
+		// judged by the share of its planned length it ran.
+		shortfall := m.CutShort == "" && st.SentRPS < sentEnough*rate
+		switch {
+		case st.Pass && shortfall:
+			st.Inconclusive = fmt.Sprintf("the generator sent %.1f/s of the %s/s asked for", st.SentRPS, fmtRate(rate))
+		case !st.Pass && standing == 0:
+			st.Inconclusive = fmt.Sprintf("the SLO breaches are within the generator's largest send lag (%.1f ms)", m.Generator.LagMaxMs)
+		}
+	}
 	return st
 }
+
+// sentEnough is the share of the asked rate a flagged generator must have
+// sent for its step to count.
+const sentEnough = 0.95
 
 // fmtRate writes a rate for people: no more digits than matter.
 func fmtRate(r float64) string {
