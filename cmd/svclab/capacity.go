@@ -54,7 +54,9 @@ The search brackets the knee, doubling the rate from --start while steps pass
 passing and the lowest failing rate until it is within --precision, then runs
 the answer --confirm more times; a failed confirmation makes it the new top.
 A step is cut short as soon as its figures so far break an SLO whatever the
-rest of the step brings. The search stops early, and says so, when the load
+rest of the step brings; a step that fails at its full length is run again
+(--retry) before its rate counts as failed, as one outlier decides the p99
+of a short step. The search stops early, and says so, when the load
 generator itself was the bottleneck of a step.
 
 SLOs are thresholds of [load.thresholds] on all requests together, by the
@@ -89,6 +91,7 @@ starts.`,
 	f.Float64Var(&o.settings.Growth, "growth", capacity.DefaultGrowth, "factor between the rates of the bracketing steps")
 	f.Float64Var(&o.settings.Precision, "precision", capacity.DefaultPrecision, "stop narrowing once (high-low)/low is at most this")
 	f.IntVar(&o.settings.Confirm, "confirm", capacity.DefaultConfirm, "how many more runs the answer must pass (0: none)")
+	f.IntVar(&o.settings.Retry, "retry", capacity.DefaultRetry, "how many times a step that failed at its full length is run again before its rate counts as failed (0: none)")
 	f.IntVar(&o.settings.MaxSteps, "max-steps", capacity.DefaultMaxSteps, "most steps the whole search may run")
 	f.DurationVar(&o.step, "step", 5*time.Second, "measurement of each step")
 	f.DurationVar(&o.warmup, "warmup", time.Second, "warm-up at the step's rate before each measurement")
@@ -217,6 +220,13 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 			o.settings.Start = r
 		} else if r, ok := rate.(int64); ok && hasRate && r > 0 && pr.Load.Mode != load.Closed {
 			o.settings.Start = float64(r)
+		}
+	}
+	// The flags default to the settings' defaults; 0 given means none,
+	// which Settings spells as a negative count.
+	for _, n := range []*int{&o.settings.Confirm, &o.settings.Retry} {
+		if *n == 0 {
+			*n = -1
 		}
 	}
 	for _, d := range []struct {

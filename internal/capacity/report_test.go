@@ -31,8 +31,8 @@ func TestFileAndPlot(t *testing.T) {
 	if back["rate"] != 800.0 || iv["low"] != 800.0 || iv["high"] != 825.0 || back["stop_reason"] != "converged" {
 		t.Fatalf("file %s: want rate 800 in [800, 825), converged", b)
 	}
-	if steps := back["steps"].([]any); len(steps) != 13 || steps[0].(map[string]any)["phase"] != "bracket" {
-		t.Fatalf("steps %v: want the 13 steps of the search", steps)
+	if steps := back["steps"].([]any); len(steps) != 16 || steps[0].(map[string]any)["phase"] != "bracket" {
+		t.Fatalf("steps %v: want the 16 steps of the search", steps)
 	}
 	if back["slos"].(map[string]any)["p99_ms"] != 50.0 {
 		t.Fatalf("slos %v: want p99_ms 50", back["slos"])

@@ -30,6 +30,12 @@ type Settings struct {
 	// Confirm is how many times the answer is run again (default 2; a
 	// negative value means none).
 	Confirm int `json:"confirm"`
+	// Retry is how many times a step that failed at its full length is
+	// run again before its rate counts as failed (default 1; a negative
+	// value means none). One slow outlier decides the p99 of a short
+	// step, so a marginal failure is rechecked; a step cut short failed
+	// clearly and is not, nor is a confirmation.
+	Retry int `json:"retry"`
 	// MaxSteps bounds the steps of the whole search (default 40).
 	MaxSteps int `json:"max_steps"`
 }
@@ -39,6 +45,7 @@ const (
 	DefaultGrowth    = 2.0
 	DefaultPrecision = 0.05
 	DefaultConfirm   = 2
+	DefaultRetry     = 1
 	DefaultMaxSteps  = 40
 )
 
@@ -59,6 +66,12 @@ func (s Settings) Resolve() (Settings, error) {
 	}
 	if s.Confirm < 0 {
 		s.Confirm = 0
+	}
+	if s.Retry == 0 {
+		s.Retry = DefaultRetry
+	}
+	if s.Retry < 0 {
+		s.Retry = 0
 	}
 	if s.MaxSteps == 0 {
 		s.MaxSteps = DefaultMaxSteps
@@ -92,6 +105,7 @@ const (
 	Bracket Phase = "bracket" // growing (or, after a first failure, shrinking) the rate
 	Bisect  Phase = "bisect"  // halving the interval
 	Confirm Phase = "confirm" // repeating the answer
+	Recheck Phase = "recheck" // repeating a step that failed at its full length
 )
 
 // Measurement is what one step measured, as the StepFunc returns it.
@@ -176,7 +190,9 @@ type Outcome struct {
 // the highest passing and the lowest failing rate until it is within
 // Precision, then runs the answer Confirm more times; a failed
 // confirmation makes the answer the interval's new top and the search
-// goes on below it. report, when not nil, is called after every step.
+// goes on below it. A rate fails only when its step and its Retry
+// rechecks all fail (a step cut short fails at once). report, when not
+// nil, is called after every step.
 //
 // It stops early at a step whose generator audit flags the generator as
 // the bottleneck when the flag could have decided the step's verdict (see
@@ -198,37 +214,46 @@ func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step S
 	errStop := errors.New("stop")
 
 	run := func(phase Phase, rate float64) (bool, error) {
-		if len(out.Steps) >= s.MaxSteps {
-			out.Stop = MaxSteps
-			out.StopDetail = fmt.Sprintf("%d steps run; the knee lies between %s and %s", len(out.Steps), fmtRate(out.Rate), fmtRate(out.High))
-			return false, errStop
-		}
-		start := time.Now()
-		m, err := step(ctx, rate)
-		if err != nil {
-			return false, fmt.Errorf("step %d at %s/s: %w", len(out.Steps)+1, fmtRate(rate), err)
-		}
-		st := judge(m, slo, rate)
-		st.Index, st.Phase, st.Rate, st.Elapsed = len(out.Steps)+1, phase, rate, time.Since(start)
-		out.Steps = append(out.Steps, st)
-		if st.Inconclusive != "" {
-			out.Stop = GeneratorBottleneck
-			out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s) and %s, so the step says nothing of the deployment; the answer is a lower bound", fmtRate(rate), st.Generator, st.Inconclusive)
-		} else if st.Pass {
-			out.Rate = max(out.Rate, rate)
-			if i, found := slices.BinarySearch(passed, rate); !found {
-				passed = slices.Insert(passed, i, rate)
+		for try := 0; ; try++ {
+			if len(out.Steps) >= s.MaxSteps {
+				out.Stop = MaxSteps
+				out.StopDetail = fmt.Sprintf("%d steps run; the knee lies between %s and %s", len(out.Steps), fmtRate(out.Rate), fmtRate(out.High))
+				return false, errStop
 			}
-		} else {
-			out.High = min(out.High, rate)
+			start := time.Now()
+			m, err := step(ctx, rate)
+			if err != nil {
+				return false, fmt.Errorf("step %d at %s/s: %w", len(out.Steps)+1, fmtRate(rate), err)
+			}
+			st := judge(m, slo, rate)
+			st.Index, st.Phase, st.Rate, st.Elapsed = len(out.Steps)+1, phase, rate, time.Since(start)
+			if try > 0 {
+				st.Phase = Recheck
+			}
+			retry := !st.Pass && st.Inconclusive == "" && st.CutShort == "" && phase != Confirm && try < s.Retry
+			switch {
+			case st.Inconclusive != "":
+				out.Stop = GeneratorBottleneck
+				out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s) and %s, so the step says nothing of the deployment; the answer is a lower bound", fmtRate(rate), st.Generator, st.Inconclusive)
+			case st.Pass:
+				out.Rate = max(out.Rate, rate)
+				if i, found := slices.BinarySearch(passed, rate); !found {
+					passed = slices.Insert(passed, i, rate)
+				}
+			case !retry:
+				out.High = min(out.High, rate)
+			}
+			out.Steps = append(out.Steps, st)
+			if report != nil {
+				report(st, out)
+			}
+			if st.Inconclusive != "" {
+				return false, errStop
+			}
+			if !retry {
+				return st.Pass, nil
+			}
 		}
-		if report != nil {
-			report(st, out)
-		}
-		if st.Inconclusive != "" {
-			return false, errStop
-		}
-		return st.Pass, nil
 	}
 
 	if err := searchPhases(s, out, &passed, run); err != nil && !errors.Is(err, errStop) {

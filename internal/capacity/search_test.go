@@ -30,9 +30,12 @@ func (q *queue) knee(limitMs float64) float64 { return q.k * (1 - q.serviceMs/li
 
 func (q *queue) step(_ context.Context, rate float64) (Measurement, error) {
 	q.steps = append(q.steps, rate)
-	p99 := math.Inf(1)
+	p99, cut := math.Inf(1), ""
 	if rate < q.k {
 		p99 = q.serviceMs * q.k / (q.k - rate)
+	} else {
+		// The queue grows without bound: a Cutter ends such a step.
+		cut = "the queue grows without bound"
 	}
 	if q.flaky[len(q.steps)] {
 		p99 = 1e6
@@ -40,7 +43,7 @@ func (q *queue) step(_ context.Context, rate float64) (Measurement, error) {
 	p99 = math.Min(p99, 60_000)
 	const dur = 2.0
 	n := int64(rate * dur)
-	m := Measurement{Summary: load.Summary{DurationS: dur, Operations: []load.Operation{{
+	m := Measurement{CutShort: cut, Summary: load.Summary{DurationS: dur, Operations: []load.Operation{{
 		Name: "total", Kind: "total", Count: n, RPS: rate, CompletedRPS: math.Min(rate, q.k),
 		Latency: load.Stats{P50Ms: q.serviceMs, P99Ms: p99, MaxMs: p99},
 	}}}}
@@ -108,21 +111,43 @@ func TestSearchFindsTheKnee(t *testing.T) {
 }
 
 // TestSearchSteps checks the exact sequence for a knee of 800 from 50:
-// doubling to the first failure, then halving the interval.
+// doubling to the first failure, then halving the interval; a failure
+// at full length is rechecked once, one cut short is not.
 func TestSearchSteps(t *testing.T) {
-	q := &queue{k: 1000, serviceMs: 10}
-	out, err := Search(context.Background(), Settings{Start: 50}, p99SLO(50), q.step, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// 800 passes (p99 exactly 50), 1600 fails; then 1200, 1000, 900,
-	// 850, 825 fail, and (825-800)/800 = 3.1% <= 5%.
-	want := []float64{50, 100, 200, 400, 800, 1600, 1200, 1000, 900, 850, 825, 800, 800}
-	if !equal(q.steps, want) {
-		t.Fatalf("steps %v, want %v", q.steps, want)
-	}
-	if out.Rate != 800 || out.High != 825 {
-		t.Fatalf("answer [%v, %v), want [800, 825)", out.Rate, out.High)
+	for _, tc := range []struct {
+		name   string
+		flaky  map[int]bool
+		retry  int
+		want   []float64
+		phases map[int]Phase // by 1-based step
+	}{
+		// 800 passes (p99 exactly 50), 1600 fails; then 1200, 1000 (cut
+		// short: at or above k), 900, 850, 825 fail twice each, and
+		// (825-800)/800 = 3.1% <= 5%; 800 is confirmed twice.
+		{"", nil, 0, []float64{50, 100, 200, 400, 800, 1600, 1200, 1000, 900, 900, 850, 850, 825, 825, 800, 800},
+			map[int]Phase{1: Bracket, 6: Bracket, 7: Bisect, 9: Bisect, 10: Recheck, 15: Confirm, 16: Confirm}},
+		{"no rechecks", nil, -1, []float64{50, 100, 200, 400, 800, 1600, 1200, 1000, 900, 850, 825, 800, 800}, nil},
+		// An outlier fails the second step; its recheck passes and the
+		// bracket goes on.
+		{"an outlier", map[int]bool{2: true}, 0, []float64{50, 100, 100, 200, 400, 800, 1600, 1200, 1000, 900, 900, 850, 850, 825, 825, 800, 800},
+			map[int]Phase{2: Bracket, 3: Recheck, 4: Bracket}},
+	} {
+		q := &queue{k: 1000, serviceMs: 10, flaky: tc.flaky}
+		out, err := Search(context.Background(), Settings{Start: 50, Retry: tc.retry}, p99SLO(50), q.step, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equal(q.steps, tc.want) {
+			t.Fatalf("%s: steps %v, want %v", tc.name, q.steps, tc.want)
+		}
+		for i, ph := range tc.phases {
+			if out.Steps[i-1].Phase != ph {
+				t.Errorf("%s: step %d is %s, want %s", tc.name, i, out.Steps[i-1].Phase, ph)
+			}
+		}
+		if out.Rate != 800 || out.High != 825 {
+			t.Fatalf("%s: answer [%v, %v), want [800, 825)", tc.name, out.Rate, out.High)
+		}
 	}
 }
 
@@ -141,7 +166,7 @@ func equal(a, b []float64) bool {
 // TestSearchConfirmationFails: a pass that does not hold when repeated is
 // not the answer; the search goes on below it.
 func TestSearchConfirmationFails(t *testing.T) {
-	q := &queue{k: 1000, serviceMs: 10, flaky: map[int]bool{12: true}} // the first confirmation of 800
+	q := &queue{k: 1000, serviceMs: 10, flaky: map[int]bool{15: true}} // the first confirmation of 800
 	out, err := Search(context.Background(), Settings{Start: 50}, p99SLO(50), q.step, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +175,7 @@ func TestSearchConfirmationFails(t *testing.T) {
 		t.Fatalf("after a failed confirmation at 800: [%v, %v) %s, want below 800", out.Rate, out.High, out.Stop)
 	}
 	// 400 was the highest other pass, so the search bisects [400, 800).
-	if q.steps[12] != 600 {
+	if q.steps[15] != 600 {
 		t.Fatalf("steps %v: want the bisection of [400, 800) after the failed confirmation", q.steps)
 	}
 }
