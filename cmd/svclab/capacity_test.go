@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sleepBound is a deployment whose capacity is known: one chain hop that
+// sleeps 100 ms per request, reached through the HTTP/JSON gateway over 8
+// HTTP/1.1 keep-alive connections. HTTP/1.1 answers one request at a time
+// per connection, so at most 8 are served at once, as by a server with 8
+// workers: capacity = concurrency / service time = 8 / 0.1 s = 80/s.
+// Above it the queue grows for the whole step; below it the latency stays
+// near 100 ms, well inside the 200 ms SLO the test sets.
+const sleepBound = `
+[app]
+name = "chain"
+hops = 1
+
+[deploy]
+transport = "grpc"
+
+[load]
+protocol = "http"
+connections = 8
+
+[load.request]
+method = "POST"
+path = "/svclab.chain.Hop/Call"
+body = '{"payload":"small","sleepMicros":100000}'
+headers = { "Content-Type" = "application/json" }
+`
+
+// TestCapacityFindsKnownCapacity is issue 14's acceptance test: the
+// search finds the capacity of a sleep-bounded service within 15%.
+func TestCapacityFindsKnownCapacity(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys and loads a service for about 30 s")
+	}
+	const (
+		concurrency = 8
+		serviceS    = 0.100
+		want        = concurrency / serviceS
+	)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "sleep.toml")
+	if err := os.WriteFile(specPath, []byte(sleepBound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "capacity.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	mark := marker(t)
+	start := time.Now()
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "capacity", specPath,
+		"--slo", "p99_ms=200", "--start", "15", "--step", "2s", "--warmup", "500ms", "--cooldown", "300ms", "-o", out)
+	t.Logf("%s in %s\n%s%s", "svclab capacity", time.Since(start).Round(time.Second), stderr, stdout)
+	if code != 0 {
+		t.Fatalf("exit %d, want 0", code)
+	}
+	var f struct {
+		Rate     float64
+		Interval struct {
+			Low  float64
+			High *float64
+		}
+		StopReason string `json:"stop_reason"`
+		SLOs       map[string]float64
+		Plot       string
+		Steps      []struct {
+			Rate  float64
+			Phase string
+			Pass  bool
+		}
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.Rate < want*0.85 || f.Rate > want*1.15 {
+		t.Fatalf("capacity %v/s (stop %s), want %v/s within 15%%", f.Rate, f.StopReason, want)
+	}
+	if f.Interval.Low != f.Rate || (f.Interval.High != nil && *f.Interval.High <= f.Rate) {
+		t.Fatalf("interval %+v does not start at the rate %v", f.Interval, f.Rate)
+	}
+	if f.SLOs["p99_ms"] != 200 {
+		t.Fatalf("slos %v, want p99_ms 200", f.SLOs)
+	}
+	// Every step printed a line, and the answer names the rate.
+	if n := strings.Count(stderr, "\nstep "); n != len(f.Steps) || len(f.Steps) < 4 {
+		t.Fatalf("%d step lines for %d steps", n, len(f.Steps))
+	}
+	if !strings.Contains(stdout, "capacity: ") {
+		t.Fatalf("no answer line on stdout: %q", stdout)
+	}
+	r, err := os.Open(filepath.Join(dir, f.Plot))
+	if err != nil {
+		t.Fatalf("plot %q: %v", f.Plot, err)
+	}
+	defer r.Close()
+	if _, err := png.DecodeConfig(r); err != nil {
+		t.Fatalf("plot %s: %v", f.Plot, err)
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}
+
+// TestCapacityBadInput: flags and settings are checked before anything
+// is deployed, each error naming the flag.
+func TestCapacityBadInput(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "sleep.toml")
+	if err := os.WriteFile(specPath, []byte(sleepBound), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	withSLO := filepath.Join(dir, "slo.toml")
+	if err := os.WriteFile(withSLO, []byte(sleepBound+"\n[load.thresholds]\np99_ms = -3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{specPath}, "--slo: give at least one SLO, e.g. --slo p99_ms=50"},
+		{[]string{specPath, "--slo", "p98_ms=50"}, `--slo "p98_ms=50": unknown SLO "p98_ms"; the keys are those of [load.thresholds]: p50_ms, p90_ms`},
+		{[]string{specPath, "--slo", "p99_ms=fast"}, `--slo "p99_ms=fast": must be a number, got "fast"`},
+		{[]string{specPath, "--slo", "p99_ms"}, `--slo "p99_ms": write KEY=VALUE`},
+		{[]string{specPath, "--slo", "error_rate=2"}, "--slo error_rate=2: must be between 0 and 1"},
+		{[]string{specPath, "--slo", "p99_ms=-1"}, "--slo p99_ms=-1: must be >= 0"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--slo", "p99_ms=60"}, "--slo p99_ms=50 and --slo p99_ms=60: one value per SLO"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--start", "-5"}, "--start: must be a rate > 0, got -5"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "2"}, "--precision: must be between 0 and 1"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--step", "10ms"}, "--step: must be at least 500ms"},
+		{[]string{specPath, "--slo", "p99_ms=50", "-o", dir}, "-o " + dir + ": is a directory"},
+		// A spec's own error is located in it, as svclab run does (exit 1).
+		{[]string{withSLO}, "slo.toml:20: load.thresholds.p99_ms: must be >= 0, got -3"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		stdout, stderr, code := svclab(t, ctx, nil, append([]string{"capacity"}, tc.args...)...)
+		cancel()
+		want := 2
+		if tc.args[0] == withSLO {
+			want = 1
+		}
+		if code != want {
+			t.Errorf("capacity %q: exit %d, want %d\n%s%s", tc.args, code, want, stdout, stderr)
+		}
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("capacity %q: stderr %q, want %q", tc.args, stderr, tc.want)
+		}
+		if strings.Contains(stderr, "step ") {
+			t.Errorf("capacity %q ran steps before refusing its input:\n%s", tc.args, stderr)
+		}
+	}
+}
