@@ -283,16 +283,24 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 			return err
 		}
 	}
-	for out.Rate == 0 {
-		if rate <= s.Min {
-			out.Stop = MinRate
-			out.StopDetail = fmt.Sprintf("even %s/s, the lowest rate allowed, broke an SLO", fmtRate(rate))
-			return nil
+	// down divides the rate from a failing one until a step passes; it
+	// reports whether one did.
+	down := func(rate float64) (bool, error) {
+		for out.Rate == 0 {
+			if rate <= s.Min {
+				out.Stop = MinRate
+				out.StopDetail = fmt.Sprintf("even %s/s, the lowest rate allowed, broke an SLO", fmtRate(rate))
+				return false, nil
+			}
+			rate = max(rate/s.Growth, s.Min)
+			if _, err := run(Bracket, rate); err != nil {
+				return false, err
+			}
 		}
-		rate = max(rate/s.Growth, s.Min)
-		if _, err = run(Bracket, rate); err != nil {
-			return err
-		}
+		return true, nil
+	}
+	if ok, err := down(rate); !ok {
+		return err
 	}
 	for {
 		// Bisect between the highest pass and the lowest failure.
@@ -322,17 +330,8 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 			continue
 		}
 		out.Rate = 0
-		rate := out.High
-		for out.Rate == 0 {
-			if rate <= s.Min {
-				out.Stop = MinRate
-				out.StopDetail = fmt.Sprintf("even %s/s, the lowest rate allowed, broke an SLO", fmtRate(rate))
-				return nil
-			}
-			rate = max(rate/s.Growth, s.Min)
-			if _, err = run(Bracket, rate); err != nil {
-				return err
-			}
+		if ok, err := down(out.High); !ok {
+			return err
 		}
 	}
 }
