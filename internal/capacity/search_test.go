@@ -166,17 +166,31 @@ func equal(a, b []float64) bool {
 // TestSearchConfirmationFails: a pass that does not hold when repeated is
 // not the answer; the search goes on below it.
 func TestSearchConfirmationFails(t *testing.T) {
-	q := &queue{k: 1000, serviceMs: 10, flaky: map[int]bool{15: true}} // the first confirmation of 800
-	out, err := Search(context.Background(), Settings{Start: 50}, p99SLO(50), q.step, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if out.Stop != Converged || out.Rate >= 800 || out.High != 800 {
-		t.Fatalf("after a failed confirmation at 800: [%v, %v) %s, want below 800", out.Rate, out.High, out.Stop)
-	}
-	// 400 was the highest other pass, so the search bisects [400, 800).
-	if q.steps[15] != 600 {
-		t.Fatalf("steps %v: want the bisection of [400, 800) after the failed confirmation", q.steps)
+	for _, tc := range []struct {
+		name  string
+		start float64
+		flaky int     // the first confirmation of 800
+		next  float64 // the step after it
+	}{
+		// 400 was the highest other pass, so the search bisects [400, 800).
+		{"a lower pass is left", 50, 15, 600},
+		// 800 was the only pass, so the bracket goes down from it.
+		{"no lower pass is left", 800, 11, 400},
+	} {
+		q := &queue{k: 1000, serviceMs: 10, flaky: map[int]bool{tc.flaky: true}}
+		out, err := Search(context.Background(), Settings{Start: tc.start}, p99SLO(50), q.step, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out.Steps[tc.flaky-1].Phase != Confirm || out.Steps[tc.flaky-1].Rate != 800 {
+			t.Fatalf("%s: step %d is %+v, want the first confirmation of 800", tc.name, tc.flaky, out.Steps[tc.flaky-1])
+		}
+		if out.Stop != Converged || out.Rate >= 800 || out.High != 800 || out.Rate < 800*(1-DefaultPrecision) {
+			t.Fatalf("%s: after a failed confirmation at 800: [%v, %v) %s, want just below 800", tc.name, out.Rate, out.High, out.Stop)
+		}
+		if q.steps[tc.flaky] != tc.next {
+			t.Fatalf("%s: steps %v: want %v after the failed confirmation", tc.name, q.steps, tc.next)
+		}
 	}
 }
 
