@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"image/png"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -160,4 +164,107 @@ func TestCapacityBadInput(t *testing.T) {
 			t.Errorf("capacity %q ran steps before refusing its input:\n%s", tc.args, stderr)
 		}
 	}
+}
+
+// TestCapacityEndsCleanly: a search whose deployment loses a process, or
+// that is interrupted, keeps the steps it ran in -o's file, says why it
+// ended, and leaves no process behind.
+func TestCapacityEndsCleanly(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys a service")
+	}
+	for _, tc := range []struct {
+		name string
+		// stop ends the search: main is svclab capacity, hosts the
+		// processes it deployed.
+		stop func(main *os.Process, hosts []int) error
+		want string
+	}{
+		{"a host is killed", func(_ *os.Process, hosts []int) error { return syscall.Kill(hosts[0], syscall.SIGKILL) }, "exited during the search"},
+		{"interrupted", func(main *os.Process, _ []int) error { return main.Signal(os.Interrupt) }, "capacity search interrupted after"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			specPath := filepath.Join(dir, "sleep.toml")
+			if err := os.WriteFile(specPath, []byte(sleepBound), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "capacity.json")
+			mark := marker(t)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, svclabBin, "capacity", specPath, "--slo", "p99_ms=200", "--start", "15",
+				"--step", "2s", "--warmup", "200ms", "--cooldown", "200ms", "-o", out)
+			cmd.Env = append(os.Environ(), mark)
+			var stderr syncBuffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the first step to end, then stop the search in the
+			// second.
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(stderr.String(), "step  1 ") {
+				if time.Now().After(deadline) {
+					_ = cmd.Process.Kill()
+					t.Fatalf("no step ended in 30 s:\n%s", stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond)
+			var hosts []int
+			for _, pid := range processesWithEnv(mark) {
+				if pid != cmd.Process.Pid {
+					hosts = append(hosts, pid)
+				}
+			}
+			if len(hosts) == 0 {
+				t.Fatal("no host process found")
+			}
+			if err := tc.stop(cmd.Process, hosts); err != nil {
+				t.Fatal(err)
+			}
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+				t.Fatalf("exit %v, want status 1\n%s", err, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) {
+				t.Fatalf("stderr does not say %q:\n%s", tc.want, stderr.String())
+			}
+			var f struct {
+				StopReason string `json:"stop_reason"`
+				StopDetail string `json:"stop_detail"`
+				Steps      []struct{ Rate float64 }
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatalf("the steps run were not kept: %v", err)
+			}
+			if err := json.Unmarshal(b, &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.StopReason != "error" || len(f.Steps) < 1 || f.Steps[0].Rate != 15 {
+				t.Fatalf("file %s: want stop_reason error and the first step at 15/s", b)
+			}
+			waitNoProcesses(t, mark, 5*time.Second)
+		})
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
