@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -348,6 +349,9 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 // drops and a step with no answers are the deployment's. Anything else is
 // inconclusive, and the search stops there.
 func judge(m Measurement, slo *load.Thresholds, rate float64) Step {
+	if m.CutShort != "" {
+		m.Summary = withoutCanceled(m.Summary)
+	}
 	st := Step{CutShort: m.CutShort, DurationS: m.Summary.DurationS, Dropped: m.Summary.Dropped}
 	for _, o := range m.Summary.Operations {
 		if o.Name == "total" {
@@ -391,6 +395,24 @@ func judge(m Measurement, slo *load.Thresholds, rate float64) Step {
 		}
 	}
 	return st
+}
+
+// withoutCanceled leaves out of a summary the requests that failed as
+// "canceled": those a cut step's end canceled, which are the search's
+// doing, not the deployment's.
+func withoutCanceled(s load.Summary) load.Summary {
+	s.Operations = slices.Clone(s.Operations)
+	for i, o := range s.Operations {
+		n := o.ErrorsByClass["canceled"]
+		if n == 0 {
+			continue
+		}
+		o.Count, o.Errors = o.Count-n, o.Errors-n
+		o.ErrorsByClass = maps.Clone(o.ErrorsByClass)
+		delete(o.ErrorsByClass, "canceled")
+		s.Operations[i] = o
+	}
+	return s
 }
 
 // sentEnough is the share of the asked rate a flagged generator must have

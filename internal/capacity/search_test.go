@@ -289,8 +289,14 @@ func TestJudge(t *testing.T) {
 		{"dropped", Measurement{Summary: func() load.Summary { s := total(200, 0, 10); s.Dropped = 5; return s }()}, false, "5 arrivals dropped"},
 		{"no answers", Measurement{Summary: total(0, 0, 0)}, false, "no request was answered"},
 		{"cut short", Measurement{Summary: total(100, 0, 10), CutShort: "after 1 s at least 50 answers were slower"}, false, "after 1 s"},
+		{"cut short, its cancels left out", Measurement{CutShort: "after 1 s at least 50 answers were slower",
+			Summary: load.Summary{DurationS: 1, Operations: []load.Operation{{Name: "total", Count: 150, Errors: 52,
+				ErrorsByClass: map[string]int64{"canceled": 50, "timeout": 2}, Latency: load.Stats{P99Ms: 40}}}}}, false, "error_rate 0.02 > 0.01"},
 	} {
 		st := judge(tc.m, slo, 100)
+		if tc.name == "cut short, its cancels left out" && (st.Requests != 100 || st.Errors != 2 || st.ErrorRate != 0.02) {
+			t.Errorf("%s: %d requests, %d errors, rate %v; want 100, 2, 0.02 without the 50 canceled", tc.name, st.Requests, st.Errors, st.ErrorRate)
+		}
 		if st.Pass != tc.pass || !strings.Contains(strings.Join(st.Breaches, "; "), tc.want) {
 			t.Errorf("%s: pass=%v breaches %q, want pass=%v and %q", tc.name, st.Pass, st.Breaches, tc.pass, tc.want)
 		}
