@@ -95,7 +95,7 @@ starts.`,
 	f.IntVar(&o.settings.MaxSteps, "max-steps", capacity.DefaultMaxSteps, "most steps the whole search may run")
 	f.DurationVar(&o.step, "step", 5*time.Second, "measurement of each step")
 	f.DurationVar(&o.warmup, "warmup", time.Second, "warm-up at the step's rate before each measurement")
-	f.DurationVar(&o.cooldown, "cooldown", time.Second, "pause between steps, for queues of a failed step to drain")
+	f.DurationVar(&o.cooldown, "cooldown", time.Second, "pause between steps; after a failed step the pause lasts as long as its load did, at least")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live line during a step (the line per step is still printed)")
 	return c
 }
@@ -302,21 +302,28 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	base := pr.Load
 	base.Mode, base.Users, base.Stages, base.Requests = load.Open, 0, nil, 0
 	base.Duration, base.Warmup = load.Duration(o.step), load.Duration(o.warmup)
-	steps := 0
+	// pause is the rest before the next step. After a failed step it is
+	// as long as that step's load lasted: a queue built at rate λ over a
+	// deployment serving μ for d seconds drains in (λ-μ)·d/μ <= d at rest
+	// while λ <= 2μ, which the bracket's doubling keeps.
+	var pause time.Duration
 	step := func(ctx context.Context, rate float64) (capacity.Measurement, error) {
-		if steps > 0 && o.cooldown > 0 {
+		if pause > 0 {
 			select {
 			case <-ctx.Done():
-			case <-time.After(o.cooldown):
+			case <-time.After(pause):
 			}
 		}
-		steps++
 		if ctx.Err() != nil {
 			return capacity.Measurement{}, context.Cause(ctx)
 		}
 		return runStep(ctx, base, rate, target, slo, live, stderr)
 	}
 	report := func(s capacity.Step, out *capacity.Outcome) {
+		pause = o.cooldown
+		if !s.Pass {
+			pause = max(pause, o.warmup+time.Duration(s.DurationS*float64(time.Second)))
+		}
 		if live {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
