@@ -199,7 +199,7 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 	}
 	// The search sets the rate of every step; a spec without one (a
 	// closed loop, stages) is still a variant to deploy.
-	rate, hasRate := s.Lookup("load.rate")
+	_, hasRate := s.Lookup("load.rate")
 	if mode, _ := s.Lookup("load.mode"); mode != string(load.Closed) && !hasRate {
 		if _, staged := s.Lookup("load.stages"); !staged {
 			if err := s.SetValue("load.rate", 1.0); err != nil {
@@ -216,10 +216,8 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 	}
 	if !startGiven {
 		o.settings.Start = 50
-		if r, ok := rate.(float64); ok && hasRate && r > 0 && pr.Load.Mode != load.Closed {
-			o.settings.Start = r
-		} else if r, ok := rate.(int64); ok && hasRate && r > 0 && pr.Load.Mode != load.Closed {
-			o.settings.Start = float64(r)
+		if hasRate && pr.Load.Mode != load.Closed && pr.Load.Rate > 0 {
+			o.settings.Start = pr.Load.Rate
 		}
 	}
 	// The flags default to the settings' defaults; 0 given means none,
