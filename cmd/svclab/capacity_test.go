@@ -80,9 +80,10 @@ func TestCapacityFindsKnownCapacity(t *testing.T) {
 		SLOs       map[string]float64
 		Plot       string
 		Steps      []struct {
-			Rate  float64
-			Phase string
-			Pass  bool
+			Rate     float64
+			Phase    string
+			Pass     bool
+			CutShort string `json:"cut_short"`
 		}
 	}
 	b, err := os.ReadFile(out)
@@ -100,6 +101,19 @@ func TestCapacityFindsKnownCapacity(t *testing.T) {
 	}
 	if f.SLOs["p99_ms"] != 200 {
 		t.Fatalf("slos %v, want p99_ms 200", f.SLOs)
+	}
+	// Doubling past the knee overloads the service by half: that step's
+	// queue grows fast enough for the Cutter to end it; and the search
+	// went through all its phases.
+	cut, phases := 0, map[string]bool{}
+	for _, s := range f.Steps {
+		if s.CutShort != "" {
+			cut++
+		}
+		phases[s.Phase] = true
+	}
+	if cut == 0 || !phases["bracket"] || !phases["bisect"] || (f.StopReason == "converged" && !phases["confirm"]) {
+		t.Fatalf("%d steps cut short, phases %v: want a cut and every phase", cut, phases)
 	}
 	// Every step printed a line, and the answer names the rate.
 	if n := strings.Count(stderr, "\nstep "); n != len(f.Steps) || len(f.Steps) < 4 {
