@@ -280,7 +280,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		case p := <-dep.Exited():
 			<-p.Done()
 			info := p.Info()
-			cancelAll(fmt.Errorf("group %s (components %s) exited during the search: %s", info.Group, strings.Join(info.Components, ", "), p.Exit().Status))
+			cancelAll(fmt.Errorf("group %s (components %s) exited during the search: %s; its last output:\n%s", info.Group, strings.Join(info.Components, ", "), p.Exit().Status, deploy.IndentTail(p.Tail())))
 		case <-sctx.Done():
 		}
 	}()
