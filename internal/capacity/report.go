@@ -10,7 +10,8 @@ import (
 // is the answer; the knee lies in [Interval.Low, Interval.High).
 type File struct {
 	// Rate is the highest offered rate, in arrivals per second, that
-	// passed every step run at it; 0 when none did.
+	// passed (on its first run or its recheck) and held in every
+	// confirmation; 0 when none did.
 	Rate     float64  `json:"rate"`
 	Interval Interval `json:"interval"`
 	// StopReason is one of converged, max_rate, min_rate,

@@ -173,9 +173,9 @@ const (
 	MaxSteps StopReason = "max_steps"
 )
 
-// Outcome is a search's answer: the highest rate that passed every run at
-// it (Rate, 0 when none did) and the lowest rate that failed (High, +Inf
-// when none did). The knee lies in [Rate, High).
+// Outcome is a search's answer: the highest rate that passed and held in
+// every confirmation (Rate, 0 when none did) and the lowest rate that
+// failed (High, +Inf when none did). The knee lies in [Rate, High).
 type Outcome struct {
 	Rate       float64
 	High       float64
