@@ -306,7 +306,7 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 	for {
 		// Bisect between the highest pass and the lowest failure.
 		for (out.High-out.Rate)/out.Rate > s.Precision {
-			if _, err := run(Bisect, (out.Rate+out.High)/2); err != nil {
+			if _, err := run(Bisect, midpoint(out.Rate, out.High, s.Precision)); err != nil {
 				return err
 			}
 		}
@@ -335,6 +335,19 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 			return err
 		}
 	}
+}
+
+// midpoint is the middle of [lo, hi), rounded to the fewest significant
+// digits that still resolve the precision (four for 5%), so that rates
+// read as people write them: 78.75/s, not 78.7512/s.
+func midpoint(lo, hi, precision float64) float64 {
+	mid := (lo + hi) / 2
+	digits := int(math.Ceil(-math.Log10(precision))) + 2
+	scale := math.Pow(10, float64(digits)-math.Ceil(math.Log10(mid)))
+	if r := math.Round(mid*scale) / scale; r > lo && r < hi {
+		return r
+	}
+	return mid
 }
 
 // judge turns a step's measurement into a verdict: it passes when it
