@@ -249,10 +249,13 @@ func TestMidpoint(t *testing.T) {
 	for _, tc := range []struct{ lo, hi, precision, want float64 }{
 		{400, 800, 0.05, 600},
 		{75, 82.5, 0.05, 78.75},
-		{14.0625, 15, 0.05, 14.53},                // 14.53125 to four digits
-		{1000, 1001, 0.0001, 1000.5},              // six digits keep the half
-		{1, 1.0000001, 0.05, (1 + 1.0000001) / 2}, // rounding would leave the interval
+		{14.0625, 15, 0.05, 14.53},   // 14.53125 to four digits
+		{1000, 1001, 0.0001, 1000.5}, // six digits keep the half
+		{1, 1.0000001, 0.05, 0},      // rounding would leave the interval: unrounded
 	} {
+		if tc.want == 0 {
+			tc.want = (tc.lo + tc.hi) / 2
+		}
 		if got := midpoint(tc.lo, tc.hi, tc.precision); got != tc.want {
 			t.Errorf("midpoint(%v, %v, %v) = %v, want %v", tc.lo, tc.hi, tc.precision, got, tc.want)
 		}
