@@ -261,6 +261,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		return usageError{settingsError(err)}
 	}
 
+	fmt.Fprintf(stderr, "capacity of %s: SLOs %s; steps of %s warm-up + %s from %s/s\n", path, describeSLOs(slo), o.warmup, o.step, strconv.FormatFloat(o.settings.Start, 'f', -1, 64))
 	started := time.Now()
 	dep, err := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
 	if err != nil {
@@ -296,7 +297,6 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	if f, ok := stderr.(*os.File); ok && !o.quiet {
 		live = term.IsTerminal(int(f.Fd()))
 	}
-	fmt.Fprintf(stderr, "capacity of %s: SLOs %s; steps of %s warm-up + %s from %s/s\n", path, describeSLOs(slo), o.warmup, o.step, strconv.FormatFloat(o.settings.Start, 'f', -1, 64))
 	base := pr.Load
 	base.Mode, base.Users, base.Stages, base.Requests = load.Open, 0, nil, 0
 	base.Duration, base.Warmup = load.Duration(o.step), load.Duration(o.warmup)
