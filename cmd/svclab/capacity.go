@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -305,6 +304,13 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	// deployment serving μ for d seconds drains in (λ-μ)·d/μ <= d at rest
 	// while λ <= 2μ, which the bracket's doubling keeps.
 	var pause time.Duration
+	var progress func(float64, load.Progress)
+	if live {
+		progress = func(rate float64, p load.Progress) {
+			fmt.Fprintf(stderr, "\r\033[K  %s/s: %s", strconv.FormatFloat(rate, 'f', -1, 64), p)
+		}
+	}
+	drive := capacity.LoadStep(base, target, slo, progress)
 	step := func(ctx context.Context, rate float64) (capacity.Measurement, error) {
 		if pause > 0 {
 			select {
@@ -315,7 +321,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		if ctx.Err() != nil {
 			return capacity.Measurement{}, context.Cause(ctx)
 		}
-		return runStep(ctx, base, rate, target, slo, live, stderr)
+		return drive(ctx, rate)
 	}
 	report := func(s capacity.Step, out *capacity.Outcome) {
 		pause = o.cooldown
@@ -383,49 +389,6 @@ func settingsError(err error) error {
 		}
 	}
 	return err
-}
-
-// runStep runs one step at rate against target, cutting it short once a
-// Cutter says it has failed.
-func runStep(ctx context.Context, base load.Config, rate float64, target *load.Target, slo *load.Thresholds, live bool, stderr io.Writer) (capacity.Measurement, error) {
-	cfg := base
-	cfg.Rate = rate
-	stepCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	cutter := capacity.NewCutter(slo, rate*cfg.Duration.D().Seconds())
-	var (
-		mu  sync.Mutex
-		cut string
-	)
-	res, err := load.Run(stepCtx, cfg, target, load.Options{Progress: func(p load.Progress) {
-		if live {
-			fmt.Fprintf(stderr, "\r\033[K  %s/s: %s", strconv.FormatFloat(rate, 'f', -1, 64), p)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if cut == "" {
-			if cut = cutter.Observe(p); cut != "" {
-				cancel()
-			}
-		}
-	}})
-	mu.Lock()
-	reason := cut
-	mu.Unlock()
-	if ctx.Err() != nil {
-		if res != nil {
-			res.Close()
-		}
-		return capacity.Measurement{}, context.Cause(ctx)
-	}
-	if res == nil {
-		return capacity.Measurement{}, err
-	}
-	defer res.Close()
-	if err != nil && reason == "" {
-		return capacity.Measurement{}, err
-	}
-	return capacity.Measurement{Summary: res.Summary, Generator: res.Generator, CutShort: reason}, nil
 }
 
 // describeSLOs writes the SLOs on all requests as "p99_ms <= 50, ...".
