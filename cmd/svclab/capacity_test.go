@@ -209,7 +209,7 @@ func TestCapacityEndsCleanly(t *testing.T) {
 			mark := marker(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, svclabBin, "capacity", specPath, "--slo", "p99_ms=200", "--start", "15",
+			cmd := exec.CommandContext(ctx, svclabBin, "capacity", specPath, "--slo", "p99_ms=1000", "--start", "15",
 				"--step", "2s", "--warmup", "200ms", "--cooldown", "200ms", "-o", out)
 			cmd.Env = append(os.Environ(), mark)
 			var stderr syncBuffer
@@ -229,13 +229,16 @@ func TestCapacityEndsCleanly(t *testing.T) {
 			}
 			time.Sleep(500 * time.Millisecond)
 			var hosts []int
-			for _, pid := range processesWithEnv(mark) {
-				if pid != cmd.Process.Pid {
-					hosts = append(hosts, pid)
+			for end := time.Now().Add(3 * time.Second); len(hosts) == 0 && time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				for _, pid := range processesWithEnv(mark) {
+					if pid != cmd.Process.Pid {
+						hosts = append(hosts, pid)
+					}
 				}
 			}
 			if len(hosts) == 0 {
-				t.Fatal("no host process found")
+				_ = cmd.Process.Kill()
+				t.Fatalf("no host process found; the search:\n%s", stderr.String())
 			}
 			if err := tc.stop(cmd.Process, hosts); err != nil {
 				t.Fatal(err)
