@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -260,7 +259,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		return usageError{settingsError(err)}
 	}
 
-	fmt.Fprintf(stderr, "capacity of %s: SLOs %s; steps of %s warm-up + %s from %s/s\n", path, describeSLOs(slo), o.warmup, o.step, strconv.FormatFloat(o.settings.Start, 'f', -1, 64))
+	fmt.Fprintf(stderr, "capacity of %s: SLOs %s; steps of %s warm-up + %s from %s/s\n", path, capacity.DescribeSLOs(slo), o.warmup, o.step, strconv.FormatFloat(o.settings.Start, 'f', -1, 64))
 	started := time.Now()
 	dep, err := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
 	if err != nil {
@@ -331,7 +330,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		if live {
 			fmt.Fprint(stderr, "\r\033[K")
 		}
-		fmt.Fprintln(stderr, stepLine(s, out))
+		fmt.Fprintln(stderr, s.Line(out))
 	}
 	out, serr := capacity.Search(sctx, o.settings, slo, step, report)
 	if out == nil {
@@ -370,7 +369,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	if o.out == "-" {
 		answer = stderr // stdout is the JSON
 	}
-	fmt.Fprintln(answer, answerLine(f))
+	fmt.Fprintln(answer, f.Answer())
 	if out.Stop == capacity.MinRate {
 		return errors.New("no rate tried sustained the SLOs")
 	}
@@ -389,61 +388,6 @@ func settingsError(err error) error {
 		}
 	}
 	return err
-}
-
-// describeSLOs writes the SLOs on all requests as "p99_ms <= 50, ...".
-func describeSLOs(t *load.Thresholds) string {
-	b, _ := json.Marshal(t.Limits)
-	var m map[string]float64
-	_ = json.Unmarshal(b, &m)
-	var parts []string
-	for _, k := range sloKeys() {
-		if v, ok := m[k]; ok {
-			op := "<="
-			if k == "min_rps" {
-				op = ">="
-			}
-			parts = append(parts, fmt.Sprintf("%s %s %g", k, op, v))
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(t.Operations)) {
-		parts = append(parts, fmt.Sprintf("thresholds of %q", name))
-	}
-	return strings.Join(parts, ", ")
-}
-
-// stepLine is the line printed after each step.
-func stepLine(s capacity.Step, out *capacity.Outcome) string {
-	verdict := "pass"
-	switch {
-	case s.Inconclusive != "":
-		verdict = "INCONCLUSIVE: generator bottleneck (" + s.Generator + ") and " + s.Inconclusive
-	case !s.Pass:
-		verdict = "FAIL: " + strings.Join(s.Breaches, "; ")
-	}
-	if s.Generator != "" && s.Inconclusive == "" {
-		verdict += " (generator flagged, verdict stands: " + s.Generator + ")"
-	}
-	cut := ""
-	if s.CutShort != "" {
-		cut = fmt.Sprintf(" (cut after %.1f s)", s.DurationS)
-	}
-	high := "∞"
-	if out.High < 1e300 {
-		high = strconv.FormatFloat(out.High, 'f', -1, 64)
-	}
-	return fmt.Sprintf("step %2d %-7s %8s/s  p50 %7.2f ms  p99 %8.2f ms  err %5.2f%%  done %8.1f/s%s  %s  | [%s, %s)",
-		s.Index, s.Phase, strconv.FormatFloat(s.Rate, 'f', -1, 64), s.Latency.P50Ms, s.Latency.P99Ms, 100*s.ErrorRate, s.CompletedRPS, cut, verdict,
-		strconv.FormatFloat(out.Rate, 'f', -1, 64), high)
-}
-
-// answerLine is the result for people.
-func answerLine(f *capacity.File) string {
-	high := "no step failed"
-	if f.Interval.High != nil {
-		high = "the lowest failing rate is " + strconv.FormatFloat(*f.Interval.High, 'f', -1, 64) + "/s"
-	}
-	return fmt.Sprintf("capacity: %s/s (%s; %d steps)\nstop: %s: %s", strconv.FormatFloat(f.Rate, 'f', -1, 64), high, len(f.Steps), f.StopReason, f.StopDetail)
 }
 
 // plotPath is the PNG beside the JSON file.

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -40,7 +41,7 @@ func Plot(f *File, path string) error {
 		}
 	}
 	for _, l := range sloLines(f) {
-		lo, hi = min(lo, l.ms), max(hi, l.ms)
+		lo, hi = min(lo, l.v), max(hi, l.v)
 	}
 	if math.IsInf(lo, 1) {
 		lo, hi = 0.1, 1
@@ -95,14 +96,14 @@ func Plot(f *File, path string) error {
 	xmin, xmax := slices.Min(rates)/1.2, slices.Max(rates)*1.2
 	ymin, ymax := floor/1.2, hi*1.5
 	for _, l := range sloLines(f) {
-		line, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: l.ms}, {X: xmax, Y: l.ms}})
+		line, err := plotter.NewLine(plotter.XYs{{X: xmin, Y: l.v}, {X: xmax, Y: l.v}})
 		if err != nil {
 			return fmt.Errorf("plot %s: %w", path, err)
 		}
 		line.Color = color.RGBA{R: 214, G: 39, B: 40, A: 255}
 		line.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("SLO %s = %g", l.key, l.ms), line)
+		p.Legend.Add(fmt.Sprintf("SLO %s = %g", l.key, l.v), line)
 	}
 	vertical := func(x float64, label string, c color.Color, dashes []vg.Length) error {
 		line, err := plotter.NewLine(plotter.XYs{{X: x, Y: ymin}, {X: x, Y: ymax}})
@@ -132,24 +133,15 @@ func Plot(f *File, path string) error {
 	return nil
 }
 
-type sloLine struct {
-	key string
-	ms  float64
-}
-
 // sloLines are the latency limits on all requests together.
-func sloLines(f *File) []sloLine {
+func sloLines(f *File) []limit {
 	if f.SLOs == nil {
 		return nil
 	}
-	var out []sloLine
-	l := f.SLOs.Limits
-	for _, q := range []struct {
-		key string
-		v   *float64
-	}{{"p50_ms", l.P50Ms}, {"p90_ms", l.P90Ms}, {"p95_ms", l.P95Ms}, {"p99_ms", l.P99Ms}, {"p999_ms", l.P999Ms}, {"mean_ms", l.MeanMs}, {"max_ms", l.MaxMs}} {
-		if q.v != nil && *q.v > 0 {
-			out = append(out, sloLine{q.key, *q.v})
+	var out []limit
+	for _, l := range limitsSet(f.SLOs.Limits) {
+		if strings.HasSuffix(l.key, "_ms") && l.v > 0 {
+			out = append(out, l)
 		}
 	}
 	return out

@@ -1,7 +1,11 @@
 package capacity
 
 import (
+	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/svclab/svclab/internal/load"
 )
@@ -60,4 +64,77 @@ func NewFile(o *Outcome, slo *load.Thresholds) *File {
 		f.Steps = []Step{}
 	}
 	return f
+}
+
+// Answer is the result for people: the rate, the interval's top, and why
+// the search stopped.
+func (f *File) Answer() string {
+	high := "no step failed"
+	if f.Interval.High != nil {
+		high = "the lowest failing rate is " + fmtRate(*f.Interval.High) + "/s"
+	}
+	return fmt.Sprintf("capacity: %s/s (%s; %d steps)\nstop: %s: %s", fmtRate(f.Rate), high, len(f.Steps), f.StopReason, f.StopDetail)
+}
+
+// Line is the progress line of a step: its phase and rate, what it
+// measured, whether it was cut short, its verdict, and the interval so far.
+func (s Step) Line(out *Outcome) string {
+	verdict := "pass"
+	switch {
+	case s.Inconclusive != "":
+		verdict = "INCONCLUSIVE: generator bottleneck (" + s.Generator + ") and " + s.Inconclusive
+	case !s.Pass:
+		verdict = "FAIL: " + strings.Join(s.Breaches, "; ")
+	}
+	if s.Generator != "" && s.Inconclusive == "" {
+		verdict += " (generator flagged, verdict stands: " + s.Generator + ")"
+	}
+	cut := ""
+	if s.CutShort != "" {
+		cut = fmt.Sprintf(" (cut after %.1f s)", s.DurationS)
+	}
+	return fmt.Sprintf("step %2d %-7s %8s/s  p50 %7.2f ms  p99 %8.2f ms  err %5.2f%%  done %8.1f/s%s  %s  | [%s, %s)",
+		s.Index, s.Phase, fmtRate(s.Rate), s.Latency.P50Ms, s.Latency.P99Ms, 100*s.ErrorRate, s.CompletedRPS, cut, verdict,
+		fmtRate(out.Rate), fmtRate(out.High))
+}
+
+// DescribeSLOs writes the SLOs on all requests as "p99_ms <= 50, ...",
+// then names the operations that have their own.
+func DescribeSLOs(t *load.Thresholds) string {
+	if t == nil {
+		return "none"
+	}
+	var parts []string
+	for _, l := range limitsSet(t.Limits) {
+		op := "<="
+		if l.key == "min_rps" {
+			op = ">="
+		}
+		parts = append(parts, fmt.Sprintf("%s %s %g", l.key, op, l.v))
+	}
+	for _, name := range slices.Sorted(maps.Keys(t.Operations)) {
+		parts = append(parts, fmt.Sprintf("thresholds of %q", name))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// limit is one limit of a load.Limits that is set.
+type limit struct {
+	key string
+	v   float64
+}
+
+// limitsSet lists the limits l sets, by their [load.thresholds] keys.
+func limitsSet(l load.Limits) []limit {
+	var out []limit
+	for _, q := range []struct {
+		key string
+		v   *float64
+	}{{"p50_ms", l.P50Ms}, {"p90_ms", l.P90Ms}, {"p95_ms", l.P95Ms}, {"p99_ms", l.P99Ms}, {"p999_ms", l.P999Ms},
+		{"max_ms", l.MaxMs}, {"mean_ms", l.MeanMs}, {"error_rate", l.ErrorRate}, {"min_rps", l.MinRPS}} {
+		if q.v != nil {
+			out = append(out, limit{q.key, *q.v})
+		}
+	}
+	return out
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svclab/svclab/internal/load"
 )
 
 func TestFileAndPlot(t *testing.T) {
@@ -61,5 +63,27 @@ func TestFileAndPlot(t *testing.T) {
 	}
 	if err := Plot(&File{}, path); err == nil {
 		t.Fatal("a plot of no steps: want an error")
+	}
+}
+
+func TestWords(t *testing.T) {
+	slo := &load.Thresholds{Limits: load.Limits{P99Ms: ptr(50), ErrorRate: ptr(0.01), MinRPS: ptr(10)},
+		Operations: map[string]load.Limits{"GET /x": {P50Ms: ptr(5)}}}
+	if got, want := DescribeSLOs(slo), `p99_ms <= 50, error_rate <= 0.01, min_rps >= 10, thresholds of "GET /x"`; got != want {
+		t.Errorf("DescribeSLOs = %q, want %q", got, want)
+	}
+	st := Step{Index: 4, Phase: Bracket, Rate: 120, CutShort: "after 1 s ...", DurationS: 1, Breaches: []string{"total: p99_ms 585.7 > 200"},
+		Generator: "late sends", Latency: load.Stats{P50Ms: 400.891, P99Ms: 585.7}, CompletedRPS: 112.2}
+	line := st.Line(&Outcome{Rate: 60, High: math.Inf(1)})
+	for _, want := range []string{"step  4 bracket      120/s", "p50  400.89 ms", "p99   585.70 ms", "done    112.2/s (cut after 1.0 s)",
+		"FAIL: total: p99_ms 585.7 > 200 (generator flagged, verdict stands: late sends)", "| [60, ∞)"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("step line %q lacks %q", line, want)
+		}
+	}
+	high := 825.0
+	f := &File{Rate: 800, Interval: Interval{Low: 800, High: &high}, StopReason: Converged, StopDetail: "held", Steps: make([]Step, 16)}
+	if got, want := f.Answer(), "capacity: 800/s (the lowest failing rate is 825/s; 16 steps)\nstop: converged: held"; got != want {
+		t.Errorf("Answer = %q, want %q", got, want)
 	}
 }
