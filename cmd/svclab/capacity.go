@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -98,17 +97,6 @@ starts.`,
 	return c
 }
 
-// sloKeys are the keys of load.Limits, the thresholds an SLO may name.
-func sloKeys() []string {
-	t := reflect.TypeFor[load.Limits]()
-	keys := make([]string, 0, t.NumField())
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("toml"), ",")
-		keys = append(keys, name)
-	}
-	return keys
-}
-
 // sloFlag is one --slo KEY=VALUE, read.
 type sloFlag struct {
 	key, raw string
@@ -121,7 +109,7 @@ func (s sloFlag) flag() string { return "--slo " + s.key + "=" + s.raw }
 // thresholds of a [load] table are checked, so that each error names the
 // flag; the spec's own thresholds are checked with the spec.
 func parseSLOs(flags []string) ([]sloFlag, error) {
-	keys := sloKeys()
+	keys := capacity.SLOKeys()
 	var out []sloFlag
 	table, err := spec.ParseTable("", nil, "load")
 	if err != nil {
@@ -210,7 +198,7 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 		return nil, nil, err
 	}
 	if pr.Load.Thresholds == nil || len(pr.Load.Thresholds.Check(load.Summary{})) == 0 {
-		return nil, nil, usageError{fmt.Errorf("--slo: give at least one SLO, e.g. --slo p99_ms=50 (keys: %s), or write them in the spec's [load.thresholds]", strings.Join(sloKeys(), ", "))}
+		return nil, nil, usageError{fmt.Errorf("--slo: give at least one SLO, e.g. --slo p99_ms=50 (keys: %s), or write them in the spec's [load.thresholds]", strings.Join(capacity.SLOKeys(), ", "))}
 	}
 	if !startGiven {
 		o.settings.Start = 50

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -124,17 +125,27 @@ type limit struct {
 	v   float64
 }
 
-// limitsSet lists the limits l sets, by their [load.thresholds] keys.
+// limitsSet lists the limits l sets, by their [load.thresholds] keys, in
+// the order load.Limits declares them.
 func limitsSet(l load.Limits) []limit {
 	var out []limit
-	for _, q := range []struct {
-		key string
-		v   *float64
-	}{{"p50_ms", l.P50Ms}, {"p90_ms", l.P90Ms}, {"p95_ms", l.P95Ms}, {"p99_ms", l.P99Ms}, {"p999_ms", l.P999Ms},
-		{"max_ms", l.MaxMs}, {"mean_ms", l.MeanMs}, {"error_rate", l.ErrorRate}, {"min_rps", l.MinRPS}} {
-		if q.v != nil {
-			out = append(out, limit{q.key, *q.v})
+	v := reflect.ValueOf(l)
+	for i, key := range SLOKeys() {
+		if p, ok := v.Field(i).Interface().(*float64); ok && p != nil {
+			out = append(out, limit{key, *p})
 		}
 	}
 	return out
+}
+
+// SLOKeys are the keys an SLO may name: those of load.Limits, the
+// thresholds of [load.thresholds], read from its fields so that a limit
+// added there is an SLO here.
+func SLOKeys() []string {
+	t := reflect.TypeFor[load.Limits]()
+	keys := make([]string, t.NumField())
+	for i := range keys {
+		keys[i], _, _ = strings.Cut(t.Field(i).Tag.Get("toml"), ",")
+	}
+	return keys
 }
