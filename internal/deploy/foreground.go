@@ -57,9 +57,18 @@ func Describe(w io.Writer, d Deployment) {
 		fmt.Fprintf(tw, "  %s\t%d\t%s\n", info.Name, info.PID, strings.Join(ls, " "))
 	}
 	_ = tw.Flush()
+	if x, ok := d.(Describer); ok {
+		x.DescribeMore(w)
+	}
 	fmt.Fprintf(w, "entry:   %s (component %s)\n", d.Entry(), topo.Entry)
 	fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
 	if ex := d.CurlExamples(); len(ex) > 0 {
 		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
 	}
+}
+
+// Describer is a Deployment with more to say in Describe, such as the
+// netns deployer's hosts and links.
+type Describer interface {
+	DescribeMore(w io.Writer)
 }

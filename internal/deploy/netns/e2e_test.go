@@ -161,6 +161,16 @@ func TestChainTwoHosts(t *testing.T) {
 				if len(seen) != 2 {
 					t.Errorf("processes in %d namespaces, want 2 (one per host): %v", len(seen), seen)
 				}
+				var desc bytes.Buffer
+				deploy.Describe(&desc, dep)
+				for _, want := range []string{"host vm1: 10.77.0.3, groups hop1", "host vm2: 10.77.0.4, groups hop2", "gateway: " + dep.GatewayURL()} {
+					if !bytes.Contains(desc.Bytes(), []byte(want)) {
+						t.Errorf("describe lacks %q:\n%s", want, desc.String())
+					}
+				}
+				if shaped := bytes.Contains(desc.Bytes(), []byte("link vm1-vm2: latency 2ms")); shaped != (link != "") {
+					t.Errorf("describe shows the vm1-vm2 link: %v, want %v:\n%s", shaped, link != "", desc.String())
+				}
 				if nd, ok := dep.(*netns.Deployment); !ok {
 					t.Errorf("deployment is %T", dep)
 				} else if got := []string{nd.HostOf(0), nd.HostOf(1)}; !sort.StringsAreSorted(got) || got[0] != "vm1" || got[1] != "vm2" {

@@ -29,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -41,6 +42,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // Name is the value of deploy.deployer that selects this deployer.
@@ -330,4 +332,33 @@ func (pl *placement) Enter(group int) (func() error, error) {
 // the local deployer's health checks.
 func (pl *placement) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return dialIn(ctx, pl.net.router, network, addr)
+}
+
+// DescribeMore lists the hosts, their groups and the links between them
+// (deploy.Describer).
+func (d *Deployment) DescribeMore(w io.Writer) {
+	groups := make([][]string, len(d.plan.hosts))
+	for g, h := range d.plan.hostOf {
+		groups[h] = append(groups[h], d.Topology().Groups[g].Name)
+	}
+	for i, h := range d.plan.hosts {
+		fmt.Fprintf(w, "host %s: %s, groups %s (namespace %s)\n", h, d.net.hosts[i].ip, strings.Join(groups[i], ", "), d.net.names.host(i))
+	}
+	names := append([]string{clientName}, d.plan.hosts...)
+	for i, a := range names {
+		for _, b := range names[i+1:] {
+			l := d.plan.link(a, b)
+			if !l.Shaped() {
+				continue
+			}
+			fmt.Fprintf(w, "link %s-%s: latency %s, jitter %s, loss %g, bandwidth %s\n", a, b, l.Latency, l.Jitter, l.Loss, bandwidthText(l.Bandwidth))
+		}
+	}
+}
+
+func bandwidthText(b spec.Bandwidth) string {
+	if b == 0 {
+		return "unlimited"
+	}
+	return b.String()
 }
