@@ -93,6 +93,9 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	dep := &Deployment{plan: p, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
 	defer func() {
 		if err != nil {
+			if dep.Deployment != nil {
+				err = errors.Join(err, dep.Deployment.Stop(context.WithoutCancel(ctx)))
+			}
 			err = errors.Join(err, dep.teardown())
 		}
 	}()
