@@ -14,6 +14,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/hostclock"
 )
 
 // Result is what a run measured, in the shapes of docs/RESULTS.md.
@@ -98,6 +100,8 @@ type Generator struct {
 	Bottleneck     bool    `json:"bottleneck"`
 	// Reason says why Bottleneck is set; empty when it is not.
 	Reason string `json:"reason"`
+	// HostTimer is the floor the lag was judged against, when measured.
+	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
 }
 
 func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
@@ -159,7 +163,8 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	res.Summary = s
 
 	g := Generator{CPUS: cpu.Seconds(), LateSends: rec.late, Dropped: rec.dropped,
-		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: float64(r.audit.maxPause) / 1e6}
+		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: float64(r.audit.maxPause) / 1e6,
+		HostTimer: r.opt.HostTimer}
 	if wall > 0 {
 		g.CPUPercent = 100 * cpu.Seconds() / wall.Seconds()
 	}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -26,6 +27,10 @@ type Options struct {
 	// during the run (the run directory being written, say). When empty
 	// they go to a temporary directory that Result.Close removes.
 	Dir string
+	// HostTimer, when set, is this host's timer wake-up lateness
+	// (hostclock.Calibrate): the floor the generator's send lag is judged
+	// against. Without it the audit falls back to a fixed 1 ms rule.
+	HostTimer *hostclock.Calibration
 }
 
 // Run drives t as cfg says and returns what it measured. It returns when
@@ -305,8 +310,8 @@ func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	maxIn := int64(r.cfg.maxInflight())
 	poisson := r.cfg.Arrival == "poisson"
 	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
-	sl := newSleeper()
-	defer sl.close()
+	sl := &pacer{Sleeper: hostclock.NewSleeper()}
+	defer sl.Close()
 	// Arrival n is where the rate's integral from the start reaches
 	// `area`; solving from the start each time, rather than stepping from
 	// the previous arrival, keeps rounding from drifting the schedule.
@@ -387,7 +392,7 @@ func newSession(user int, seed uint64, timeout time.Duration) *Session {
 // running deviation (as TCP estimates a retransmission timeout), so most
 // wake-ups come before ti, and at most half the gap between arrivals, so
 // high rates do not spin all the time.
-func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) bool {
+func (r *runner) sleepUntil(ctx context.Context, sl *pacer, ti, gap int64) bool {
 	margin := min(sl.mean+2*sl.dev, maxSlack, gap/2)
 	for {
 		d := ti - r.now() - margin
@@ -396,7 +401,7 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 		}
 		d = min(d, int64(time.Second)) // so that a canceled run stops promptly
 		asked := r.now() + d
-		if !sl.sleep(ctx, time.Duration(d)) {
+		if !sl.Sleep(ctx, time.Duration(d)) {
 			return false
 		}
 		late := clampI(r.now()-asked, 0, maxSlack)
@@ -411,6 +416,13 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 }
 
 const maxSlack = int64(time.Millisecond)
+
+// pacer is the open loop's wait: a precise sleeper and its running mean
+// and deviation of how late wake-ups are, in ns.
+type pacer struct {
+	*hostclock.Sleeper
+	mean, dev int64
+}
 
 // lateSendGrace is how long after the window's end an open loop that fell
 // behind still sends the window's arrivals.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -160,6 +161,8 @@ def build(a: Analysis) -> Document:
         f"memory, {host.get('os') or '—'} {host.get('kernel') or ''}, "
         f"{host.get('go_version') or ''}.".replace(" ,", ","),
     ]
+    if ht := _host_timer_line(meta.get("host_timer")):
+        items.append(ht)
     s.blocks.append(Bullets(items))
     if exp.factors:
         s.blocks.append(Table(
@@ -341,3 +344,15 @@ def methods_text(a: Analysis) -> list[str]:
         f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
         "scikit-posthocs.",
     ]
+
+
+def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
+    """The host's timer floor that each run's generator audit was judged
+    against (experiment.json's host_timer), or None when not measured."""
+    if not ht:
+        return None
+    return (f"Host timer ({ht.get('method') or '—'}, {ht.get('samples', '—')} wake-ups): "
+            f"a bare sleep-to-deadline loop woke late by p50 {num(ht.get('p50_ms'))} ms, "
+            f"p99 {num(ht.get('p99_ms'))} ms, p99.9 {num(ht.get('p999_ms'))} ms, "
+            f"max {num(ht.get('max_ms'))} ms: the floor the generator's send lag is "
+            "judged against.")
