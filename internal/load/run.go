@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/svclab/svclab/internal/hostclock"
@@ -278,7 +277,7 @@ func (r *runner) tick(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		}
 		p := r.rec.flush(sec, 1)
-		r.audit.sampleGC()
+		r.audit.sampleGC(sec)
 		r.progress(p)
 	}
 }
@@ -357,7 +356,7 @@ loop:
 			r.rec.drop(ti)
 			continue
 		}
-		r.rec.send(ti, lag)
+		r.rec.send(ti, lag, lag > lateNs)
 		r.inflight.Add(1)
 		wg.Add(1)
 		s := r.pool.Get().(*Session)
@@ -508,6 +507,7 @@ func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	prev, plan := int64(-1), int64(0)
+	wake, woke := int64(0), int64(0) // when the think time was to end and did
 	for it := int64(0); ; it++ {
 		select {
 		case <-stop:
@@ -522,12 +522,17 @@ func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 		if prev >= 0 {
 			lag = start - (prev + plan)
 		}
-		r.rec.send(start, lag)
+		// Only a think time schedules a send: without one the next
+		// iteration starts when the last answer comes, and the pacing lag
+		// is the target's doing, not the generator's.
+		r.rec.send(start, lag, woke-wake > lateNs && wake > 0)
 		s.Iteration = it
 		r.iterate(ctx, s, start)
 		think := r.think(s.Rand)
 		prev, plan = start, r.rec.ops[r.iterIdx].expectedNs()+int64(think)
+		wake, woke = 0, 0
 		if think > 0 {
+			wake = r.now() + int64(think)
 			timer.Reset(think)
 			select {
 			case <-timer.C:
@@ -536,6 +541,7 @@ func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 			case <-ctx.Done():
 				return
 			}
+			woke = r.now()
 		}
 	}
 }
@@ -620,50 +626,4 @@ func (r *runner) drain(wg *sync.WaitGroup, cancel context.CancelFunc) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 	}
-}
-
-// auditor measures the generator itself over the measurement window.
-type auditor struct {
-	mu       sync.Mutex
-	started  bool
-	t0       time.Time
-	cpu0     time.Duration
-	gc0      uint64 // PauseTotalNs at start
-	lastGC   uint32
-	maxPause uint64
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func (a *auditor) start() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.started, a.t0, a.cpu0 = true, time.Now(), cpuTime()
-	a.gc0, a.lastGC, a.maxPause = ms.PauseTotalNs, ms.NumGC, 0
-}
-
-// sampleGC keeps the longest GC pause; MemStats remembers only the last
-// 256 pauses, so it is read every second.
-func (a *auditor) sampleGC() (total uint64) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	from := a.lastGC
-	if ms.NumGC-from > 256 {
-		from = ms.NumGC - 256
-	}
-	for i := from; i < ms.NumGC; i++ {
-		a.maxPause = max(a.maxPause, ms.PauseNs[i%256])
-	}
-	a.lastGC = ms.NumGC
-	return ms.PauseTotalNs - a.gc0
 }

@@ -1,0 +1,253 @@
+package load
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	rmetrics "runtime/metrics"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/svclab/svclab/internal/hostclock"
+)
+
+// auditor measures the generator itself over the measurement window: its
+// CPU, and its GC pauses second by second, read from runtime/metrics,
+// which, unlike runtime.ReadMemStats, does not stop the world to read
+// them (a stop every second would itself make sends late).
+type auditor struct {
+	mu      sync.Mutex
+	started bool
+	t0      time.Time
+	cpu0    time.Duration
+	samples []rmetrics.Sample
+	// pause histogram counts and pause CPU-seconds at the last sample
+	lastCounts []uint64
+	lastCPU    float64
+	pauseWall  float64 // seconds paused since start
+	maxPause   float64 // seconds, the upper bound of the longest pause's bucket
+	// gcBySec counts the pauses that ended in each second of the window.
+	gcBySec []int64
+}
+
+const (
+	metricPauses   = "/sched/pauses/total/gc:seconds"
+	metricPauseCPU = "/cpu/classes/gc/pause:cpu-seconds"
+)
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func (a *auditor) start() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.samples = []rmetrics.Sample{{Name: metricPauses}, {Name: metricPauseCPU}}
+	rmetrics.Read(a.samples)
+	a.lastCounts, a.lastCPU = a.read()
+	a.started, a.t0, a.cpu0 = true, time.Now(), cpuTime()
+	a.pauseWall, a.maxPause, a.gcBySec = 0, 0, nil
+}
+
+// read returns the pause histogram's counts and the pause CPU-seconds of
+// the last rmetrics.Read.
+func (a *auditor) read() ([]uint64, float64) {
+	var counts []uint64
+	if v := a.samples[0].Value; v.Kind() == rmetrics.KindFloat64Histogram {
+		counts = append(counts, v.Float64Histogram().Counts...)
+	}
+	cpu := 0.0
+	if v := a.samples[1].Value; v.Kind() == rmetrics.KindFloat64 {
+		cpu = v.Float64()
+	}
+	return counts, cpu
+}
+
+// sampleGC adds the pauses since the last sample to second sec of the
+// window (sec < 0: not a second of the window) and returns the pause time
+// so far.
+func (a *auditor) sampleGC(sec int) time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if !a.started {
+		return 0
+	}
+	rmetrics.Read(a.samples)
+	counts, cpu := a.read()
+	var n int64
+	if v := a.samples[0].Value; v.Kind() == rmetrics.KindFloat64Histogram {
+		buckets := v.Float64Histogram().Buckets
+		for i, c := range counts {
+			if i < len(a.lastCounts) && c > a.lastCounts[i] {
+				n += int64(c - a.lastCounts[i])
+				// Buckets[i+1] is the bucket's upper bound; the last one
+				// is +Inf, where its lower bound is the best we know.
+				up := buckets[i+1]
+				if math.IsInf(up, 1) {
+					up = buckets[i]
+				}
+				a.maxPause = max(a.maxPause, up)
+			}
+		}
+	}
+	// The runtime charges each pause GOMAXPROCS times over, whatever ran.
+	a.pauseWall += (cpu - a.lastCPU) / float64(runtime.GOMAXPROCS(0))
+	a.lastCounts, a.lastCPU = counts, cpu
+	if sec >= 0 {
+		for len(a.gcBySec) <= sec {
+			a.gcBySec = append(a.gcBySec, 0)
+		}
+		a.gcBySec[sec] += n
+	}
+	return time.Duration(a.pauseWall * 1e9)
+}
+
+// minSends is how many sends the audit needs before it judges: fewer
+// cannot tell a p99 from a single slow send (the first one pays for the
+// connection).
+const minSends = 100
+
+// lagShare is the share of a reported latency percentile the generator's
+// own lag at the same percentile must reach for the run to be warned.
+const lagShare = 0.10
+
+// Floor tolerances: the open loop's lag is judged beyond the host's when
+// its p99 exceeds floorFactor × the bare loop's p99 plus floorSlack, or
+// its p99.9 exceeds floorFactor × the bare loop's p99.9 plus floorSlack.
+// The factor is issue 18's target; the slack keeps a few µs of the send
+// path itself (a goroutine start) from flagging a quiet host.
+const (
+	floorFactor = 1.2
+	floorSlack  = 0.05 // ms
+)
+
+// verdicts of Generator.Verdict
+const (
+	VerdictOK         = "ok"
+	VerdictBottleneck = "bottleneck"
+	VerdictTooFew     = "too_few_sends"
+)
+
+// auditInput is what the audit judges.
+type auditInput struct {
+	closed      bool
+	sends       int64
+	lag         *hdr.Histogram // µs
+	wall        time.Duration
+	cpuPercent  float64
+	cores       int
+	gcPause     time.Duration
+	dropped     int64
+	maxInflight int
+	floor       *hostclock.Calibration
+	total       Operation // the "total" operation of the summary
+}
+
+// judge fills the verdict, its reason and the warnings of a run.
+func judge(g *Generator, in auditInput) (warnings []string) {
+	if in.sends < minSends {
+		g.Verdict = VerdictTooFew
+		g.Reason = fmt.Sprintf("too few sends to judge the generator: %d in the window, the audit needs %d", in.sends, minSends)
+		warnings = []string{"generator_audit: " + g.Reason}
+		if in.dropped > 0 {
+			warnings = append(warnings, fmt.Sprintf("dropped: %d arrivals were not sent because %d requests were already in flight (load.max_inflight)", in.dropped, in.maxInflight))
+		}
+		return warnings
+	}
+	var reasons []string
+	if !in.closed {
+		reasons = append(reasons, lagReasons(g, in)...)
+	}
+	if in.cpuPercent > 90*float64(in.cores) {
+		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", in.cpuPercent, in.cores))
+	}
+	if in.wall > 0 && in.gcPause > in.wall/20 {
+		reasons = append(reasons, fmt.Sprintf("GC paused the generator for %.0f ms (%.1f%% of the run)", g.GCPauseTotalMs, 100*float64(in.gcPause)/float64(in.wall)))
+	}
+	if in.dropped > 0 {
+		reasons = append(reasons, fmt.Sprintf("%d arrivals were dropped because %d requests were already in flight (load.max_inflight)", in.dropped, in.maxInflight))
+	}
+	g.Verdict = VerdictOK
+	if len(reasons) > 0 {
+		g.Verdict, g.Bottleneck = VerdictBottleneck, true
+		g.Reason = strings.Join(reasons, "; ")
+		warnings = append(warnings, "generator_bottleneck: "+g.Reason)
+	}
+	if !in.closed {
+		if w := lagAccounts(in.lag, in.total.Latency); w != "" {
+			warnings = append(warnings, "generator_lag: "+w)
+		}
+	}
+	return warnings
+}
+
+// lagReasons judges the open loop's send lag: against the host's floor
+// when it was calibrated, else by the fixed rule (over 1% of sends late
+// by more than 1 ms).
+func lagReasons(g *Generator, in auditInput) []string {
+	f := in.floor
+	if f == nil {
+		if frac := float64(g.LateSends) / float64(in.sends); frac > 0.01 {
+			return []string{fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.2f ms; the host timer was not calibrated)", 100*frac, g.LagP99Ms)}
+		}
+		return nil
+	}
+	var out []string
+	if lim := floorFactor*f.P99Ms + floorSlack; g.LagP99Ms > lim {
+		out = append(out, fmt.Sprintf("send lag p99 %.3f ms is beyond the host's floor (bare timer loop p99 %.3f ms; limit %.3f ms)", g.LagP99Ms, f.P99Ms, lim))
+	}
+	// A p99.9 needs a thousand sends to mean anything.
+	if lim := floorFactor*f.P999Ms + floorSlack; in.sends >= 1000 && g.LagP999Ms > lim {
+		out = append(out, fmt.Sprintf("send lag p99.9 %.3f ms is beyond the host's floor (bare timer loop p99.9 %.3f ms; limit %.3f ms)", g.LagP999Ms, f.P999Ms, lim))
+	}
+	return out
+}
+
+// lagAccounts names the reported latency percentiles that the
+// generator's lag at the same percentile could account for a tenth or
+// more of: at least that share of the sends left that late, so the
+// generator alone could have put that much into the percentile.
+func lagAccounts(lag *hdr.Histogram, lat Stats) string {
+	if lag.TotalCount() == 0 {
+		return ""
+	}
+	type pq struct {
+		name string
+		q    float64
+		v    float64
+	}
+	var hits []string
+	for _, p := range []pq{{"p50", 50, lat.P50Ms}, {"p90", 90, lat.P90Ms}, {"p95", 95, lat.P95Ms},
+		{"p99", 99, lat.P99Ms}, {"p99.9", 99.9, lat.P999Ms}, {"max", 100, lat.MaxMs}} {
+		l := float64(lag.ValueAtQuantile(p.q)) / 1e3
+		if p.q == 100 {
+			l = float64(lag.Max()) / 1e3
+		}
+		if p.v > 0 && l >= lagShare*p.v && l > float64(histMinUs)/1e3 {
+			hits = append(hits, fmt.Sprintf("%s %.3f ms (lag %.3f ms, %.0f%%)", p.name, p.v, l, 100*l/p.v))
+		}
+	}
+	if len(hits) == 0 {
+		return ""
+	}
+	return "the generator's own send lag could account for 10% or more of latency " + strings.Join(hits, ", ")
+}
+
+// gcLineUp says whether the late sends crowd into the seconds with GC
+// pauses: a larger share of the late sends than of the seconds. With
+// fewer than three seconds every second may hold a pause, and the
+// comparison says nothing.
+func gcLineUp(lateInGC, late int64, gcSecs, secs int) bool {
+	if lateInGC == 0 || late == 0 || secs < 3 || gcSecs == secs {
+		return false
+	}
+	return float64(lateInGC)/float64(late) > float64(gcSecs)/float64(secs)
+}
