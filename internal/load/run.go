@@ -306,6 +306,7 @@ func (r *runner) takeBudget(intended int64) bool {
 // counted as dropped instead of queueing without bound.
 func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	var wg sync.WaitGroup
+	jobs := make(chan arrival)
 	maxIn := int64(r.cfg.maxInflight())
 	poisson := r.cfg.Arrival == "poisson"
 	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
@@ -358,23 +359,43 @@ loop:
 		}
 		r.rec.send(ti, lag, lag > lateNs)
 		r.inflight.Add(1)
-		wg.Add(1)
 		s := r.pool.Get().(*Session)
 		s.reset(int(n), r.seed)
-		go func() {
-			defer wg.Done()
-			r.iterate(ctx, s, ti)
-			r.inflight.Add(-1)
-			r.pool.Put(s)
-		}()
-		// Let the new goroutine send now, on this thread, rather than after
+		// An idle worker takes the arrival; only when all are busy is a
+		// new one started, so a steady state allocates nothing per send
+		// (a goroutine per arrival costs its closure every time).
+		select {
+		case jobs <- arrival{s, ti}:
+		default:
+			wg.Add(1)
+			go r.worker(ctx, &wg, jobs, arrival{s, ti})
+		}
+		// Let the worker send now, on this thread, rather than after
 		// this one has planned and armed the next wake-up (two system calls,
 		// tens of µs on a virtual machine) or once another thread wakes.
 		runtime.Gosched()
 	}
+	close(jobs)
 	r.stopAt = min(stopped, r.mend)
 	r.endWindow(r.stopAt)
 	r.drain(&wg, cancel)
+}
+
+// arrival is one open-loop send handed to a worker.
+type arrival struct {
+	s  *Session
+	ti int64
+}
+
+// worker runs arrivals until the open loop closes jobs. Workers are as
+// many as the most arrivals ever in flight at once, at most max_inflight.
+func (r *runner) worker(ctx context.Context, wg *sync.WaitGroup, jobs <-chan arrival, a arrival) {
+	defer wg.Done()
+	for ok := true; ok; a, ok = <-jobs {
+		r.iterate(ctx, a.s, a.ti)
+		r.inflight.Add(-1)
+		r.pool.Put(a.s)
+	}
 }
 
 func newSession(user int, seed uint64, timeout time.Duration) *Session {
