@@ -101,7 +101,6 @@ type runner struct {
 	budgetOnce sync.Once
 	budgetDone chan struct{}
 	inflight   atomic.Int64
-	pool       sync.Pool
 
 	dir, tempDir string
 	audit        auditor
@@ -150,7 +149,6 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 	r.rec = newRecorder(names, kinds, r.mstart)
 	r.completed = make([]atomic.Int64, len(names))
 	r.windowEnd.Store(r.mend)
-	r.pool.New = func() any { return newSession(0, r.seed, r.timeout) }
 	return r, nil
 }
 
@@ -359,16 +357,14 @@ loop:
 		}
 		r.rec.send(ti, lag, lag > lateNs)
 		r.inflight.Add(1)
-		s := r.pool.Get().(*Session)
-		s.reset(int(n), r.seed)
 		// An idle worker takes the arrival; only when all are busy is a
 		// new one started, so a steady state allocates nothing per send
 		// (a goroutine per arrival costs its closure every time).
 		select {
-		case jobs <- arrival{s, ti}:
+		case jobs <- arrival{n, ti}:
 		default:
 			wg.Add(1)
-			go r.worker(ctx, &wg, jobs, arrival{s, ti})
+			go r.worker(ctx, &wg, jobs, arrival{n, ti})
 		}
 		// Let the worker send now, on this thread, rather than after
 		// this one has planned and armed the next wake-up (two system calls,
@@ -383,18 +379,21 @@ loop:
 
 // arrival is one open-loop send handed to a worker.
 type arrival struct {
-	s  *Session
+	n  int64 // its number, which seeds its session
 	ti int64
 }
 
 // worker runs arrivals until the open loop closes jobs. Workers are as
-// many as the most arrivals ever in flight at once, at most max_inflight.
+// many as the most arrivals ever in flight at once, at most max_inflight;
+// each keeps one session, reset for every arrival, so that a steady state
+// allocates none (a sync.Pool would lose them at every GC).
 func (r *runner) worker(ctx context.Context, wg *sync.WaitGroup, jobs <-chan arrival, a arrival) {
 	defer wg.Done()
+	s := newSession(0, r.seed, r.timeout)
 	for ok := true; ok; a, ok = <-jobs {
-		r.iterate(ctx, a.s, a.ti)
+		s.reset(int(a.n), r.seed)
+		r.iterate(ctx, s, a.ti)
 		r.inflight.Add(-1)
-		r.pool.Put(a.s)
 	}
 }
 
