@@ -3,8 +3,10 @@ package load
 import (
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	rmetrics "runtime/metrics"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -24,6 +26,7 @@ type auditor struct {
 	started bool
 	t0      time.Time
 	cpu0    time.Duration
+	wait0   time.Duration // runQueueWait at start
 	samples []rmetrics.Sample
 	// pause histogram counts and pause CPU-seconds at the last sample
 	lastCounts []uint64
@@ -47,13 +50,40 @@ func cpuTime() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
+// runQueueWait is how long the kernel has kept the process's threads
+// runnable but waiting for a CPU (the second field of each thread's
+// /proc schedstat): the share of a core that other work on it took. It is
+// 0 where /proc does not tell; threads that exited take their share along,
+// which the Go runtime rarely lets happen.
+func runQueueWait() time.Duration {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, t := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b))
+		if len(f) < 2 {
+			continue
+		}
+		if v, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			total += v
+		}
+	}
+	return time.Duration(total)
+}
+
 func (a *auditor) start() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.samples = []rmetrics.Sample{{Name: metricPauses}, {Name: metricPauseCPU}}
 	rmetrics.Read(a.samples)
 	a.lastCounts, a.lastCPU = a.read()
-	a.started, a.t0, a.cpu0 = true, time.Now(), cpuTime()
+	a.started, a.t0, a.cpu0, a.wait0 = true, time.Now(), cpuTime(), runQueueWait()
 	a.pauseWall, a.maxPause, a.gcBySec = 0, 0, nil
 }
 
@@ -144,6 +174,7 @@ type auditInput struct {
 	wall        time.Duration
 	cpuPercent  float64
 	cores       int
+	runWait     time.Duration // kept waiting for a CPU
 	gcPause     time.Duration
 	dropped     int64
 	maxInflight int
@@ -201,6 +232,19 @@ func lagReasons(g *Generator, in auditInput) []string {
 		return nil
 	}
 	var out []string
+	// Where the kernel kept the generator off the CPU for a noticeable
+	// share of the window, the cause is named with the symptom: the lag is
+	// still in the figures, but it is the host's contention, not the
+	// generator's work.
+	starved := ""
+	if in.wall > 0 && in.runWait > in.wall/20 {
+		starved = fmt.Sprintf(", with its threads kept waiting for a CPU %.0f ms (%.0f%% of the window) by other work on its cores", float64(in.runWait)/1e6, 100*float64(in.runWait)/float64(in.wall))
+	}
+	defer func() {
+		if len(out) > 0 {
+			out[len(out)-1] += starved
+		}
+	}()
 	if lim := floorFactor*f.P99Ms + floorSlack; g.LagP99Ms > lim {
 		out = append(out, fmt.Sprintf("send lag p99 %.3f ms is beyond the host's floor (bare timer loop p99 %.3f ms; limit %.3f ms)", g.LagP99Ms, f.P99Ms, lim))
 	}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/svclab/svclab/internal/hostclock"
 )
@@ -63,6 +65,9 @@ func TestJudge(t *testing.T) {
 			verdict: VerdictBottleneck, reason: "GC paused the generator"},
 		{name: "two sends", in: auditInput{sends: 2, lag: lagOf(2, 1, 10, 20000), floor: floor, total: Operation{Latency: quiet}},
 			verdict: VerdictTooFew, reason: "too few sends", warn: "generator_audit: too few sends", nowarn: "generator_bottleneck"},
+		// Starved by other work: the verdict stands, and names the cause.
+		{name: "starved", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "kept waiting for a CPU 300 ms (30% of the window) by other work on its cores"},
 		// The closed loop's pacing lag is the target's: never a verdict.
 		{name: "closed loop lag", in: auditInput{closed: true, sends: 2000, lag: lagOf(2000, 30, 10, 200000), floor: floor, total: Operation{Latency: quiet}},
 			verdict: VerdictOK, nowarn: "generator_"},
@@ -205,5 +210,40 @@ func TestTableSideBySide(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// Two threads made to share one CPU for 300 ms wait for it about half of
+// that each, and runQueueWait sees it.
+func TestRunQueueWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc schedstat is Linux's")
+	}
+	before := runQueueWait()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var old, one unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &old); err != nil {
+				t.Error(err)
+				return
+			}
+			one.Set(0)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Error(err)
+				return
+			}
+			defer unix.SchedSetaffinity(0, &old)
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+	if got := runQueueWait() - before; got < 50*time.Millisecond {
+		t.Errorf("run-queue wait grew by %v, want about 300 ms for two threads on one CPU", got)
 	}
 }

@@ -91,6 +91,9 @@ type SeriesRow struct {
 type Generator struct {
 	CPUS       float64 `json:"cpu_s"`
 	CPUPercent float64 `json:"cpu_percent"` // of one core
+	// RunQueueWaitMs is how long the kernel kept the generator's threads
+	// waiting for a CPU over the window: other work on its cores.
+	RunQueueWaitMs float64 `json:"runqueue_wait_ms"`
 	// Sends counts the sends of the window the lag covers.
 	Sends int64 `json:"sends"`
 	// LateSends counts sends more than 1 ms late: behind the arrival
@@ -136,6 +139,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	}
 	gcTotal := r.audit.sampleGC(sec)
 	cpu := cpuTime() - r.audit.cpu0
+	runWait := max(runQueueWait()-r.audit.wait0, 0)
 	wall := time.Since(r.audit.t0)
 
 	rec := r.rec
@@ -187,6 +191,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	if wall > 0 {
 		g.CPUPercent = 100 * cpu.Seconds() / wall.Seconds()
 	}
+	g.RunQueueWaitMs = float64(runWait) / 1e6
 	if rec.lag.TotalCount() > 0 {
 		v := rec.lag.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9})
 		g.LagP50Ms, g.LagP90Ms, g.LagP99Ms, g.LagP999Ms = float64(v[0])/1e3, float64(v[1])/1e3, float64(v[2])/1e3, float64(v[3])/1e3
@@ -203,7 +208,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		}
 	}
 	res.Warnings = append(res.Warnings, judge(&g, auditInput{closed: r.closed, sends: rec.sends, lag: rec.lag,
-		wall: wall, cpuPercent: g.CPUPercent, cores: runtime.GOMAXPROCS(0), gcPause: gcTotal,
+		wall: wall, cpuPercent: g.CPUPercent, cores: runtime.GOMAXPROCS(0), runWait: runWait, gcPause: gcTotal,
 		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer, total: s.Operations[0]})...)
 	if secs := int(math.Ceil(dur)); gcLineUp(g.LateInGCSeconds, g.LateSends, gcSecs, secs) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("generator_gc: %d of %d late sends fell in the %d of %d seconds in which the generator paused for GC (%d pauses, longest ≤ %.2f ms)", g.LateInGCSeconds, g.LateSends, gcSecs, secs, g.GCPauses, g.GCPauseMaxMs))
