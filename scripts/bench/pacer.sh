@@ -63,7 +63,7 @@ python3 - "$WORK" "$ROUNDS" "$RATES" <<'PY'
 import json, statistics, sys
 from pathlib import Path
 work, rounds, rates = Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3].split()
-print(f"{'protocol':8} {'rate':>6}  {'lag p99':>8} {'floor':>7} {'ratio':>6}  {'p99.9':>7} {'floor':>7} {'ratio':>6}  {'max':>7} {'floor':>7} {'ratio':>6}  {'late':>5} {'CPU%':>5} {'verdict'}")
+print(f"{'protocol':8} {'rate':>6}  {'lag p99':>8} {'floor':>7} {'ratio':>6}  {'p99.9':>7} {'floor':>7} {'ratio':>6}  {'max':>7} {'floor':>7} {'ratio':>6}  {'late':>5} {'CPU%':>5} {'rq wait':>8} {'verdict'}")
 for p in ("http", "grpc"):
     for rate in rates:
         rows = []
@@ -83,6 +83,7 @@ for p in ("http", "grpc"):
         print(f"{p:8} {rate:>6}  {med('lag_p99_ms'):8.3f} {fmed('p99_ms'):7.3f} {ratio('lag_p99_ms','p99_ms'):6.2f}"
               f"  {med('lag_p999_ms'):7.3f} {fmed('p999_ms'):7.3f} {ratio('lag_p999_ms','p999_ms'):6.2f}"
               f"  {med('lag_max_ms'):7.3f} {fmed('max_ms'):7.3f} {ratio('lag_max_ms','max_ms'):6.2f}"
-              f"  {med('late_sends'):5.0f} {med('cpu_percent'):5.0f} {verdicts}")
-print("ms; medians over rounds of each run's figure and of each run's ratio to the floor measured just before it")
+              f"  {med('late_sends'):5.0f} {med('cpu_percent'):5.0f} {med('runqueue_wait_ms'):8.0f} {verdicts}")
+print("ms; medians over rounds of each run's figure and of each run's ratio to the floor measured just before it;")
+print("rq wait: how long the kernel kept the generator's threads waiting for a CPU (other work on core 0)")
 PY
