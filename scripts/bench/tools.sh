@@ -7,7 +7,9 @@
 #   path=$(pinned_tool vegeta github.com/tsenart/vegeta/v12 v12.13.0 github.com/tsenart/vegeta/v12)
 #
 # prints the binary's path, or nothing (and a reason on stderr) when the
-# module proxy cannot serve that version.
+# module proxy cannot serve that version or the build fails. A large tool
+# (k6) takes many minutes to build on a busy 2-core machine; the Go build
+# cache keeps what a timed-out build compiled.
 SVCLAB_TOOLS_CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/svclab/tools
 
 pinned_tool() { # name module version package
@@ -22,7 +24,8 @@ pinned_tool() { # name module version package
 		cd "$dir" &&
 			{ [ -f go.mod ] || go mod init "svclab.tools/$name" >/dev/null 2>&1; } &&
 			GOFLAGS=-mod=mod timeout 900 go get "$mod@$ver" >build.log 2>&1 &&
-			GOFLAGS=-mod=mod timeout 900 go build -o "$name.tmp" "$pkg" >>build.log 2>&1 &&
+			{ GOFLAGS=-mod=mod timeout 3600 go build -o "$name.tmp" "$pkg" >>build.log 2>&1 ||
+				{ echo "go build failed or timed out (status $?)" >>build.log; false; }; } &&
 			mv "$name.tmp" "$name"
 	) || {
 		echo "$name $ver: build failed: $(tail -1 "$dir/build.log" 2>/dev/null)" >&2
