@@ -238,7 +238,7 @@ func lagReasons(g *Generator, in auditInput) []string {
 	// generator's work.
 	starved := ""
 	if in.wall > 0 && in.runWait > in.wall/20 {
-		starved = fmt.Sprintf(", with its threads kept waiting for a CPU %.0f ms (%.0f%% of the window) by other work on its cores", float64(in.runWait)/1e6, 100*float64(in.runWait)/float64(in.wall))
+		starved = fmt.Sprintf(", with its threads kept waiting for a CPU %.0f ms in all over a %.1f s window by other work on its cores", float64(in.runWait)/1e6, in.wall.Seconds())
 	}
 	defer func() {
 		if len(out) > 0 {

@@ -67,7 +67,7 @@ func TestJudge(t *testing.T) {
 			verdict: VerdictTooFew, reason: "too few sends", warn: "generator_audit: too few sends", nowarn: "generator_bottleneck"},
 		// Starved by other work: the verdict stands, and names the cause.
 		{name: "starved", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "kept waiting for a CPU 300 ms (30% of the window) by other work on its cores"},
+			verdict: VerdictBottleneck, reason: "kept waiting for a CPU 300 ms in all over a 1.0 s window by other work on its cores"},
 		// The closed loop's pacing lag is the target's: never a verdict.
 		{name: "closed loop lag", in: auditInput{closed: true, sends: 2000, lag: lagOf(2000, 30, 10, 200000), floor: floor, total: Operation{Latency: quiet}},
 			verdict: VerdictOK, nowarn: "generator_"},
