@@ -37,8 +37,8 @@ if ! command -v tcpdump >/dev/null; then
 	say "tcpdump missing (apt-get install tcpdump): skipped"
 	exit 0
 fi
-# shellcheck source=tools.sh
-source scripts/bench/tools.sh
+# shellcheck source=lib/tools.sh
+source scripts/bench/lib/tools.sh
 VEGETA=$(pinned_tool vegeta github.com/tsenart/vegeta/v12 "$VEGETA_VERSION" github.com/tsenart/vegeta/v12)
 WRK=$(command -v wrk || true)
 [ -n "$VEGETA" ] || say "vegeta $VEGETA_VERSION could not be built: left out"

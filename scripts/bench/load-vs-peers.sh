@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Closed-loop maximum throughput of `svclab load` against wrk, hey, vegeta
 # and k6 (the last two at pinned versions, built once in a module of their
-# own under ${XDG_CACHE_HOME:-~/.cache}/svclab/tools, scripts/bench/tools.sh),
+# own under ${XDG_CACHE_HOME:-~/.cache}/svclab/tools, scripts/bench/lib/tools.sh),
 # all driving the same net/http server in the same run; then an open loop
 # at OPEN_RATE req/s, svclab against vegeta, comparing latency percentiles
 # and CPU per request. The server is pinned to one core and the generator under
@@ -50,8 +50,8 @@ if [ ! -x "$TOOLS/hey" ]; then
 	GOBIN=$TOOLS go install github.com/rakyll/hey@latest >/dev/null 2>&1 || say "go install hey failed"
 fi
 HEY=$TOOLS/hey; [ -x "$HEY" ] || HEY=
-# shellcheck source=tools.sh
-source scripts/bench/tools.sh
+# shellcheck source=lib/tools.sh
+source scripts/bench/lib/tools.sh
 VEGETA=$(pinned_tool vegeta github.com/tsenart/vegeta/v12 "${VEGETA_VERSION:-v12.13.0}" github.com/tsenart/vegeta/v12)
 [ -n "$VEGETA" ] || say "vegeta is left out of this comparison"
 K6=$(pinned_tool k6 go.k6.io/k6 "${K6_VERSION:-v1.8.1}" go.k6.io/k6)
