@@ -524,8 +524,27 @@ func (r *runner) closedLoop(ctx context.Context, cancel context.CancelFunc) {
 // hides it (coordinated omission).
 func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 	s := newSession(id, r.seed, r.timeout)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	// Think times are waited on a timerfd, as the open loop's arrivals
+	// are: a runtime timer can fire a millisecond late in an idle
+	// process, which would count as the generator's own lateness.
+	// thinkCtx also ends when the user is removed, so that a long think
+	// time is cut short; the request in flight keeps ctx and finishes.
+	var sl *hostclock.Sleeper
+	thinkCtx := ctx
+	if r.cfg.ThinkTime > 0 || r.cfg.ThinkMax > 0 {
+		sl = hostclock.NewSleeper()
+		defer sl.Close()
+		var cancel context.CancelFunc
+		thinkCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-thinkCtx.Done():
+			}
+		}()
+	}
 	prev, plan := int64(-1), int64(0)
 	wake, woke := int64(0), int64(0) // when the think time was to end and did
 	for it := int64(0); ; it++ {
@@ -553,12 +572,7 @@ func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 		wake, woke = 0, 0
 		if think > 0 {
 			wake = r.now() + int64(think)
-			timer.Reset(think)
-			select {
-			case <-timer.C:
-			case <-stop:
-				return
-			case <-ctx.Done():
+			if !sl.Sleep(thinkCtx, think) {
 				return
 			}
 			woke = r.now()
