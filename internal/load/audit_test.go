@@ -247,3 +247,16 @@ func TestRunQueueWait(t *testing.T) {
 		t.Errorf("run-queue wait grew by %v, want about 300 ms for two threads on one CPU", got)
 	}
 }
+
+// Users removed while a request is in flight let it finish: removal cuts
+// a think time short, never a request.
+func TestRemovedUserFinishesItsRequest(t *testing.T) {
+	srv := fixedServer(t, 40*time.Millisecond)
+	res := run(t, Config{Target: srv.URL, Mode: "closed", ThinkTime: Duration(5 * time.Millisecond),
+		Stages: []Stage{{Type: "step", Duration: Duration(400 * time.Millisecond), Users: 4},
+			{Type: "step", Duration: Duration(400 * time.Millisecond), Users: 1}}}, Options{})
+	tot := mustOp(t, res, "total")
+	if tot.Count < 20 || tot.Errors != 0 {
+		t.Errorf("total %+v: want every request of the removed users answered", tot)
+	}
+}
