@@ -28,15 +28,18 @@ say() { echo "pacer: $*"; }
 go build -o "$WORK/svclab" ./cmd/svclab
 go build -o "$WORK/benchserver" ./internal/load/benchserver
 
+# Not in a command substitution: its subshell would keep the pids from
+# the cleanup, and the servers would outlive the script.
 start_server() { # name, flags...
 	local name=$1; shift
 	taskset -c 1 "$WORK/benchserver" "$@" >"$WORK/$name.addr" 2>&1 &
 	PIDS+=($!)
 	for _ in $(seq 50); do [ -s "$WORK/$name.addr" ] && break; sleep 0.1; done
-	head -1 "$WORK/$name.addr"
 }
-HTTP_ADDR=$(start_server http)
-GRPC_ADDR=$(start_server grpc -grpc)
+start_server http
+start_server grpc -grpc
+HTTP_ADDR=$(head -1 "$WORK/http.addr")
+GRPC_ADDR=$(head -1 "$WORK/grpc.addr")
 say "servers on core 1 (http $HTTP_ADDR, grpc $GRPC_ADDR); svclab load on core 0; ${SECS}s per run, $ROUNDS rounds; $(date -u +%Y-%m-%dT%H:%MZ)"
 say "load average $(cut -d' ' -f1-3 /proc/loadavg): other work on this machine is noise in every figure"
 
