@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"runtime"
 	rmetrics "runtime/metrics"
 	"strconv"
 	"strings"
@@ -28,19 +27,20 @@ type auditor struct {
 	cpu0    time.Duration
 	wait0   time.Duration // runQueueWait at start
 	samples []rmetrics.Sample
-	// pause histogram counts and pause CPU-seconds at the last sample
+	// pause histogram counts at the last sample
 	lastCounts []uint64
-	lastCPU    float64
-	pauseWall  float64 // seconds paused since start
+	pauseWall  float64 // seconds paused since start, from bucket midpoints
 	maxPause   float64 // seconds, the upper bound of the longest pause's bucket
 	// gcBySec counts the pauses that ended in each second of the window.
 	gcBySec []int64
 }
 
-const (
-	metricPauses   = "/sched/pauses/total/gc:seconds"
-	metricPauseCPU = "/cpu/classes/gc/pause:cpu-seconds"
-)
+// metricPauses is the latency of each GC stop-the-world pause, from the
+// decision to stop to the restart: the time every goroutine, the pacer
+// included, could not run. Total and max both come from it, so they
+// describe the same thing (the runtime's CPU-seconds of pause leave out
+// the time spent stopping, which is most of a pause on a busy host).
+const metricPauses = "/sched/pauses/total/gc:seconds"
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -80,25 +80,19 @@ func runQueueWait() time.Duration {
 func (a *auditor) start() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.samples = []rmetrics.Sample{{Name: metricPauses}, {Name: metricPauseCPU}}
+	a.samples = []rmetrics.Sample{{Name: metricPauses}}
 	rmetrics.Read(a.samples)
-	a.lastCounts, a.lastCPU = a.read()
+	a.lastCounts = a.read()
 	a.started, a.t0, a.cpu0, a.wait0 = true, time.Now(), cpuTime(), runQueueWait()
 	a.pauseWall, a.maxPause, a.gcBySec = 0, 0, nil
 }
 
-// read returns the pause histogram's counts and the pause CPU-seconds of
-// the last rmetrics.Read.
-func (a *auditor) read() ([]uint64, float64) {
-	var counts []uint64
+// read returns the pause histogram's counts of the last rmetrics.Read.
+func (a *auditor) read() []uint64 {
 	if v := a.samples[0].Value; v.Kind() == rmetrics.KindFloat64Histogram {
-		counts = append(counts, v.Float64Histogram().Counts...)
+		return append([]uint64(nil), v.Float64Histogram().Counts...)
 	}
-	cpu := 0.0
-	if v := a.samples[1].Value; v.Kind() == rmetrics.KindFloat64 {
-		cpu = v.Float64()
-	}
-	return counts, cpu
+	return nil
 }
 
 // sampleGC adds the pauses since the last sample to second sec of the
@@ -111,26 +105,30 @@ func (a *auditor) sampleGC(sec int) time.Duration {
 		return 0
 	}
 	rmetrics.Read(a.samples)
-	counts, cpu := a.read()
+	counts := a.read()
 	var n int64
 	if v := a.samples[0].Value; v.Kind() == rmetrics.KindFloat64Histogram {
 		buckets := v.Float64Histogram().Buckets
 		for i, c := range counts {
 			if i < len(a.lastCounts) && c > a.lastCounts[i] {
-				n += int64(c - a.lastCounts[i])
-				// Buckets[i+1] is the bucket's upper bound; the last one
-				// is +Inf, where its lower bound is the best we know.
-				up := buckets[i+1]
+				d := c - a.lastCounts[i]
+				n += int64(d)
+				// Buckets[i] and Buckets[i+1] bound bucket i; the first
+				// may be -Inf and the last +Inf, where the other bound
+				// is the best we know.
+				lo, up := buckets[i], buckets[i+1]
 				if math.IsInf(up, 1) {
-					up = buckets[i]
+					up = lo
 				}
+				if math.IsInf(lo, -1) {
+					lo = 0
+				}
+				a.pauseWall += float64(d) * (lo + up) / 2
 				a.maxPause = max(a.maxPause, up)
 			}
 		}
 	}
-	// The runtime charges each pause GOMAXPROCS times over, whatever ran.
-	a.pauseWall += (cpu - a.lastCPU) / float64(runtime.GOMAXPROCS(0))
-	a.lastCounts, a.lastCPU = counts, cpu
+	a.lastCounts = counts
 	if sec >= 0 {
 		for len(a.gcBySec) <= sec {
 			a.gcBySec = append(a.gcBySec, 0)

@@ -108,8 +108,9 @@ type Generator struct {
 	LagP99Ms  float64 `json:"lag_p99_ms"`
 	LagP999Ms float64 `json:"lag_p999_ms"`
 	LagMaxMs  float64 `json:"lag_max_ms"`
-	// GC pauses from runtime/metrics; the max is the upper bound of the
-	// runtime's histogram bucket that holds it.
+	// GC pauses from runtime/metrics' pause-latency histogram: the total
+	// sums its bucket midpoints, the max is the upper bound of the bucket
+	// that holds it.
 	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
 	GCPauseMaxMs   float64 `json:"gc_pause_max_ms"`
 	GCPauses       int64   `json:"gc_pauses"`
