@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -87,6 +88,7 @@ type Deployment struct {
 	processes  []*process
 
 	dir         string
+	ownBacking  *backing.Pool    // started for this deployment alone
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -185,6 +187,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
+	if opts.Env, err = d.backing(ctx, &opts); err != nil {
+		return nil, err
+	}
 	sockets, err := d.bind()
 	if err != nil {
 		return nil, err
@@ -265,6 +270,11 @@ wait:
 	}
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	if d.ownBacking != nil {
+		if err := d.ownBacking.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {
