@@ -14,6 +14,7 @@ from ..results import Experiment, load_experiment
 from .common import Claim
 from .regions import GENERATED_NOTE, rewrite
 from .s0 import s0_section
+from .s1 import s1_horizontal_section, s1_hpa_section, s1_vertical_section
 from .s2 import s2_section
 from .s3 import s3_section
 from .s4 import s4_section
@@ -41,6 +42,11 @@ STUDIES: dict[str, Study] = {
         Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
+        Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", "mean_ms",
+              s1_vertical_section),
+        Study("s1h", "s1-horizontal", "experiments/s1-horizontal.toml", "mean_ms",
+              s1_horizontal_section),
+        Study("s1a", "s1-hpa", "experiments/s1-hpa.toml", "mean_ms", s1_hpa_section),
     ]
 }
 
