@@ -127,12 +127,12 @@ def compute(exp: Experiment, kind: str) -> S1:
     over = None
     if kind == "horizontal" and factors:
         f = next((g for g in factors if ".replicas." in g), factors[0])
-        lv = sorted(exp.factors[factors.index(f)].levels, key=numeric)
+        order = sorted(exp.factors[factors.index(f)].levels, key=numeric)
         thr = {v: ok.loc[ok[f].astype(str) == v, "throughput_rps"].to_numpy(dtype=float)
-               for v in lv}
+               for v in order}
         means = {v: float(np.mean(t)) if len(t) else -math.inf for v, t in thr.items()}
-        peak = max(lv, key=lambda v: means[v])
-        over = (peak, lv[-1], ratio_of(thr[lv[-1]], thr[peak]))
+        peak = max(order, key=lambda v: means[v])
+        over = (peak, order[-1], ratio_of(thr[order[-1]], thr[peak]))
     runs = exp.runs
     return S1(kind, provenance(exp, f"bin/svclab run experiments/s1-{kind}.toml"), factors,
               tuple(rows), tuple(corrs), over, int(runs["bottleneck"].sum()), len(runs))
