@@ -7,7 +7,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -291,5 +293,36 @@ func TestOrdersNeverOversell(t *testing.T) {
 	l, err := gw.ListOrders(ctx, &shoppb.ListOrdersRequest{Customer: "race", Limit: 100})
 	if err != nil || len(l.GetOrders()) != stock {
 		t.Fatalf("recorded orders: %d, %v; want %d", len(l.GetOrders()), err, stock)
+	}
+}
+
+// TestIngressNginx puts Debian's nginx in front of the gateway
+// (app.ingress = "nginx"): the deployment's gateway URL is nginx's, and
+// answers come through it.
+func TestIngressNginx(t *testing.T) {
+	needPostgres(t)
+	if _, err := exec.LookPath("nginx"); err != nil {
+		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
+			t.Skip("nginx is missing (.ci/run installs it)")
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, _ := up(t, ctx, newPool(t), "[app]\nname = \"shop\"\nproducts = 5\ningress = \"nginx\"\n[deploy]\ntransport = \"grpc\"\nplacement = \"split\"\n")
+	if gw := "http://" + d.(*local.Deployment).Gateway().Addr; d.GatewayURL() == gw {
+		t.Fatalf("gateway URL %s is svclab's own gateway, not the ingress", gw)
+	}
+	resp, err := http.Post(d.GatewayURL()+shoppb.Gateway_GetProduct_FullMethodName, "application/json", bytes.NewReader([]byte(`{"id":"3"}`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var p shoppb.Product
+	if err := protojson.Unmarshal(b, &p); err != nil || p.GetName() != "product-3" {
+		t.Fatalf("product 3 through nginx: %s %s (%v)", resp.Status, b, err)
+	}
+	if srv := resp.Header.Get("Server"); !strings.HasPrefix(srv, "nginx") {
+		t.Errorf("Server header %q: the answer did not come through nginx", srv)
 	}
 }

@@ -116,5 +116,8 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err := backing.Check(topo); err != nil {
 		return nil, nil, s.Errorf("app.name", "%w", err)
 	}
+	if err := checkIngress(s, topo); err != nil {
+		return nil, nil, err
+	}
 	return d, topo, nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -26,4 +27,23 @@ func (d *Deployment) backing(ctx context.Context, opts *Options) ([]string, erro
 		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return append(slices.Clone(opts.Env), env...), nil
+}
+
+// startIngress runs the ingress the app asks for (app.ingress) in front of
+// the gateway, which clients then reach through it.
+func (d *Deployment) startIngress(ctx context.Context) error {
+	switch name := runtime.IngressOf(d.topo); name {
+	case "":
+		return nil
+	case nginx.Name:
+		s, err := nginx.Start(ctx, d.gateway.Addr)
+		if err != nil {
+			return fmt.Errorf("deployment %s: %w", d.id, err)
+		}
+		d.ingress = s
+		d.gatewayURL = s.URL()
+		return nil
+	default:
+		return fmt.Errorf("deployment %s: unknown ingress %q", d.id, name)
+	}
 }
