@@ -13,7 +13,6 @@ from scipy import stats
 from stores import est_text, write_store
 
 from svclab_analysis import replications as rp
-from svclab_analysis.replications.common import Claim
 from svclab_analysis.replications.s1 import numeric
 
 CPU = "deploy.autoscale.products.cpu_target"
@@ -59,8 +58,8 @@ def test_hpa_correlations_and_verdict(tmp_path: Path) -> None:
                     lambda lv, rep: {"total": {"mean_ms": lat(lv, rep)}}, reps=3)
     runs = runs_of(d)
     set_throughput(d, {r["id"]: (thr(r["levels"], r["repetition"]), 0) for r in runs})
-    claims: list[Claim] = []
-    text = rp.build_section(rp.STUDIES["s1a"], d, claims)
+    sec = rp.build_section(rp.STUDIES["s1a"], d)
+    text, claims = sec.text, sec.claims
 
     cpu = np.array([r["levels"][CPU] for r in runs], dtype=float)
     mem = np.array([r["levels"][MEM] for r in runs], dtype=float)
@@ -93,8 +92,8 @@ def test_horizontal_overscaling(tmp_path: Path) -> None:
     rps = {r["id"]: base[r["levels"][REPLICAS]] + r["repetition"] - 3 for r in runs}
     errs = {r["id"]: 10 if r["levels"][REPLICAS] == 11 else 0 for r in runs}
     set_throughput(d, {k: (v, errs[k]) for k, v in rps.items()})
-    claims: list[Claim] = []
-    text = rp.build_section(rp.STUDIES["s1h"], d, claims)
+    sec = rp.build_section(rp.STUDIES["s1h"], d)
+    text, claims = sec.text, sec.claims
     served = {k: v * (1 - errs[k] / 1000) for k, v in rps.items()}  # 100 req/s × 10 s sent
     at = {n: np.array([served[r["id"]] for r in runs if r["levels"][REPLICAS] == n])
           for n in (6, 11)}

@@ -11,14 +11,10 @@ from pathlib import Path
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from .common import Claim
+from . import s0, s1, s2, s3, s4
+from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
-from .s0 import s0_section
-from .s1 import s1_horizontal_section, s1_hpa_section, s1_vertical_section
-from .s2 import s2_section
-from .s3 import s3_section
-from .s4 import s4_section
-from .store import latest_results, replicate_info, wall_time
+from .store import latest_results, provenance, replicate_info, study_data, wall_time
 
 PROG = "python -m svclab_analysis.replications"
 
@@ -29,35 +25,46 @@ class Study:
     experiment: str
     spec: str
     metric: str
-    section: Callable[[Experiment, list[Claim]], str]
+    section: Callable[[StudyData], Section]
+    # The summary and runs regions wait for every required study's results;
+    # S1's need PostgreSQL, nginx and cgroups, which not every machine has.
+    required: bool = True
 
 
 STUDIES: dict[str, Study] = {
     s.key: s
     for s in [
-        Study("s3", "s3-style", "experiments/s3-style.toml", "p50_ms", s3_section),
+        Study("s3", "s3-style", "experiments/s3-style.toml", s3.METRIC, s3.section),
         # S3's design with back-to-back calls: scripts/replicate.sh runs the same spec
         # with one closed-loop user and experiment.name = "s3-style-closed".
-        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", "p50_ms", s3_section),
-        Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
-        Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
-        Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
-        Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", "mean_ms",
-              s1_vertical_section),
-        Study("s1h", "s1-horizontal", "experiments/s1-horizontal.toml", "mean_ms",
-              s1_horizontal_section),
-        Study("s1a", "s1-hpa", "experiments/s1-hpa.toml", "mean_ms", s1_hpa_section),
+        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", s3.METRIC, s3.section),
+        Study("s4", "s4-rpc", "experiments/s4-rpc.toml", s4.METRIC, s4.section),
+        Study("s2", "s2-payload", "experiments/s2-payload.toml", s2.METRIC, s2.section),
+        Study("s0", "s0-granularity", "experiments/s0-granularity.toml", s0.METRIC, s0.section),
+        Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", s1.METRIC,
+              s1.vertical_section, required=False),
+        Study("s1h", "s1-horizontal", "experiments/s1-horizontal.toml", s1.METRIC,
+              s1.horizontal_section, required=False),
+        Study("s1a", "s1-hpa", "experiments/s1-hpa.toml", s1.METRIC, s1.hpa_section,
+              required=False),
     ]
 }
 
 
-def build_section(study: Study, path: Path, claims: list[Claim] | None = None,
-                  exps: dict[str, Experiment] | None = None) -> str:
-    exp = load_experiment(path, metric=study.metric, operation="total")
-    if exps is not None:
-        exps[study.key] = exp
-    return GENERATED_NOTE.format(path=path.name) + "\n" + study.section(
-        exp, claims if claims is not None else [])
+def study_section(study: Study, exp: Experiment) -> Section:
+    """The study's region of one results directory, headed by where its numbers come from."""
+    body = study.section(study_data(exp))
+    head = [GENERATED_NOTE.format(path=exp.path.name),
+            provenance(exp, f"bin/svclab run {study.spec}"), ""]
+    return Section("\n".join([*head, body.text]), body.claims)
+
+
+def load(study: Study, path: Path) -> Experiment:
+    return load_experiment(path, metric=study.metric, operation="total")
+
+
+def build_section(study: Study, path: Path) -> Section:
+    return study_section(study, load(study, path))
 
 
 SUMMARY_KEY = "summary"
@@ -143,16 +150,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                           f"left as it is (run: bash scripts/replicate.sh {key})",
                           file=sys.stderr)
                 continue
-            own: list[Claim] = []
-            body = build_section(st, path, own, exps)
-            claims += own
+            exps[key] = load(st, path)
+            built = study_section(st, exps[key])
+            claims += built.claims
             sources[key] = path
             if key in keys:
-                sections[key] = body
+                sections[key] = built.text
                 print(f"{key}: {path}", file=sys.stderr)
         # The summary and the runs table are rewritten only when every study has
         # results, so that they never mix a fresh study with a missing one.
-        if len(sources) == len(STUDIES):
+        if all(k in sources for k, st in STUDIES.items() if st.required):
             if not args.only or SUMMARY_KEY in keys:
                 sections[SUMMARY_KEY] = summary_section(claims, sources)
             if not args.only or RUNS_KEY in keys:

@@ -19,10 +19,21 @@ import numpy as np
 from scipy import stats
 
 from ..formatting import md_table, pval
-from ..results import Experiment, response_table
-from .common import CONFIDENCE, Claim, Ratio, Summary, ratio_cell, ratio_of, summarise, summary_cell
+from .common import (
+    CONFIDENCE,
+    Claim,
+    Ratio,
+    Section,
+    StudyData,
+    Summary,
+    ratio_cell,
+    ratio_of,
+    summarise,
+    summary_cell,
+)
 from .common import verdict as ratio_verdict
-from .store import provenance
+
+METRIC = "mean_ms"  # the headline metric S1 reported beside throughput and failures
 
 # The three metrics S1 used, as svclab's per-run columns.
 METRICS = {"throughput_rps": "throughput (req/s)", "mean_ms": "mean latency (ms)",
@@ -82,7 +93,6 @@ class S1:
     """Everything one S1 region reports, computed from one results directory."""
 
     kind: str  # "vertical", "horizontal" or "hpa"
-    provenance: str
     factors: tuple[str, ...]
     rows: tuple[Row, ...]
     correlations: tuple[Correlation, ...]
@@ -105,11 +115,11 @@ def correlate(x: np.ndarray, y: np.ndarray) -> tuple[int, float, float, float, f
     return n, float(res.statistic), float(ci.low), float(ci.high), float(res.pvalue)
 
 
-def compute(exp: Experiment, kind: str) -> S1:
-    ok = response_table(exp, "total")  # ok runs only
-    factors = tuple(f.name for f in exp.factors)
+def compute(data: StudyData, kind: str) -> S1:
+    ok = data.table("total")  # ok runs only
+    factors = tuple(data.factors)
     rows: list[Row] = []
-    for cell in itertools.product(*[list(f.levels) for f in exp.factors]):
+    for cell in itertools.product(*[list(data.factors[f]) for f in factors]):
         mask = np.ones(len(ok), dtype=bool)
         for f, lv in zip(factors, cell, strict=True):
             mask &= ok[f].astype(str).to_numpy() == lv
@@ -127,15 +137,15 @@ def compute(exp: Experiment, kind: str) -> S1:
     over = None
     if kind == "horizontal" and factors:
         f = next((g for g in factors if ".replicas." in g), factors[0])
-        order = sorted(exp.factors[factors.index(f)].levels, key=numeric)
+        order = sorted(data.factors[f], key=numeric)
         thr = {v: ok.loc[ok[f].astype(str) == v, "throughput_rps"].to_numpy(dtype=float)
                for v in order}
         means = {v: float(np.mean(t)) if len(t) else -math.inf for v, t in thr.items()}
         peak = max(order, key=lambda v: means[v])
         over = (peak, order[-1], ratio_of(thr[order[-1]], thr[peak]))
-    runs = exp.runs
-    return S1(kind, provenance(exp, f"bin/svclab run experiments/s1-{kind}.toml"), factors,
-              tuple(rows), tuple(corrs), over, int(runs["bottleneck"].sum()), len(runs))
+    runs = data.runs
+    return S1(kind, factors, tuple(rows), tuple(corrs), over, int(runs["bottleneck"].sum()),
+              len(runs))
 
 
 def r_cell(c: Correlation) -> str:
@@ -161,8 +171,9 @@ def targets_verdict(mem: Correlation, cpu: Correlation) -> str:
     return "inconclusive (both targets matter)"
 
 
-def render(r: S1, claims: list[Claim]) -> str:
-    out = [r.provenance, ""]
+def render(r: S1) -> Section:
+    claims: list[Claim] = []
+    out: list[str] = []
     paper = {"vertical": PAPER_VERTICAL, "horizontal": PAPER_HORIZONTAL,
              "hpa": "Pearson r: throughput vs CPU target 0.48, vs memory target 0.73; "
                     "response time vs CPU target −0.57, vs memory target −0.68"}[r.kind]
@@ -213,21 +224,17 @@ def render(r: S1, claims: list[Claim]) -> str:
                                 "r 0.73 vs 0.48 (throughput)"))
             out.append("")
     out.append(f"Runs flagged by the generator's self-audit: {r.flagged} of {r.runs}.")
-    return "\n".join(out)
+    return Section("\n".join(out), tuple(claims))
 
 
-def s1_vertical_section(exp: Experiment, claims: list[Claim]) -> str:
-    return render(compute(exp, "vertical"), claims)
+def vertical_section(data: StudyData) -> Section:
+    return render(compute(data, "vertical"))
 
 
-def s1_horizontal_section(exp: Experiment, claims: list[Claim]) -> str:
-    return render(compute(exp, "horizontal"), claims)
+def horizontal_section(data: StudyData) -> Section:
+    return render(compute(data, "horizontal"))
 
 
-def s1_hpa_section(exp: Experiment, claims: list[Claim]) -> str:
-    return render(compute(exp, "hpa"), claims)
-
-
-__all__ = ["S1", "compute", "correlate", "numeric", "render", "s1_horizontal_section",
-           "s1_hpa_section", "s1_vertical_section"]
+def hpa_section(data: StudyData) -> Section:
+    return render(compute(data, "hpa"))
 
