@@ -26,6 +26,15 @@ import (
 	"github.com/svclab/svclab/internal/runtime"
 )
 
+// The PostgreSQL server's fixed resources, the same in every run (S1 gave
+// its database a fixed 1 CPU and 4 GiB): room for 11 replicas of two
+// services with pools of 10, and PostgreSQL's default buffer cache, which
+// holds the shop's catalogue many times over.
+const (
+	MaxConnections = 250
+	SharedBuffers  = "128MB"
+)
+
 // Kinds lists the backing kinds this package can run.
 func Kinds() []string { return []string{runtime.BackingPostgres} }
 
@@ -116,7 +125,7 @@ func (p *Pool) template(ctx context.Context, b runtime.Backing) (string, error) 
 	}
 	if p.pg == nil {
 		start := time.Now()
-		pg, err := postgres.Start(ctx, postgres.Options{})
+		pg, err := postgres.Start(ctx, postgres.Options{MaxConnections: MaxConnections, SharedBuffers: SharedBuffers})
 		if err != nil {
 			return "", fmt.Errorf("backing service %s: %w", b.Name, err)
 		}
