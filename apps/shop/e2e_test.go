@@ -326,3 +326,30 @@ func TestIngressNginx(t *testing.T) {
 		t.Errorf("Server header %q: the answer did not come through nginx", srv)
 	}
 }
+
+// TestMissingPostgres: without PostgreSQL, the spec is refused before
+// anything starts, at app.name's line, saying what to install.
+func TestMissingPostgres(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	old := postgres.SearchGlob
+	postgres.SearchGlob = filepath.Join(t.TempDir(), "*", "bin")
+	defer func() { postgres.SearchGlob = old }()
+	path := filepath.Join(t.TempDir(), "spec.toml")
+	if err := os.WriteFile(path, []byte("[app]\nname = \"shop\"\n[deploy]\ntransport = \"grpc\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = deploy.Resolve(s)
+	if err == nil {
+		t.Fatal("a shop spec resolved without PostgreSQL")
+	}
+	for _, want := range []string{path + ":2", "app.name", `app shop needs PostgreSQL for its backing service "db"`, "apt-get install postgresql"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+	t.Log(err)
+}

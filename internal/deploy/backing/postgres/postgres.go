@@ -60,9 +60,10 @@ type Binaries struct {
 	Initdb, Postgres string
 }
 
-// searchGlob is where Debian's postgresql package puts its programs, one
-// directory per major version, when they are not on PATH.
-var searchGlob = "/usr/lib/postgresql/*/bin"
+// SearchGlob is where Debian's postgresql package puts its programs, one
+// directory per major version, when they are not on PATH. A variable so
+// that tests can make PostgreSQL missing.
+var SearchGlob = "/usr/lib/postgresql/*/bin"
 
 // Find locates initdb and postgres: on PATH, else in Debian's
 // /usr/lib/postgresql/VERSION/bin (the newest). Its error says how to get
@@ -74,7 +75,7 @@ func Find() (Binaries, error) {
 			return Binaries{Initdb: i, Postgres: p}, nil
 		}
 	}
-	dirs, _ := filepath.Glob(searchGlob)
+	dirs, _ := filepath.Glob(SearchGlob)
 	slices.SortFunc(dirs, func(a, b string) int { return versionOf(b) - versionOf(a) })
 	for _, d := range dirs {
 		i, p := filepath.Join(d, "initdb"), filepath.Join(d, "postgres")
