@@ -8,9 +8,8 @@
 // other user it runs as that user.
 //
 // A cluster's directory is $TMPDIR/svclab-pg-PID-*/, which records its
-// owner as internal/tempdir does. The postmaster is a child with a
-// parent-death signal of SIGKILL, started from a thread that lives as long
-// as it does, and its backends leave when they see the postmaster gone; so
+// owner as internal/tempdir does. The postmaster is started by
+// internal/deploy/child (a parent-death signal of SIGKILL), and its backends leave when they see the postmaster gone; so
 // a kill -9 of svclab stops the server, and Sweep (which every svclab
 // command runs when it starts) removes the directories of dead owners and
 // any postmaster still serving one. Dynamic shared memory lives in the
@@ -27,7 +26,6 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,6 +34,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/svclab/svclab/internal/deploy/child"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -161,9 +160,7 @@ type Options struct {
 type Server struct {
 	dir     string // the cluster's directory: data/, the socket, the log
 	logPath string
-	proc    *os.Process
-	done    chan struct{} // closed when the postmaster has exited
-	waitErr error
+	pm      *child.Child // the postmaster
 }
 
 // Start makes a cluster in a new private directory and starts its server,
@@ -193,7 +190,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres: cluster directory: %w", err)
 	}
-	s := &Server{dir: dir, logPath: filepath.Join(dir, "postgres.log"), done: make(chan struct{})}
+	s := &Server{dir: dir, logPath: filepath.Join(dir, "postgres.log")}
 	defer func() {
 		if err != nil {
 			_ = s.Stop(context.Background())
@@ -243,25 +240,7 @@ func Start(ctx context.Context, opts Options) (_ *Server, err error) {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = credentials(acct)
-	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	started := make(chan error, 1)
-	// Linux sends the parent-death signal when the thread that forked
-	// the child exits; this goroutine keeps its thread until the
-	// postmaster is gone.
-	go func() {
-		goruntime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			close(s.done)
-			return
-		}
-		s.proc = cmd.Process
-		started <- nil
-		s.waitErr = cmd.Wait()
-		close(s.done)
-	}()
-	if err := <-started; err != nil {
+	if s.pm, err = child.Start(cmd); err != nil {
 		return nil, fmt.Errorf("postgres: start %s: %w", bin.Postgres, err)
 	}
 	if err := s.waitReady(ctx); err != nil {
@@ -287,8 +266,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return c.Close(ctx)
 		}
 		select {
-		case <-s.done:
-			return fmt.Errorf("postgres: the server exited while starting (%v); its log:\n%s", s.waitErr, s.LogTail(20))
+		case <-s.pm.Done():
+			return fmt.Errorf("postgres: the server exited while starting (%v); its log:\n%s", s.pm.Err(), s.LogTail(20))
 		case <-ctx.Done():
 			return fmt.Errorf("postgres: not accepting connections after waiting (%w): %v; its log:\n%s", ctx.Err(), err, s.LogTail(20))
 		case <-tick.C:
@@ -301,10 +280,10 @@ func (s *Server) Dir() string { return s.dir }
 
 // PID is the postmaster's process ID.
 func (s *Server) PID() int {
-	if s.proc == nil {
+	if s.pm == nil {
 		return 0
 	}
-	return s.proc.Pid
+	return s.pm.Process.Pid
 }
 
 // DSN is a libpq connection string for database db.
@@ -384,24 +363,11 @@ const stopGrace = 10 * time.Second
 // and removes its directory. It is safe to call more than once.
 func (s *Server) Stop(ctx context.Context) error {
 	var errs []error
-	if s.proc != nil {
-		select {
-		case <-s.done:
-		default:
-			_ = s.proc.Signal(syscall.SIGINT) // fast shutdown
-			t := time.NewTimer(stopGrace)
-			select {
-			case <-s.done:
-			case <-t.C:
-				errs = append(errs, fmt.Errorf("postgres: no shutdown within %s; killed", stopGrace))
-			case <-ctx.Done():
-				errs = append(errs, fmt.Errorf("postgres: stop: %w; killed", ctx.Err()))
-			}
-			t.Stop()
+	if s.pm != nil {
+		// SIGINT is a fast shutdown: sessions are ended.
+		if err := s.pm.Stop(ctx, syscall.SIGINT, stopGrace); err != nil {
+			errs = append(errs, fmt.Errorf("postgres: %w", err))
 		}
-		// Backends left behind by a killed postmaster share its group.
-		_ = syscall.Kill(-s.proc.Pid, syscall.SIGKILL)
-		<-s.done
 	}
 	if s.dir != "" {
 		if err := os.RemoveAll(s.dir); err != nil {
