@@ -198,7 +198,7 @@ def render(r: S1) -> Section:
         v = ratio_verdict(ratio.lo, ratio.hi, expect_above_one=False)
         if peak == top:
             v = "does not hold (throughput peaks at the largest replica count)"
-        out.append(f"Throughput peaks at {peak} replicas; at {top} it is {ratio_cell(ratio)} "
+        out.append(f"Throughput peaks at {peak} replica(s); at {top} it is {ratio_cell(ratio)} "
                    f"of the peak. Verdict on *over-scaling hurts*: **{v}**.")
         claims.append(Claim("S1", "over-scaling hurts", v,
                             f"{top} ÷ {peak} replicas throughput {ratio_cell(ratio)}",
