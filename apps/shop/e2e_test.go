@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -352,4 +353,28 @@ func TestMissingPostgres(t *testing.T) {
 		}
 	}
 	t.Log(err)
+}
+
+// TestDeploymentWithoutPool: a deployment given no pool (svclab up) starts
+// its own database server and stops it, directory and all, with itself.
+func TestDeploymentWithoutPool(t *testing.T) {
+	needPostgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), postgres.DirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	d, gw := up(t, ctx, nil, "[app]\nname = \"shop\"\nproducts = 5\n[deploy]\ntransport = \"http\"\nplacement = \"monolith\"\n")
+	if p, err := gw.GetProduct(ctx, &shoppb.GetProductRequest{Id: 5}); err != nil || p.GetName() != "product-5" {
+		t.Fatalf("product 5: %v, %v", p, err)
+	}
+	during, _ := filepath.Glob(filepath.Join(os.TempDir(), postgres.DirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	if len(during) != len(before)+1 {
+		t.Fatalf("clusters of this process before %v, while deployed %v: want one more", before, during)
+	}
+	if err := d.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), postgres.DirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	if len(after) != len(before) {
+		t.Errorf("clusters after Stop %v, want as before %v", after, before)
+	}
 }
