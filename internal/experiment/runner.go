@@ -150,6 +150,11 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
+	pool, err := startBacking(ctx, prepared, logw)
+	if err != nil {
+		return out, err
+	}
+	defer closeBacking(pool, logw)
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -226,7 +231,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
