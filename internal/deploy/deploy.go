@@ -22,6 +22,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -57,6 +58,10 @@ type Options struct {
 	// Network, when set, places each process and listener (see Network);
 	// a deployer that cannot honour it fails.
 	Network Network
+	// Backing runs the backing services the app declares (a database);
+	// the experiment runner passes one pool for all its runs. Nil: the
+	// deployment starts its own and stops it with the deployment.
+	Backing *backing.Pool
 }
 
 // Deployment is a running topology. Its methods are safe for concurrent use.
@@ -101,8 +106,9 @@ func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
 func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
-// starts: the deployer it names is registered, and its topology resolves
-// (runtime.Resolve). Errors name the file, line and key.
+// starts: the deployer it names is registered, its topology resolves
+// (runtime.Resolve), and the backing services its app declares can run
+// here. Errors name the file, line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -116,6 +122,12 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		if err := v.CheckSpec(s, topo); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := backing.Check(topo); err != nil {
+		return nil, nil, s.Errorf("app.name", "%w", err)
+	}
+	if err := checkIngress(s, topo); err != nil {
+		return nil, nil, err
 	}
 	return d, topo, nil
 }

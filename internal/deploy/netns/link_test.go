@@ -170,11 +170,12 @@ func TestLinkJitterAndLoss(t *testing.T) {
 	// Independent spreads add in squares: the triangle's IQR² (1.17² ms²)
 	// is what jitter adds to the steady link's. The machine's noise is not
 	// independent of it (a busy machine delays jittered and steady chunks
-	// alike), so allow a third to twice that.
+	// alike, and a loaded one adds its own), so allow a third to three times
+	// that.
 	ms2 := func(d time.Duration) float64 { return d.Seconds() * 1e3 * d.Seconds() * 1e3 }
 	added := ms2(iqr(h)) - ms2(iqr(steady))
-	if tri := 1.17 * 1.17; added < tri/3 || added > 2*tri {
-		t.Errorf("2ms jitter took the IQR from %s to %s, adding %.2f ms² in squares; want %.2f (a third to twice)", iqr(steady), iqr(h), added, tri)
+	if tri := 1.17 * 1.17; added < tri/3 || added > 3*tri {
+		t.Errorf("2ms jitter took the IQR from %s to %s, adding %.2f ms² in squares; want %.2f (a third to three times)", iqr(steady), iqr(h), added, tri)
 	}
 	if lo := time.Duration(h.Min()); lo < 2*time.Millisecond-200*time.Microsecond {
 		t.Errorf("fastest round trip %s: a 4ms ± 2ms link adds at least 2ms", lo)

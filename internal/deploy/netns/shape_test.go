@@ -90,10 +90,12 @@ func TestBandwidth(t *testing.T) {
 		direct := transfer(up, dir.up, dir.down)
 		t.Logf("%s: %d bytes in %s at 8 Mbit/s (want about %s), %s unshaped", dir.name, size, shaped, want, direct)
 		// htb lets a first burst through, so a transfer may beat the rate
-		// by a little (25%); a loaded machine (and TCP backing off from
-		// htb's queue) can slow it, but not to the unshaped time: allow 3×.
-		if shaped < want*3/4 || shaped > want*3 {
-			t.Errorf("%s: %s for %d bytes at 8 Mbit/s, want %s (-25%%, +200%%)", dir.name, shaped, size, want)
+		// by a little (25%). TCP backing off from htb's queue can slow it:
+		// with other test packages running beside it, the upload has taken
+		// 1.25 s, against 0.38 s alone. The bound is the rate's time ×4,
+		// still hundreds of times the unshaped path's.
+		if shaped < want*3/4 || shaped > want*4 {
+			t.Errorf("%s: %s for %d bytes at 8 Mbit/s, want %s (-25%%, ×4)", dir.name, shaped, size, want)
 		}
 		if direct > want/4 {
 			t.Errorf("%s: the unshaped path took %s, as if shaped", dir.name, direct)
