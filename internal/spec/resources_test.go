@@ -66,7 +66,7 @@ func TestResourcesBad(t *testing.T) {
 		{"memory bare number", "[deploy.resources.hop1]\nmemory = \"512\"\n", "deploy.resources.hop1.memory", 5, "needs a unit"},
 		{"memory zero", "[deploy.resources.hop1]\nmemory = \"0MiB\"\n", "deploy.resources.hop1.memory", 5, "above 0"},
 		{"unknown key", "[deploy.resources.hop1]\ncpus = 1\n", "deploy.resources.hop1.cpus", 5, ""},
-		{"isolation", "[experiment]\nisolation = \"cores\"\n", "experiment.isolation", 4, `"cpuset" or "none"`},
+		{"isolation", "[experiment]\nisolation = \"cores\"\n", "experiment.isolation", 5, `"cpuset" or "none"`},
 		{"bad factor level", "[experiment.factors]\n\"deploy.resources.hop1.cpu\" = [0.5, 0]\n", "deploy.resources.hop1.cpu", 5, "above 0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
