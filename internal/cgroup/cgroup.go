@@ -139,16 +139,39 @@ type Manager struct {
 	groups map[string]*Group
 }
 
-// Open detects the cgroup version and makes the calling process's parent
-// group. It fails with an error wrapping ErrUnavailable where no cgroup
-// hierarchy is writable.
+var (
+	ownMu sync.Mutex
+	own   *Manager
+)
+
+// Open returns the calling process's manager, detecting the cgroup version
+// on first use; every caller in a process shares it, as they share the
+// process's parent group. It fails with an error wrapping ErrUnavailable
+// where no cgroup hierarchy is writable.
 func Open() (*Manager, error) {
+	ownMu.Lock()
+	defer ownMu.Unlock()
+	if own != nil {
+		return own, nil
+	}
 	v, err := Detect()
 	if err != nil {
 		return nil, err
 	}
-	o := tempdir.Self()
-	return &Manager{version: v, owner: ownerName(o), groups: map[string]*Group{}}, nil
+	own = &Manager{version: v, owner: ownerName(tempdir.Self()), groups: map[string]*Group{}}
+	return own, nil
+}
+
+// RemoveOwn removes every group the calling process made and its parent
+// group, when it made any; for the end of a command.
+func RemoveOwn() error {
+	ownMu.Lock()
+	m := own
+	ownMu.Unlock()
+	if m == nil {
+		return nil
+	}
+	return m.Close()
 }
 
 // Version is the cgroup version in use.
@@ -387,8 +410,14 @@ func (g *Group) dirs() []string {
 
 func (g *Group) removeDirs() { _ = removeTree(g.dirs()) }
 
-// Close removes every group the manager still has, and its parent group.
+// Close removes every group the manager still has, and its parent group;
+// a later Open starts afresh.
 func (m *Manager) Close() error {
+	ownMu.Lock()
+	if own == m {
+		own = nil
+	}
+	ownMu.Unlock()
 	m.mu.Lock()
 	gs := make([]*Group, 0, len(m.groups))
 	for _, g := range m.groups {

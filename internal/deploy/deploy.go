@@ -52,6 +52,10 @@ type Options struct {
 	// this machine starts; default os.Executable(). A test passes its own
 	// binary, which then runs as a host (see local.RunIfChild).
 	Executable string
+	// CPUs, when set, is the CPU list (cgroup cpuset, e.g. "1-3") every
+	// process of the deployment runs on: the system under test's share
+	// under experiment.isolation = "cpuset".
+	CPUs string
 }
 
 // Deployment is a running topology. Its methods are safe for concurrent use.

@@ -45,6 +45,9 @@ type ExperimentFile struct {
 	Runs          []PlannedRun   `json:"runs"`
 	// Machine keeps the key "host" so stores written before the rename read.
 	Machine Machine `json:"host"`
+	// Isolation is the CPUs the load generator and the system under test
+	// ran on (experiment.isolation).
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 // DesignInfo is experiment.json's "design".

@@ -266,6 +266,13 @@ wait:
 	if d.spawn != nil {
 		d.spawn.close()
 	}
+	for _, p := range d.processes {
+		if p.cg != nil {
+			if err := p.cg.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", d.dir, err))
