@@ -90,7 +90,7 @@ func outOfMemory(g *cgroup.Group) bool {
 }
 
 // HogEnv is a test knob: the host of the group it names, once it has run
-// for a second, allocates and touches memory without end (1 MiB every
+// for 200 ms, allocates and touches memory without end (1 MiB every
 // 10 ms, 4 GiB at most), so that a test can watch its memory limit end it.
 const HogEnv = "SVCLAB_TEST_HOG_GROUP"
 
@@ -100,7 +100,7 @@ func hogIfAsked(group string) {
 		return
 	}
 	go func() {
-		time.Sleep(time.Second)
+		time.Sleep(200 * time.Millisecond)
 		var keep [][]byte
 		for range 4096 {
 			b := make([]byte, 1<<20)
