@@ -158,4 +158,3 @@ func readJSONFile(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
-
