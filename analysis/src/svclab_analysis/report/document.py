@@ -160,6 +160,8 @@ def build(a: Analysis) -> Document:
         f"memory, {host.get('os') or '—'} {host.get('kernel') or ''}, "
         f"{host.get('go_version') or ''}.".replace(" ,", ","),
     ]
+    if meta.get("isolation"):
+        items.append(isolation_line(meta["isolation"]))
     s.blocks.append(Bullets(items))
     if exp.factors:
         s.blocks.append(Table(
@@ -341,3 +343,18 @@ def methods_text(a: Analysis) -> list[str]:
         f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
         "scikit-posthocs.",
     ]
+
+
+def isolation_line(iso: dict) -> str:
+    """How many cores the load generator and the system under test had
+    (experiment.json's "isolation")."""
+    def cores(n: object, cpus: object) -> str:
+        return f"{n} core{'s' if n != 1 else ''} (CPU {cpus or '—'})"
+    gen = cores(iso.get("loadgen_cores"), iso.get("loadgen_cpus"))
+    sut = cores(iso.get("sut_cores"), iso.get("sut_cpus"))
+    if iso.get("mode") == "cpuset":
+        cg = f", cgroup {iso['cgroup']}" if iso.get("cgroup") else ""
+        return (f"CPU isolation: cpuset{cg}; the load generator had {gen}, "
+                f"the system under test {sut}, disjoint.")
+    why = f" ({iso['reason']})" if iso.get("reason") else ""
+    return f"CPU isolation: none{why}; the load generator and the system under test shared {sut}."
