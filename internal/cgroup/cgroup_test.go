@@ -87,7 +87,7 @@ func open(t *testing.T) *Manager {
 
 // child starts the test binary in mode, inside g when g is not nil
 // (joined by the parent: the child is blocked on its stdin until then).
-func child(t *testing.T, mode string, g *Group) *exec.Cmd {
+func child(t testing.TB, mode string, g *Group) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+mode)
@@ -144,7 +144,7 @@ func TestCPUQuota(t *testing.T) {
 // boost gives g and its parents the largest CPU weight, so that other work
 // on a shared machine is not what holds g below its quota: a group weighs
 // as one task against the tasks beside it, whatever it holds.
-func boost(t *testing.T, m *Manager, g *Group) {
+func boost(t testing.TB, m *Manager, g *Group) {
 	t.Helper()
 	file, value, base := "cpu.shares", "262144", filepath.Join(Root, "cpu")
 	if m.Version() == V2 {
