@@ -15,7 +15,6 @@ import (
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/experiment"
-	"github.com/svclab/svclab/internal/tempdir"
 )
 
 const limitsSpec = `
@@ -83,6 +82,7 @@ func TestRunWithLimitsAndIsolation(t *testing.T) {
 	if len(runs) != 2 {
 		t.Fatalf("%d run.json files", len(runs))
 	}
+	svclabPID := 0
 	for _, p := range runs {
 		var rf experiment.RunFile
 		readJSONFile(t, p, &rf)
@@ -94,6 +94,9 @@ func TestRunWithLimitsAndIsolation(t *testing.T) {
 			t.Errorf("%s: 2GiB: status %q reason %q", p, rf.Status, rf.Reason)
 		}
 		for _, proc := range rf.Processes {
+			if proc.Name == "loadgen" {
+				svclabPID = proc.PID
+			}
 			l := proc.Limits
 			want := iso.SUTCPUs
 			if proc.Name == "loadgen" {
@@ -133,18 +136,14 @@ func TestRunWithLimitsAndIsolation(t *testing.T) {
 		}
 	}
 	waitNoProcesses(t, mark, 5*time.Second)
-	// svclab removed its groups when it ended: no owner left is dead.
-	parents, _ := filepath.Glob(filepath.Join(cgroup.Root, "*", cgroup.Parent, "*"))
-	parents2, _ := filepath.Glob(filepath.Join(cgroup.Root, cgroup.Parent, "*"))
-	for _, d := range append(parents, parents2...) {
-		pid, _, _ := strings.Cut(filepath.Base(d), "-")
-		n, err := strconv.Atoi(pid)
-		if err != nil {
-			continue
-		}
-		if st, err := os.Stat(d); err == nil && st.IsDir() && !(tempdir.Owner{PID: n}).Alive() {
-			t.Errorf("cgroup %s of a finished svclab remains", d)
-		}
+	// svclab (the loadgen process) removed its groups when it ended.
+	if svclabPID == 0 {
+		t.Fatal("no loadgen process in run.json")
+	}
+	left, _ := filepath.Glob(filepath.Join(cgroup.Root, "*", cgroup.Parent, strconv.Itoa(svclabPID)+"-*"))
+	left2, _ := filepath.Glob(filepath.Join(cgroup.Root, cgroup.Parent, strconv.Itoa(svclabPID)+"-*"))
+	if len(left)+len(left2) > 0 {
+		t.Errorf("cgroups of the finished svclab remain: %v", append(left, left2...))
 	}
 }
 

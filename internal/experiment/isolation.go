@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
@@ -29,11 +30,15 @@ type Isolation struct {
 	Cgroup string `json:"cgroup,omitempty"`
 }
 
-// DecideIsolation applies experiment.isolation: "cpuset" splits the CPUs
+// DecideIsolation checks that the spec's resource limits can be had
+// (checkCgroups) and applies experiment.isolation: "cpuset" splits the CPUs
 // svclab may use (cgroup.Split); left out, it is "cpuset" where cgroups
 // allow it and "none" with a notice on log otherwise; "cpuset" asked for
 // where cgroups do not allow it is an error at the key.
 func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
+	if err := checkCgroups(s); err != nil {
+		return Isolation{}, err
+	}
 	cpus, err := cgroup.Allowed()
 	if err != nil {
 		return Isolation{}, err
@@ -61,6 +66,29 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		LoadgenCores: len(gen), SUTCores: len(sut),
 		Cgroup: m.Version().String(),
 	}, nil
+}
+
+// checkCgroups fails, at the key, when the spec limits resources (in its
+// tables or through a factor) where no cgroup hierarchy is writable, so
+// that the experiment stops before anything starts rather than at its
+// first deployment.
+func checkCgroups(s *spec.Spec) error {
+	key := ""
+	for name := range s.Deploy.Resources {
+		key = "deploy.resources." + name
+	}
+	for _, f := range s.Experiment.Factors {
+		if strings.HasPrefix(f.Name, "deploy.resources.") {
+			key = f.Name
+		}
+	}
+	if key == "" {
+		return nil
+	}
+	if _, err := cgroup.Detect(); err != nil {
+		return s.Errorf(key, "limits need cgroups: %v", err)
+	}
+	return nil
 }
 
 // enter moves the calling process, the load generator, onto its CPUs for
