@@ -1,11 +1,9 @@
 package local_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -179,23 +177,7 @@ memory = "64MiB"
 // removes the groups.
 func TestKilledDeployerLeavesNoCgroups(t *testing.T) {
 	m := needCgroups(t)
-	path := writeSpec(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n[deploy.resources.hop1]\ncpu = 1\nmemory = \"256MiB\"\n")
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), upSpecEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	id, err := readDeploymentID(out, 30*time.Second)
-	if err != nil {
-		t.Fatalf("up did not report a deployment: %v; stderr:\n%s", err, stderr.String())
-	}
+	cmd, id, _ := startUp(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n[deploy.resources.hop1]\ncpu = 1\nmemory = \"256MiB\"\n")
 	root := filepath.Join(cgroup.Root, cgroup.Parent)
 	if m.Version() == cgroup.V1 {
 		root = filepath.Join(cgroup.Root, "memory", cgroup.Parent)
