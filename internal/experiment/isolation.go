@@ -60,6 +60,7 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		fmt.Fprintf(log, "notice: the load generator and the system under test share every CPU (experiment.isolation = %q): %v\n", spec.IsolationNone, err)
 		return all, nil
 	}
+	fmt.Fprintf(log, "isolation: the load generator runs on CPU %s, the system under test on CPU %s (cgroup %s cpusets)\n", cgroup.List(gen), cgroup.List(sut), m.Version())
 	return Isolation{
 		Mode:        spec.IsolationCPUSet,
 		LoadgenCPUs: cgroup.List(gen), SUTCPUs: cgroup.List(sut),

@@ -46,6 +46,9 @@ func TestDecideIsolation(t *testing.T) {
 					iso.LoadgenCores+iso.SUTCores != len(cpus) {
 					t.Errorf("got %+v, %v; want cpuset %v | %v", iso, err, gen, sut)
 				}
+				if !strings.Contains(log.String(), "isolation: the load generator runs on CPU "+cgroup.List(gen)) {
+					t.Errorf("no isolation line: %q", log.String())
+				}
 			}
 		})
 	}
