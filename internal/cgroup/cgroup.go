@@ -28,6 +28,7 @@ import (
 	"github.com/containerd/cgroups/v3/cgroup1"
 	"github.com/containerd/cgroups/v3/cgroup2"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -95,8 +96,14 @@ func writable(dir string) error {
 		return fmt.Errorf("%w: %s: %v", ErrUnavailable, dir, err)
 	}
 	p := filepath.Join(dir, Parent)
-	if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("%w: cannot create %s (svclab needs root, or a delegated cgroup v2 subtree): %v", ErrUnavailable, p, err)
+	err := os.Mkdir(p, 0o755)
+	if errors.Is(err, os.ErrExist) {
+		// Made by an earlier svclab, perhaps another user's: the groups
+		// go inside it, so it is what must be writable.
+		err = unix.Access(p, unix.W_OK)
+	}
+	if err != nil {
+		return fmt.Errorf("%w: cannot create groups in %s (svclab needs root, or a delegated cgroup v2 subtree): %v", ErrUnavailable, p, err)
 	}
 	return nil
 }

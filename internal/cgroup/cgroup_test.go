@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 			keep = append(keep, b)
 		}
 		fmt.Println(len(keep))
+	case "detect":
+		_, err := Detect()
+		fmt.Println(err)
 	case "own":
 		m, err := Open()
 		if err != nil {
@@ -356,5 +359,48 @@ func TestNewRejects(t *testing.T) {
 		if _, err := m.New(c.name, c.l); err == nil {
 			t.Errorf("New(%q, %+v): no error", c.name, c.l)
 		}
+	}
+}
+
+// TestDetectUnprivileged: where svclab may not create groups (here: not
+// root), Detect fails with ErrUnavailable and says what is missing.
+func TestDetectUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		v, err := Detect()
+		if !errors.Is(err, ErrUnavailable) {
+			t.Skipf("not root, yet cgroups are writable (%s, a delegated subtree?)", v)
+		}
+		return
+	}
+	if _, err := Detect(); err != nil {
+		t.Skipf("cgroups unavailable even to root: %v", err)
+	}
+	// A copy of the test binary that user nobody can run.
+	dir, err := os.MkdirTemp("", "svclab-cgroup-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "cgroup.test")
+	b, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=detect")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Skipf("cannot run as nobody: %v: %s", err, out)
+	}
+	msg := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(msg, ErrUnavailable.Error()+": ") || !strings.Contains(msg, "svclab needs root") {
+		t.Errorf("Detect as nobody: %q, want %q naming what is missing", msg, ErrUnavailable)
 	}
 }
