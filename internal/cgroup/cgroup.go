@@ -370,29 +370,6 @@ func oomKills(path string) (uint64, error) {
 	return 0, nil
 }
 
-// Procs lists the processes in the group.
-func (g *Group) Procs() ([]int, error) {
-	var out []int
-	if g.v2 != nil {
-		ps, err := g.v2.Procs(false)
-		if err != nil {
-			return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
-		}
-		for _, p := range ps {
-			out = append(out, int(p))
-		}
-		return out, nil
-	}
-	ps, err := g.v1.Processes(cgroup1.Memory, false)
-	if err != nil {
-		return nil, fmt.Errorf("cgroup %s: %w", g.path, err)
-	}
-	for _, p := range ps {
-		out = append(out, p.Pid)
-	}
-	return out, nil
-}
-
 // Remove deletes the group. Its processes must have exited (or have been
 // moved out); one still in it is killed first, since nothing svclab
 // started may outlive its deployment.
