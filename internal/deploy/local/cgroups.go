@@ -18,14 +18,16 @@ import (
 // which covers an executable that does not know the variable.
 const cgroupProcsEnv = "SVCLAB_CGROUP_PROCS"
 
-// NewProcessCgroup makes the control group of one new process: name must
-// be unique within the deployment (a group's name, or a replica's), res
-// are the limits of its group (deploy.resources) and cpus the CPU list of
-// the deployment (deploy.Options.CPUs). It returns nil and no environment
-// when there is nothing to limit. env is to be added to the process's
-// environment; the caller moves the process in with Group.Add after it
-// starts and removes the group when the process is gone.
-func (d *Deployment) NewProcessCgroup(name string, res spec.Resources, cpus string) (g *cgroup.Group, env []string, err error) {
+// NewProcessCgroup makes the control group of one new process of group
+// (a group of the topology): name must be unique within the deployment (the
+// group's name, or a replica's), and the limits are the group's
+// (deploy.resources) with the deployment's CPUs (deploy.Options.CPUs). It
+// returns nil and no environment when there is nothing to limit. env is to
+// be added to the process's environment; the caller moves the process in
+// with Group.Add once it has started and removes the group when the
+// process is gone.
+func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env []string, err error) {
+	res, cpus := d.groupResources(group), d.cpus
 	if res.IsZero() && cpus == "" {
 		return nil, nil, nil
 	}

@@ -87,6 +87,7 @@ type Deployment struct {
 	processes  []*process
 
 	dir         string
+	cpus        string           // deploy.Options.CPUs: every process's CPU list
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -170,6 +171,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		topo:        p,
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
+		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 	}

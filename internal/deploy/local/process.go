@@ -63,7 +63,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
-	cg, cgEnv, err := d.NewProcessCgroup(hc.Group, d.groupResources(hc.Group), opts.CPUs)
+	cg, cgEnv, err := d.NewProcessCgroup(hc.Group, hc.Group)
 	if err != nil {
 		return nil, err
 	}
