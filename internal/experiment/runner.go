@@ -155,13 +155,20 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 
 func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation) (_ *Outcome, err error) {
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
+	start := time.Now()
+	prog := newProgress(logw, opts.Live, p, start)
+	// Backing services (a database) start before the generator moves onto
+	// its CPUs: a process svclab starts inherits its cgroups.
+	pool, err := startBacking(ctx, prepared, logw)
+	if err != nil {
+		return out, err
+	}
+	defer closeBacking(pool, logw)
 	leave, err := iso.enter()
 	if err != nil {
 		return out, fmt.Errorf("isolate the load generator: %w", err)
 	}
 	defer func() { err = errors.Join(err, leave()) }()
-	start := time.Now()
-	prog := newProgress(logw, opts.Live, p, start)
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -238,7 +245,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs()})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs(), Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()

@@ -10,6 +10,7 @@ from .. import __version__
 from ..design import Factorial
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
+from . import tradeoff
 from .analysis import (
     CONFIG,
     CV_WARN_PCT,
@@ -70,6 +71,7 @@ def build(a: Analysis) -> Document:
     best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
     text = (f"**{best[CONFIG]}** has the {better} mean {a.mlabel}: "
             f"**{with_unit(best['mean'], u)}** ({conf}% CI {best_ci}, {int(best['n'])} runs).")
+    text += tradeoff.winner_errors(a.ranked, a.metric)
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
