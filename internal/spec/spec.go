@@ -121,6 +121,9 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Resources maps a group or component name to the limits of each of
+	// its processes (cgroups).
+	Resources map[string]Resources `toml:"resources"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -343,6 +346,9 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
+	}
+	if err := s.checkResources(); err != nil {
+		return err
 	}
 	return nil
 }
