@@ -57,6 +57,8 @@ type host struct {
 	// calls; the control service updates their endpoint sets.
 	peers map[string]*balancer.Balancer
 	dopts transport.DialOptions
+	// tls is the host's mutual TLS, nil without deploy.mtls.
+	tls *meshTLS
 	// calls counts the calls in flight on the listeners and gateway, so
 	// that a drain knows when the host is idle.
 	calls  inflight.Gate
@@ -100,8 +102,13 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		Codec:        cfg.GetTransportOptions().GetHttpCodec(),
 		HTTPLimits:   HTTPLimitsOf(cfg.GetTransportOptions().GetHttpLimits()),
 	}
+	mtls, err := loadMeshTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
 	h := &host{
 		cfg:    cfg,
+		tls:    mtls,
 		peers:  map[string]*balancer.Balancer{},
 		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
@@ -124,7 +131,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		if !ok {
 			return nil, fmt.Errorf("no endpoints for component %s, which is outside group %s", dep, cfg.GetGroup())
 		}
-		addrs, err := h.addresses(set)
+		addrs, err := h.addresses(dep, set)
 		if err != nil {
 			return nil, fmt.Errorf("peer %s: %w", dep, err)
 		}
@@ -176,7 +183,9 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			h.close()
 			return nil, fmt.Errorf("listener for component %s, which is not in group %s", name, cfg.GetGroup())
 		}
-		if err := h.serve(lopts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
+		opts := lopts
+		opts.TLS = h.tls.serverTLS(name)
+		if err := h.serve(opts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
 			h.close()
 			return nil, err
 		}
@@ -201,9 +210,11 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 	return h, nil
 }
 
-// addresses turns an endpoint set into the addresses a balancer dials,
+// addresses turns peer's endpoint set into the addresses a balancer dials,
 // checking every endpoint's transport first.
-func (h *host) addresses(set *hostv1.EndpointSet) ([]balancer.Address, error) {
+func (h *host) addresses(peer string, set *hostv1.EndpointSet) ([]balancer.Address, error) {
+	dopts := h.dopts
+	dopts.TLS = h.tls.clientTLS(peer)
 	var addrs []balancer.Address
 	for _, pe := range set.GetEndpoints() {
 		ep := EndpointOf(pe)
@@ -217,7 +228,7 @@ func (h *host) addresses(set *hostv1.EndpointSet) ([]balancer.Address, error) {
 		addrs = append(addrs, balancer.Address{
 			Addr: ep.String(),
 			Dial: func(ctx context.Context) (transport.Conn, error) {
-				return tr.Dial(ctx, ep.Network, ep.Addr, h.dopts)
+				return tr.Dial(ctx, ep.Network, ep.Addr, dopts)
 			},
 		})
 	}

@@ -87,6 +87,7 @@ type Deployment struct {
 	processes  []*process
 
 	dir         string
+	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -185,6 +186,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
+	if d.mesh, err = newMesh(d.id, d.dir, p); err != nil {
+		return nil, err
+	}
 	sockets, err := d.bind()
 	if err != nil {
 		return nil, err
@@ -193,6 +197,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 
 	for i, g := range p.Groups {
 		hc := d.hostConfig(i, cfgJSON, sockets)
+		d.mesh.configure(hc, g)
 		proc, err := d.start(hc, sockets.files[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
