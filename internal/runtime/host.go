@@ -59,6 +59,8 @@ type host struct {
 	dopts transport.DialOptions
 	// tls is the host's mutual TLS, nil without deploy.mtls.
 	tls *meshTLS
+	// mesh adds the interceptors of deploy.tracing (mesh.go).
+	mesh *meshInterceptors
 	// calls counts the calls in flight on the listeners and gateway, so
 	// that a drain knows when the host is idle.
 	calls  inflight.Gate
@@ -106,9 +108,14 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 	if err != nil {
 		return nil, err
 	}
+	mi, err := newMeshInterceptors(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	h := &host{
 		cfg:    cfg,
 		tls:    mtls,
+		mesh:   mi,
 		peers:  map[string]*balancer.Balancer{},
 		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
@@ -118,7 +125,10 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 	// implementation per service.
 	channels := map[string]*inproc.Channel{}
 	for _, name := range cfg.GetComponents() {
-		channels[name] = inproc.New(sopts, h.dopts)
+		cs, cd := sopts, h.dopts
+		cs.Interceptors = mi.server(sopts.Interceptors, name)
+		cd.Interceptors = mi.client(h.dopts.Interceptors, name)
+		channels[name] = inproc.New(cs, cd)
 	}
 	conn := func(dep string) (grpc.ClientConnInterface, error) {
 		if ch, ok := channels[dep]; ok {
@@ -185,6 +195,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		}
 		opts := lopts
 		opts.TLS = h.tls.serverTLS(name)
+		opts.Interceptors = mi.server(lopts.Interceptors, name)
 		if err := h.serve(opts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
 			h.close()
 			return nil, err
@@ -196,7 +207,9 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			h.close()
 			return nil, fmt.Errorf("gateway for entry %s, which is not in group %s", cfg.GetEntry(), cfg.GetGroup())
 		}
-		if err := h.serve(lopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
+		gopts := lopts
+		gopts.Interceptors = mi.server(lopts.Interceptors, cfg.GetEntry())
+		if err := h.serve(gopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
 			h.close()
 			return nil, err
 		}
@@ -215,6 +228,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 func (h *host) addresses(peer string, set *hostv1.EndpointSet) ([]balancer.Address, error) {
 	dopts := h.dopts
 	dopts.TLS = h.tls.clientTLS(peer)
+	dopts.Interceptors = h.mesh.client(h.dopts.Interceptors, peer)
 	var addrs []balancer.Address
 	for _, pe := range set.GetEndpoints() {
 		ep := EndpointOf(pe)
@@ -412,6 +426,11 @@ func (h *host) close() {
 	if h.ctl != nil {
 		// Last, so that a Stop call gets its answer.
 		h.ctl.stop(time.Second)
+	}
+	if h.mesh != nil {
+		if err := h.mesh.close(); err != nil {
+			log.Printf("group %s: %v", h.cfg.GetGroup(), err)
+		}
 	}
 }
 

@@ -1,10 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
 
 	"github.com/svclab/svclab/internal/pki"
+	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -78,4 +83,57 @@ func (m *meshTLS) clientTLS(peer string) *tls.Config {
 		return nil
 	}
 	return pki.ClientConfig(m.client, peer)
+}
+
+// meshInterceptors are the per-hop middleware HostConfig.mesh asks for,
+// which name the component a server serves or a client calls.
+type meshInterceptors struct {
+	tracer *tracing.Tracer // nil without deploy.tracing
+}
+
+func newMeshInterceptors(ctx context.Context, cfg *hostv1.HostConfig) (*meshInterceptors, error) {
+	m := &meshInterceptors{}
+	if t := cfg.GetMesh().GetTracing(); t != nil {
+		tr, err := tracing.New(ctx, tracing.Options{
+			Service:    cfg.GetGroup(),
+			Deployment: cfg.GetDeployment(),
+			Ratio:      t.GetRatio(),
+			Endpoint:   t.GetOtlpEndpoint(),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("mesh.tracing: %w", err)
+		}
+		m.tracer = tr
+	}
+	return m, nil
+}
+
+// server are the interceptors of component's servers, after the host's own.
+func (m *meshInterceptors) server(own []grpc.UnaryServerInterceptor, component string) []grpc.UnaryServerInterceptor {
+	if m.tracer == nil {
+		return own
+	}
+	return append(append([]grpc.UnaryServerInterceptor{}, own...), m.tracer.Server(component))
+}
+
+// client are the interceptors of calls to peer, after the host's own.
+func (m *meshInterceptors) client(own []grpc.UnaryClientInterceptor, peer string) []grpc.UnaryClientInterceptor {
+	if m.tracer == nil {
+		return own
+	}
+	return append(append([]grpc.UnaryClientInterceptor{}, own...), m.tracer.Client(peer))
+}
+
+// flushTimeout bounds how long a stopping host tries to export its last
+// spans; what does not make it is counted as dropped after the run.
+const flushTimeout = 5 * time.Second
+
+// close exports what is still batched.
+func (m *meshInterceptors) close() error {
+	if m.tracer == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer cancel()
+	return m.tracer.Shutdown(ctx)
 }

@@ -186,7 +186,10 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
-	if d.mesh, err = newMesh(d.id, d.dir, p); err != nil {
+	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
+	d.mesh, err = d.newMesh(meshCtx, p)
+	cancelMesh()
+	if err != nil {
 		return nil, err
 	}
 	sockets, err := d.bind()
@@ -268,6 +271,7 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
 	}

@@ -1,11 +1,14 @@
 package local
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -19,8 +22,18 @@ const ClientIdentity = "svclab.client"
 
 // mesh is what a deployment with in-process mesh features keeps: for
 // deploy.mtls, the run's CA and each component's credentials, all in the
-// deployment's private temp dir, which Stop removes.
+// deployment's private temp dir, which Stop removes; for deploy.tracing,
+// its Jaeger.
 type mesh struct {
+	mtls    bool
+	tracing float64
+	jaeger  *jaeger
+	// spans are what Jaeger had when the deployment stopped.
+	spans    []deploy.Span
+	spansErr error
+	// collected is closed once spans are read.
+	collected chan struct{}
+
 	caFile string
 	certs  map[string]pki.Files
 	client *pki.Identity
@@ -28,26 +41,46 @@ type mesh struct {
 	clientFiles pki.Files
 }
 
-// newMesh makes the mesh of topology p for deployment id, with its files
-// under dir; nil when p turns on no mesh feature that crosses processes.
-func newMesh(id, dir string, p *runtime.Topology) (*mesh, error) {
-	if !p.Mesh.MTLS || p.InProcess() {
+// newMesh makes the mesh of topology p for deployment d: credentials for
+// mTLS, a Jaeger for tracing (started within ctx). Nil when p turns on no
+// mesh feature; on error the caller's Stop cleans up.
+func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, error) {
+	m := &mesh{tracing: p.Mesh.Tracing, collected: make(chan struct{})}
+	if p.Mesh.Tracing > 0 {
+		j, err := d.startJaeger(ctx, deploy.JaegerPath())
+		if err != nil {
+			return nil, fmt.Errorf("deployment %s: deploy.tracing: %w", d.id, err)
+		}
+		m.jaeger = j
+	}
+	if p.Mesh.MTLS && !p.InProcess() {
+		if err := m.makeCredentials(d.id, d.dir, p); err != nil {
+			return m, err
+		}
+	}
+	if m.jaeger == nil && !m.mtls {
 		return nil, nil
 	}
+	return m, nil
+}
+
+// makeCredentials makes the run's CA and every component's leaf.
+func (m *mesh) makeCredentials(id, dir string, p *runtime.Topology) error {
+	m.mtls = true
 	pdir := filepath.Join(dir, "pki")
 	if err := os.Mkdir(pdir, 0o700); err != nil {
-		return nil, fmt.Errorf("deployment %s: mtls: %w", id, err)
+		return fmt.Errorf("deployment %s: mtls: %w", id, err)
 	}
 	ca, err := pki.NewCA(id)
 	if err != nil {
-		return nil, fmt.Errorf("deployment %s: mtls: %w", id, err)
+		return fmt.Errorf("deployment %s: mtls: %w", id, err)
 	}
-	m := &mesh{certs: map[string]pki.Files{}}
+	m.certs = map[string]pki.Files{}
 	for _, g := range p.Groups {
 		for _, c := range g.Components {
 			f, err := ca.Write(pdir, c)
 			if err != nil {
-				return nil, fmt.Errorf("deployment %s: mtls: %w", id, err)
+				return fmt.Errorf("deployment %s: mtls: %w", id, err)
 			}
 			m.certs[c] = f
 			m.caFile = f.CA
@@ -55,13 +88,13 @@ func newMesh(id, dir string, p *runtime.Topology) (*mesh, error) {
 	}
 	f, err := ca.Write(pdir, ClientIdentity)
 	if err != nil {
-		return nil, fmt.Errorf("deployment %s: mtls: %w", id, err)
+		return fmt.Errorf("deployment %s: mtls: %w", id, err)
 	}
 	m.clientFiles = f
 	if m.client, err = pki.Load(f); err != nil {
-		return nil, fmt.Errorf("deployment %s: mtls: %w", id, err)
+		return fmt.Errorf("deployment %s: mtls: %w", id, err)
 	}
-	return m, nil
+	return nil
 }
 
 // configure sets hc's mesh for group g.
@@ -69,18 +102,25 @@ func (m *mesh) configure(hc *hostv1.HostConfig, g runtime.Group) {
 	if m == nil {
 		return
 	}
+	hc.Mesh = &hostv1.Mesh{}
+	if m.jaeger != nil {
+		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: m.tracing, OtlpEndpoint: m.jaeger.otlp}
+	}
+	if !m.mtls {
+		return
+	}
 	t := &hostv1.Tls{CaFile: m.caFile, Certs: map[string]*hostv1.CertKey{}}
 	for _, c := range g.Components {
 		f := m.certs[c]
 		t.Certs[c] = &hostv1.CertKey{CertFile: f.Cert, KeyFile: f.Key}
 	}
-	hc.Mesh = &hostv1.Mesh{Tls: t}
+	hc.Mesh.Tls = t
 }
 
 // clientTLS is how the deployer and the load generator call component:
 // nil without mTLS.
 func (m *mesh) clientTLS(component string) *tls.Config {
-	if m == nil {
+	if m == nil || !m.mtls {
 		return nil
 	}
 	return pki.ClientConfig(m.client, component)
@@ -90,8 +130,39 @@ func (m *mesh) clientTLS(component string) *tls.Config {
 // curl and openssl s_client to call a deployment with deploy.mtls (false
 // without it). They are deleted when the deployment stops.
 func (d *Deployment) ClientFiles() (pki.Files, bool) {
-	if d.mesh == nil {
+	if d.mesh == nil || !d.mesh.mtls {
 		return pki.Files{}, false
 	}
 	return d.mesh.clientFiles, true
+}
+
+// collectSpans reads what Jaeger received, once every host has stopped
+// (and so exported its last spans), then stops Jaeger.
+func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
+	if m == nil || m.jaeger == nil {
+		return
+	}
+	var services []string
+	for _, g := range groups {
+		services = append(services, g.Name)
+	}
+	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	m.spans, m.spansErr = m.jaeger.spans(qctx, services)
+	m.jaeger.stop()
+	close(m.collected)
+}
+
+// Spans returns every span the deployment's Jaeger received (a
+// deploy.TraceSource), once the deployment has stopped.
+func (d *Deployment) Spans() ([]deploy.Span, error) {
+	if d.mesh == nil || d.mesh.jaeger == nil {
+		return nil, errNoTracing
+	}
+	select {
+	case <-d.mesh.collected:
+	default:
+		return nil, fmt.Errorf("deployment %s: spans are read when it has stopped", d.id)
+	}
+	return d.mesh.spans, d.mesh.spansErr
 }
