@@ -117,10 +117,17 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// untraced is the prefix of the methods left out of traces: health checks
+// are the deployer's probes, not requests, as a mesh leaves its probes out.
+const untraced = "/grpc.health.v1.Health/"
+
 // Server is the interceptor of component's servers: a server span per
 // call, a child of the caller's span when the call carries one.
 func (t *Tracer) Server(component string) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if strings.HasPrefix(info.FullMethod, untraced) {
+			return handler(ctx, req)
+		}
 		md, _ := metadata.FromIncomingContext(ctx)
 		ctx = t.prop.Extract(ctx, mdCarrier(md))
 		ctx, span := t.tracer.Start(ctx, spanName(info.FullMethod),
@@ -137,6 +144,9 @@ func (t *Tracer) Server(component string) grpc.UnaryServerInterceptor {
 // context goes out in the call's metadata.
 func (t *Tracer) Client(peer string) grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		if strings.HasPrefix(method, untraced) {
+			return invoker(ctx, method, req, reply, cc, opts...)
+		}
 		ctx, span := t.tracer.Start(ctx, spanName(method),
 			trace.WithSpanKind(trace.SpanKindClient),
 			trace.WithAttributes(append(rpcAttributes(method), PeerKey.String(peer))...))
