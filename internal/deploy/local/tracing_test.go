@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +111,34 @@ pair = [["hop1", "hop2"], ["hop3"]]
 		if !slices.Equal(got, want) {
 			t.Errorf("trace %s:\n got %q\nwant %q", id, got, want)
 		}
+	}
+}
+
+// TestTracingBackendFails checks that a tracing backend that exits at start
+// fails the deployment with one clear error, before any host starts, and
+// leaves nothing running.
+func TestTracingBackendFails(t *testing.T) {
+	bin, err := exec.LookPath("false")
+	if err != nil {
+		t.Skip("no false(1) to stand for a backend that fails")
+	}
+	t.Setenv(deploy.JaegerEnv, bin)
+	p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntracing = 1.0\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d, err := local.Deploy(ctx, p, local.Options{})
+	if err == nil {
+		d.Stop(context.Background())
+		t.Fatal("deployed with a tracing backend that exits at start")
+	}
+	if !strings.Contains(err.Error(), "deploy.tracing: tracing backend "+bin+" exited at start") {
+		t.Errorf("error: %v", err)
+	}
+	m := regexp.MustCompile(`deployment ([0-9a-f]+): `).FindStringSubmatch(err.Error())
+	if m == nil {
+		t.Fatalf("the error names no deployment: %v", err)
+	}
+	if procs := deploymentProcs(m[1]); len(procs) > 0 {
+		t.Errorf("processes of deployment %s left running: %v", m[1], procs)
 	}
 }
