@@ -28,3 +28,21 @@ type Span struct {
 type TraceSource interface {
 	Spans() ([]Span, error)
 }
+
+// Sample is one value of one series a deployment's Prometheus scraped
+// (deploy.metrics).
+type Sample struct {
+	// T is when Prometheus scraped it.
+	T time.Time
+	// Name is the metric's name; Labels the rest of its labels (instance,
+	// job, group, component, method, code, le).
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricSource is a deployment with deploy.metrics: once stopped, Series
+// returns every sample its Prometheus scraped of the deployment's series.
+type MetricSource interface {
+	Series() ([]Sample, error)
+}

@@ -310,10 +310,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		return nil, ctx.Err()
 	}
 	if !res.Started.IsZero() {
-		sampler.SetZero(res.Started.Add(p.Warmup))
-	} else {
-		sampler.SetZero(measureStart)
+		measureStart = res.Started.Add(p.Warmup)
 	}
+	sampler.SetZero(measureStart)
 	switch {
 	case crashed != nil:
 		<-crashed.Done()
@@ -344,6 +343,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Warnings = append(rf.Warnings, fmt.Sprintf("traces: %v", err))
 	} else if rf.Traces != nil {
 		rf.Warnings = append(rf.Warnings, rf.Traces.Problems()...)
+	}
+	if err := writeMetrics(w.Dir, dep, pr.Runtime.Mesh.Metrics, measureStart); err != nil {
+		rf.Warnings = append(rf.Warnings, fmt.Sprintf("metrics: %v", err))
 	}
 	return rf, commitRun(w, rf)
 }

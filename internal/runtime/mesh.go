@@ -3,12 +3,16 @@ package runtime
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"log"
+	"net/http"
 	"time"
 
 	"google.golang.org/grpc"
 
 	"github.com/svclab/svclab/internal/pki"
+	"github.com/svclab/svclab/internal/runtime/middleware/metrics"
 	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -88,11 +92,29 @@ func (m *meshTLS) clientTLS(peer string) *tls.Config {
 // meshInterceptors are the per-hop middleware HostConfig.mesh asks for,
 // which name the component a server serves or a client calls.
 type meshInterceptors struct {
-	tracer *tracing.Tracer // nil without deploy.tracing
+	tracer  *tracing.Tracer  // nil without deploy.tracing
+	metrics *metrics.Metrics // nil without deploy.metrics
+	// metricsSrv serves metrics on HostConfig.mesh.metrics.listener.
+	metricsSrv *http.Server
 }
 
 func newMeshInterceptors(ctx context.Context, cfg *hostv1.HostConfig) (*meshInterceptors, error) {
 	m := &meshInterceptors{}
+	if mc := cfg.GetMesh().GetMetrics(); mc != nil {
+		lis, err := listen(mc.GetListener())
+		if err != nil {
+			return nil, fmt.Errorf("mesh.metrics: %w", err)
+		}
+		m.metrics = metrics.New(cfg.GetGroup())
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", m.metrics.Handler())
+		m.metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go func() {
+			if err := m.metricsSrv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Printf("group %s: metrics on %s: %v", cfg.GetGroup(), lis.Addr(), err)
+			}
+		}()
+	}
 	if t := cfg.GetMesh().GetTracing(); t != nil {
 		tr, err := tracing.New(ctx, tracing.Options{
 			Service:    cfg.GetGroup(),
@@ -110,10 +132,14 @@ func newMeshInterceptors(ctx context.Context, cfg *hostv1.HostConfig) (*meshInte
 
 // server are the interceptors of component's servers, after the host's own.
 func (m *meshInterceptors) server(own []grpc.UnaryServerInterceptor, component string) []grpc.UnaryServerInterceptor {
-	if m.tracer == nil {
-		return own
+	out := append([]grpc.UnaryServerInterceptor{}, own...)
+	if m.metrics != nil {
+		out = append(out, m.metrics.Server(component))
 	}
-	return append(append([]grpc.UnaryServerInterceptor{}, own...), m.tracer.Server(component))
+	if m.tracer != nil {
+		out = append(out, m.tracer.Server(component))
+	}
+	return out
 }
 
 // client are the interceptors of calls to peer, after the host's own.
@@ -128,12 +154,16 @@ func (m *meshInterceptors) client(own []grpc.UnaryClientInterceptor, peer string
 // spans; what does not make it is counted as dropped after the run.
 const flushTimeout = 5 * time.Second
 
-// close exports what is still batched.
+// close exports the spans still batched and stops serving metrics.
 func (m *meshInterceptors) close() error {
-	if m.tracer == nil {
-		return nil
+	var errs []error
+	if m.metricsSrv != nil {
+		errs = append(errs, m.metricsSrv.Close())
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
-	defer cancel()
-	return m.tracer.Shutdown(ctx)
+	if m.tracer != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), flushTimeout)
+		defer cancel()
+		errs = append(errs, m.tracer.Shutdown(ctx))
+	}
+	return errors.Join(errs...)
 }

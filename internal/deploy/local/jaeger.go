@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -121,18 +120,7 @@ func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, er
 }
 
 func (j *jaeger) ready(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.query+"/api/services", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if !httpOK(ctx, j.query+"/api/services") {
 		return false
 	}
 	// The query API may come up before the OTLP receiver.
@@ -144,29 +132,12 @@ func (j *jaeger) ready(ctx context.Context) bool {
 	return true
 }
 
-// tail is the end of Jaeger's log.
-func (j *jaeger) tail() string {
-	b, _ := os.ReadFile(j.log)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > DefaultTailLines {
-		lines = lines[len(lines)-DefaultTailLines:]
-	}
-	return deploy.IndentTail(lines)
-}
+func (j *jaeger) tail() string { return logTail(j.log) }
 
-// stop ends Jaeger (SIGTERM, SIGKILL after a grace) and waits for it.
 func (j *jaeger) stop() {
-	if j == nil || j.cmd.Process == nil {
-		return
+	if j != nil {
+		stopGroup(j.cmd, j.done)
 	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-j.done:
-		return
-	case <-time.After(3 * time.Second):
-	}
-	_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
-	<-j.done
 }
 
 // freePorts picks n loopback ports the kernel calls free. A port could be
@@ -290,3 +261,6 @@ func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, e
 
 // errNoTracing is Spans of a deployment without deploy.tracing.
 var errNoTracing = errors.New("the deployment has no tracing (deploy.tracing = 0)")
+
+// errNoMetrics is Series of a deployment without deploy.metrics.
+var errNoMetrics = errors.New("the deployment has no metrics (deploy.metrics = false)")

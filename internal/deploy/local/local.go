@@ -196,11 +196,18 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err != nil {
 		return nil, err
 	}
+	meshCtx, cancelMesh = context.WithTimeout(ctx, opts.ReadyTimeout)
+	err = d.meshAfterBind(meshCtx, sockets)
+	cancelMesh()
+	if err != nil {
+		sockets.close()
+		return nil, err
+	}
 	defer sockets.close() // the children hold their own copies
 
 	for i, g := range p.Groups {
 		hc := d.hostConfig(i, cfgJSON, sockets)
-		d.mesh.configure(hc, g)
+		d.mesh.configure(hc, i, g)
 		proc, err := d.start(hc, sockets.files[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
@@ -213,6 +220,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer cancel()
 	if err := d.waitReady(readyCtx); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
+	}
+	if err := d.meshReady(readyCtx); err != nil {
+		return nil, err
 	}
 	go d.watch()
 	return d, nil

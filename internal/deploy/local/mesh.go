@@ -31,8 +31,15 @@ type mesh struct {
 	// spans are what Jaeger had when the deployment stopped.
 	spans    []deploy.Span
 	spansErr error
-	// collected is closed once spans are read.
+	// collected is closed once spans (and series) are read.
 	collected chan struct{}
+
+	metrics bool
+	// metricsAt is each group's metrics listener.
+	metricsAt  []*hostv1.Listener
+	prometheus *prometheus
+	series     []deploy.Sample
+	seriesErr  error
 
 	caFile string
 	certs  map[string]pki.Files
@@ -45,7 +52,7 @@ type mesh struct {
 // mTLS, a Jaeger for tracing (started within ctx). Nil when p turns on no
 // mesh feature; on error the caller's Stop cleans up.
 func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, error) {
-	m := &mesh{tracing: p.Mesh.Tracing, collected: make(chan struct{})}
+	m := &mesh{tracing: p.Mesh.Tracing, metrics: p.Mesh.Metrics, collected: make(chan struct{})}
 	if p.Mesh.Tracing > 0 {
 		j, err := d.startJaeger(ctx, deploy.JaegerPath())
 		if err != nil {
@@ -58,10 +65,32 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 			return m, err
 		}
 	}
-	if m.jaeger == nil && !m.mtls {
+	if m.jaeger == nil && !m.mtls && !m.metrics {
 		return nil, nil
 	}
 	return m, nil
+}
+
+// afterBind adds each group's metrics listener to its sockets and starts
+// the Prometheus that scrapes them (within ctx), for deploy.metrics.
+func (d *Deployment) meshAfterBind(ctx context.Context, s *sockets) error {
+	m := d.mesh
+	if m == nil || !m.metrics {
+		return nil
+	}
+	if err := m.bindMetrics(s); err != nil {
+		return fmt.Errorf("deployment %s: %w", d.id, err)
+	}
+	var targets []string
+	for _, l := range m.metricsAt {
+		targets = append(targets, l.GetEndpoint().GetAddr())
+	}
+	p, err := d.startPrometheus(ctx, targets)
+	if err != nil {
+		return fmt.Errorf("deployment %s: deploy.metrics: %w", d.id, err)
+	}
+	m.prometheus = p
+	return nil
 }
 
 // makeCredentials makes the run's CA and every component's leaf.
@@ -97,12 +126,27 @@ func (m *mesh) makeCredentials(id, dir string, p *runtime.Topology) error {
 	return nil
 }
 
-// configure sets hc's mesh for group g.
-func (m *mesh) configure(hc *hostv1.HostConfig, g runtime.Group) {
+// meshReady waits, once every host is ready, until the mesh's backends
+// see them: Prometheus has scraped every host.
+func (d *Deployment) meshReady(ctx context.Context) error {
+	if d.mesh == nil || d.mesh.prometheus == nil {
+		return nil
+	}
+	if err := d.mesh.prometheus.scraping(ctx); err != nil {
+		return fmt.Errorf("deployment %s: deploy.metrics: %w", d.id, err)
+	}
+	return nil
+}
+
+// configure sets hc's mesh for group g, the i-th.
+func (m *mesh) configure(hc *hostv1.HostConfig, i int, g runtime.Group) {
 	if m == nil {
 		return
 	}
 	hc.Mesh = &hostv1.Mesh{}
+	if m.metrics {
+		hc.Mesh.Metrics = &hostv1.Metrics{Listener: m.metricsAt[i]}
+	}
 	if m.jaeger != nil {
 		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: m.tracing, OtlpEndpoint: m.jaeger.otlp}
 	}
@@ -139,18 +183,38 @@ func (d *Deployment) ClientFiles() (pki.Files, bool) {
 // collectSpans reads what Jaeger received, once every host has stopped
 // (and so exported its last spans), then stops Jaeger.
 func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
-	if m == nil || m.jaeger == nil {
+	if m == nil {
 		return
 	}
-	var services []string
-	for _, g := range groups {
-		services = append(services, g.Name)
-	}
+	defer close(m.collected)
 	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	m.spans, m.spansErr = m.jaeger.spans(qctx, services)
-	m.jaeger.stop()
-	close(m.collected)
+	if m.prometheus != nil {
+		m.series, m.seriesErr = m.prometheus.series(qctx)
+		m.prometheus.stop()
+	}
+	if m.jaeger != nil {
+		var services []string
+		for _, g := range groups {
+			services = append(services, g.Name)
+		}
+		m.spans, m.spansErr = m.jaeger.spans(qctx, services)
+		m.jaeger.stop()
+	}
+}
+
+// Series returns every sample the deployment's Prometheus scraped (a
+// deploy.MetricSource), once the deployment has stopped.
+func (d *Deployment) Series() ([]deploy.Sample, error) {
+	if d.mesh == nil || d.mesh.prometheus == nil {
+		return nil, errNoMetrics
+	}
+	select {
+	case <-d.mesh.collected:
+	default:
+		return nil, fmt.Errorf("deployment %s: series are read when it has stopped", d.id)
+	}
+	return d.mesh.series, d.mesh.seriesErr
 }
 
 // Spans returns every span the deployment's Jaeger received (a

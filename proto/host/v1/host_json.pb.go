@@ -403,6 +403,12 @@ func (x *Mesh) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if x.Metrics != nil {
+		b = append(b, ",\"metrics\":"...)
+		if b, err = x.Metrics.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -456,6 +462,81 @@ func (x *Mesh) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.Tracing = v
+			}
+		case "metrics":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Metrics)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Metrics = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Metrics) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.Listener != nil {
+		b = append(b, ",\"listener\":"...)
+		if b, err = x.Listener.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Metrics) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "listener":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Listener)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Listener = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {
