@@ -8,7 +8,6 @@ import (
 
 	_ "github.com/svclab/svclab/apps/all"
 	"github.com/svclab/svclab/internal/deploy"
-	_ "github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -20,7 +19,7 @@ func TestTracingNeedsJaeger(t *testing.T) {
 	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n\ntracing = 0.5\n"
+	src := "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"test-a\"\n\ntracing = 0.5\n"
 	for _, bin := range []string{filepath.Join(dir, "missing"), notExec, dir} {
 		t.Setenv(deploy.JaegerEnv, bin)
 		s, err := spec.Parse("x.toml", []byte(src))
@@ -33,7 +32,7 @@ func TestTracingNeedsJaeger(t *testing.T) {
 		}
 	}
 	// Off, nothing is needed.
-	s, err := spec.Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy]\ntracing = 0.0\n"))
+	s, err := spec.Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy]\ndeployer = \"test-a\"\ntracing = 0.0\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
