@@ -230,3 +230,24 @@ func (d *Deployment) Spans() ([]deploy.Span, error) {
 	}
 	return d.mesh.spans, d.mesh.spansErr
 }
+
+// MeshLines says where the mesh features of the deployment can be seen, for
+// `svclab up` (a deploy.MeshDescriber).
+func (d *Deployment) MeshLines() []string {
+	m := d.mesh
+	if m == nil {
+		return nil
+	}
+	var out []string
+	if m.mtls {
+		f := m.clientFiles
+		out = append(out, fmt.Sprintf("mtls:    every listener but the gateway; a client certificate: --cacert %s --cert %s --key %s", f.CA, f.Cert, f.Key))
+	}
+	if m.jaeger != nil {
+		out = append(out, fmt.Sprintf("tracing: %g of requests, Jaeger UI at %s", m.tracing, m.jaeger.query))
+	}
+	if m.prometheus != nil {
+		out = append(out, fmt.Sprintf("metrics: Prometheus at %s (svclab_requests_total, svclab_request_duration_seconds, ...)", m.prometheus.web))
+	}
+	return out
+}
