@@ -29,8 +29,9 @@ import (
 )
 
 // Middleware are the interceptors a host puts on every server it runs and
-// every client it dials, inproc included. Empty until per-hop features
-// (tracing, metrics, TLS) arrive.
+// every client it dials, inproc included, besides those of the mesh
+// features its HostConfig asks for (mesh.go: TLS, tracing, metrics), which
+// the host adds itself after these.
 type Middleware struct {
 	Server []grpc.UnaryServerInterceptor
 	Client []grpc.UnaryClientInterceptor
