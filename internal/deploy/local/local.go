@@ -247,6 +247,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	d.mesh.beforeStop(ctx)
 	for _, p := range d.processes {
 		signalGroup(p, syscall.SIGTERM)
 	}

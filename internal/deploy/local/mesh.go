@@ -180,6 +180,13 @@ func (d *Deployment) ClientFiles() (pki.Files, bool) {
 	return d.mesh.clientFiles, true
 }
 
+// beforeStop lets the backends catch up with the hosts' last calls.
+func (m *mesh) beforeStop(ctx context.Context) {
+	if m != nil && m.prometheus != nil {
+		m.prometheus.finalScrape(ctx)
+	}
+}
+
 // collectSpans reads what Jaeger received, once every host has stopped
 // (and so exported its last spans), then stops Jaeger.
 func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {

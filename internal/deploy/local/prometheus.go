@@ -146,9 +146,38 @@ func (p *prometheus) scraping(ctx context.Context) error {
 	}
 }
 
+// finalScrape waits, before the hosts stop, until Prometheus has scraped
+// every host once more, so that the last calls are in the series; it gives
+// up after two intervals and a second.
+func (p *prometheus) finalScrape(ctx context.Context) {
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 2*ScrapeInterval+time.Second)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, _ := p.scrapedSince(ctx, since); ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // allUp reports whether every target has been scraped and is up, and
 // what is missing when not.
 func (p *prometheus) allUp(ctx context.Context) (bool, string) {
+	return p.scrapedSince(ctx, time.Time{})
+}
+
+// scrapedSince reports whether every target is up and was last scraped
+// after since, and what is missing when not.
+func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/targets?state=active", nil)
@@ -163,9 +192,10 @@ func (p *prometheus) allUp(ctx context.Context) (bool, string) {
 	var body struct {
 		Data struct {
 			ActiveTargets []struct {
-				ScrapeURL string `json:"scrapeUrl"`
-				Health    string `json:"health"`
-				LastError string `json:"lastError"`
+				ScrapeURL  string    `json:"scrapeUrl"`
+				Health     string    `json:"health"`
+				LastError  string    `json:"lastError"`
+				LastScrape time.Time `json:"lastScrape"`
 			} `json:"activeTargets"`
 		} `json:"data"`
 	}
@@ -179,19 +209,25 @@ func (p *prometheus) allUp(ctx context.Context) (bool, string) {
 		if t.Health != "up" {
 			return false, fmt.Sprintf("%s is %s %s", t.ScrapeURL, t.Health, t.LastError)
 		}
+		if !t.LastScrape.After(since) {
+			return false, fmt.Sprintf("%s not scraped since %s", t.ScrapeURL, since)
+		}
 	}
 	return true, ""
 }
 
-// series reads every sample of the deployment's series.
+// series reads every sample of the deployment's series, as scraped: a
+// range selector over the deployment's life, rather than a range query,
+// whose evaluation steps would resample the series and miss what the last
+// scrape before the hosts stopped saw.
 func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
+	now := time.Now()
+	life := int(now.Sub(p.start).Seconds()) + 60
 	q := url.Values{
-		"query": {scraped},
-		"start": {strconv.FormatFloat(float64(p.start.UnixMilli())/1e3, 'f', 3, 64)},
-		"end":   {strconv.FormatFloat(float64(time.Now().UnixMilli())/1e3, 'f', 3, 64)},
-		"step":  {strconv.FormatFloat(ScrapeInterval.Seconds(), 'f', -1, 64)},
+		"query": {fmt.Sprintf("%s[%ds]", scraped, life)},
+		"time":  {strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64)},
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/query_range?"+q.Encode(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/query?"+q.Encode(), nil)
 	if err != nil {
 		return nil, err
 	}
