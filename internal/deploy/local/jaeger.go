@@ -58,7 +58,7 @@ extensions:
     backends:
       svclab:
         memory:
-          max_traces: 2000000
+          max_traces: %[4]d
 receivers:
   otlp:
     protocols:
@@ -72,6 +72,10 @@ exporters:
     trace_storage: svclab
 `
 
+// jaegerMaxTraces bounds the traces Jaeger keeps in memory: a minute at
+// 10,000 req/s with every request traced, some 2 GB at 5 spans a trace.
+const jaegerMaxTraces = 600_000
+
 // startJaeger starts bin for the deployment and waits until its query API
 // answers, or ctx ends. On error nothing is left running.
 func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, err error) {
@@ -80,7 +84,7 @@ func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, er
 		return nil, fmt.Errorf("tracing backend: %w", err)
 	}
 	conf := filepath.Join(d.dir, "jaeger.yaml")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2]), 0o600); err != nil {
+	if err := os.WriteFile(conf, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2], jaegerMaxTraces), 0o600); err != nil {
 		return nil, fmt.Errorf("tracing backend: %w", err)
 	}
 	j := &jaeger{done: make(chan struct{}), log: filepath.Join(d.dir, "jaeger.log"), otlp: ports[2], query: "http://" + ports[0], start: time.Now()}
@@ -186,6 +190,30 @@ type jaegerTrace struct {
 	} `json:"processes"`
 }
 
+// settleTime is how long the span count must hold still before the spans
+// are taken as all there: Jaeger batches what it receives (200 ms) before
+// it stores it, so the last spans the hosts flushed as they stopped show up
+// a little after.
+const settleTime = 500 * time.Millisecond
+
+// settledSpans reads the spans until two reads settleTime apart agree, or
+// ctx ends (then the last read stands).
+func (j *jaeger) settledSpans(ctx context.Context, services []string) ([]deploy.Span, error) {
+	prev := -1
+	for {
+		spans, err := j.spans(ctx, services)
+		if err != nil || len(spans) == prev {
+			return spans, err
+		}
+		prev = len(spans)
+		select {
+		case <-ctx.Done():
+			return spans, nil
+		case <-time.After(settleTime):
+		}
+	}
+}
+
 // spans reads every span of the services (the deployment's groups) from
 // Jaeger, each trace once.
 func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, error) {
@@ -197,7 +225,7 @@ func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, e
 			"service": {svc},
 			"start":   {strconv.FormatInt(j.start.Add(-time.Minute).UnixMicro(), 10)},
 			"end":     {strconv.FormatInt(end.UnixMicro(), 10)},
-			"limit":   {"10000000"},
+			"limit":   {strconv.Itoa(jaegerMaxTraces - 1)}, // Jaeger wants fewer than it keeps
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.query+"/api/traces?"+q.Encode(), nil)
 		if err != nil {

@@ -205,7 +205,7 @@ func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
 		for _, g := range groups {
 			services = append(services, g.Name)
 		}
-		m.spans, m.spansErr = m.jaeger.spans(qctx, services)
+		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, services)
 		m.jaeger.stop()
 	}
 }
