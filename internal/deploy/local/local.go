@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -88,6 +90,8 @@ type Deployment struct {
 
 	dir         string
 	mesh        *mesh            // nil without in-process mesh features (mesh.go)
+	ownBacking  *backing.Pool    // started for this deployment alone
+	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -186,6 +190,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
+	if opts.Env, err = d.backing(ctx, &opts); err != nil {
+		return nil, err
+	}
 	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
 	d.mesh, err = d.newMesh(meshCtx, p)
 	cancelMesh()
@@ -224,6 +231,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.meshReady(readyCtx); err != nil {
 		return nil, err
 	}
+	if err := d.startIngress(readyCtx); err != nil {
+		return nil, err
+	}
 	go d.watch()
 	return d, nil
 }
@@ -248,12 +258,17 @@ func (d *Deployment) Stop(ctx context.Context) error {
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
 	d.mesh.beforeStop(ctx)
+	var errs []error
+	if d.ingress != nil {
+		if err := d.ingress.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, p := range d.processes {
 		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
-	var errs []error
 wait:
 	for _, p := range d.processes {
 		select {
@@ -285,6 +300,11 @@ wait:
 	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	if d.ownBacking != nil {
+		if err := d.ownBacking.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {
