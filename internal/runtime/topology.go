@@ -48,6 +48,9 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
+	// deploy.metrics).
+	Mesh Mesh
 
 	components map[string]Component
 }
@@ -162,6 +165,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {
