@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/experiment"
@@ -31,10 +32,14 @@ func init() {
 		if _, err := backing.Sweep(); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
 		}
+		if _, err := cgroup.Sweep(); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
+		}
 		return nil
 	}
-	// Each command's own temp state goes when it ends, error or not.
-	cobra.OnFinalize(func() { _ = tempdir.RemoveOwn() })
+	// Each command's own temp state and cgroups go when it ends, error or
+	// not.
+	cobra.OnFinalize(func() { _ = tempdir.RemoveOwn(); _ = cgroup.RemoveOwn() })
 }
 
 func newCleanCmd() *cobra.Command {
@@ -50,11 +55,14 @@ behind, and lists it:
   - in each RESULTS_DIR given (an experiment's results directory, or a
     directory of them such as results/), the runs in flight runs/.tmp-ID/
     whose svclab is dead; svclab run --resume does this too;
+  - the control groups svclab/PID-START/ (cgroup v1: under each of the
+    cpu, cpuacct, cpuset and memory hierarchies) of svclab processes that
+    are dead, after killing anything still in them;
   - the network namespaces of the netns deployer (svclab-PID-*, with
     their veths, bridge and shaping) whose svclab is dead (needs root).
 
 Each directory records the PID and start time of its owner, so state of a
-live process is never removed. Every svclab command does the $TMPDIR part
+live process is never removed. Every svclab command does the $TMPDIR and cgroup parts
 when it starts; clean does it on demand.`,
 		Example: `  svclab clean
   svclab clean results/`,
@@ -82,6 +90,12 @@ func clean(w io.Writer, resultsDirs []string) error {
 	n += len(swept)
 	for _, r := range swept {
 		fmt.Fprintf(w, "removed %s (its svclab is gone)\n", r)
+	}
+	groups, err := cgroup.Sweep()
+	errs = append(errs, err)
+	n += len(groups)
+	for _, g := range groups {
+		fmt.Fprintf(w, "removed cgroup %s and the groups in it (its svclab, %s, is gone)\n", g.Path, g.Owner)
 	}
 	for _, dir := range resultsDirs {
 		exps, err := experiments(dir)

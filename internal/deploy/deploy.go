@@ -58,6 +58,10 @@ type Options struct {
 	// Network, when set, places each process and listener (see Network);
 	// a deployer that cannot honour it fails.
 	Network Network
+	// CPUs, when set, is the CPU list (cgroup cpuset, e.g. "1-3") every
+	// process of the deployment runs on: the system under test's share
+	// under experiment.isolation = "cpuset".
+	CPUs string
 	// Backing runs the backing services the app declares (a database);
 	// the experiment runner passes one pool for all its runs. Nil: the
 	// deployment starts its own and stops it with the deployment.
@@ -127,6 +131,9 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		return nil, nil, s.Errorf("app.name", "%w", err)
 	}
 	if err := checkIngress(s, topo); err != nil {
+		return nil, nil, err
+	}
+	if err := checkMesh(s, topo); err != nil {
 		return nil, nil, err
 	}
 	return d, topo, nil

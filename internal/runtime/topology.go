@@ -52,6 +52,9 @@ type Topology struct {
 	// deployers with [deploy] keys of their own (the netns deployer's
 	// hosts and links); nil for a topology built otherwise.
 	Spec *spec.Spec
+	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
+	// deploy.metrics).
+	Mesh Mesh
 
 	components map[string]Component
 }
@@ -61,6 +64,8 @@ type Group struct {
 	// Name is the components joined with "+", e.g. "hop2+hop3".
 	Name       string
 	Components []string
+	// Resources limit each process of the group (deploy.resources).
+	Resources spec.Resources
 }
 
 // InProcess reports whether the transport cannot cross processes, so the
@@ -165,6 +170,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
 		Spec:         s,
+		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {
@@ -206,6 +212,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveResources(s); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -126,6 +126,13 @@ type Deploy struct {
 	Hosts map[string]Host `toml:"hosts"`
 	Link  Link            `toml:"link"`
 	Links map[string]Link `toml:"links"`
+	// Resources maps a group or component name to the limits of each of
+	// its processes (cgroups).
+	Resources map[string]Resources `toml:"resources"`
+	// MTLS, Tracing and Metrics are the in-process mesh features (mesh.go).
+	MTLS    bool    `toml:"mtls"`
+	Tracing float64 `toml:"tracing"`
+	Metrics bool    `toml:"metrics"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -349,7 +356,10 @@ func (s *Spec) decodeDeploy() error {
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
-	return nil
+	if err := s.checkResources(); err != nil {
+		return err
+	}
+	return s.checkMesh()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -56,11 +57,17 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 		checks := 0
 		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
 			ep := p.listen[c]
+			var tc *tls.Config // the gateway stays plaintext
+			if c != "gateway" {
+				tc = d.mesh.clientTLS(c)
+			}
 			checks++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := checkHealth(ctx, ep, d.healthDial()); err != nil {
+				opts := d.healthDial()
+				opts.TLS = tc
+				if err := checkHealth(ctx, ep, opts); err != nil {
 					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
 				}
 			}()
@@ -115,7 +122,7 @@ func (d *Deployment) healthDial() transport.DialOptions {
 }
 
 // checkHealth calls the gRPC health service at ep over ep's transport until
-// it answers SERVING or ctx ends.
+// it answers SERVING or ctx ends; opts.TLS is nil without mTLS.
 func checkHealth(ctx context.Context, ep runtime.Endpoint, opts transport.DialOptions) error {
 	var conn transport.Conn
 	defer func() {

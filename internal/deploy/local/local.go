@@ -89,6 +89,8 @@ type Deployment struct {
 	processes  []*process
 
 	dir         string
+	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
@@ -176,6 +178,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
 		net:         opts.Network,
+		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 	}
@@ -194,8 +197,21 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if opts.Env, err = d.backing(ctx, &opts); err != nil {
 		return nil, err
 	}
+	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
+	d.mesh, err = d.newMesh(meshCtx, p)
+	cancelMesh()
+	if err != nil {
+		return nil, err
+	}
 	sockets, err := d.bind()
 	if err != nil {
+		return nil, err
+	}
+	meshCtx, cancelMesh = context.WithTimeout(ctx, opts.ReadyTimeout)
+	err = d.meshAfterBind(meshCtx, sockets)
+	cancelMesh()
+	if err != nil {
+		sockets.close()
 		return nil, err
 	}
 	defer sockets.close() // the children hold their own copies
@@ -205,6 +221,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: group %s: %w", d.id, g.Name, err)
 		}
+		d.mesh.configure(hc, i, g)
 		proc, err := d.start(hc, sockets.files[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
@@ -217,6 +234,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer cancel()
 	if err := d.waitReady(readyCtx); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
+	}
+	if err := d.meshReady(readyCtx); err != nil {
+		return nil, err
 	}
 	if err := d.startIngress(readyCtx); err != nil {
 		return nil, err
@@ -244,6 +264,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	d.mesh.beforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -283,8 +304,16 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	for _, p := range d.processes {
+		if p.cg != nil {
+			if err := p.cg.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if d.ownBacking != nil {
 		if err := d.ownBacking.Close(ctx); err != nil {
