@@ -48,6 +48,9 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Balancer is deploy.balancer: how a caller spreads calls over a
+	// group's replicas (scaling.go).
+	Balancer string
 
 	components map[string]Component
 }
@@ -57,6 +60,11 @@ type Group struct {
 	// Name is the components joined with "+", e.g. "hop2+hop3".
 	Name       string
 	Components []string
+	// Replicas is how many processes serve the group at the start (at
+	// least 1); Autoscale, when set, changes it while the group runs
+	// (scaling.go).
+	Replicas  int
+	Autoscale *spec.Autoscale
 }
 
 // InProcess reports whether the transport cannot cross processes, so the
@@ -201,6 +209,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveScaling(s); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

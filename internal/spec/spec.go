@@ -121,6 +121,10 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
+	Replicas  map[string]int       `toml:"replicas"`
+	Balancer  string               `toml:"balancer"`
+	Autoscale map[string]Autoscale `toml:"autoscale"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -344,7 +348,7 @@ func (s *Spec) decodeDeploy() error {
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
-	return nil
+	return s.checkScaling()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which

@@ -1,0 +1,79 @@
+package runtime
+
+import (
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// resolveScaling gives each group its replicas and autoscaler from
+// [deploy.replicas] and [deploy.autoscale], whose keys name a group or any
+// component of one. A key that names nothing in the placement, two keys
+// that name one group, replicas outside the autoscaler's bounds, and a
+// replicated entry group are errors at the key's line.
+func (p *Topology) resolveScaling(s *spec.Spec) error {
+	p.Balancer = s.Deploy.Balancer
+	if p.Balancer == "" {
+		p.Balancer = spec.BalancerRoundRobin
+	}
+	for i := range p.Groups {
+		p.Groups[i].Replicas = 1
+	}
+	replicas, err := p.scalingGroups(s, "replicas", slices.Collect(maps.Keys(s.Deploy.Replicas)))
+	if err != nil {
+		return err
+	}
+	autoscale, err := p.scalingGroups(s, "autoscale", slices.Collect(maps.Keys(s.Deploy.Autoscale)))
+	if err != nil {
+		return err
+	}
+	for g, key := range autoscale {
+		a := s.Deploy.Autoscale[key]
+		p.Groups[g].Autoscale = &a
+		p.Groups[g].Replicas = a.Min
+	}
+	for g, key := range replicas {
+		n := s.Deploy.Replicas[key]
+		if a := p.Groups[g].Autoscale; a != nil && (n < a.Min || n > a.Max) {
+			return s.Errorf(spec.ScalingKey("replicas", key), "%d is outside the bounds of %s (%d to %d)",
+				n, spec.ScalingKey("autoscale", autoscale[g]), a.Min, a.Max)
+		}
+		p.Groups[g].Replicas = n
+	}
+	if e := p.EntryGroup(); p.Groups[e].Replicas > 1 || p.Groups[e].Autoscale != nil {
+		key := spec.ScalingKey("replicas", replicas[e])
+		if _, ok := replicas[e]; !ok {
+			key = spec.ScalingKey("autoscale", autoscale[e])
+		}
+		return s.Errorf(key, "group %s holds the entry %s, whose clients and gateway reach one process; place the entry in a group of its own (a gateway) and scale the groups behind it",
+			p.Groups[e].Name, p.Entry)
+	}
+	return nil
+}
+
+// scalingGroups maps the index of each group named under deploy.<table>
+// to the key that names it.
+func (p *Topology) scalingGroups(s *spec.Spec, table string, keys []string) (map[int]string, error) {
+	slices.Sort(keys)
+	out := map[int]string{}
+	for _, k := range keys {
+		g := slices.IndexFunc(p.Groups, func(g Group) bool { return g.Name == k })
+		if g < 0 {
+			g = p.GroupOf(k)
+		}
+		if g < 0 {
+			var names []string
+			for _, grp := range p.Groups {
+				names = append(names, grp.Name)
+			}
+			return nil, s.Errorf(spec.ScalingKey(table, k), "no group or component %q in placement %q (groups: %s)", k, p.Placement, strings.Join(names, ", "))
+		}
+		if prev, dup := out[g]; dup {
+			return nil, s.Errorf(spec.ScalingKey(table, k), "names group %s, which %s names already", p.Groups[g].Name, spec.ScalingKey(table, prev))
+		}
+		out[g] = k
+	}
+	return out, nil
+}
