@@ -106,6 +106,10 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
 	}
+	picker, err := pickerOf(cfg.GetTransportOptions().GetBalancer())
+	if err != nil {
+		return nil, err
+	}
 	// One channel per component, because several components of a group may
 	// implement the same service (chain's hops), and a channel holds one
 	// implementation per service.
@@ -128,7 +132,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		if err != nil {
 			return nil, fmt.Errorf("peer %s: %w", dep, err)
 		}
-		b := balancer.New(dep, balancer.Options{})
+		b := balancer.New(dep, balancer.Options{Picker: picker})
 		if err := b.Update(addrs); err != nil {
 			return nil, err
 		}

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/svclab/svclab/internal/runtime/balancer"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -76,4 +78,16 @@ func (p *Topology) scalingGroups(s *spec.Spec, table string, keys []string) (map
 		out[g] = k
 	}
 	return out, nil
+}
+
+// pickerOf is the balancer policy a HostConfig names; empty is round robin.
+func pickerOf(name string) (balancer.PickerBuilder, error) {
+	if name == "" {
+		return balancer.RoundRobin, nil
+	}
+	b, ok := balancer.Policies[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown balancer %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(balancer.Policies)), ", "))
+	}
+	return b, nil
 }

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -84,7 +85,15 @@ type Deployment struct {
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*process
+
+	// mu guards processes, every replica of every group (replicas.go);
+	// scaleMu serialises Scale.
+	mu          sync.Mutex
+	processes   []*process
+	nextOrdinal []int
+	scaleMu     sync.Mutex
+	cfgJSON     []byte
+	opts        Options
 
 	dir         string
 	proc        *procstat.Reader // the children's resource counters
@@ -116,8 +125,11 @@ func (d *Deployment) Gateway() runtime.Endpoint { return d.gateway }
 // "/<package.Service>/<Method>" with a protojson body.
 func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
-// Processes has one entry per group, in the topology's order.
+// Processes has one entry per replica of each group, in the topology's
+// order at the start; replicas started later follow.
 func (d *Deployment) Processes() []deploy.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]deploy.Process, len(d.processes))
 	for i, p := range d.processes {
 		out[i] = p
@@ -172,6 +184,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		stopTimeout: opts.StopTimeout,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
+		nextOrdinal: make([]int, len(p.Groups)),
+		cfgJSON:     cfgJSON,
+		opts:        opts,
 	}
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
@@ -185,28 +200,20 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
-	sockets, err := d.bind()
-	if err != nil {
+	if err := d.startAll(cfgJSON); err != nil {
 		return nil, err
 	}
-	defer sockets.close() // the children hold their own copies
-
-	for i, g := range p.Groups {
-		hc := d.hostConfig(i, cfgJSON, sockets)
-		proc, err := d.start(hc, sockets.files[i], opts)
-		if err != nil {
-			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
-		}
-		d.processes = append(d.processes, proc)
-	}
-	sockets.close()
 
 	readyCtx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
 	defer cancel()
-	if err := d.waitReady(readyCtx); err != nil {
+	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
-	go d.watch()
+	now := time.Now()
+	for _, p := range d.processes {
+		p.readyAt = now
+		d.watchProcess(p)
+	}
 	return d, nil
 }
 
@@ -229,14 +236,21 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
-	for _, p := range d.processes {
+	// A Scale in progress finishes first, so that no replica starts
+	// after the others are stopped.
+	d.scaleMu.Lock()
+	defer d.scaleMu.Unlock()
+	d.mu.Lock()
+	procs := slices.Clone(d.processes)
+	d.mu.Unlock()
+	for _, p := range procs {
 		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
 	var errs []error
 wait:
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 		case <-grace.C:
@@ -245,7 +259,7 @@ wait:
 			break wait
 		}
 	}
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 			if p.waitErr != nil && !killedBy(p.waitErr, syscall.SIGTERM) {
