@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
-		"slices"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
