@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -60,6 +61,7 @@ type host struct {
 	// calls counts the calls in flight on the listeners and gateway, so
 	// that a drain knows when the host is idle.
 	calls  inflight.Gate
+	served atomic.Int64 // calls admitted, for the exit log line
 	health *health.Server
 	ctl    *control
 	// stop ends run; set by run before anything can call it.
@@ -268,6 +270,7 @@ func (h *host) admit(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 		return nil, status.Errorf(codes.Unavailable, "group %s is draining", h.cfg.GetGroup())
 	}
 	defer h.calls.Leave()
+	h.served.Add(1)
 	return handler(ctx, req)
 }
 
@@ -312,6 +315,11 @@ func listen(l *hostv1.Listener) (net.Listener, error) {
 	return lis, nil
 }
 
+// ServedMarker precedes, in a host's last log line, the number of calls it
+// admitted on its listeners and gateway: how a test sees the share of
+// calls each replica got.
+const ServedMarker = "served, on its listeners,"
+
 // errStopped ends a host its deployer stopped over the control channel.
 var errStopped = errors.New("stopped by the deployer")
 
@@ -352,6 +360,7 @@ func (h *host) run(ctx context.Context) error {
 	}
 	h.close()
 	wg.Wait()
+	log.Printf("group %s: %s %d calls", h.cfg.GetGroup(), ServedMarker, h.served.Load())
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
 		return fmt.Errorf("group %s: %w", h.cfg.GetGroup(), err)
 	}

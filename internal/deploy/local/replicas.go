@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log"
 	"slices"
 	"strconv"
 	"syscall"
@@ -215,7 +214,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) error {
 		d.watchProcess(p)
 	}
 	d.mu.Unlock()
-	log.Printf("deployment %s: group %s scaled up to %d", d.id, name, len(d.live(g)))
+	d.logf("deployment %s: group %s scaled up to %d", d.id, name, len(d.live(g)))
 	return d.pushPeers(ctx, g)
 }
 
@@ -239,7 +238,7 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	d.mu.Lock()
 	d.processes = slices.DeleteFunc(d.processes, func(p *process) bool { return slices.Contains(victims, p) })
 	d.mu.Unlock()
-	log.Printf("deployment %s: group %s scaled down to %d", d.id, d.topo.Groups[g].Name, len(d.live(g)))
+	d.logf("deployment %s: group %s scaled down to %d", d.id, d.topo.Groups[g].Name, len(d.live(g)))
 	return errors.Join(errs...)
 }
 
@@ -271,7 +270,7 @@ func (d *Deployment) forget(p *process) {
 	ctx, cancel := context.WithTimeout(context.Background(), d.stopTimeout)
 	defer cancel()
 	if err := d.pushPeers(ctx, p.group); err != nil {
-		log.Printf("deployment %s: after %s exited: %v", d.id, p.info.Name, err)
+		d.logf("deployment %s: after %s exited: %v", d.id, p.info.Name, err)
 	}
 }
 
@@ -306,4 +305,11 @@ func (d *Deployment) startAll(cfgJSON json.RawMessage) error {
 		d.mu.Unlock()
 	}
 	return nil
+}
+
+// logf writes a line about the deployment to Options.Log, when set.
+func (d *Deployment) logf(format string, args ...any) {
+	if d.opts.Log != nil {
+		writeLine(d.opts.Log, fmt.Sprintf("[svclab] "+format+"\n", args...))
+	}
 }

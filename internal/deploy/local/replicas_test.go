@@ -1,0 +1,254 @@
+package local_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+)
+
+var servedRE = regexp.MustCompile(regexp.QuoteMeta(runtime.ServedMarker) + ` (\d+) calls`)
+
+// served reads, from a stopped process's last lines, how many calls it
+// admitted.
+func served(t *testing.T, p deploy.Process) int {
+	t.Helper()
+	for _, l := range p.Tail() {
+		if m := servedRE.FindStringSubmatch(l); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			return n
+		}
+	}
+	t.Fatalf("%s logged no served count; last lines:\n%s", p.Info(), strings.Join(p.Tail(), "\n"))
+	return 0
+}
+
+// callLoad calls the entry's first default request from workers concurrent
+// callers until stop is closed; it returns calls ok and failed.
+func callLoad(p *runtime.Topology, conn grpc.ClientConnInterface, workers int, stop <-chan struct{}) (ok, failed int64) {
+	r := p.Requests()[0]
+	var wg sync.WaitGroup
+	var nOK, nFail atomic.Int64
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := r.Invoke(ctx, conn)
+				cancel()
+				if err != nil {
+					nFail.Add(1)
+				} else {
+					nOK.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nOK.Load(), nFail.Load()
+}
+
+func groupProcs(d *local.Deployment, group string) []deploy.Process {
+	var out []deploy.Process
+	for _, p := range d.Processes() {
+		if p.Info().Group == group {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestReplicasSpread deploys chain with hop2 in 3 replicas: hop1's calls
+// spread over them within ±10% of an even share, on grpc and http, with
+// each balancer.
+func TestReplicasSpread(t *testing.T) {
+	for _, tc := range []struct{ tr, balancer string }{
+		{"grpc", "round_robin"}, {"http", "round_robin"}, {"grpc", "least_outstanding"},
+	} {
+		t.Run(tc.tr+"/"+tc.balancer, func(t *testing.T) {
+			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tc.tr+"\"\nbalancer = \""+tc.balancer+"\"\n[deploy.replicas]\nhop2 = 3\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			d, err := local.Deploy(ctx, p, local.Options{})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			defer d.Stop(context.Background())
+			hop2 := groupProcs(d, "hop2")
+			if len(hop2) != 3 || len(d.Processes()) != 5 {
+				t.Fatalf("processes %v, want hop1, 3 of hop2, hop3", d.Processes())
+			}
+			for i, pr := range hop2 {
+				if want := "hop2#" + strconv.Itoa(i); pr.Info().Name != want {
+					t.Errorf("replica %d named %q, want %q", i, pr.Info().Name, want)
+				}
+			}
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			stop := make(chan struct{})
+			time.AfterFunc(time.Second, func() { close(stop) })
+			ok, failed := callLoad(p, conn, 4, stop)
+			if failed > 0 || ok < 60 {
+				t.Fatalf("%d calls ok, %d failed", ok, failed)
+			}
+			if err := d.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			share := float64(ok) / 3
+			total := 0
+			for _, pr := range hop2 {
+				n := served(t, pr)
+				total += n
+				// The health checks of the deployer count too: a few.
+				if float64(n) < 0.9*share || float64(n) > 1.1*share+5 {
+					t.Errorf("%s served %d of %d calls, want %.0f ± 10%%", pr.Info().Name, n, ok, share)
+				}
+			}
+			if int64(total) < ok {
+				t.Errorf("hop2 replicas served %d calls, the client made %d", total, ok)
+			}
+		})
+	}
+}
+
+// TestReplicaKilled kills one of 3 replicas of hop2 with SIGKILL under
+// load: the calls lost are at most those in flight to it (one per client
+// worker), the deployment reports the exit, and the load goes on over the
+// other two.
+func TestReplicaKilled(t *testing.T) {
+	for _, tr := range []string{"grpc", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop2 = 3\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			d, err := local.Deploy(ctx, p, local.Options{})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			defer d.Stop(context.Background())
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			victim := groupProcs(d, "hop2")[1]
+			const workers = 4
+			stop := make(chan struct{})
+			time.AfterFunc(500*time.Millisecond, func() {
+				_ = syscall.Kill(victim.Info().PID, syscall.SIGKILL)
+			})
+			time.AfterFunc(1500*time.Millisecond, func() { close(stop) })
+			ok, failed := callLoad(p, conn, workers, stop)
+			t.Logf("%d calls ok, %d failed", ok, failed)
+			if failed > workers {
+				t.Errorf("%d calls failed, want at most %d (those in flight to the killed replica)", failed, workers)
+			}
+			if ok < 100 {
+				t.Errorf("only %d calls ok", ok)
+			}
+			select {
+			case ex := <-d.Exited():
+				if ex.Info().Name != victim.Info().Name {
+					t.Errorf("exited %s, want %s", ex.Info().Name, victim.Info().Name)
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("the deployment did not report the killed replica")
+			}
+			if n, _ := d.Replicas("hop2"); n != 2 {
+				t.Errorf("hop2 has %d live replicas, want 2", n)
+			}
+		})
+	}
+}
+
+// TestScale scales hop2 from 1 to 3 replicas and back to 1 under load: no
+// call fails, the new replicas take calls without hop1 restarting, and the
+// replicas scaled away are drained before they stop.
+func TestScale(t *testing.T) {
+	for _, tr := range []string{"grpc", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			d, err := local.Deploy(ctx, p, local.Options{})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			defer d.Stop(context.Background())
+			hop1 := groupProcs(d, "hop1")[0]
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			stop := make(chan struct{})
+			var added []deploy.Process
+			scaleErr := make(chan error, 1)
+			go func() {
+				defer close(stop)
+				time.Sleep(300 * time.Millisecond)
+				if err := d.Scale(ctx, "hop2", 3); err != nil {
+					scaleErr <- err
+					return
+				}
+				added = groupProcs(d, "hop2")[1:]
+				time.Sleep(700 * time.Millisecond)
+				scaleErr <- d.Scale(ctx, "hop2", 1)
+				time.Sleep(300 * time.Millisecond)
+			}()
+			ok, failed := callLoad(p, conn, 4, stop)
+			if err := <-scaleErr; err != nil {
+				t.Fatal(err)
+			}
+			if failed > 0 || ok < 50 {
+				t.Errorf("%d calls ok, %d failed while scaling; want none failed", ok, failed)
+			}
+			if n, _ := d.Replicas("hop2"); n != 1 || len(groupProcs(d, "hop2")) != 1 {
+				t.Errorf("hop2 has %d live replicas, %d processes; want 1", n, len(groupProcs(d, "hop2")))
+			}
+			if len(added) != 2 {
+				t.Fatalf("scaled up to %d processes, want 3", len(added)+1)
+			}
+			for _, pr := range added {
+				<-pr.Done()
+				if pr.Exit().Status != "exit status 0" {
+					t.Errorf("%s ended %s, want a clean stop", pr.Info().Name, pr.Exit().Status)
+				}
+				if n := served(t, pr); n == 0 {
+					t.Errorf("%s, added while hop1 ran, got no call", pr.Info().Name)
+				}
+			}
+			select {
+			case <-hop1.Done():
+				t.Error("hop1 exited")
+			default:
+			}
+			select {
+			case ex := <-d.Exited():
+				t.Errorf("%s reported as exited: scaling away is no crash", ex.Info().Name)
+			default:
+			}
+		})
+	}
+}
