@@ -32,8 +32,11 @@ func (p *Topology) resolveScaling(s *spec.Spec) error {
 		return err
 	}
 	for g, key := range autoscale {
-		a := s.Deploy.Autoscale[key]
-		p.Groups[g].Autoscale = &a
+		a, err := p.autoscaleOf(s, g, key)
+		if err != nil {
+			return err
+		}
+		p.Groups[g].Autoscale = a
 		p.Groups[g].Replicas = a.Min
 	}
 	for g, key := range replicas {
@@ -53,6 +56,55 @@ func (p *Topology) resolveScaling(s *spec.Spec) error {
 			p.Groups[e].Name, p.Entry)
 	}
 	return nil
+}
+
+// Autoscale is a group's autoscaler: [deploy.autoscale.<group>] and the
+// requests its targets are percentages of.
+type Autoscale struct {
+	spec.Autoscale
+	// CPURequest is each process's CPU request in cores: its limit in
+	// [deploy.resources], or 1 core.
+	CPURequest float64
+	// MemoryRequest is each process's memory limit in bytes, 0 when it
+	// has none (and memory_target is then refused).
+	MemoryRequest int64
+}
+
+// autoscaleOf reads group g's autoscaler, written under key, and the
+// requests of its targets from [deploy.resources] (read from the tree, as
+// that table belongs to the cgroup limits).
+func (p *Topology) autoscaleOf(s *spec.Spec, g int, key string) (*Autoscale, error) {
+	a := &Autoscale{Autoscale: s.Deploy.Autoscale[key], CPURequest: 1}
+	res, _ := s.Lookup("deploy.resources")
+	table, _ := res.(map[string]any)
+	names, err := p.scalingGroups(s, "resources", slices.Collect(maps.Keys(table)))
+	if err != nil {
+		return nil, err
+	}
+	if rk, ok := names[g]; ok {
+		r, _ := table[rk].(map[string]any)
+		switch c := r["cpu"].(type) {
+		case float64:
+			a.CPURequest = c
+		case int64:
+			a.CPURequest = float64(c)
+		}
+		if m, ok := r["memory"].(string); ok {
+			var b spec.ByteSize
+			if err := b.UnmarshalText([]byte(m)); err != nil {
+				return nil, s.Errorf(spec.ScalingKey("resources", rk)+".memory", "%v", err)
+			}
+			a.MemoryRequest = int64(b)
+		}
+	}
+	if a.CPURequest <= 0 {
+		a.CPURequest = 1
+	}
+	if a.MemoryTarget > 0 && a.MemoryRequest == 0 {
+		return nil, s.Errorf(spec.ScalingKey("autoscale", key)+".memory_target",
+			"is a percentage of each process's memory limit, and group %s has none: set %s.memory", p.Groups[g].Name, spec.ScalingKey("resources", key))
+	}
+	return a, nil
 }
 
 // scalingGroups maps the index of each group named under deploy.<table>

@@ -65,12 +65,12 @@ func TestResolveScaling(t *testing.T) {
 }
 
 func TestAutoscaleDefaults(t *testing.T) {
-	p, err := loadResolve(t, splitChain+"[deploy.autoscale.hop2]\nmin = 1\nmax = 3\nmemory_target = 80\n")
+	p, err := loadResolve(t, splitChain+"[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 80\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	a := p.Groups[1].Autoscale
-	if a.SyncPeriod.D() != 15*time.Second || a.ScaleDownWindow.D() != 300*time.Second || a.Tolerance != 0.1 || a.CPUTarget != 0 || a.MemoryTarget != 80 {
+	if a.SyncPeriod.D() != 15*time.Second || a.ScaleDownWindow.D() != 300*time.Second || a.Tolerance != 0.1 || a.CPUTarget != 80 || a.MemoryTarget != 0 || a.CPURequest != 1 || a.MemoryRequest != 0 {
 		t.Errorf("defaults = %+v", *a)
 	}
 }
@@ -92,6 +92,7 @@ func TestScalingErrors(t *testing.T) {
 		{"min zero", splitChain + "[deploy.autoscale.hop2]\nmin = 0\nmax = 2\ncpu_target = 50\n", "deploy.autoscale.hop2.min", 6, "at least 1"},
 		{"no max", splitChain + "[deploy.autoscale.hop2]\nmin = 1\ncpu_target = 50\n", "deploy.autoscale.hop2", 5, "needs max"},
 		{"cpu target zero", splitChain + "[deploy.autoscale.hop2]\nmin = 1\nmax = 2\ncpu_target = 0\n", "deploy.autoscale.hop2.cpu_target", 8, "from 1 to 100, got 0"},
+		{"memory target without a limit", splitChain + "[deploy.autoscale.hop2]\nmin = 1\nmax = 2\nmemory_target = 80\n", "deploy.autoscale.hop2.memory_target", 8, "has none: set deploy.resources.hop2.memory"},
 		{"memory target above 100", splitChain + "[deploy.autoscale.hop2]\nmin = 1\nmax = 2\nmemory_target = 101\n", "deploy.autoscale.hop2.memory_target", 8, "from 1 to 100, got 101"},
 		{"no target", splitChain + "[deploy.autoscale.hop2]\nmin = 1\nmax = 2\n", "deploy.autoscale.hop2", 5, "needs cpu_target or memory_target"},
 		{"unknown autoscale key", splitChain + "[deploy.autoscale.hop2]\nmin = 1\nmax = 2\ncpu = 50\n", "deploy.autoscale.hop2.cpu", 8, "unknown key"},

@@ -64,7 +64,7 @@ type Group struct {
 	// least 1); Autoscale, when set, changes it while the group runs
 	// (scaling.go).
 	Replicas  int
-	Autoscale *spec.Autoscale
+	Autoscale *Autoscale
 }
 
 // InProcess reports whether the transport cannot cross processes, so the

@@ -94,6 +94,7 @@ type Deployment struct {
 	scaleMu     sync.Mutex
 	cfgJSON     []byte
 	opts        Options
+	as          autoscalers
 
 	dir         string
 	proc        *procstat.Reader // the children's resource counters
@@ -214,6 +215,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		p.readyAt = now
 		d.watchProcess(p)
 	}
+	if err := d.startAutoscalers(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -236,6 +240,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	d.stopAutoscalers()
 	// A Scale in progress finishes first, so that no replica starts
 	// after the others are stopped.
 	d.scaleMu.Lock()

@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -251,4 +252,106 @@ func TestScale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAutoscaler puts a step load on chain's hop2, which has an autoscaler
+// with a short sync period and scale-down window: it scales up under the
+// load and back to min once the load stops and the window has passed, and
+// every decision is recorded.
+func TestAutoscaler(t *testing.T) {
+	p := resolve(t, `[app]
+name = "chain"
+payload = "large"
+[deploy]
+placement = "split"
+[deploy.autoscale.hop2]
+min = 1
+max = 3
+cpu_target = 5
+sync_period = "500ms"
+scale_down_window = "2s"
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d, err := local.Deploy(ctx, p, local.Options{})
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	defer d.Stop(context.Background())
+	conn, err := d.Dial(ctx, transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	stepStart := time.Now()
+	stop := make(chan struct{})
+	peak := 1
+	go func() {
+		defer close(stop)
+		for time.Since(stepStart) < 10*time.Second {
+			n, _ := d.Replicas("hop2")
+			peak = max(peak, n)
+			if peak > 1 && time.Since(stepStart) > 3*time.Second {
+				return // scaled up, and the new replicas have served a while
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	ok, failed := callLoad(p, conn, 4, stop)
+	stepEnd := time.Now()
+	if peak < 2 {
+		t.Fatalf("hop2 never scaled up under the step load (%d calls ok); decisions:\n%s", ok, events(d))
+	}
+	t.Logf("step load: %d calls ok, %d failed, peak %d replicas at %s", ok, failed, peak, stepEnd.Sub(stepStart).Round(time.Millisecond))
+	if failed > 0 {
+		t.Errorf("%d calls failed while scaling up", failed)
+	}
+
+	var down time.Time
+	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if n, _ := d.Replicas("hop2"); n == 1 {
+			down = time.Now()
+			break
+		}
+	}
+	if down.IsZero() {
+		t.Fatalf("hop2 did not scale back down to 1 within 15s of the load's end; decisions:\n%s", events(d))
+	}
+	// Not before the 2 s window has passed since the last busy decision.
+	if idle := down.Sub(stepEnd); idle < 2*time.Second {
+		t.Errorf("scaled down %s after the load ended, before the 2s stabilization window", idle)
+	}
+	evs := d.ScaleEvents()
+	if len(evs) < 4 {
+		t.Fatalf("%d decisions recorded", len(evs))
+	}
+	ups, downs := 0, 0
+	for _, e := range evs {
+		if e.Group != "hop2" || e.Metric != "cpu" || e.Target != 5 {
+			t.Errorf("decision %+v", e)
+		}
+		switch {
+		case e.Desired > e.Current:
+			ups++
+		case e.Desired < e.Current:
+			downs++
+		}
+	}
+	if ups == 0 || downs == 0 {
+		t.Errorf("%d scale-ups and %d scale-downs recorded, want some of each", ups, downs)
+	}
+	select {
+	case ex := <-d.Exited():
+		t.Errorf("%s reported as exited", ex.Info().Name)
+	default:
+	}
+}
+
+func events(d *local.Deployment) string {
+	var b strings.Builder
+	for _, e := range d.ScaleEvents() {
+		b.WriteString(fmt.Sprintf("  %s %s %d%% of %d%%: %d → %d (%s) %s\n", e.Time.Format("15:04:05.000"), e.Metric, e.Utilization, e.Target, e.Current, e.Desired, e.Reason, e.Error))
+	}
+	return b.String()
 }
