@@ -337,6 +337,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
 		return nil, err
 	}
+	if err := writeScaling(w.Dir, dep, sampler); err != nil {
+		return nil, err
+	}
 	return rf, commitRun(w, rf)
 }
 
