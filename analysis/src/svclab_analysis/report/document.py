@@ -225,12 +225,15 @@ def build(a: Analysis) -> Document:
                f"{a.cdf_source}. It describes the distribution only; no test uses "
                "per-request data.",
         "timeseries": "Per-second latency and throughput of every run, one line per run.",
+        "scaling": "Per-second latency and throughput of every run above the replicas of "
+                   "each autoscaled group after each autoscaler decision (scaling.parquet), "
+                   "on one time axis.",
         "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
     }
-    for key in ["box", "cdf", "timeseries", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "scaling", "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:
