@@ -287,10 +287,14 @@ scale_down_window = "2s"
 	stepStart := time.Now()
 	stop := make(chan struct{})
 	peak := 1
+	var firstUp time.Duration
 	go func() {
 		defer close(stop)
 		for time.Since(stepStart) < 10*time.Second {
 			n, _ := d.Replicas("hop2")
+			if n > 1 && firstUp == 0 {
+				firstUp = time.Since(stepStart)
+			}
 			peak = max(peak, n)
 			if peak > 1 && time.Since(stepStart) > 3*time.Second {
 				return // scaled up, and the new replicas have served a while
@@ -303,7 +307,8 @@ scale_down_window = "2s"
 	if peak < 2 {
 		t.Fatalf("hop2 never scaled up under the step load (%d calls ok); decisions:\n%s", ok, events(d))
 	}
-	t.Logf("step load: %d calls ok, %d failed, peak %d replicas at %s", ok, failed, peak, stepEnd.Sub(stepStart).Round(time.Millisecond))
+	t.Logf("step load: %d calls ok, %d failed; reaction time %s (sync period 500ms: the first scale-up's replicas serving), peak %d replicas",
+		ok, failed, firstUp.Round(time.Millisecond), peak)
 	if failed > 0 {
 		t.Errorf("%d calls failed while scaling up", failed)
 	}
@@ -322,6 +327,7 @@ scale_down_window = "2s"
 	if idle := down.Sub(stepEnd); idle < 2*time.Second {
 		t.Errorf("scaled down %s after the load ended, before the 2s stabilization window", idle)
 	}
+	t.Logf("back to 1 replica %s after the load ended (window 2s)", down.Sub(stepEnd).Round(time.Millisecond))
 	evs := d.ScaleEvents()
 	if len(evs) < 4 {
 		t.Fatalf("%d decisions recorded", len(evs))

@@ -41,13 +41,13 @@ type server struct {
 // hold is the payload of a call the server holds until release is closed.
 const hold = "hold"
 
-func startServer(t *testing.T, tr transport.Transport) *server {
+func startServer(t testing.TB, tr transport.Transport) *server {
 	t.Helper()
 	return startServerAt(t, tr, "127.0.0.1:0")
 }
 
 // startServerAt starts a server listening on addr.
-func startServerAt(t *testing.T, tr transport.Transport, addr string) *server {
+func startServerAt(t testing.TB, tr transport.Transport, addr string) *server {
 	t.Helper()
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -116,7 +116,7 @@ func addresses(ss ...*server) []balancer.Address {
 }
 
 // networkTransports lists every transport that crosses processes.
-func networkTransports(t *testing.T) []transport.Transport {
+func networkTransports(t testing.TB) []transport.Transport {
 	var trs []transport.Transport
 	for _, n := range transport.Names() {
 		tr, err := transport.Lookup(n)
