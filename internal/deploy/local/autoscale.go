@@ -89,7 +89,7 @@ func (d *Deployment) autoscaleLoop(ctx context.Context, g int, a *autoscale.Auto
 		var out []autoscale.Replica
 		for _, p := range d.live(g) {
 			r := autoscale.Replica{Name: p.info.Name, Ready: !p.readyAt.IsZero(), Usage: map[string]float64{}}
-			u, err := p.res.Sample(ctx)
+			u, err := p.Resources().Sample(ctx)
 			if err == nil {
 				next[p] = cpuReading{now, u.CPUSeconds}
 				r.Usage[autoscale.Memory] = float64(u.RSSBytes)
