@@ -86,13 +86,7 @@ func TestReplicasSpread(t *testing.T) {
 	} {
 		t.Run(tc.tr+"/"+tc.balancer, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tc.tr+"\"\nbalancer = \""+tc.balancer+"\"\n[deploy.replicas]\nhop2 = 3\n")
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			d, err := local.Deploy(ctx, p, local.Options{})
-			if err != nil {
-				t.Fatalf("deploy: %v", err)
-			}
-			defer d.Stop(context.Background())
+			ctx, d := deployFor(t, p)
 			hop2 := groupProcs(d, "hop2")
 			if len(hop2) != 3 || len(d.Processes()) != 5 {
 				t.Fatalf("processes %v, want hop1, 3 of hop2, hop3", d.Processes())
@@ -102,11 +96,7 @@ func TestReplicasSpread(t *testing.T) {
 					t.Errorf("replica %d named %q, want %q", i, pr.Info().Name, want)
 				}
 			}
-			conn, err := d.Dial(ctx, transport.DialOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := dialEntry(t, ctx, d)
 			stop := make(chan struct{})
 			time.AfterFunc(time.Second, func() { close(stop) })
 			ok, failed := callLoad(p, conn, 4, stop)
@@ -141,18 +131,8 @@ func TestReplicaKilled(t *testing.T) {
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop2 = 3\n")
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			d, err := local.Deploy(ctx, p, local.Options{})
-			if err != nil {
-				t.Fatalf("deploy: %v", err)
-			}
-			defer d.Stop(context.Background())
-			conn, err := d.Dial(ctx, transport.DialOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			ctx, d := deployFor(t, p)
+			conn := dialEntry(t, ctx, d)
 			victim := groupProcs(d, "hop2")[1]
 			const workers = 4
 			stop := make(chan struct{})
@@ -190,19 +170,9 @@ func TestScale(t *testing.T) {
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n")
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			d, err := local.Deploy(ctx, p, local.Options{})
-			if err != nil {
-				t.Fatalf("deploy: %v", err)
-			}
-			defer d.Stop(context.Background())
+			ctx, d := deployFor(t, p)
 			hop1 := groupProcs(d, "hop1")[0]
-			conn, err := d.Dial(ctx, transport.DialOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
+			conn := dialEntry(t, ctx, d)
 			stop := make(chan struct{})
 			var added []deploy.Process
 			scaleErr := make(chan error, 1)
@@ -271,18 +241,8 @@ cpu_target = 5
 sync_period = "500ms"
 scale_down_window = "2s"
 `)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	d, err := local.Deploy(ctx, p, local.Options{})
-	if err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	defer d.Stop(context.Background())
-	conn, err := d.Dial(ctx, transport.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	ctx, d := deployFor(t, p)
+	conn := dialEntry(t, ctx, d)
 
 	stepStart := time.Now()
 	stop := make(chan struct{})
@@ -360,4 +320,29 @@ func events(d *local.Deployment) string {
 		b.WriteString(fmt.Sprintf("  %s %s %d%% of %d%%: %d → %d (%s) %s\n", e.Time.Format("15:04:05.000"), e.Metric, e.Utilization, e.Target, e.Current, e.Desired, e.Reason, e.Error))
 	}
 	return b.String()
+}
+
+// deployFor deploys p for one test, stopped at its end, and returns a
+// context bounding the test's calls.
+func deployFor(t *testing.T, p *runtime.Topology) (context.Context, *local.Deployment) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	d, err := local.Deploy(ctx, p, local.Options{})
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	return ctx, d
+}
+
+// dialEntry connects to the entry, closed at the test's end.
+func dialEntry(t *testing.T, ctx context.Context, d *local.Deployment) transport.Conn {
+	t.Helper()
+	conn, err := d.Dial(ctx, transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn
 }
