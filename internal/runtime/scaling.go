@@ -7,14 +7,15 @@ import (
 	"strings"
 
 	"github.com/svclab/svclab/internal/runtime/balancer"
+	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
 )
 
 // resolveScaling gives each group its replicas and autoscaler from
 // [deploy.replicas] and [deploy.autoscale], whose keys name a group or any
 // component of one. A key that names nothing in the placement, two keys
-// that name one group, replicas outside the autoscaler's bounds, and a
-// replicated entry group are errors at the key's line.
+// that name one group, replicas outside the autoscaler's bounds, and
+// replicas with the inproc transport are errors at the key's line.
 func (p *Topology) resolveScaling(s *spec.Spec) error {
 	p.Balancer = s.Deploy.Balancer
 	if p.Balancer == "" {
@@ -47,13 +48,13 @@ func (p *Topology) resolveScaling(s *spec.Spec) error {
 		}
 		p.Groups[g].Replicas = n
 	}
-	if e := p.EntryGroup(); p.Groups[e].Replicas > 1 || p.Groups[e].Autoscale != nil {
+	if e := p.EntryGroup(); p.InProcess() && (p.Groups[e].Replicas > 1 || p.Groups[e].Autoscale != nil) {
 		key := spec.ScalingKey("replicas", replicas[e])
 		if _, ok := replicas[e]; !ok {
 			key = spec.ScalingKey("autoscale", autoscale[e])
 		}
-		return s.Errorf(key, "group %s holds the entry %s, whose clients and gateway reach one process; place the entry in a group of its own (a gateway) and scale the groups behind it",
-			p.Groups[e].Name, p.Entry)
+		return s.Errorf(key, "transport %q reaches the entry through one process's gateway, so its replicas would get no calls; use a network transport (%s)",
+			p.Transport, strings.Join(transport.Names(), ", "))
 	}
 	return nil
 }

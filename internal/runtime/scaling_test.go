@@ -40,6 +40,7 @@ func TestResolveScaling(t *testing.T) {
 	}{
 		{"default one each", splitChain, []int{1, 1, 1}, "round_robin", -1},
 		{"by component", splitChain + "balancer = \"least_outstanding\"\n[deploy.replicas]\nhop2 = 3\n", []int{1, 3, 1}, "least_outstanding", -1},
+		{"the entry's group", splitChain + "[deploy.replicas]\nhop1 = 2\n", []int{2, 1, 1}, "round_robin", -1},
 		{"by group name", "[app]\nname = \"chain\"\n[deploy]\nplacement = \"p\"\n[deploy.placements]\np = [[\"hop1\"], [\"hop2\", \"hop3\"]]\n[deploy.replicas]\n\"hop2+hop3\" = 2\n", []int{1, 2}, "round_robin", -1},
 		{"autoscale starts at min", splitChain + "[deploy.autoscale.hop3]\nmin = 2\nmax = 5\ncpu_target = 70\n", []int{1, 1, 2}, "round_robin", 2},
 		{"replicas within autoscale", splitChain + "[deploy.replicas]\nhop3 = 4\n[deploy.autoscale.hop3]\nmin = 2\nmax = 5\ncpu_target = 70\n", []int{1, 1, 4}, "round_robin", 2},
@@ -86,7 +87,7 @@ func TestScalingErrors(t *testing.T) {
 		{"replicas not a number", splitChain + "[deploy.replicas]\nhop2 = \"three\"\n", "deploy.replicas.hop2", 6, "whole number"},
 		{"unknown group", splitChain + "[deploy.replicas]\nhop9 = 2\n", "deploy.replicas.hop9", 6, `no group or component "hop9" in placement "split" (groups: hop1, hop2, hop3)`},
 		{"group twice", "[app]\nname = \"chain\"\n[deploy]\nplacement = \"p\"\n[deploy.placements]\np = [[\"hop1\"], [\"hop2\", \"hop3\"]]\n[deploy.replicas]\nhop2 = 2\nhop3 = 3\n", "deploy.replicas.hop3", 9, "names group hop2+hop3, which deploy.replicas.hop2 names already"},
-		{"entry replicated", splitChain + "[deploy.replicas]\nhop1 = 2\n", "deploy.replicas.hop1", 6, "holds the entry hop1"},
+		{"replicas over inproc", "[app]\nname = \"chain\"\n[deploy]\ntransport = \"inproc\"\n[deploy.replicas]\nhop1 = 2\n", "deploy.replicas.hop1", 6, `transport "inproc" reaches the entry through one process's gateway`},
 		{"bad balancer", splitChain + "balancer = \"random\"\n", "deploy.balancer", 5, `must be one of ["round_robin" "least_outstanding"], got "random"`},
 		{"min above max", splitChain + "[deploy.autoscale.hop2]\nmin = 4\nmax = 2\ncpu_target = 50\n", "deploy.autoscale.hop2.max", 7, "must be at least min (4), got 2"},
 		{"min zero", splitChain + "[deploy.autoscale.hop2]\nmin = 0\nmax = 2\ncpu_target = 50\n", "deploy.autoscale.hop2.min", 6, "at least 1"},

@@ -95,6 +95,7 @@ type Deployment struct {
 	cfgJSON     []byte
 	opts        Options
 	as          autoscalers
+	clients     []entryClient // balancers over the entry's replicas (dial.go)
 
 	dir         string
 	proc        *procstat.Reader // the children's resource counters

@@ -120,6 +120,9 @@ func (d *Deployment) callers(g int) []int {
 // pushPeers sends every live replica of every group calling group g the
 // endpoint sets of g's live replicas.
 func (d *Deployment) pushPeers(ctx context.Context, g int) error {
+	if g == d.topo.EntryGroup() {
+		d.pushClients()
+	}
 	var errs []error
 	for _, j := range d.callers(g) {
 		peers := map[string][]runtime.Endpoint{}
@@ -153,9 +156,6 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	g, err := d.groupIndex(group)
 	if err != nil {
 		return err
-	}
-	if g == d.topo.EntryGroup() {
-		return fmt.Errorf("scale group %s: it holds the entry, which is not replicated", group)
 	}
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()

@@ -346,3 +346,50 @@ func dialEntry(t *testing.T, ctx context.Context, d *local.Deployment) transport
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn
 }
+
+// TestEntryReplicas runs the whole of chain (monolith) as 2 replicas: the
+// client from Dial spreads its calls over both within ±10%, on grpc and
+// http, and a third replica added by Scale gets calls without a new Dial.
+func TestEntryReplicas(t *testing.T) {
+	for _, tr := range []string{"grpc", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop1 = 2\n")
+			ctx, d := deployFor(t, p)
+			conn := dialEntry(t, ctx, d)
+			stop := make(chan struct{})
+			time.AfterFunc(time.Second, func() { close(stop) })
+			ok, failed := callLoad(p, conn, 4, stop)
+			if failed > 0 || ok < 60 {
+				t.Fatalf("%d calls ok, %d failed", ok, failed)
+			}
+			if err := d.Scale(ctx, "hop1+hop2+hop3", 3); err != nil {
+				t.Fatal(err)
+			}
+			stop2 := make(chan struct{})
+			time.AfterFunc(500*time.Millisecond, func() { close(stop2) })
+			ok2, failed2 := callLoad(p, conn, 4, stop2)
+			if failed2 > 0 {
+				t.Fatalf("%d calls failed after the scale up", failed2)
+			}
+			procs := d.Processes()
+			if err := d.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if len(procs) != 3 {
+				t.Fatalf("processes %v", procs)
+			}
+			// The first second: an even share of ok over the first two;
+			// the rest over three.
+			n0, n1, n2 := served(t, procs[0]), served(t, procs[1]), served(t, procs[2])
+			share := float64(ok)/2 + float64(ok2)/3
+			for i, n := range []int{n0, n1} {
+				if float64(n) < 0.9*share || float64(n) > 1.1*share+5 {
+					t.Errorf("replica %d served %d calls, want %.0f ± 10%% (%d + %d calls in all)", i, n, share, ok, ok2)
+				}
+			}
+			if float64(n2) < 0.9*float64(ok2)/3 {
+				t.Errorf("the replica added by Scale served %d of the last %d calls, want about a third", n2, ok2)
+			}
+		})
+	}
+}
