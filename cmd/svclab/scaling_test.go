@@ -15,20 +15,23 @@ import (
 	"github.com/svclab/svclab/internal/experiment"
 )
 
-// TestRunScaling runs replicas as a factor beside an autoscaled group: each
-// run.json lists every replica, and each run has its autoscaler's decisions
-// in scaling.parquet.
+// TestRunScaling runs replicas as a factor beside an autoscaled group whose
+// target is low enough that it scales up at once: each run.json lists every
+// replica, those the autoscaler added too, each is sampled in
+// resources.parquet, and each run has its autoscaler's decisions in
+// scaling.parquet.
 func TestRunScaling(t *testing.T) {
 	const src = `
 [app]
 name = "chain"
+payload = "large"
 
 [deploy]
 placement = "split"
 [deploy.autoscale.hop3]
 min = 1
 max = 2
-cpu_target = 50
+cpu_target = 1
 sync_period = "200ms"
 
 [load]
@@ -73,9 +76,9 @@ seed = 1
 		for _, p := range rf.Processes {
 			names = append(names, p.Name)
 		}
-		want := []string{"loadgen", "hop1", "hop2", "hop3#0"}
+		want := []string{"loadgen", "hop1", "hop2", "hop3#0", "hop3#1"}
 		if rf.Levels["deploy.replicas.hop2"].(float64) == 3 {
-			want = []string{"loadgen", "hop1", "hop2#0", "hop2#1", "hop2#2", "hop3#0"}
+			want = []string{"loadgen", "hop1", "hop2#0", "hop2#1", "hop2#2", "hop3#0", "hop3#1"}
 		}
 		if rf.Status != "ok" || !slices.Equal(names, want) {
 			t.Errorf("%s: status %s, processes %v, want %v", run, rf.Status, names, want)
@@ -88,10 +91,22 @@ seed = 1
 		if len(rows) < 4 {
 			t.Errorf("%s: %d decisions in scaling.parquet", run, len(rows))
 		}
+		up := false
 		for _, r := range rows {
-			if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 50 || r.Current < 1 || r.Desired > 2 {
+			if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 || r.Current < 1 || r.Desired > 2 {
 				t.Errorf("%s: row %+v", run, r)
 			}
+			up = up || (r.Current == 1 && r.Desired == 2)
+		}
+		if !up {
+			t.Errorf("%s: no scale-up from 1 to 2 recorded: %+v", run, rows)
+		}
+		res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(run, "resources.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
+			t.Errorf("%s: the added replica hop3#1 was not sampled in resources.parquet", run)
 		}
 	}
 	if !strings.Contains(stderr, "2 runs: 2 ok") {

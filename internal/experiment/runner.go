@@ -257,6 +257,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Processes = append(rf.Processes, s.Process)
 	}
 	sampler := NewResourceSampler(sampled, time.Second)
+	if autoscaled(dep) {
+		sampler.Follow(func() []Sampled { return sampledOf(dep) })
+	}
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
@@ -340,6 +343,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err := writeScaling(w.Dir, dep, sampler); err != nil {
 		return nil, err
 	}
+	rf.Processes = append(rf.Processes, sampler.Joined()...)
 	return rf, commitRun(w, rf)
 }
 

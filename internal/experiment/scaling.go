@@ -3,6 +3,7 @@ package experiment
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -60,4 +61,41 @@ func autoscaled(dep deploy.Deployment) bool {
 		}
 	}
 	return false
+}
+
+// Follow makes the sampler also sample, from its next tick on, every
+// process list returns that it does not sample yet: the replicas an
+// autoscaler starts during a run. Call it before Start.
+func (rs *ResourceSampler) Follow(list func() []Sampled) { rs.follow = list }
+
+// followNew adds the processes Follow's list has and the sampler has not;
+// it runs on the sampling goroutine, which alone reads procs.
+func (rs *ResourceSampler) followNew() {
+	if rs.follow == nil {
+		return
+	}
+	for _, s := range rs.follow() {
+		if !slices.ContainsFunc(rs.procs, func(p Sampled) bool { return p.Process.PID == s.Process.PID && p.Process.Name == s.Process.Name }) {
+			rs.procs = append(rs.procs, s)
+			rs.mu.Lock()
+			rs.joined = append(rs.joined, s.Process)
+			rs.mu.Unlock()
+		}
+	}
+}
+
+// Joined lists the processes the sampler added through Follow.
+func (rs *ResourceSampler) Joined() []deploy.ProcessInfo {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return slices.Clone(rs.joined)
+}
+
+// sampledOf lists a deployment's processes for the sampler.
+func sampledOf(dep deploy.Deployment) []Sampled {
+	var out []Sampled
+	for _, dp := range dep.Processes() {
+		out = append(out, Sampled{Process: dp.Info(), Source: dp.Resources()})
+	}
+	return out
 }
