@@ -68,8 +68,16 @@ func TestSpreadConcurrent(t *testing.T) {
 				b := balancer.New("echo", balancer.Options{Picker: balancer.Policies[policy]})
 				defer b.Close()
 				update(t, b, ss...)
+				// Until 600 calls have been served, or 5 s.
 				stop := make(chan struct{})
-				time.AfterFunc(300*time.Millisecond, func() { close(stop) })
+				go func() {
+					defer close(stop)
+					for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+						if ss[0].calls.Load()+ss[1].calls.Load()+ss[2].calls.Load() >= 600 {
+							return
+						}
+					}
+				}()
 				ok, failed := load(b, 6, stop)
 				if failed > 0 || ok < 90 {
 					t.Fatalf("%d calls ok, %d failed", ok, failed)
@@ -135,7 +143,9 @@ func TestKilledEndpoint(t *testing.T) {
 				const workers = 4
 				stop := make(chan struct{})
 				var atKill [3]int64
+				killed := make(chan struct{})
 				time.AfterFunc(150*time.Millisecond, func() {
+					defer close(killed)
 					for i, s := range ss {
 						atKill[i] = s.calls.Load()
 					}
@@ -143,6 +153,7 @@ func TestKilledEndpoint(t *testing.T) {
 				})
 				time.AfterFunc(400*time.Millisecond, func() { close(stop) })
 				_, failed := load(b, workers, stop)
+				<-killed
 				if failed > workers {
 					t.Errorf("%d calls failed, want at most %d (one in flight per caller)", failed, workers)
 				}
