@@ -92,6 +92,7 @@ type Deployment struct {
 	processes   []*process
 	nextOrdinal []int
 	scaleMu     sync.Mutex
+	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
 	cfgJSON     []byte
 	opts        Options
 	as          autoscalers

@@ -120,6 +120,11 @@ func (d *Deployment) callers(g int) []int {
 // pushPeers sends every live replica of every group calling group g the
 // endpoint sets of g's live replicas.
 func (d *Deployment) pushPeers(ctx context.Context, g int) error {
+	// One push at a time, each computed from the state at its turn: a
+	// death reported while a scale pushes cannot overwrite a newer set
+	// with an older one.
+	d.pushMu.Lock()
+	defer d.pushMu.Unlock()
 	if g == d.topo.EntryGroup() {
 		d.pushClients()
 	}
@@ -177,9 +182,20 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 
 // scaleUp starts k replicas of group g, waits until they are ready, and
 // then tells the callers.
-func (d *Deployment) scaleUp(ctx context.Context, g, k int) error {
+func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 	name := d.topo.Groups[g].Name
 	var started []*process
+	defer func() {
+		if err != nil {
+			// Not yet anyone's peer: killed, and left out of Processes.
+			for _, p := range started {
+				p.retired.Store(true)
+				signalGroup(p, syscall.SIGKILL)
+				<-p.done
+			}
+			err = fmt.Errorf("scale up group %s: %w", name, err)
+		}
+	}()
 	for range k {
 		d.mu.Lock()
 		ordinal := d.nextOrdinal[g]
@@ -187,24 +203,20 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) error {
 		d.mu.Unlock()
 		s, err := d.bind(g, ordinal)
 		if err != nil {
-			return fmt.Errorf("scale up group %s: %w", name, err)
+			return err
 		}
 		hc := d.hostConfig(d.cfgJSON, s, d.peersOf(g, nil))
 		p, err := d.start(hc, s, d.opts)
 		s.close()
 		if err != nil {
-			return fmt.Errorf("scale up group %s: %w", name, err)
+			return err
 		}
 		started = append(started, p)
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReadyTimeout)
 	defer cancel()
 	if err := d.waitReady(rctx, started); err != nil {
-		for _, p := range started {
-			p.retired.Store(true)
-			signalGroup(p, syscall.SIGKILL)
-		}
-		return fmt.Errorf("scale up group %s: %w", name, err)
+		return err
 	}
 	now := time.Now()
 	d.mu.Lock()
@@ -215,7 +227,11 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) error {
 	}
 	d.mu.Unlock()
 	d.logf("deployment %s: group %s scaled up to %d", d.id, name, len(d.live(g)))
-	return d.pushPeers(ctx, g)
+	// The new replicas run whether or not every caller heard of them.
+	if perr := d.pushPeers(ctx, g); perr != nil {
+		return fmt.Errorf("scale up group %s: %w", name, perr)
+	}
+	return nil
 }
 
 // scaleDown takes the replicas out of every caller's endpoint set, so
@@ -226,10 +242,12 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	for _, p := range victims {
 		p.retired.Store(true)
 	}
-	if err := d.pushPeers(ctx, g); err != nil {
-		return fmt.Errorf("scale down group %s: %w", d.topo.Groups[g].Name, err)
-	}
 	var errs []error
+	if err := d.pushPeers(ctx, g); err != nil {
+		// A caller that still sends to a victim finds it draining
+		// (UNAVAILABLE) and its health check takes it out.
+		errs = append(errs, err)
+	}
 	for _, p := range victims {
 		if err := d.stopReplica(ctx, p); err != nil {
 			errs = append(errs, err)
@@ -239,7 +257,10 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	d.processes = slices.DeleteFunc(d.processes, func(p *process) bool { return slices.Contains(victims, p) })
 	d.mu.Unlock()
 	d.logf("deployment %s: group %s scaled down to %d", d.id, d.topo.Groups[g].Name, len(d.live(g)))
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("scale down group %s: %w", d.topo.Groups[g].Name, err)
+	}
+	return nil
 }
 
 // stopReplica drains and stops one replica, and kills it if it has not
