@@ -18,6 +18,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	chainpb "github.com/svclab/svclab/proto/chain"
 )
 
 var servedRE = regexp.MustCompile(regexp.QuoteMeta(runtime.ServedMarker) + ` (\d+) calls`)
@@ -403,6 +404,54 @@ func TestEntryReplicas(t *testing.T) {
 			}
 			if float64(n2) < 0.9*float64(ok2)/3 {
 				t.Errorf("the replica added by Scale served %d of the last %d calls, want about a third", n2, ok2)
+			}
+		})
+	}
+}
+
+// TestScaleDownDrains scales hop3 from 2 replicas to 1 while slow calls
+// are in flight on both: every call finishes, the replica scaled away
+// stops only after its calls have answered, and it exits cleanly.
+func TestScaleDownDrains(t *testing.T) {
+	for _, tr := range []string{"grpc", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop3 = 2\n")
+			ctx, d := deployFor(t, p)
+			conn := dialEntry(t, ctx, d)
+			victim := groupProcs(d, "hop3")[1]
+			const calls, sleep = 6, 800 * time.Millisecond
+			errs := make(chan error, calls)
+			for range calls {
+				go func() {
+					_, err := chainpb.NewHopClient(conn).Call(ctx, &chainpb.CallRequest{SleepMicros: sleep.Microseconds()})
+					errs <- err
+				}()
+			}
+			time.Sleep(200 * time.Millisecond) // the calls are at hop3
+			start := time.Now()
+			if err := d.Scale(ctx, "hop3", 1); err != nil {
+				t.Fatal(err)
+			}
+			took := time.Since(start)
+			for range calls {
+				if err := <-errs; err != nil {
+					t.Errorf("a call in flight during the scale down failed: %v", err)
+				}
+			}
+			select {
+			case <-victim.Done():
+			default:
+				t.Fatal("Scale returned before the replica it removed exited")
+			}
+			if st := victim.Exit().Status; st != "exit status 0" {
+				t.Errorf("%s ended %s, want a clean stop", victim.Info().Name, st)
+			}
+			// It held its calls (half of them) until they answered.
+			if took < sleep/2 {
+				t.Errorf("the scale down took %s: it did not wait for the calls in flight", took)
+			}
+			if n := served(t, victim); n < 1 {
+				t.Errorf("%s served %d calls, want its share of the slow ones", victim.Info().Name, n)
 			}
 		})
 	}
