@@ -149,11 +149,16 @@ def scaling(ts: pd.DataFrame, replicas: pd.DataFrame, label_col: str, order: Seq
             ax1.plot(run["second"], run[latency_col], **kw)
             ax2.plot(run["second"], run["rps"], **kw)
         rsub = replicas[replicas[label_col] == lbl]
-        for (_run_id, group), dec in rsub.groupby(["run_id", "group"], sort=True):
+        for (run_id, group), dec in rsub.groupby(["run_id", "group"], sort=True):
             dec = dec.sort_values("t_s")
-            # The count before the first decision, then after each one.
-            x = np.concatenate([[dec["t_s"].iloc[0]], dec["t_s"].to_numpy()])
-            y = np.concatenate([[dec["current"].iloc[0]], dec["desired"].to_numpy()])
+            # The count before the first decision, then after each one,
+            # held to the run's last second.
+            end = ts.loc[ts["run_id"] == run_id, "second"].max()
+            last = dec["t_s"].iloc[-1]
+            tail_x = [end] if end == end and end > last else []
+            x = np.concatenate([[dec["t_s"].iloc[0]], dec["t_s"].to_numpy(), tail_x])
+            y = np.concatenate([[dec["current"].iloc[0]], dec["desired"].to_numpy(),
+                                [dec["desired"].iloc[-1]] * len(tail_x)])
             ax3.step(x, y, where="post", color=colour(i), alpha=0.75, linewidth=1.2,
                      linestyle=styles[groups.index(group) % len(styles)])
     for k, g in enumerate(groups):
