@@ -65,6 +65,8 @@ type Group struct {
 	// (scaling.go).
 	Replicas  int
 	Autoscale *Autoscale
+	// Resources limit each process of the group (deploy.resources).
+	Resources spec.Resources
 }
 
 // InProcess reports whether the transport cannot cross processes, so the
@@ -209,6 +211,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveResources(s); err != nil {
+		return nil, err
 	}
 	if err := p.resolveScaling(s); err != nil {
 		return nil, err

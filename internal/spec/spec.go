@@ -125,6 +125,9 @@ type Deploy struct {
 	Replicas  map[string]int       `toml:"replicas"`
 	Balancer  string               `toml:"balancer"`
 	Autoscale map[string]Autoscale `toml:"autoscale"`
+	// Resources maps a group or component name to the limits of each of
+	// its processes (cgroups).
+	Resources map[string]Resources `toml:"resources"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -347,6 +350,9 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
+	}
+	if err := s.checkResources(); err != nil {
+		return err
 	}
 	return s.checkScaling()
 }

@@ -31,6 +31,8 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -99,6 +101,9 @@ type Deployment struct {
 	clients     []entryClient // balancers over the entry's replicas (dial.go)
 
 	dir         string
+	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	ownBacking  *backing.Pool    // started for this deployment alone
+	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -185,6 +190,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		topo:        p,
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
+		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 		nextOrdinal: make([]int, len(p.Groups)),
@@ -203,6 +209,10 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
+	if opts.Env, err = d.backing(ctx, &opts); err != nil {
+		return nil, err
+	}
+	d.opts.Env = opts.Env
 	if err := d.startAll(cfgJSON); err != nil {
 		return nil, err
 	}
@@ -211,6 +221,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer cancel()
 	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
+	}
+	if err := d.startIngress(readyCtx); err != nil {
+		return nil, err
 	}
 	now := time.Now()
 	for _, p := range d.processes {
@@ -247,6 +260,12 @@ func (d *Deployment) stop(ctx context.Context) error {
 	// after the others are stopped.
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
+	var errs []error
+	if d.ingress != nil {
+		if err := d.ingress.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	d.mu.Lock()
 	procs := slices.Clone(d.processes)
 	d.mu.Unlock()
@@ -255,7 +274,6 @@ func (d *Deployment) stop(ctx context.Context) error {
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
-	var errs []error
 wait:
 	for _, p := range procs {
 		select {
@@ -286,6 +304,18 @@ wait:
 	}
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	for _, p := range procs {
+		if p.cg != nil {
+			if err := p.cg.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if d.ownBacking != nil {
+		if err := d.ownBacking.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

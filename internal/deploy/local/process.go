@@ -13,9 +13,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -32,7 +33,9 @@ type process struct {
 
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
-	res    *procstat.Source
+	res    deploy.ResourceSource
+	cg     *cgroup.Group // nil when the process has no limits
+	oom    bool          // the OOM killer ended it
 
 	cmd      *exec.Cmd
 	tail     *ring
@@ -54,7 +57,10 @@ func (p *process) Exit() *deploy.ExitError {
 	if p.waitErr != nil {
 		status = p.waitErr.Error()
 	}
-	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail()}
+	if p.oom {
+		status = fmt.Sprintf("killed by the OOM killer at its memory limit of %s (%s)", spec.ByteSize(p.cg.Limits().Memory), status)
+	}
+	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail(), OutOfMemory: p.oom}
 }
 
 // start launches one child.
@@ -68,6 +74,11 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
+	cg, cgEnv, err := d.NewProcessCgroup(name, hc.Group)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, cgEnv...)
 	cmd.ExtraFiles = s.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's SIGINT goes to svclab
@@ -80,14 +91,27 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		if startErr = cmd.Start(); startErr == nil && cg != nil {
+			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
 	}
 	proc := &process{
@@ -107,6 +131,11 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
+	if cg != nil {
+		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+		lim := cg.Limits()
+		proc.info.Limits = &lim
+	}
 	for c, l := range hc.Listeners {
 		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
 	}
@@ -150,6 +179,7 @@ func writeLine(w io.Writer, s string) {
 // that an exit error carries the child's last words.
 func (p *process) wait() {
 	p.waitErr = p.cmd.Wait()
+	p.oom = killedBy(p.waitErr, syscall.SIGKILL) && outOfMemory(p.cg)
 	select {
 	case <-p.readDone:
 	case <-time.After(time.Second):

@@ -192,6 +192,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 				p.retired.Store(true)
 				signalGroup(p, syscall.SIGKILL)
 				<-p.done
+				_ = p.removeCgroup()
 			}
 			err = fmt.Errorf("scale up group %s: %w", name, err)
 		}
@@ -277,9 +278,9 @@ func (d *Deployment) stopReplica(ctx context.Context, p *process) error {
 	case <-sctx.Done():
 		signalGroup(p, syscall.SIGKILL)
 		<-p.done
-		return fmt.Errorf("%s: did not stop within %s and was killed (%v)", p.info, d.stopTimeout, err)
+		return errors.Join(fmt.Errorf("%s: did not stop within %s and was killed (%v)", p.info, d.stopTimeout, err), p.removeCgroup())
 	}
-	return nil
+	return p.removeCgroup()
 }
 
 // forget takes a replica that died out of its callers' sets, so that they
@@ -333,4 +334,13 @@ func (d *Deployment) logf(format string, args ...any) {
 	if d.opts.Log != nil {
 		writeLine(d.opts.Log, fmt.Sprintf("[svclab] "+format+"\n", args...))
 	}
+}
+
+// removeCgroup removes the cgroup of a replica that has exited, if it has
+// one; Stop removes those of the processes still listed.
+func (p *process) removeCgroup() error {
+	if p.cg == nil {
+		return nil
+	}
+	return p.cg.Remove()
 }
