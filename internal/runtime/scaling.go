@@ -71,35 +71,14 @@ type Autoscale struct {
 	MemoryRequest int64
 }
 
-// autoscaleOf reads group g's autoscaler, written under key, and the
-// requests of its targets from [deploy.resources] (read from the tree, as
-// that table belongs to the cgroup limits).
+// autoscaleOf reads group g's autoscaler, written under key, with the
+// requests of its targets: the group's limits in [deploy.resources]
+// (resolved before it), or 1 core and no memory limit.
 func (p *Topology) autoscaleOf(s *spec.Spec, g int, key string) (*Autoscale, error) {
-	a := &Autoscale{Autoscale: s.Deploy.Autoscale[key], CPURequest: 1}
-	res, _ := s.Lookup("deploy.resources")
-	table, _ := res.(map[string]any)
-	names, err := p.scalingGroups(s, "resources", slices.Collect(maps.Keys(table)))
-	if err != nil {
-		return nil, err
-	}
-	if rk, ok := names[g]; ok {
-		r, _ := table[rk].(map[string]any)
-		switch c := r["cpu"].(type) {
-		case float64:
-			a.CPURequest = c
-		case int64:
-			a.CPURequest = float64(c)
-		}
-		if m, ok := r["memory"].(string); ok {
-			var b spec.ByteSize
-			if err := b.UnmarshalText([]byte(m)); err != nil {
-				return nil, s.Errorf(spec.ScalingKey("resources", rk)+".memory", "%v", err)
-			}
-			a.MemoryRequest = int64(b)
-		}
-	}
-	if a.CPURequest <= 0 {
-		a.CPURequest = 1
+	res := p.Groups[g].Resources
+	a := &Autoscale{Autoscale: s.Deploy.Autoscale[key], CPURequest: 1, MemoryRequest: int64(res.Memory)}
+	if res.CPU > 0 {
+		a.CPURequest = res.CPU
 	}
 	if a.MemoryTarget > 0 && a.MemoryRequest == 0 {
 		return nil, s.Errorf(spec.ScalingKey("autoscale", key)+".memory_target",

@@ -76,6 +76,18 @@ func TestAutoscaleDefaults(t *testing.T) {
 	}
 }
 
+// TestAutoscaleRequests reads the requests of the targets from the group's
+// limits in [deploy.resources], named by component here and by group there.
+func TestAutoscaleRequests(t *testing.T) {
+	p, err := loadResolve(t, splitChain+"[deploy.resources.hop2]\ncpu = 0.5\nmemory = \"256MiB\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 70\nmemory_target = 80\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := p.Groups[1].Autoscale; a.CPURequest != 0.5 || a.MemoryRequest != 256<<20 {
+		t.Errorf("requests %g cores, %d bytes; want 0.5 and 256MiB", a.CPURequest, a.MemoryRequest)
+	}
+}
+
 func TestScalingErrors(t *testing.T) {
 	tests := []struct {
 		name, spec, key string
