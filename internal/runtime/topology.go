@@ -51,6 +51,9 @@ type Topology struct {
 	// Balancer is deploy.balancer: how a caller spreads calls over a
 	// group's replicas (scaling.go).
 	Balancer string
+	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
+	// deploy.metrics).
+	Mesh Mesh
 
 	components map[string]Component
 }
@@ -170,6 +173,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {

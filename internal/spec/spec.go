@@ -128,6 +128,10 @@ type Deploy struct {
 	// Resources maps a group or component name to the limits of each of
 	// its processes (cgroups).
 	Resources map[string]Resources `toml:"resources"`
+	// MTLS, Tracing and Metrics are the in-process mesh features (mesh.go).
+	MTLS    bool    `toml:"mtls"`
+	Tracing float64 `toml:"tracing"`
+	Metrics bool    `toml:"metrics"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -352,6 +356,9 @@ func (s *Spec) decodeDeploy() error {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkMesh(); err != nil {
 		return err
 	}
 	return s.checkScaling()

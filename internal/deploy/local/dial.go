@@ -10,11 +10,16 @@ import (
 )
 
 // Dial connects to the entry over its transport (the gateway's http
-// transport with inproc). When the entry group can have more than one
-// replica, the connection is a balancer over the entry's replicas, with the
-// deployment's balancing policy, and the deployer keeps its endpoint set
-// current as callers' sets are (replicas.go).
+// transport with inproc). With deploy.mtls and no opts.TLS of the
+// caller's, it presents the deployment's client certificate. When the entry
+// group can have more than one replica, the connection is a balancer over
+// the entry's replicas, with the deployment's balancing policy, and the
+// deployer keeps its endpoint set current as callers' sets are
+// (replicas.go).
 func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
+	if opts.TLS == nil && d.entry != d.gateway {
+		opts.TLS = d.mesh.clientTLS(d.topo.Entry)
+	}
 	g := d.topo.EntryGroup()
 	if grp := d.topo.Groups[g]; grp.Replicas == 1 && grp.Autoscale == nil {
 		return deploy.DialEndpoint(ctx, d.entry, opts)

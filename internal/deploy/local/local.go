@@ -102,6 +102,7 @@ type Deployment struct {
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
@@ -213,7 +214,13 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		return nil, err
 	}
 	d.opts.Env = opts.Env
-	if err := d.startAll(cfgJSON); err != nil {
+	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
+	d.mesh, err = d.newMesh(meshCtx, p)
+	cancelMesh()
+	if err != nil {
+		return nil, err
+	}
+	if err := d.startAll(ctx, cfgJSON); err != nil {
 		return nil, err
 	}
 
@@ -221,6 +228,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer cancel()
 	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
+	}
+	if err := d.meshReady(readyCtx); err != nil {
+		return nil, err
 	}
 	if err := d.startIngress(readyCtx); err != nil {
 		return nil, err
@@ -260,6 +270,7 @@ func (d *Deployment) stop(ctx context.Context) error {
 	// after the others are stopped.
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
+	d.mesh.beforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -302,6 +313,7 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
 	}

@@ -207,6 +207,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		hc := d.hostConfig(d.cfgJSON, s, d.peersOf(g, nil))
+		d.mesh.configure(hc, -1, d.topo.Groups[g])
 		p, err := d.start(hc, s, d.opts)
 		s.close()
 		if err != nil {
@@ -299,7 +300,7 @@ func (d *Deployment) forget(p *process) {
 // startAll binds and starts the first replicas of every group: every
 // socket first, so that each host's peers are known and can be connected
 // to before they accept.
-func (d *Deployment) startAll(cfgJSON json.RawMessage) error {
+func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) error {
 	var all []*sockets
 	defer func() { closeAll(all) }()
 	for g, grp := range d.topo.Groups {
@@ -312,10 +313,17 @@ func (d *Deployment) startAll(cfgJSON json.RawMessage) error {
 			all = append(all, s)
 		}
 	}
+	mctx, cancel := context.WithTimeout(ctx, d.opts.ReadyTimeout)
+	err := d.meshAfterBind(mctx, all)
+	cancel()
+	if err != nil {
+		return err
+	}
 	// Every config before any start: peersOf counts started processes.
 	hcs := make([]*hostv1.HostConfig, len(all))
 	for i, s := range all {
 		hcs[i] = d.hostConfig(cfgJSON, s, d.peersOf(s.group, all))
+		d.mesh.configure(hcs[i], i, d.topo.Groups[s.group])
 	}
 	for i, s := range all {
 		p, err := d.start(hcs[i], s, d.opts)
