@@ -126,6 +126,10 @@ type Deploy struct {
 	Hosts map[string]Host `toml:"hosts"`
 	Link  Link            `toml:"link"`
 	Links map[string]Link `toml:"links"`
+	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
+	Replicas  map[string]int       `toml:"replicas"`
+	Balancer  string               `toml:"balancer"`
+	Autoscale map[string]Autoscale `toml:"autoscale"`
 	// Resources maps a group or component name to the limits of each of
 	// its processes (cgroups).
 	Resources map[string]Resources `toml:"resources"`
@@ -359,7 +363,10 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
-	return s.checkMesh()
+	if err := s.checkMesh(); err != nil {
+		return err
+	}
+	return s.checkScaling()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which
