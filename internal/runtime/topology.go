@@ -48,6 +48,9 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Languages maps each component not implemented in Go to its language
+	// (deploy.languages); see Language.
+	Languages map[string]string
 
 	components map[string]Component
 }
@@ -201,6 +204,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveLanguages(s); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

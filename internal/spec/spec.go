@@ -121,6 +121,9 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Languages maps a component to the language of its implementation:
+	// "go" (the default), "java" or "python" (runtime checks the names).
+	Languages map[string]string `toml:"languages"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http

@@ -55,6 +55,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	}
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
+	d.langCommand(cmd, hc) // a Java or Python host instead (languages.go)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
 	cmd.ExtraFiles = files

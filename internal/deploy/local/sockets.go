@@ -42,6 +42,9 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 		}
 	}()
 	add := func(g int, ep runtime.Endpoint) (*hostv1.Listener, error) {
+		if p.GroupLanguage(g) != runtime.LangGo {
+			return bindByAddress(ep) // languages.go
+		}
 		var lis net.Listener
 		var err error
 		if ep.Network == "unix" {

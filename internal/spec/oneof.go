@@ -1,0 +1,22 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// DidYouMean returns ` (did you mean "x"?)` when one of known is within two
+// edits of got, else ` (known: a, b, …)`: the hint for a value that must be
+// one of a few names (a language, a component), as didYouMean is for keys.
+func DidYouMean(got string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(got), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return fmt.Sprintf(" (did you mean %q?)", best)
+	}
+	return fmt.Sprintf(" (known: %s)", strings.Join(known, ", "))
+}
