@@ -43,7 +43,7 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for _, p := range d.processes {
+	for i, p := range d.processes {
 		// A child that exits fails the deployment at once, whatever the
 		// health checks are doing.
 		go func() {
@@ -65,9 +65,11 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 				}
 			}()
 		}
-		if checks == 0 {
+		if checks == 0 || d.langs[d.topo.GroupLanguage(i)] != nil {
 			// No listener to probe: a group nobody calls across
 			// processes. Its ready line is the only sign of life.
+			// A Java or Python host serves before it handles SIGTERM,
+			// which it does by the time it prints the ready line.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
