@@ -57,7 +57,7 @@ func TestLanguages(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			needLanguage(t, tc.lang)
-			p := resolve(t, "[app]\nname = \""+tc.app+"\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tc.transport+"\"\n[deploy.languages]\n"+tc.component+" = \""+tc.lang+"\"\n")
+			p := resolve(t, "[app]\nname = \""+tc.app+"\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"90s\"\ntransport = \""+tc.transport+"\"\n[deploy.languages]\n"+tc.component+" = \""+tc.lang+"\"\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 			defer cancel()
 			d, err := localDeployer(t).Deploy(ctx, p, deploy.Options{})
