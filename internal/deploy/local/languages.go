@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -47,16 +48,40 @@ func langHosts(p *runtime.Topology) (map[string][]string, error) {
 	out := map[string][]string{}
 	for _, c := range slices.Sorted(maps.Keys(p.Languages)) {
 		lang := p.Language(c)
-		if lang == runtime.LangGo || out[lang] != nil {
+		if out[lang] != nil {
 			continue
 		}
 		argv, err := langHost(lang)
 		if err != nil {
-			return nil, fmt.Errorf("deploy.languages.%s = %q: %w", c, lang, err)
+			return nil, &langError{component: c, lang: lang, err: err}
 		}
 		out[lang] = argv
 	}
 	return out, nil
+}
+
+// langError is a language's host that cannot run here.
+type langError struct {
+	component, lang string
+	err             error
+}
+
+func (e *langError) Error() string {
+	return fmt.Sprintf("deploy.languages.%s = %q: %v", e.component, e.lang, e.err)
+}
+
+func (e *langError) Unwrap() error { return e.err }
+
+// Check is deploy.Checker: a missing JDK, Python or build is a spec error
+// at the deploy.languages key, before anything starts (the runner resolves
+// every run first).
+func (deployer) Check(s *spec.Spec, topo *runtime.Topology) error {
+	_, err := langHosts(topo)
+	var le *langError
+	if errors.As(err, &le) {
+		return s.Errorf("deploy.languages."+le.component, "%q: %v", le.lang, le.err)
+	}
+	return err
 }
 
 func langHost(lang string) ([]string, error) {

@@ -3,6 +3,7 @@ package local_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // needLanguage skips t, saying what is missing, unless lang's toolchain is
@@ -173,6 +175,20 @@ func TestLanguageFaults(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
+		}
+	})
+	t.Run("not built, at resolve", func(t *testing.T) {
+		// What `svclab run` and `up` see: a spec error at the key's line,
+		// before the first run.
+		t.Setenv(local.ImplDirEnv, t.TempDir())
+		s, err := spec.Load(writeSpec(t, src))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = deploy.Resolve(s)
+		var se *spec.Error
+		if !errors.As(err, &se) || se.Key != "deploy.languages.selector" || se.Line != 6 || !strings.Contains(err.Error(), "make java") {
+			t.Errorf("resolve: %v, want a spec error at deploy.languages.selector, line 6, naming make java", err)
 		}
 	})
 	t.Run("bad heap flag", func(t *testing.T) {
