@@ -20,11 +20,13 @@ JAVA_JAR := impl/java/target/svclab-java.jar
 PYIMPL_VENV := $(CURDIR)/impl/python/.venv
 IMPL_PROTOS := $(wildcard proto/selector/*.proto proto/rpcops/*.proto proto/host/v1/*.proto)
 
+JAEGER_VERSION := v1.76.0
+JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl quickstart replicate clean
+.PHONY: all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger quickstart replicate clean
 
 all: build
 
@@ -74,6 +76,14 @@ test-pyimpl: pyimpl
 	  cd impl/python && $(PYIMPL_VENV)/bin/ruff check . && $(PYIMPL_VENV)/bin/mypy src && $(PYIMPL_VENV)/bin/pytest -q; \
 	fi
 
+## jaeger: the tracing backend of deploy.tracing (tools/jaeger), built once per
+## machine into $(JAEGER), keyed by version so fresh clones reuse it (~3 min)
+jaeger: $(JAEGER)
+$(JAEGER):
+	mkdir -p $(dir $@)
+	cd tools/jaeger && $(GO) build -trimpath -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	mv $@.tmp $@
+
 ## lint: gofmt, go vet, ruff and mypy
 lint: venv
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -87,7 +97,7 @@ test: build venv lint java pyimpl test-pyimpl test-go test-py
 
 # -p 1: the load generator's accuracy tests and the end-to-end tests measure
 # time on a 2-core machine, so packages run one at a time.
-test-go: build java pyimpl
+test-go: build java pyimpl jaeger
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load
 	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 5s ./cmd/svclab

@@ -20,6 +20,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -52,6 +53,14 @@ type Options struct {
 	// this machine starts; default os.Executable(). A test passes its own
 	// binary, which then runs as a host (see local.RunIfChild).
 	Executable string
+	// CPUs, when set, is the CPU list (cgroup cpuset, e.g. "1-3") every
+	// process of the deployment runs on: the system under test's share
+	// under experiment.isolation = "cpuset".
+	CPUs string
+	// Backing runs the backing services the app declares (a database);
+	// the experiment runner passes one pool for all its runs. Nil: the
+	// deployment starts its own and stops it with the deployment.
+	Backing *backing.Pool
 }
 
 // Deployment is a running topology. Its methods are safe for concurrent use.
@@ -96,8 +105,9 @@ func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
 func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
-// starts: the deployer it names is registered, and its topology resolves
-// (runtime.Resolve). Errors name the file, line and key.
+// starts: the deployer it names is registered, its topology resolves
+// (runtime.Resolve), and the backing services its app declares can run
+// here. Errors name the file, line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -105,6 +115,15 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	}
 	topo, err := runtime.Resolve(s)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := backing.Check(topo); err != nil {
+		return nil, nil, s.Errorf("app.name", "%w", err)
+	}
+	if err := checkIngress(s, topo); err != nil {
+		return nil, nil, err
+	}
+	if err := checkMesh(s, topo); err != nil {
 		return nil, nil, err
 	}
 	if c, ok := d.(Checker); ok {

@@ -25,6 +25,12 @@ type ResourceRow struct {
 	PID      int64   `parquet:"pid"`
 	CPUS     float64 `parquet:"cpu_s"`
 	RSSBytes int64   `parquet:"rss_bytes"`
+	// The counters of the process's cgroup; null for a process without
+	// one (no deploy.resources and no isolation).
+	CFSPeriods       *int64   `parquet:"cfs_periods,optional"`
+	ThrottledPeriods *int64   `parquet:"throttled_periods,optional"`
+	ThrottledS       *float64 `parquet:"throttled_s,optional"`
+	CgroupMemBytes   *int64   `parquet:"cgroup_memory_bytes,optional"`
 }
 
 // ResourceSampler reads the CPU time and RSS of a set of processes once per
@@ -37,6 +43,9 @@ type ResourceSampler struct {
 	rows  []ResourceRow
 	zero  time.Time // the t_s origin: the start of the measurement
 	start time.Time
+
+	follow func() []Sampled // processes that may join (scaling.go)
+	joined []deploy.ProcessInfo
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
@@ -78,18 +87,24 @@ func (rs *ResourceSampler) SetZero(zero time.Time) {
 
 // sample takes one sample of every process; Start calls it on every tick.
 func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
+	rs.followNew()
 	var rows []ResourceRow
 	for _, p := range rs.procs {
 		u, err := p.Source.Sample(ctx)
 		if err != nil {
 			continue // exited: the run records why elsewhere
 		}
-		rows = append(rows, ResourceRow{
+		row := ResourceRow{
 			Process:  p.Process.Name,
 			PID:      int64(p.Process.PID),
 			CPUS:     u.CPUSeconds,
 			RSSBytes: u.RSSBytes,
-		})
+		}
+		if c := u.Cgroup; c != nil {
+			periods, throttled, mem, ts := int64(c.Periods), int64(c.ThrottledPeriods), c.MemoryBytes, c.ThrottledSeconds
+			row.CFSPeriods, row.ThrottledPeriods, row.CgroupMemBytes, row.ThrottledS = &periods, &throttled, &mem, &ts
+		}
+		rows = append(rows, row)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -68,6 +69,8 @@ type RunFile struct {
 	Thresholds []string             `json:"thresholds,omitempty"`
 	Generator  any                  `json:"generator,omitempty"`
 	Processes  []deploy.ProcessInfo `json:"processes"`
+	// Traces is the check of a run with deploy.tracing (traces.go).
+	Traces *TraceCheck `json:"traces,omitempty"`
 }
 
 // ErrInterrupted is returned when the context ends mid-experiment; the
@@ -112,9 +115,17 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
 		}
-		return execute(ctx, st, p, prepared, committed, opts, logw)
+		iso, err := DecideIsolation(s, logw)
+		if err != nil {
+			return nil, err
+		}
+		return execute(ctx, st, p, prepared, committed, opts, logw, &iso, calibrateHost(ctx, logw))
 	}
 	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
+	if err != nil {
+		return nil, err
+	}
+	iso, err := DecideIsolation(s, logw)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +133,14 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if root == "" {
 		root = "results"
 	}
-	st, err = CreateStore(root, NewExperimentFile(p, opts.Version, opts.Commit, time.Now()), time.Now())
+	ef := NewExperimentFile(p, opts.Version, opts.Commit, time.Now())
+	ef.HostTimer = calibrateHost(ctx, logw)
+	ef.Isolation = &iso
+	st, err = CreateStore(root, ef, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, st, p, prepared, committed, opts, logw)
+	return execute(ctx, st, p, prepared, committed, opts, logw, &iso, ef.HostTimer)
 }
 
 // samePlan checks that a resumed plan is the one experiment.json recorded,
@@ -143,10 +157,22 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 	return nil
 }
 
-func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer) (*Outcome, error) {
+func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation, floor *hostclock.Calibration) (_ *Outcome, err error) {
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
+	// Backing services (a database) start before the generator moves onto
+	// its CPUs: a process svclab starts inherits its cgroups.
+	pool, err := startBacking(ctx, prepared, logw)
+	if err != nil {
+		return out, err
+	}
+	defer closeBacking(pool, logw)
+	leave, err := iso.enter()
+	if err != nil {
+		return out, fmt.Errorf("isolate the load generator: %w", err)
+	}
+	defer func() { err = errors.Join(err, leave()) }()
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -159,7 +185,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
 		}
-		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog)
+		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, iso, floor)
 		if err != nil {
 			if ctx.Err() != nil {
 				prog.done()
@@ -204,7 +230,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 // runOne deploys, loads, tears down and commits one run. A failure of the
 // system under test is recorded in the run; only a failure to write results
 // or an interruption is returned as an error.
-func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress) (*RunFile, error) {
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, iso *Isolation, floor *hostclock.Calibration) (*RunFile, error) {
 	w, err := st.BeginRun(r.ID)
 	if err != nil {
 		return nil, err
@@ -223,13 +249,13 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs(), Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
 			return nil, ctx.Err()
 		}
-		fail(fmt.Sprintf("deploy: %v", derr), nil)
+		fail(oomPrefix(derr)+fmt.Sprintf("deploy: %v", derr), nil)
 		return rf, commitRun(w, rf)
 	}
 	stopped := false
@@ -249,7 +275,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err != nil {
 		return nil, err
 	}
-	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid()}, Source: self}}
+	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid(), Limits: iso.loadgenLimits()}, Source: self}}
 	for _, dp := range dep.Processes() {
 		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
 	}
@@ -257,11 +283,15 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Processes = append(rf.Processes, s.Process)
 	}
 	sampler := NewResourceSampler(sampled, time.Second)
+	if autoscaled(dep) {
+		sampler.Follow(func() []Sampled { return sampledOf(dep) })
+	}
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
 
-	target, err := TargetFor(ctx, pr, dep)
+	sent := &callCounter{}
+	target, err := targetFor(ctx, pr, dep, sent)
 	if err != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -295,7 +325,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
-	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update})
+	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
 	cancelLoad()
 	<-watchDone
 	cancelSampler()
@@ -307,15 +337,15 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		return nil, ctx.Err()
 	}
 	if !res.Started.IsZero() {
-		sampler.SetZero(res.Started.Add(p.Warmup))
-	} else {
-		sampler.SetZero(measureStart)
+		measureStart = res.Started.Add(p.Warmup)
 	}
+	sampler.SetZero(measureStart)
 	switch {
 	case crashed != nil:
 		<-crashed.Done()
 		info := crashed.Info()
-		fail(fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), crashed.Exit().Status), tails(dep))
+		exit := crashed.Exit()
+		fail(oomPrefix(exit)+fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), exit.Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}
@@ -336,6 +366,18 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	}
 	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
 		return nil, err
+	}
+	if err := writeScaling(w.Dir, dep, sampler); err != nil {
+		return nil, err
+	}
+	rf.Processes = append(rf.Processes, sampler.Joined()...)
+	if rf.Traces, err = writeTraces(w.Dir, dep, pr.Runtime.Mesh.Tracing, sent.total()); err != nil {
+		rf.Warnings = append(rf.Warnings, fmt.Sprintf("traces: %v", err))
+	} else if rf.Traces != nil {
+		rf.Warnings = append(rf.Warnings, rf.Traces.Problems()...)
+	}
+	if err := writeMetrics(w.Dir, dep, pr.Runtime.Mesh.Metrics, measureStart); err != nil {
+		rf.Warnings = append(rf.Warnings, fmt.Sprintf("metrics: %v", err))
 	}
 	return rf, commitRun(w, rf)
 }

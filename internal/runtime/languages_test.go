@@ -36,6 +36,8 @@ func TestLanguageErrors(t *testing.T) {
 			"deploy.languages.selector", 6, `transport "inproc" is Go's alone`},
 		{"java http client on unix", selectSplit + "transport = \"http\"\nnetwork = \"unix\"\n[deploy.languages]\nfrontend = \"java\"\n",
 			"deploy.languages.frontend", 8, "http on tcp only"},
+		{"mtls", selectSplit + "mtls = true\n[deploy.languages]\nselector = \"java\"\n",
+			"deploy.languages.selector", 7, "deploy.mtls is served by Go hosts alone"},
 		{"as a factor level", selectSplit + "[deploy.languages]\nselector = \"go\"\n[experiment]\n[experiment.factors]\n\"deploy.languages.selector\" = [\"go\", \"java\", \"pyton\"]\n",
 			"deploy.languages.selector", 9, `unknown language "pyton" (did you mean "python"?)`},
 	}

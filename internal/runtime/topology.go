@@ -48,6 +48,12 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Balancer is deploy.balancer: how a caller spreads calls over a
+	// group's replicas (scaling.go).
+	Balancer string
+	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
+	// deploy.metrics).
+	Mesh Mesh
 	// Languages maps each component not implemented in Go to its language
 	// (deploy.languages); see Language.
 	Languages map[string]string
@@ -60,6 +66,13 @@ type Group struct {
 	// Name is the components joined with "+", e.g. "hop2+hop3".
 	Name       string
 	Components []string
+	// Replicas is how many processes serve the group at the start (at
+	// least 1); Autoscale, when set, changes it while the group runs
+	// (scaling.go).
+	Replicas  int
+	Autoscale *Autoscale
+	// Resources limit each process of the group (deploy.resources).
+	Resources spec.Resources
 }
 
 // InProcess reports whether the transport cannot cross processes, so the
@@ -163,6 +176,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {
@@ -204,6 +218,12 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveResources(s); err != nil {
+		return nil, err
+	}
+	if err := p.resolveScaling(s); err != nil {
+		return nil, err
 	}
 	if err := p.resolveLanguages(s); err != nil {
 		return nil, err

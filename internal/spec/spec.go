@@ -121,6 +121,17 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
+	Replicas  map[string]int       `toml:"replicas"`
+	Balancer  string               `toml:"balancer"`
+	Autoscale map[string]Autoscale `toml:"autoscale"`
+	// Resources maps a group or component name to the limits of each of
+	// its processes (cgroups).
+	Resources map[string]Resources `toml:"resources"`
+	// MTLS, Tracing and Metrics are the in-process mesh features (mesh.go).
+	MTLS    bool    `toml:"mtls"`
+	Tracing float64 `toml:"tracing"`
+	Metrics bool    `toml:"metrics"`
 	// Languages maps a component to the language of its implementation:
 	// "go" (the default), "java" or "python" (runtime checks the names).
 	Languages map[string]string `toml:"languages"`
@@ -347,7 +358,13 @@ func (s *Spec) decodeDeploy() error {
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
-	return nil
+	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkMesh(); err != nil {
+		return err
+	}
+	return s.checkScaling()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -37,13 +38,13 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 // StderrTails maps each group to its last output lines, joined.
 func (e *NotReadyError) StderrTails() map[string]string { return e.Tails }
 
-// waitReady health-checks every listener of every child until all report
-// SERVING, a child exits, or ctx ends.
-func (d *Deployment) waitReady(ctx context.Context) error {
+// waitReady health-checks every listener of every child in procs until all
+// report SERVING, a child exits, or ctx ends.
+func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for i, p := range d.processes {
+	for _, p := range procs {
 		// A child that exits fails the deployment at once, whatever the
 		// health checks are doing.
 		go func() {
@@ -56,16 +57,20 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 		checks := 0
 		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
 			ep := p.listen[c]
+			var tc *tls.Config // the gateway stays plaintext
+			if c != "gateway" {
+				tc = d.mesh.clientTLS(c)
+			}
 			checks++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := checkHealth(ctx, ep); err != nil {
+				if err := checkHealth(ctx, ep, tc); err != nil {
 					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
 				}
 			}()
 		}
-		if checks == 0 || d.langs[d.topo.GroupLanguage(i)] != nil {
+		if checks == 0 || d.langHost(p) {
 			// No listener to probe: a group nobody calls across
 			// processes. Its ready line is the only sign of life.
 			// A Java or Python host serves before it handles SIGTERM,
@@ -109,8 +114,8 @@ func (p *process) waitLine(ctx context.Context, s string) error {
 }
 
 // checkHealth calls the gRPC health service at ep over ep's transport until
-// it answers SERVING or ctx ends.
-func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
+// it answers SERVING or ctx ends; tlsConf is nil without mTLS.
+func checkHealth(ctx context.Context, ep runtime.Endpoint, tlsConf *tls.Config) error {
 	var conn transport.Conn
 	defer func() {
 		if conn != nil {
@@ -121,7 +126,7 @@ func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
 	backoff := 5 * time.Millisecond
 	for {
 		if conn == nil {
-			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{})
+			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{TLS: tlsConf})
 			if err != nil {
 				last = err
 			} else {

@@ -174,3 +174,8 @@ func (d *Deployment) langCommand(cmd *exec.Cmd, hc *hostv1.HostConfig) {
 	}
 	cmd.Path, cmd.Args = argv[0], argv
 }
+
+// langHost reports whether p runs a Java or Python host.
+func (d *Deployment) langHost(p *process) bool {
+	return len(p.info.Components) == 1 && d.langs[d.topo.Language(p.info.Components[0])] != nil
+}

@@ -25,11 +25,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -84,9 +87,24 @@ type Deployment struct {
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*process
+
+	// mu guards processes, every replica of every group (replicas.go);
+	// scaleMu serialises Scale.
+	mu          sync.Mutex
+	processes   []*process
+	nextOrdinal []int
+	scaleMu     sync.Mutex
+	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
+	cfgJSON     []byte
+	opts        Options
+	as          autoscalers
+	clients     []entryClient // balancers over the entry's replicas (dial.go)
 
 	dir         string
+	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	mesh        *mesh            // nil without in-process mesh features (mesh.go)
+	ownBacking  *backing.Pool    // started for this deployment alone
+	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -117,8 +135,11 @@ func (d *Deployment) Gateway() runtime.Endpoint { return d.gateway }
 // "/<package.Service>/<Method>" with a protojson body.
 func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
-// Processes has one entry per group, in the topology's order.
+// Processes has one entry per replica of each group, in the topology's
+// order at the start; replicas started later follow.
 func (d *Deployment) Processes() []deploy.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]deploy.Process, len(d.processes))
 	for i, p := range d.processes {
 		out[i] = p
@@ -171,8 +192,12 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		topo:        p,
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
+		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
+		nextOrdinal: make([]int, len(p.Groups)),
+		cfgJSON:     cfgJSON,
+		opts:        opts,
 	}
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
@@ -189,28 +214,39 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
-	sockets, err := d.bind()
+	if opts.Env, err = d.backing(ctx, &opts); err != nil {
+		return nil, err
+	}
+	d.opts.Env = opts.Env
+	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
+	d.mesh, err = d.newMesh(meshCtx, p)
+	cancelMesh()
 	if err != nil {
 		return nil, err
 	}
-	defer sockets.close() // the children hold their own copies
-
-	for i, g := range p.Groups {
-		hc := d.hostConfig(i, cfgJSON, sockets)
-		proc, err := d.start(hc, sockets.files[i], opts)
-		if err != nil {
-			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
-		}
-		d.processes = append(d.processes, proc)
+	if err := d.startAll(ctx, cfgJSON); err != nil {
+		return nil, err
 	}
-	sockets.close()
 
 	readyCtx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
 	defer cancel()
-	if err := d.waitReady(readyCtx); err != nil {
+	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
-	go d.watch()
+	if err := d.meshReady(readyCtx); err != nil {
+		return nil, err
+	}
+	if err := d.startIngress(readyCtx); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	for _, p := range d.processes {
+		p.readyAt = now
+		d.watchProcess(p)
+	}
+	if err := d.startAutoscalers(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -233,14 +269,28 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
-	for _, p := range d.processes {
+	d.stopAutoscalers()
+	// A Scale in progress finishes first, so that no replica starts
+	// after the others are stopped.
+	d.scaleMu.Lock()
+	defer d.scaleMu.Unlock()
+	d.mesh.beforeStop(ctx)
+	var errs []error
+	if d.ingress != nil {
+		if err := d.ingress.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.mu.Lock()
+	procs := slices.Clone(d.processes)
+	d.mu.Unlock()
+	for _, p := range procs {
 		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
-	var errs []error
 wait:
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 		case <-grace.C:
@@ -249,7 +299,7 @@ wait:
 			break wait
 		}
 	}
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 			if p.waitErr != nil && !killedBy(p.waitErr, syscall.SIGTERM) {
@@ -267,8 +317,21 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	for _, p := range procs {
+		if p.cg != nil {
+			if err := p.cg.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if d.ownBacking != nil {
+		if err := d.ownBacking.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

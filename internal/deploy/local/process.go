@@ -9,20 +9,33 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 // process is one child: one group of components. It is a deploy.Process.
 type process struct {
+	// group and ordinal say which replica of which group it is; ordinals
+	// count up from 0 within a group and are never reused.
+	group, ordinal int
+	// retired is set when the deployer scales the replica away: its
+	// exit is then no crash.
+	retired atomic.Bool
+	// readyAt is when it passed its health checks.
+	readyAt time.Time
+
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
-	res    *procstat.Source
+	res    deploy.ResourceSource
+	cg     *cgroup.Group // nil when the process has no limits
+	oom    bool          // the OOM killer ended it
 
 	cmd      *exec.Cmd
 	tail     *ring
@@ -44,21 +57,30 @@ func (p *process) Exit() *deploy.ExitError {
 	if p.waitErr != nil {
 		status = p.waitErr.Error()
 	}
-	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail()}
+	if p.oom {
+		status = fmt.Sprintf("killed by the OOM killer at its memory limit of %s (%s)", spec.ByteSize(p.cg.Limits().Memory), status)
+	}
+	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail(), OutOfMemory: p.oom}
 }
 
 // start launches one child.
-func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options) (*process, error) {
+func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*process, error) {
 	cfg, err := runtime.EncodeHostConfig(hc)
 	if err != nil {
 		return nil, err
 	}
+	name := d.replicaName(s.group, s.ordinal)
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
 	d.langCommand(cmd, hc) // a Java or Python host instead (languages.go)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
-	cmd.ExtraFiles = files
+	cg, cgEnv, err := d.NewProcessCgroup(name, hc.Group)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, cgEnv...)
+	cmd.ExtraFiles = s.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's SIGINT goes to svclab
 		// alone, which stops the children in order, and Stop can signal
@@ -70,19 +92,34 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		if startErr = cmd.Start(); startErr == nil && cg != nil {
+			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
 	}
 	proc := &process{
+		group:   s.group,
+		ordinal: s.ordinal,
 		info: deploy.ProcessInfo{
-			Name:       hc.Group,
+			Name:       name,
 			Group:      hc.Group,
 			Role:       deploy.RoleHost,
 			Components: hc.Components,
@@ -95,6 +132,11 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
+	if cg != nil {
+		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+		lim := cg.Limits()
+		proc.info.Limits = &lim
+	}
 	for c, l := range hc.Listeners {
 		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
 	}
@@ -138,6 +180,7 @@ func writeLine(w io.Writer, s string) {
 // that an exit error carries the child's last words.
 func (p *process) wait() {
 	p.waitErr = p.cmd.Wait()
+	p.oom = killedBy(p.waitErr, syscall.SIGKILL) && outOfMemory(p.cg)
 	select {
 	case <-p.readDone:
 	case <-time.After(time.Second):
@@ -147,20 +190,37 @@ func (p *process) wait() {
 	close(p.done)
 }
 
-// watch reports children that exit before Stop.
-func (d *Deployment) watch() {
-	for _, p := range d.processes {
-		go func() {
+// watchProcess reports a child that exits before Stop, unless it was
+// scaled away, and takes it out of its callers' endpoint sets.
+func (d *Deployment) watchProcess(p *process) {
+	go func() {
+		select {
+		case <-p.done:
+			if p.retired.Load() {
+				return
+			}
 			select {
-			case <-p.done:
-				select {
-				case <-d.stopping:
-				default:
-					d.exited <- p
-				}
+			case <-d.stopping:
+				return
+			default:
+			}
+			d.forget(p)
+			select {
+			case d.exited <- p:
 			case <-d.stopping:
 			}
-		}()
+		case <-d.stopping:
+		}
+	}()
+}
+
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 

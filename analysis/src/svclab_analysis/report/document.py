@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -10,6 +11,7 @@ from .. import __version__
 from ..design import Factorial
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
+from . import tradeoff
 from .analysis import (
     CONFIG,
     CV_WARN_PCT,
@@ -70,6 +72,7 @@ def build(a: Analysis) -> Document:
     best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
     text = (f"**{best[CONFIG]}** has the {better} mean {a.mlabel}: "
             f"**{with_unit(best['mean'], u)}** ({conf}% CI {best_ci}, {int(best['n'])} runs).")
+    text += tradeoff.winner_errors(a.ranked, a.metric)
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
@@ -160,6 +163,10 @@ def build(a: Analysis) -> Document:
         f"memory, {host.get('os') or '—'} {host.get('kernel') or ''}, "
         f"{host.get('go_version') or ''}.".replace(" ,", ","),
     ]
+    if ht := _host_timer_line(meta.get("host_timer")):
+        items.append(ht)
+    if meta.get("isolation"):
+        items.append(isolation_line(meta["isolation"]))
     s.blocks.append(Bullets(items))
     if exp.factors:
         s.blocks.append(Table(
@@ -225,12 +232,18 @@ def build(a: Analysis) -> Document:
                f"{a.cdf_source}. It describes the distribution only; no test uses "
                "per-request data.",
         "timeseries": "Per-second latency and throughput of every run, one line per run.",
+        "scaling": "Per-second latency and throughput of every run above the replicas of "
+                   "each autoscaled group after each autoscaler decision (scaling.parquet), "
+                   "on one time axis.",
         "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
+        "hops": "Median time per traced request in each hop (hops.parquet, deploy.tracing): "
+                "the component's own work, and the wire on the way to it (the caller's "
+                "client span less the server span: encoding, network, TLS).",
     }
-    for key in ["box", "cdf", "timeseries", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "scaling", "hops", "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:
@@ -341,3 +354,30 @@ def methods_text(a: Analysis) -> list[str]:
         f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
         "scikit-posthocs.",
     ]
+
+
+def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
+    """The host's timer floor that each run's generator audit was judged
+    against (experiment.json's host_timer), or None when not measured."""
+    if not ht:
+        return None
+    return (f"Host timer ({ht.get('method') or '—'}, {ht.get('samples', '—')} wake-ups): "
+            f"a bare sleep-to-deadline loop woke late by p50 {num(ht.get('p50_ms'))} ms, "
+            f"p99 {num(ht.get('p99_ms'))} ms, p99.9 {num(ht.get('p999_ms'))} ms, "
+            f"max {num(ht.get('max_ms'))} ms: the floor the generator's send lag is "
+            "judged against.")
+
+
+def isolation_line(iso: dict) -> str:
+    """How many cores the load generator and the system under test had
+    (experiment.json's "isolation")."""
+    def cores(n: object, cpus: object) -> str:
+        return f"{n} core{'s' if n != 1 else ''} (CPU {cpus or '—'})"
+    gen = cores(iso.get("loadgen_cores"), iso.get("loadgen_cpus"))
+    sut = cores(iso.get("sut_cores"), iso.get("sut_cpus"))
+    if iso.get("mode") == "cpuset":
+        cg = f", cgroup {iso['cgroup']}" if iso.get("cgroup") else ""
+        return (f"CPU isolation: cpuset{cg}; the load generator had {gen}, "
+                f"the system under test {sut}, disjoint.")
+    why = f" ({iso['reason']})" if iso.get("reason") else ""
+    return f"CPU isolation: none{why}; the load generator and the system under test shared {sut}."
