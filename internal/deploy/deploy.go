@@ -126,5 +126,17 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err := checkMesh(s, topo); err != nil {
 		return nil, nil, err
 	}
+	if c, ok := d.(Checker); ok {
+		if err := c.Check(s, topo); err != nil {
+			return nil, nil, err
+		}
+	}
 	return d, topo, nil
+}
+
+// Checker is a Deployer that can tell, before anything starts, that this
+// machine lacks what topo needs of it (a JDK, a build); Resolve calls it.
+// Its errors are *spec.Errors naming the key that asked for the thing.
+type Checker interface {
+	Check(s *spec.Spec, topo *runtime.Topology) error
 }

@@ -54,6 +54,9 @@ type Topology struct {
 	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
 	// deploy.metrics).
 	Mesh Mesh
+	// Languages maps each component not implemented in Go to its language
+	// (deploy.languages); see Language.
+	Languages map[string]string
 
 	components map[string]Component
 }
@@ -220,6 +223,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, err
 	}
 	if err := p.resolveScaling(s); err != nil {
+		return nil, err
+	}
+	if err := p.resolveLanguages(s); err != nil {
 		return nil, err
 	}
 	return p, nil

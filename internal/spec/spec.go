@@ -132,6 +132,9 @@ type Deploy struct {
 	MTLS    bool    `toml:"mtls"`
 	Tracing float64 `toml:"tracing"`
 	Metrics bool    `toml:"metrics"`
+	// Languages maps a component to the language of its implementation:
+	// "go" (the default), "java" or "python" (runtime checks the names).
+	Languages map[string]string `toml:"languages"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http

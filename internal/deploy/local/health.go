@@ -70,9 +70,11 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 				}
 			}()
 		}
-		if checks == 0 {
+		if checks == 0 || d.langHost(p) {
 			// No listener to probe: a group nobody calls across
 			// processes. Its ready line is the only sign of life.
+			// A Java or Python host serves before it handles SIGTERM,
+			// which it does by the time it prints the ready line.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

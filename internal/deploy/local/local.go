@@ -108,6 +108,7 @@ type Deployment struct {
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
+	langs       map[string][]string // language → its host's command (languages.go)
 	stopOnce    sync.Once
 	stopErr     error
 	stopping    chan struct{}
@@ -200,6 +201,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	}
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
+	}
+	if d.langs, err = langHosts(p); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	d.spawn = newSpawner()
 	defer func() {

@@ -58,6 +58,9 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 		}
 	}()
 	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
+		if p.GroupLanguage(g) != runtime.LangGo {
+			return bindByAddress(ep) // languages.go
+		}
 		var lis net.Listener
 		var err error
 		if ep.Network == "unix" {
