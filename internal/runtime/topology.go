@@ -48,6 +48,10 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Sidecar is the proxy program beside every process (deploy.sidecar,
+	// spec.SidecarNone for none), and ProxyMode whether each process has
+	// its own or all of a host's share one (deploy.proxy_mode).
+	Sidecar, ProxyMode string
 
 	components map[string]Component
 }
@@ -160,6 +164,8 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Sidecar:      s.Deploy.Sidecar,
+		ProxyMode:    s.Deploy.ProxyMode,
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {

@@ -121,6 +121,12 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Sidecar is the proxy program beside every process, one of Sidecars
+	// (SidecarNone by default); see docs/DEPLOY.md.
+	Sidecar string `toml:"sidecar"`
+	// ProxyMode is one proxy per process or one per host, one of
+	// ProxyModes (ProxyModeSidecar by default).
+	ProxyMode string `toml:"proxy_mode"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -344,7 +350,7 @@ func (s *Spec) decodeDeploy() error {
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
-	return nil
+	return s.checkSidecar()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which
