@@ -1,0 +1,95 @@
+package sidecar
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+)
+
+func init() { register(nginx{}) }
+
+// nginx renders an nginx.conf that runs as one process in the foreground
+// (no master, no daemon), so the process svclab starts and samples is the
+// one doing the work: an http block with grpc_pass (HTTP/2) or proxy_pass
+// with upstream keep-alive (HTTP/1.1), or a stream block for TCP.
+type nginx struct{}
+
+func (nginx) Name() string       { return "nginx" }
+func (nginx) ConfigFile() string { return "nginx.conf" }
+
+func (nginx) Binary() (string, error) {
+	return findBinary("nginx", "SVCLAB_NGINX", []string{"/usr/sbin/nginx"},
+		"install Debian's nginx and libnginx-mod-stream (.ci/run does), or set SVCLAB_NGINX")
+}
+
+func (nginx) Args(path string, c Config) []string {
+	return []string{"-p", c.Dir, "-c", path, "-e", "stderr"}
+}
+
+func (n nginx) CheckArgs(path string, c Config) []string {
+	return append([]string{"-t", "-q"}, n.Args(path, c)...)
+}
+
+// nginxModules are the dynamic modules Debian builds stream proxying as.
+var nginxModules = []string{"/usr/lib/nginx/modules/ngx_stream_module.so"}
+
+func (nginx) Render(c Config) ([]byte, error) {
+	var b bytes.Buffer
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	if c.Protocol == TCP {
+		for _, m := range nginxModules {
+			if isFile(m) {
+				p("load_module %s;", m)
+			}
+		}
+	}
+	p("daemon off;")
+	// One process: the master would otherwise hand the work to workers
+	// whose CPU time its own counters do not hold.
+	p("master_process off;")
+	p("worker_processes 1;")
+	p("pid %s;", filepath.Join(c.Dir, "nginx.pid"))
+	p("error_log stderr warn;")
+	p("events { worker_connections 4096; }")
+	if c.Protocol == TCP {
+		p("stream {")
+		for _, l := range c.Listeners {
+			p("  server { listen %s; proxy_pass %s; }", loopback(l.Port), l.Upstream)
+		}
+		p("}")
+		return b.Bytes(), nil
+	}
+	p("http {")
+	p("  access_log off;")
+	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		p("  %s_temp_path %s;", t, filepath.Join(c.Dir, t))
+	}
+	p("  client_max_body_size 0;")
+	// Headers such as grpc-timeout and traceparent pass as they are;
+	// underscores too, as a metadata key may have them.
+	p("  underscores_in_headers on;")
+	for _, l := range c.Listeners {
+		p("  upstream %s { server %s; keepalive 64; }", l.Name, l.Upstream)
+		if c.Protocol == HTTP2 {
+			p("  server {")
+			p("    listen %s http2;", loopback(l.Port))
+			p("    http2_max_concurrent_streams 1024;")
+			p("    location / { grpc_pass grpc://%s; grpc_read_timeout 1h; grpc_send_timeout 1h; grpc_buffer_size 64k; }", l.Name)
+			p("  }")
+			continue
+		}
+		p("  server {")
+		p("    listen %s;", loopback(l.Port))
+		p("    location / {")
+		p("      proxy_pass http://%s;", l.Name)
+		p("      proxy_http_version 1.1;")
+		p("      proxy_set_header Connection \"\";")
+		p("      proxy_buffering off;")
+		p("      proxy_request_buffering off;")
+		p("      proxy_read_timeout 1h;")
+		p("    }")
+		p("  }")
+	}
+	p("}")
+	return b.Bytes(), nil
+}
