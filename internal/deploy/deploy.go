@@ -20,6 +20,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -97,7 +98,8 @@ func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
 // starts: the deployer it names is registered, and its topology resolves
-// (runtime.Resolve). Errors name the file, line and key.
+// (runtime.Resolve), and the sidecar program it names is installed.
+// Errors name the file, line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -105,6 +107,9 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	}
 	topo, err := runtime.Resolve(s)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := sidecar.Check(s); err != nil {
 		return nil, nil, err
 	}
 	return d, topo, nil

@@ -15,6 +15,11 @@ const (
 	// RoleLoadGen is the load generator's own process, which the runner
 	// samples beside a deployment's.
 	RoleLoadGen = "loadgen"
+	// RoleSidecar is a proxy beside one host (deploy.sidecar).
+	RoleSidecar = "sidecar"
+	// RoleNodeProxy is a proxy that every host of a machine shares
+	// (deploy.proxy_mode = "node").
+	RoleNodeProxy = "node-proxy"
 )
 
 // ProcessInfo says which process it is and what it runs. The runner records

@@ -298,7 +298,6 @@ func checkDescribe(t *testing.T, d deploy.Deployment) {
 func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport.Conn) {
 	t.Helper()
 	sc := slowCalls[app]
-	p := d.Topology()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	err := conn.Invoke(ctx, sc.method, sc.req, sc.resp())
@@ -309,6 +308,16 @@ func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport
 	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("slow call took %s despite a 500ms deadline", el)
 	}
+	checkSleeperSawDeadline(t, d, app)
+}
+
+// checkSleeperSawDeadline checks that the component that sleeps in app's
+// slow call saw its context end, with a deadline that had crossed every
+// hop to it.
+func checkSleeperSawDeadline(t *testing.T, d deploy.Deployment, app string) {
+	t.Helper()
+	sc := slowCalls[app]
+	p := d.Topology()
 	comp := sc.component(p)
 	proc := d.Processes()[p.GroupOf(comp)]
 	// The sleeper logs when its context ends; it may log a little after the

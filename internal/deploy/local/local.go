@@ -84,7 +84,8 @@ type Deployment struct {
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*process
+	processes  []*process // the hosts in group order, then any sidecars
+	mesh       *meshPlan  // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	proc        *procstat.Reader // the children's resource counters
@@ -190,6 +191,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		return nil, err
 	}
 	defer sockets.close() // the children hold their own copies
+	if err := d.planSidecars(sockets); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+	}
 
 	for i, g := range p.Groups {
 		hc := d.hostConfig(i, cfgJSON, sockets)
@@ -200,6 +204,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		d.processes = append(d.processes, proc)
 	}
 	sockets.close()
+	if err := d.startSidecars(opts); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+	}
 
 	readyCtx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
 	defer cancel()
@@ -265,6 +272,9 @@ wait:
 	}
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	if d.mesh != nil {
+		d.mesh.release()
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

@@ -58,6 +58,25 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
 	cmd.ExtraFiles = files
+	info := deploy.ProcessInfo{
+		Name:       hc.Group,
+		Group:      hc.Group,
+		Role:       deploy.RoleHost,
+		Components: hc.Components,
+	}
+	listen := map[string]runtime.Endpoint{}
+	for c, l := range hc.Listeners {
+		listen[c] = runtime.EndpointOf(l.Endpoint)
+	}
+	if hc.Gateway != nil {
+		listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
+	}
+	return d.launch(cmd, info, listen, opts)
+}
+
+// launch starts cmd as a child of the deployment: a host, or a program
+// beside one (a sidecar proxy). info.PID is filled in.
+func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's SIGINT goes to svclab
 		// alone, which stops the children in order, and Stop can signal
@@ -77,29 +96,18 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
-		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
 	}
+	info.PID = cmd.Process.Pid
 	proc := &process{
-		info: deploy.ProcessInfo{
-			Name:       hc.Group,
-			Group:      hc.Group,
-			Role:       deploy.RoleHost,
-			Components: hc.Components,
-			PID:        cmd.Process.Pid,
-		},
-		listen:   map[string]runtime.Endpoint{},
+		info:     info,
+		listen:   listen,
 		cmd:      cmd,
 		tail:     newRing(opts.TailLines),
 		readDone: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
-	for c, l := range hc.Listeners {
-		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
-	}
-	if hc.Gateway != nil {
-		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
-	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
@@ -155,7 +163,12 @@ func (d *Deployment) watch() {
 				select {
 				case <-d.stopping:
 				default:
-					d.exited <- p
+					// Sidecars make more processes than the channel
+					// holds; nobody may be reading it.
+					select {
+					case d.exited <- p:
+					case <-d.stopping:
+					}
 				}
 			case <-d.stopping:
 			}

@@ -137,5 +137,6 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hos
 			hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{s.listen[j][dep].GetEndpoint()}}
 		}
 	}
+	d.routeThroughSidecars(i, hc)
 	return hc
 }

@@ -1,0 +1,132 @@
+package local
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
+)
+
+// meshPlan is a deployment's sidecar proxies between planning and start:
+// the ports they will listen on stay bound by svclab until each proxy is
+// about to start, so no one else takes them in between.
+type meshPlan struct {
+	*sidecar.Plan
+	bin  string
+	held map[int]net.Listener // port → svclab's listener on it
+}
+
+func (m *meshPlan) release() {
+	for p, l := range m.held {
+		_ = l.Close()
+		delete(m.held, p)
+	}
+}
+
+// planSidecars lays out the sidecars of the topology, if it has any, and
+// points the entry at the entry component's inbound listener. The hosts'
+// peers follow from it in hostConfig (routeThroughSidecars).
+func (d *Deployment) planSidecars(s *sockets) error {
+	p := d.topo
+	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
+		return nil
+	}
+	m := &meshPlan{held: map[int]net.Listener{}}
+	port := func() (int, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
+		}
+		n := l.Addr().(*net.TCPAddr).Port
+		m.held[n] = l
+		return n, nil
+	}
+	appAddr := func(g int, c string) string { return s.listen[g][c].GetEndpoint().GetAddr() }
+	dir := func(name string) (string, error) {
+		dir := filepath.Join(d.dir, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", fmt.Errorf("sidecar %s: %w", name, err)
+		}
+		return dir, nil
+	}
+	plan, err := sidecar.NewPlan(p, appAddr, port, dir)
+	if err != nil {
+		m.release()
+		return err
+	}
+	m.Plan = plan
+	if m.bin, err = plan.Kind.Binary(); err != nil {
+		m.release()
+		return err
+	}
+	d.mesh = m
+	if !p.InProcess() {
+		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
+	}
+	return nil
+}
+
+// routeThroughSidecars makes group i's host call its peers through its own
+// sidecar's outbound listeners.
+func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
+	if d.mesh == nil {
+		return
+	}
+	for dep, addr := range d.mesh.Peers[i] {
+		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
+	}
+}
+
+// startSidecars writes each proxy's configuration into its private
+// directory and starts it. Each is a process of the deployment, health
+// checked through its inbound listeners like a host.
+func (d *Deployment) startSidecars(opts Options) error {
+	if d.mesh == nil {
+		return nil
+	}
+	defer d.mesh.release()
+	k := d.mesh.Kind
+	for _, px := range d.mesh.Proxies {
+		c := px.Config
+		text, err := k.Render(c)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		path := filepath.Join(c.Dir, k.ConfigFile())
+		if err := os.WriteFile(path, text, 0o600); err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		info := deploy.ProcessInfo{Name: c.Name, Role: deploy.RoleNodeProxy}
+		if px.Group >= 0 {
+			g := d.topo.Groups[px.Group]
+			info.Group, info.Role, info.Components = g.Name, deploy.RoleSidecar, g.Components
+		}
+		listen := map[string]runtime.Endpoint{}
+		for _, l := range c.Listeners {
+			if m, ok := d.mesh.held[l.Port]; ok {
+				_ = m.Close()
+				delete(d.mesh.held, l.Port)
+			}
+			if l.Inbound {
+				listen[l.Name] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
+			}
+		}
+		cmd := exec.Command(d.mesh.bin, k.Args(path, c)...)
+		cmd.Dir = c.Dir
+		cmd.Env = append(os.Environ(), opts.Env...)
+		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
+		proc, err := d.launch(cmd, info, listen, opts)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		d.processes = append(d.processes, proc)
+	}
+	return nil
+}
