@@ -18,8 +18,8 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
 	chainpb "github.com/svclab/svclab/proto/chain"
 )
 
