@@ -44,6 +44,12 @@ type ProcessInfo struct {
 // String names the process for messages: "group hop2 (components hop2, pid
 // 4711)".
 func (p ProcessInfo) String() string {
+	switch p.Role {
+	case RoleSidecar:
+		return fmt.Sprintf("sidecar %s of group %s (pid %d)", p.Name, p.Group, p.PID)
+	case RoleNodeProxy:
+		return fmt.Sprintf("node proxy %s (pid %d)", p.Name, p.PID)
+	}
 	what := "group " + p.Group
 	if p.Name != p.Group {
 		what = "process " + p.Name + " of group " + p.Group

@@ -315,7 +315,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	case crashed != nil:
 		<-crashed.Done()
 		info := crashed.Info()
-		fail(fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), crashed.Exit().Status), tails(dep))
+		what := fmt.Sprintf("group %s (components %s)", info.Group, strings.Join(info.Components, ", "))
+		if info.Role != deploy.RoleHost {
+			what = info.String() // a sidecar proxy
+		}
+		fail(fmt.Sprintf("%s exited during the run: %s", what, crashed.Exit().Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}
