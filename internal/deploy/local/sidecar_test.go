@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -187,6 +189,30 @@ func testSidecar(t *testing.T, sc, tr, mode string) {
 			t.Fatalf("large payload: %v", err)
 		} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
 			t.Fatalf("large payload: %d characters, want %d", len(got), len(want))
+		}
+	}
+	if tr == "grpc" && mode == spec.ProxyModeSidecar {
+		// Concurrent calls on one connection, past nginx's default of
+		// 1,000 requests per connection. (The failures nginx's defaults
+		// caused under overload, when every stream in flight held an
+		// upstream connection, need a loaded machine to show.)
+		small := p.Requests()[0]
+		var wg sync.WaitGroup
+		var failed atomic.Int64
+		for range 16 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 80 {
+					if _, err := small.Invoke(ctx, conn); err != nil && failed.Add(1) == 1 {
+						t.Errorf("concurrent calls on one connection: %v", err)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if n := failed.Load(); n > 0 {
+			t.Errorf("%d of 1,280 concurrent calls on one connection failed", n)
 		}
 	}
 	checkProxiedDeadline(t, d, conn)

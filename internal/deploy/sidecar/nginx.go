@@ -50,7 +50,11 @@ func (nginx) Render(c Config) ([]byte, error) {
 	p("worker_processes 1;")
 	p("pid %s;", filepath.Join(c.Dir, "nginx.pid"))
 	p("error_log stderr warn;")
-	p("events { worker_connections 4096; }")
+	// Every request in flight to an HTTP/2 upstream holds its own upstream
+	// connection (nginx does not multiplex upstream streams), so an overloaded
+	// chain needs many.
+	p("worker_rlimit_nofile 65536;")
+	p("events { worker_connections 30000; }")
 	if c.Protocol == TCP {
 		p("stream {")
 		for _, l := range c.Listeners {
@@ -65,11 +69,16 @@ func (nginx) Render(c Config) ([]byte, error) {
 		p("  %s_temp_path %s;", t, filepath.Join(c.Dir, t))
 	}
 	p("  client_max_body_size 0;")
+	// nginx closes a client connection after 1,000 requests by default
+	// (a GOAWAY on HTTP/2, which fails the streams in flight) and an idle
+	// upstream one after 60 s; a sidecar keeps its connections.
+	p("  keepalive_requests 1000000;")
+	p("  keepalive_timeout 1h;")
 	// Headers such as grpc-timeout and traceparent pass as they are;
 	// underscores too, as a metadata key may have them.
 	p("  underscores_in_headers on;")
 	for _, l := range c.Listeners {
-		p("  upstream %s { server %s; keepalive 64; }", l.Name, l.Upstream)
+		p("  upstream %s { server %s; keepalive 64; keepalive_requests 1000000; keepalive_timeout 1h; }", l.Name, l.Upstream)
 		if c.Protocol == HTTP2 {
 			p("  server {")
 			p("    listen %s http2;", loopback(l.Port))
