@@ -84,8 +84,8 @@ type Deployment struct {
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*process // the hosts in group order, then any sidecars
-	mesh       *meshPlan  // the sidecars, when deploy.sidecar names one
+	processes  []*process   // the hosts in group order, then any sidecars
+	sidecars   *sidecarPlan // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	proc        *procstat.Reader // the children's resource counters
@@ -273,8 +273,8 @@ wait:
 	if d.spawn != nil {
 		d.spawn.close()
 	}
-	if d.mesh != nil {
-		d.mesh.release()
+	if d.sidecars != nil {
+		d.sidecars.release()
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

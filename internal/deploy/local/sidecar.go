@@ -14,16 +14,16 @@ import (
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// meshPlan is a deployment's sidecar proxies between planning and start:
+// sidecarPlan is a deployment's sidecar proxies between planning and start:
 // the ports they will listen on stay bound by svclab until each proxy is
 // about to start, so no one else takes them in between.
-type meshPlan struct {
+type sidecarPlan struct {
 	*sidecar.Plan
 	bin  string
 	held map[int]net.Listener // port → svclab's listener on it
 }
 
-func (m *meshPlan) release() {
+func (m *sidecarPlan) release() {
 	for p, l := range m.held {
 		_ = l.Close()
 		delete(m.held, p)
@@ -38,7 +38,7 @@ func (d *Deployment) planSidecars(s *sockets) error {
 	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
 		return nil
 	}
-	m := &meshPlan{held: map[int]net.Listener{}}
+	m := &sidecarPlan{held: map[int]net.Listener{}}
 	port := func() (int, error) {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -66,7 +66,7 @@ func (d *Deployment) planSidecars(s *sockets) error {
 		m.release()
 		return err
 	}
-	d.mesh = m
+	d.sidecars = m
 	if !p.InProcess() {
 		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
 	}
@@ -76,10 +76,10 @@ func (d *Deployment) planSidecars(s *sockets) error {
 // routeThroughSidecars makes group i's host call its peers through its own
 // sidecar's outbound listeners.
 func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
-	if d.mesh == nil {
+	if d.sidecars == nil {
 		return
 	}
-	for dep, addr := range d.mesh.Peers[i] {
+	for dep, addr := range d.sidecars.Peers[i] {
 		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
 	}
 }
@@ -88,12 +88,12 @@ func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
 // directory and starts it. Each is a process of the deployment, health
 // checked through its inbound listeners like a host.
 func (d *Deployment) startSidecars(opts Options) error {
-	if d.mesh == nil {
+	if d.sidecars == nil {
 		return nil
 	}
-	defer d.mesh.release()
-	k := d.mesh.Kind
-	for _, px := range d.mesh.Proxies {
+	defer d.sidecars.release()
+	k := d.sidecars.Kind
+	for _, px := range d.sidecars.Proxies {
 		c := px.Config
 		text, err := k.Render(c)
 		if err != nil {
@@ -110,15 +110,15 @@ func (d *Deployment) startSidecars(opts Options) error {
 		}
 		listen := map[string]runtime.Endpoint{}
 		for _, l := range c.Listeners {
-			if m, ok := d.mesh.held[l.Port]; ok {
+			if m, ok := d.sidecars.held[l.Port]; ok {
 				_ = m.Close()
-				delete(d.mesh.held, l.Port)
+				delete(d.sidecars.held, l.Port)
 			}
 			if l.Inbound {
 				listen[l.Name] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
 			}
 		}
-		cmd := exec.Command(d.mesh.bin, k.Args(path, c)...)
+		cmd := exec.Command(d.sidecars.bin, k.Args(path, c)...)
 		cmd.Dir = c.Dir
 		cmd.Env = append(os.Environ(), opts.Env...)
 		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
