@@ -115,7 +115,7 @@ func (d *Deployment) startSidecars(opts Options) error {
 				delete(d.sidecars.held, l.Port)
 			}
 			if l.Inbound {
-				listen[l.Name] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
+				listen[l.Component] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
 			}
 		}
 		cmd := exec.Command(d.sidecars.bin, k.Args(path, c)...)

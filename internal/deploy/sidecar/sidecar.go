@@ -66,6 +66,9 @@ type Listener struct {
 	// Inbound marks a listener in front of the app, as opposed to one
 	// the app calls out through.
 	Inbound bool
+	// Component is the component the listener leads to: the app's own
+	// (inbound) or the one it calls (outbound).
+	Component string
 }
 
 // Config is what one proxy instance needs to know.
@@ -230,7 +233,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 			if err != nil {
 				return nil, err
 			}
-			listeners[g] = append(listeners[g], Listener{Name: "in_" + c, Port: p, Upstream: appAddr(g, c), Inbound: true})
+			listeners[g] = append(listeners[g], Listener{Name: "in_" + c, Port: p, Upstream: appAddr(g, c), Inbound: true, Component: c})
 			pl.Inbound[c] = loopback(p)
 		}
 	}
@@ -246,7 +249,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 				if err != nil {
 					return nil, err
 				}
-				listeners[g] = append(listeners[g], Listener{Name: fmt.Sprintf("out_%d_%s", g, dep), Port: p, Upstream: pl.Inbound[dep]})
+				listeners[g] = append(listeners[g], Listener{Name: fmt.Sprintf("out_%d_%s", g, dep), Port: p, Upstream: pl.Inbound[dep], Component: dep})
 				pl.Peers[g][dep] = loopback(p)
 			}
 		}
