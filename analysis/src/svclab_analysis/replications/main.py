@@ -15,6 +15,7 @@ from .common import Claim
 from .regions import GENERATED_NOTE, rewrite
 from .s0 import s0_section
 from .s2 import s2_section
+from .s2mesh import s2mesh_proxyless_section, s2mesh_section
 from .s3 import s3_section
 from .s4 import s4_section
 from .store import latest_results, replicate_info, wall_time
@@ -29,6 +30,8 @@ class Study:
     spec: str
     metric: str
     section: Callable[[Experiment, list[Claim]], str]
+    # An optional study's missing results do not hold back the summary.
+    optional: bool = False
 
 
 STUDIES: dict[str, Study] = {
@@ -41,6 +44,10 @@ STUDIES: dict[str, Study] = {
         Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
+        Study("s2m", "s2-mesh", "experiments/s2-mesh.toml", "mean_ms", s2mesh_section,
+              optional=True),
+        Study("s2mp", "s2-mesh-proxyless", "experiments/s2-mesh-proxyless.toml", "mean_ms",
+              s2mesh_proxyless_section, optional=True),
     ]
 }
 
@@ -146,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{key}: {path}", file=sys.stderr)
         # The summary and the runs table are rewritten only when every study has
         # results, so that they never mix a fresh study with a missing one.
-        if len(sources) == len(STUDIES):
+        if all(k in sources for k, st in STUDIES.items() if not st.optional):
             if not args.only or SUMMARY_KEY in keys:
                 sections[SUMMARY_KEY] = summary_section(claims, sources)
             if not args.only or RUNS_KEY in keys:
