@@ -79,10 +79,17 @@ func (envoy) Render(c Config) ([]byte, error) {
 			}
 			filter = obj{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}
 		}
+		chain := obj{"filters": []obj{filter}}
+		if l.TLS != nil && l.Inbound {
+			ctx := envoyTLSContext(l.TLS, c.Protocol)
+			ctx["@type"] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+			ctx["require_client_certificate"] = true
+			chain["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
+		}
 		listeners = append(listeners, obj{
 			"name":          l.Name,
 			"address":       envoyAddr(loopback(l.Port)),
-			"filter_chains": []obj{{"filters": []obj{filter}}},
+			"filter_chains": []obj{chain},
 		})
 		cl := obj{
 			"name":            cluster,
@@ -105,10 +112,51 @@ func (envoy) Render(c Config) ([]byte, error) {
 				},
 			}
 		}
+		if l.TLS != nil && !l.Inbound {
+			ctx := envoyTLSContext(l.TLS, c.Protocol)
+			ctx["@type"] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+			ctx["sni"] = "localhost"
+			cl["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
+		}
 		clusters = append(clusters, cl)
 	}
 	return json.MarshalIndent(obj{
 		"node":             obj{"id": c.Name, "cluster": c.Name},
 		"static_resources": obj{"listeners": listeners, "clusters": clusters},
 	}, "", "  ")
+}
+
+// envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this
+// side's certificate, the run's CA, and the peer's SPIFFE ID.
+func envoyTLSContext(t *TLS, proto Protocol) obj {
+	match := obj{"exact": t.Peer}
+	if t.PeerPrefix {
+		match = obj{"prefix": t.Peer}
+	}
+	common := obj{
+		"tls_params": obj{"tls_minimum_protocol_version": "TLSv1_3", "tls_maximum_protocol_version": "TLSv1_3"},
+		"tls_certificates": []obj{{
+			"certificate_chain": obj{"filename": t.Cert},
+			"private_key":       obj{"filename": t.Key},
+		}},
+		"validation_context": obj{
+			"trusted_ca":                    obj{"filename": t.CA},
+			"match_typed_subject_alt_names": []obj{{"san_type": "URI", "matcher": match}},
+		},
+	}
+	if alpn := alpnOf(proto); alpn != "" {
+		common["alpn_protocols"] = []string{alpn}
+	}
+	return obj{"common_tls_context": common}
+}
+
+// alpnOf is the ALPN protocol a TLS leg carrying proto negotiates.
+func alpnOf(proto Protocol) string {
+	switch proto {
+	case HTTP2:
+		return "h2"
+	case HTTP1:
+		return "http/1.1"
+	}
+	return ""
 }

@@ -55,11 +55,25 @@ func (haproxy) Render(c Config) ([]byte, error) {
 		proto = " proto h2"
 	}
 	for _, l := range c.Listeners {
+		bind, server := proto, proto
+		if t := l.TLS; t != nil {
+			// HAProxy cannot match a URI SAN: it checks the chain to the
+			// run's CA, and outbound the name every leaf carries.
+			tls := fmt.Sprintf(" ssl crt %s ca-file %s verify required ssl-min-ver TLSv1.3", t.Bundle, t.CA)
+			if a := alpnOf(c.Protocol); a != "" {
+				tls += " alpn " + a
+			}
+			if l.Inbound {
+				bind = tls + proto
+			} else {
+				server = tls + " verifyhost localhost sni str(localhost)" + proto
+			}
+		}
 		p("frontend %s", l.Name)
-		p("  bind %s%s", loopback(l.Port), proto)
+		p("  bind %s%s", loopback(l.Port), bind)
 		p("  default_backend to_%s", l.Name)
 		p("backend to_%s", l.Name)
-		p("  server s %s%s", l.Upstream, proto)
+		p("  server s %s%s", l.Upstream, server)
 	}
 	return b.Bytes(), nil
 }

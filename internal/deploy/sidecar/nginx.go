@@ -58,7 +58,14 @@ func (nginx) Render(c Config) ([]byte, error) {
 	if c.Protocol == TCP {
 		p("stream {")
 		for _, l := range c.Listeners {
-			p("  server { listen %s; proxy_pass %s; }", loopback(l.Port), l.Upstream)
+			switch t := l.TLS; {
+			case t == nil:
+				p("  server { listen %s; proxy_pass %s; }", loopback(l.Port), l.Upstream)
+			case l.Inbound:
+				p("  server { listen %s ssl; %s proxy_pass %s; }", loopback(l.Port), nginxServerTLS(t), l.Upstream)
+			default:
+				p("  server { listen %s; proxy_pass %s; %s }", loopback(l.Port), l.Upstream, nginxUpstreamTLS("proxy", true, t))
+			}
 		}
 		p("}")
 		return b.Bytes(), nil
@@ -79,18 +86,28 @@ func (nginx) Render(c Config) ([]byte, error) {
 	p("  underscores_in_headers on;")
 	for _, l := range c.Listeners {
 		p("  upstream %s { server %s; keepalive 64; keepalive_requests 1000000; keepalive_timeout 1h; }", l.Name, l.Upstream)
+		ssl, serverTLS, scheme, upstreamTLS := "", "", "", ""
+		if t := l.TLS; t != nil && l.Inbound {
+			ssl, serverTLS = " ssl", "    "+nginxServerTLS(t)
+		} else if t != nil {
+			scheme = "s"
+			upstreamTLS = nginxUpstreamTLS(map[Protocol]string{HTTP1: "proxy", HTTP2: "grpc"}[c.Protocol], false, t)
+		}
 		if c.Protocol == HTTP2 {
 			p("  server {")
-			p("    listen %s http2;", loopback(l.Port))
+			p("    listen %s%s http2;", loopback(l.Port), ssl)
+			p("%s", serverTLS)
 			p("    http2_max_concurrent_streams 1024;")
-			p("    location / { grpc_pass grpc://%s; grpc_read_timeout 1h; grpc_send_timeout 1h; grpc_buffer_size 64k; }", l.Name)
+			p("    location / { grpc_pass grpc%s://%s; grpc_read_timeout 1h; grpc_send_timeout 1h; grpc_buffer_size 64k; %s }", scheme, l.Name, upstreamTLS)
 			p("  }")
 			continue
 		}
 		p("  server {")
-		p("    listen %s;", loopback(l.Port))
+		p("    listen %s%s;", loopback(l.Port), ssl)
+		p("%s", serverTLS)
 		p("    location / {")
-		p("      proxy_pass http://%s;", l.Name)
+		p("      proxy_pass http%s://%s;", scheme, l.Name)
+		p("      %s", upstreamTLS)
 		p("      proxy_http_version 1.1;")
 		p("      proxy_set_header Connection \"\";")
 		p("      proxy_buffering off;")
@@ -101,4 +118,30 @@ func (nginx) Render(c Config) ([]byte, error) {
 	}
 	p("}")
 	return b.Bytes(), nil
+}
+
+// nginxServerTLS serves TLS 1.3 with t's certificate and demands a client
+// certificate from the run's CA. nginx cannot match a URI SAN, so the
+// chain is the check.
+func nginxServerTLS(t *TLS) string {
+	return fmt.Sprintf("ssl_certificate %s; ssl_certificate_key %s; ssl_client_certificate %s; ssl_verify_client on; ssl_verify_depth 2; ssl_protocols TLSv1.3;",
+		t.Cert, t.Key, t.CA)
+}
+
+// nginxUpstreamTLS presents t's certificate to the callee's proxy and
+// checks the callee's chain and the name localhost. module is the
+// directive prefix: proxy (http, stream) or grpc; stream marks the
+// stream module.
+func nginxUpstreamTLS(module string, stream bool, t *TLS) string {
+	var b bytes.Buffer
+	if stream {
+		b.WriteString("proxy_ssl on; ") // http's and grpc's say it with the scheme
+	}
+	for _, kv := range [][2]string{
+		{"certificate", t.Cert}, {"certificate_key", t.Key}, {"trusted_certificate", t.CA},
+		{"verify", "on"}, {"name", "localhost"}, {"server_name", "on"}, {"protocols", "TLSv1.3"}, {"session_reuse", "on"},
+	} {
+		fmt.Fprintf(&b, "%s_ssl_%s %s; ", module, kv[0], kv[1])
+	}
+	return b.String()
 }

@@ -69,6 +69,47 @@ type Listener struct {
 	// Component is the component the listener leads to: the app's own
 	// (inbound) or the one it calls (outbound).
 	Component string
+	// TLS, when set, makes the proxy-to-proxy leg mutual TLS: an inbound
+	// listener serves TLS and demands a client certificate; an outbound
+	// one presents its certificate to the callee's proxy. The app-to-proxy
+	// leg stays plaintext on loopback, as in Istio.
+	TLS *TLS
+}
+
+// TLS is one listener's identity and trust, as PEM files in the
+// deployment's private directory.
+type TLS struct {
+	// CA is the run's CA certificate, the only one trusted.
+	CA string
+	// Cert and Key are the identity this side presents; Bundle is the
+	// two in one file, for programs that want that (HAProxy).
+	Cert, Key, Bundle string
+	// Peer is the identity (SPIFFE URI SAN) the other side must present:
+	// the callee's ID on an outbound listener, and on an inbound one a
+	// prefix every workload of the run has (PeerPrefix). Envoy checks it;
+	// nginx and HAProxy cannot match URI SANs and check the chain to the
+	// run's CA (and, outbound, the name localhost, which every leaf
+	// carries).
+	Peer       string
+	PeerPrefix bool
+}
+
+// NewTLS writes Bundle (cert then key, mode 0600) into dir and returns the
+// listener TLS for these files.
+func NewTLS(dir, ca, cert, key, peer string, prefix bool) (*TLS, error) {
+	c, err := os.ReadFile(cert)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar tls: %w", err)
+	}
+	k, err := os.ReadFile(key)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar tls: %w", err)
+	}
+	bundle := filepath.Join(dir, strings.TrimSuffix(filepath.Base(cert), filepath.Ext(cert))+".bundle.pem")
+	if err := os.WriteFile(bundle, append(append(c, '\n'), k...), 0o600); err != nil {
+		return nil, fmt.Errorf("sidecar tls: %w", err)
+	}
+	return &TLS{CA: ca, Cert: cert, Key: key, Bundle: bundle, Peer: peer, PeerPrefix: prefix}, nil
 }
 
 // Config is what one proxy instance needs to know.
