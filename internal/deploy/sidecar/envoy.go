@@ -38,6 +38,9 @@ func (e envoy) CheckArgs(path string, c Config) []string {
 
 type obj = map[string]any
 
+// otlpCluster is the cluster Envoy sends its spans through.
+const otlpCluster = "svclab_otlp"
+
 func envoyAddr(hostport string) obj {
 	host, port := splitHostPort(hostport)
 	return obj{"socket_address": obj{"address": host, "port_value": port}}
@@ -76,6 +79,19 @@ func (envoy) Render(c Config) ([]byte, error) {
 			}
 			if c.Protocol == HTTP2 {
 				hcm["http2_protocol_options"] = obj{}
+			}
+			if tr := c.Tracing; tr != nil {
+				hcm["tracing"] = obj{
+					"random_sampling": obj{"value": 100 * tr.Ratio},
+					"provider": obj{
+						"name": "envoy.tracers.opentelemetry",
+						"typed_config": obj{
+							"@type":        "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+							"grpc_service": obj{"envoy_grpc": obj{"cluster_name": otlpCluster}, "timeout": "1s"},
+							"service_name": c.Name,
+						},
+					},
+				}
 			}
 			filter = obj{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}
 		}
@@ -119,6 +135,23 @@ func (envoy) Render(c Config) ([]byte, error) {
 			cl["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
 		}
 		clusters = append(clusters, cl)
+	}
+	if tr := c.Tracing; tr != nil && c.Protocol != TCP {
+		clusters = append(clusters, obj{
+			"name":            otlpCluster,
+			"type":            "STATIC",
+			"connect_timeout": "2s",
+			"load_assignment": obj{
+				"cluster_name": otlpCluster,
+				"endpoints":    []obj{{"lb_endpoints": []obj{{"endpoint": obj{"address": envoyAddr(tr.OTLP)}}}}},
+			},
+			"typed_extension_protocol_options": obj{
+				"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": obj{
+					"@type":                "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+					"explicit_http_config": obj{"http2_protocol_options": obj{}},
+				},
+			},
+		})
 	}
 	return json.MarshalIndent(obj{
 		"node":             obj{"id": c.Name, "cluster": c.Name},

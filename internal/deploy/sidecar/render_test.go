@@ -62,6 +62,10 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 		out.Peer, out.PeerPrefix = "spiffe://svclab/run/hop2", false
 		c.Listeners[0].TLS, c.Listeners[1].TLS = in, &out
 	}
+	if withTLS && proto != TCP {
+		// Tracing too: Envoy emits spans over OTLP; the others ignore it.
+		c.Tracing = &Tracing{OTLP: "127.0.0.1:41005", Ratio: 0.5}
+	}
 	text, err := k.Render(c)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +87,9 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 	}
 	if withTLS && !strings.Contains(string(text), "TLS") && !strings.Contains(string(text), "ssl") {
 		t.Errorf("configuration with TLS names no TLS:\n%s", text)
+	}
+	if name == "envoy" && c.Tracing != nil && !strings.Contains(string(text), "41005") {
+		t.Errorf("Envoy's configuration with tracing has no OTLP collector:\n%s", text)
 	}
 }
 

@@ -125,6 +125,19 @@ type Config struct {
 	// Threads is how many worker threads the proxy runs. Istio's default
 	// proxy concurrency is 2.
 	Threads int
+	// Tracing, when set, makes a proxy that can (Envoy) emit a span per
+	// request it carries over OTLP, as Istio's observability setup does;
+	// trace headers pass through every proxy either way.
+	Tracing *Tracing
+}
+
+// Tracing is where a proxy sends its spans and how many it keeps.
+type Tracing struct {
+	// OTLP is the collector's OTLP/gRPC host:port, plaintext on loopback.
+	OTLP string
+	// Ratio is the share of requests without a sampled caller that are
+	// traced, (0, 1].
+	Ratio float64
 }
 
 // Kind is one proxy program: it finds its binary and renders a Config in
