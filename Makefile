@@ -48,10 +48,10 @@ $(ENVOY_DIR)/bin/envoy:
 
 ## venv: the analysis package in its own virtualenv (.venv)
 venv: $(VENV)/.installed
-$(VENV)/.installed: analysis/pyproject.toml
+$(VENV)/.installed: analysis/pyproject.toml analysis/constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e 'analysis[test]'
+	$(VENV)/bin/pip install --quiet -c analysis/constraints.txt -e 'analysis[test]'
 	touch $@
 
 ## java: the Java implementations (impl/java: Maven, JUnit tests included);
@@ -88,12 +88,13 @@ test-pyimpl: pyimpl
 	  cd impl/python && $(PYIMPL_VENV)/bin/ruff check . && $(PYIMPL_VENV)/bin/mypy src && $(PYIMPL_VENV)/bin/pytest -q; \
 	fi
 
-## lint: gofmt, go vet and ruff
+## lint: gofmt, go vet, ruff and mypy
 lint: venv
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(VENV)/bin/ruff check analysis
+	cd analysis && $(VENV)/bin/mypy src
 
 ## test: every test, Go, Java and Python (the conformance suite runs in test-go)
 test: build venv lint java pyimpl test-pyimpl test-go test-py

@@ -249,3 +249,23 @@ def test_anova_multilevel_percent_and_names() -> None:
     assert table.loc[0, "sum_sq"] == pytest.approx(ref.loc["C(g)", "sum_sq"])
     assert table.loc[0, "p"] == pytest.approx(ref.loc["C(g)", "PR(>F)"])
     assert table["percent"].sum() == pytest.approx(100)
+
+
+def test_rounding_residue_prints_as_zero() -> None:
+    # Exactly additive, balanced data: the interaction and its sum of squares
+    # are 0 in exact arithmetic, and least squares leaves ~1e-16 behind.
+    rows = [
+        {"a": a, "b": b, "y": 10.0 + (0.7 if a == "hi" else 0.0) + (0.3 if b == "hi" else 0.0)
+         + e}
+        for a in ("lo", "hi") for b in ("lo", "hi") for e in (-0.01, 0.01)
+    ]
+    df = pd.DataFrame(rows)
+    fit = factorial(df, "y", ["a", "b"], levels={"a": ["lo", "hi"], "b": ["lo", "hi"]})
+    inter = fit.terms.set_index("term").loc["a:b"]
+    assert inter["effect"] == 0.0 and inter["sum_sq"] == 0.0
+    main = fit.terms.set_index("term").loc["a"]
+    assert main["effect"] == pytest.approx(0.35)
+    assert math.isnan(fit.terms.set_index("term").loc["Residual", "effect"])
+    table = anova(df, "y", ["a", "b"]).set_index("term")
+    assert table.loc["a:b", "sum_sq"] == 0.0 and table.loc["a:b", "F"] == 0.0
+    assert table.loc["a", "sum_sq"] == pytest.approx(8 * 0.35**2)

@@ -25,7 +25,7 @@ from svclab_analysis.formatting import num
 
 def test_s3_tables(tmp_path: Path) -> None:
     d = s3_store(tmp_path, bottleneck=lambda lv, rep: lv["app.size"] == "large" and rep == 2)
-    text = rp.build_section(rp.STUDIES["s3"], d)
+    text = rp.build_section(rp.STUDIES["s3"], d).text
     # Means with Student-t intervals over the five runs, for each cell.
     for cell in S3_P50:
         assert est_text(S3_P50[cell]) in text, cell
@@ -59,7 +59,7 @@ def test_provenance_uses_replicate_json(tmp_path: Path) -> None:
                                       "loadavg_after": "1.50 1.00 0.50",
                                       "loadavg_during": {"samples": 50, "mean_1m": 1.234,
                                                          "max_1m": 3.5}})
-    text = rp.build_section(rp.STUDIES["s3"], d)
+    text = rp.build_section(rp.STUDIES["s3"], d).text
     assert "Wall time: 8 min 20 s (measured by scripts/replicate.sh" in text
     assert "Load average: 0.10 0.20 0.30 before and 1.50 1.00 0.50 after (1, 5, 15 min); " \
         "1-min average while it ran: mean 1.23, max 3.50 (50 samples)." in text
@@ -67,14 +67,14 @@ def test_provenance_uses_replicate_json(tmp_path: Path) -> None:
 
 
 def test_provenance_without_replicate_json(tmp_path: Path) -> None:
-    text = rp.build_section(rp.STUDIES["s3"], s3_store(tmp_path))
+    text = rp.build_section(rp.STUDIES["s3"], s3_store(tmp_path)).text
     # Runs end at 03:04:06 .. 03:04:25 (run 20 ends at 03:04:25); start 03:04:05.
     assert "Wall time: 20 s (first run's start to last run's end" in text
     assert "Command: `bin/svclab run experiments/s3-style.toml`" in text
     meta = json.loads((tmp_path / "s3-style-20260102-030405" / "experiment.json").read_text())
     meta["overrides"] = ["load.rate=10", 'experiment.factors."app.size"=["std"]']
     (tmp_path / "s3-style-20260102-030405" / "experiment.json").write_text(json.dumps(meta))
-    text = rp.build_section(rp.STUDIES["s3"], tmp_path / "s3-style-20260102-030405")
+    text = rp.build_section(rp.STUDIES["s3"], tmp_path / "s3-style-20260102-030405").text
     assert ("Command: `bin/svclab run --set load.rate=10 --set "
             "'experiment.factors.\"app.size\"=[\"std\"]' experiments/s3-style.toml`") in text
 
@@ -85,7 +85,7 @@ def test_provenance_without_replicate_json(tmp_path: Path) -> None:
 def test_s4_tables(tmp_path: Path) -> None:
     d = write_store(tmp_path, "s4-rpc", [("deploy.transport", ["grpc", "netrpc"]),
                                          ("app.string_len", [2, 1024])], s4_values, reps=3)
-    text = rp.build_section(rp.STUDIES["s4"], d)
+    text = rp.build_section(rp.STUDIES["s4"], d).text
     # void is pooled over string_len: 6 runs a transport.
     void_g = [0.81, 0.82, 0.83] * 2
     void_n = [0.41, 0.42, 0.43] * 2
@@ -129,7 +129,7 @@ def test_s2_tables(tmp_path: Path) -> None:
     d = write_store(tmp_path, "s2-payload",
                     [("load.rate", [10, 100]), ("app.payload", ["small", "large"]),
                      ("deploy.transport", ["grpc", "http"])], values, reps=5)
-    text = rp.build_section(rp.STUDIES["s2"], d)
+    text = rp.build_section(rp.STUDIES["s2"], d).text
     row = next(ln for ln in text.splitlines() if ln.startswith("| 10 req/s, small |"))
     assert row.startswith("| 10 req/s, small | 11.7 | ")
     assert est_text([2.1, 2.2, 2.3, 2.4, 2.5]) + ", 5 runs" in row
@@ -158,7 +158,7 @@ def test_s0_tables(tmp_path: Path) -> None:
     d = write_store(tmp_path, "s0-granularity",
                     [("deploy.placement", ["monolith", "two", "split"]),
                      ("load.users", [10, 100])], s0_values, reps=3)
-    text = rp.build_section(rp.STUDIES["s0"], d)
+    text = rp.build_section(rp.STUDIES["s0"], d).text
     row = next(ln for ln in text.splitlines() if ln.startswith("| split |"))
     assert "(d) every service its own process: 8.00 → 68.0" in row
     assert est_text([24.0 * (1 + 0.02 * r) for r in (1, 2, 3)]) in row
@@ -193,7 +193,7 @@ def test_s0_tables_keep_to_grpc(tmp_path: Path) -> None:
                     [("deploy.placement", ["monolith", "two", "split"]),
                      ("load.users", [10, 100]),
                      ("deploy.transport", ["grpc", "protorpc"])], values, reps=3)
-    text = rp.build_section(rp.STUDIES["s0"], d)
+    text = rp.build_section(rp.STUDIES["s0"], d).text
     row = next(ln for ln in text.splitlines() if ln.startswith("| split |"))
     assert est_text([24.0 * (1 + 0.02 * r) for r in (1, 2, 3)]) in row
 
@@ -290,7 +290,7 @@ def test_one_run_per_cell_gives_ratios_without_intervals(tmp_path: Path) -> None
 
     d = write_store(tmp_path, "s3-style", [("deploy.transport", ["grpc", "http"]),
                                            ("app.size", ["std", "large"])], values, reps=1)
-    text = rp.build_section(rp.STUDIES["s3"], d)
+    text = rp.build_section(rp.STUDIES["s3"], d).text
     assert ("| StdSize | 4.55× | 2.00× | — | gRPC wins small requests "
             "| inconclusive (no interval) |") in text
 
@@ -328,7 +328,7 @@ def test_summary_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
         in rows[0]
     assert any("REST wins large requests (back-to-back calls) | **does not hold (reversed)**"
                in r for r in rows)
-    closed = rp.build_section(rp.STUDIES["s3c"], closed_dir)
+    closed = rp.build_section(rp.STUDIES["s3c"], closed_dir).text
     assert "| n/a (closed loop) | n/a (closed loop) |" in closed
     assert any(r.startswith("| S4 | net/rpc is faster than gRPC on one machine | **holds "
                             "for every operation** | grpc ÷ netrpc") for r in rows)

@@ -12,6 +12,7 @@ import pytest
 from synth import make_results
 
 from svclab_analysis.errors import AnalysisError
+from svclab_analysis.formatting import num
 from svclab_analysis.results import cpu_seconds, hdr_quantiles, load_experiment, response_table
 
 
@@ -117,3 +118,11 @@ def test_empty_operation_has_no_latency(tmp_path: Path) -> None:
     exp = load_experiment(root, operation="Echo")
     t = response_table(exp)
     assert t["p99_ms"].isna().sum() == 1
+
+
+@pytest.mark.parametrize(("value", "want"), [
+    (0.9999999, "1.00"), (1.0000001, "1.00"), (0.5, "0.500"), (9.99999, "10.0"),
+    (12345.6, "12,346"), (-0.004, "−0.004"), (0.0, "0"), (float("nan"), "—"),
+])
+def test_num_bands_follow_the_printed_value(value: float, want: str) -> None:
+    assert num(value) == want

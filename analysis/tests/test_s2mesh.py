@@ -18,20 +18,21 @@ from stores import DURATION, write_store
 
 from svclab_analysis.formatting import num
 from svclab_analysis.replications import s2mesh
+from svclab_analysis.replications.store import study_data
 from svclab_analysis.results import load_experiment
 
 
 def with_roles(d: Path, rates: dict[str, float], rss_mb: dict[str, float],
-               per_run: Any = None) -> None:
+               per_run: Any = None, hosts: int = 2) -> None:
     """Replaces every run's resources with one process per role at `rates`
-    CPU s/s (two host processes sharing the host rate)."""
+    CPU s/s (`hosts` host processes, one per hop, sharing the host rate)."""
     for rd in sorted((d / "runs").iterdir()):
         levels = json.loads((rd / "run.json").read_text())["levels"]
         rr = per_run(levels) if per_run else rates
         t = np.arange(-1.0, DURATION + 1.0)
         frames = []
-        procs = [("hop1", "host", rr["host"] / 2), ("hop2", "host", rr["host"] / 2),
-                 ("loadgen", "loadgen", 5.0)]
+        procs = [(f"hop{h + 1}", "host", rr["host"] / hosts) for h in range(hosts)]
+        procs += [("loadgen", "loadgen", 5.0)]
         procs += [(f"{r}.p", r, v) for r, v in rr.items() if r not in ("host", "loadgen")]
         for i, (name, role, rate) in enumerate(procs):
             if rate != rate:  # NaN: no such process in this run
@@ -72,28 +73,25 @@ def test_bench_table(tmp_path: Path) -> None:
                     lambda lv, rep: {"total": {"p50_ms": P50[lv["deploy.sidecar"]][rep - 1],
                                                "p90_ms": 2 * P50[lv["deploy.sidecar"]][rep - 1]}},
                     reps=3, rps=1000.0)
-    meta = json.loads((d / "experiment.json").read_text())
-    meta["spec_text"] = '[app]\nname = "chain"\nhops = 2\n'
-    (d / "experiment.json").write_text(json.dumps(meta))
     # Two sidecars together at 0.6 CPU s/s; 40 MB each.
     with_roles(d, {}, {"sidecar": 40.0}, per_run=lambda lv: {
         "host": 0.8, "sidecar": 0.6 if lv["deploy.sidecar"] == "envoy" else float("nan")})
-    exp = load_experiment(d, metric="p50_ms")
-    costs, p50, _ = s2mesh.hop_costs(exp)
+    data = study_data(load_experiment(d, metric="p50_ms"))
+    costs, p50, _ = s2mesh.hop_costs(data)
     assert p50 == 1.2
     (c,) = costs
-    # hops = 2: a request passes 3 proxies.
+    # Two hosts, so hops = 2: a request passes 3 proxies.
     assert c.passes == 3
     diff = stats.ttest_ind(P50["envoy"], P50["none"], equal_var=False)
     ci = diff.confidence_interval(0.95)
     added = float(np.mean(P50["envoy"]) - np.mean(P50["none"]))  # 1.1 ms
-    assert abs(c.added_p50[0] - added) < 1e-12
-    assert abs(c.added_p50[1] - ci.low) < 1e-9 and abs(c.added_p50[2] - ci.high) < 1e-9
+    assert abs(c.added_p50.diff - added) < 1e-12
+    assert abs(c.added_p50.lo - ci.low) < 1e-9 and abs(c.added_p50.hi - ci.high) < 1e-9
     # 0.6 vCPU for 1000 req/s × 3 passes = 0.2 vCPU per proxy per 1,000 req/s.
     assert abs(c.vcpu_per_1k - 0.2) < 1e-9
     # Both proxies' RSS summed (2 × 40 MB... one process per role here) over processes.
     assert c.mb_per_proxy == 40.0
-    text = s2mesh.bench_table(exp)
+    text = s2mesh.bench_table(data)
     # Per hop: two of the three passes.
     assert "| envoy | sidecar | 3 | 2.30 | 4.60 |" in text
     assert f"| {num(added * 2 / 3)} |" in text
@@ -119,10 +117,9 @@ def test_s2mesh_section(tmp_path: Path) -> None:
                     lambda lv, rep: {"total": {"mean_ms": mesh_mean(lv, rep)}}, reps=3)
     with_roles(d, {}, {}, per_run=lambda lv: {
         "host": 0.3 + (0.1 if str(lv["deploy.tracing"]) != "0" else 0),
-        "sidecar": 0.2 + (0.05 if lv["deploy.mtls"] else 0)})
-    exp = load_experiment(d, metric="mean_ms")
-    claims: list[s2mesh.Claim] = []
-    text = s2mesh.s2mesh_section(exp, claims)
+        "sidecar": 0.2 + (0.05 if lv["deploy.mtls"] else 0)}, hosts=3)
+    sec = s2mesh.section(study_data(load_experiment(d, metric="mean_ms")))
+    text, claims = sec.text, sec.claims
     assert "observability + mTLS" in text
     # Allocation of variation, default vs mTLS: the setup effect is 0.5 ms on
     # every cell, noise ±0.5 per repetition; SS by hand.

@@ -224,7 +224,9 @@ def factorial(
     rows.append(("Residual", math.nan, math.nan, math.nan, table.loc["Residual", "sum_sq"],
                  float(dof)))
     terms = pd.DataFrame(rows, columns=["term", "effect", "ci_low", "ci_high", "sum_sq", "df"])
+    terms["effect"] = numerical_zero(terms["effect"], abs(float(params["Intercept"])))
     sst = terms.loc[terms["term"] != "Intercept", "sum_sq"].sum()
+    terms["sum_sq"] = numerical_zero(terms["sum_sq"], sst)
     terms["percent"] = np.where(
         terms["term"] == "Intercept", math.nan, 100.0 * terms["sum_sq"] / sst if sst > 0 else 0.0
     )
@@ -244,6 +246,20 @@ def factorial(
     res["residual"] = model.resid.to_numpy()
     return Factorial(response, codings, terms, res, log, confidence, r_min, r_min == r_max,
                      dof, notes)
+
+
+def numerical_zero(values: pd.Series, scale: float) -> pd.Series:
+    """`values` with rounding residue set to exactly 0.
+
+    Least squares on exactly balanced data leaves terms of 1e-16 of the data's
+    scale where the true value is 0; printed, they read as findings, and their
+    last digits change with the BLAS and library versions. Anything below 1e-12
+    of `scale` is below what float64 arithmetic over a few thousand rows can
+    resolve.
+    """
+    if not math.isfinite(scale) or scale == 0:
+        return values
+    return values.where(values.isna() | (values.abs() >= 1e-12 * abs(scale)), 0.0)
 
 
 def anova(
@@ -294,8 +310,11 @@ def anova(
         warnings.simplefilter("ignore", RuntimeWarning)
         table = anova_lm(model, typ=2)
     table = table.rename(columns={"PR(>F)": "p"}).reset_index(names="term")
-    table["mean_sq"] = table["sum_sq"] / table["df"]
     total = table["sum_sq"].sum()
+    table["sum_sq"] = numerical_zero(table["sum_sq"], total)
+    # A sum of squares that is rounding residue carries no F either.
+    table.loc[table["sum_sq"] == 0, "F"] = 0.0
+    table["mean_sq"] = table["sum_sq"] / table["df"]
     table["percent"] = 100.0 * table["sum_sq"] / total if total > 0 else 0.0
     table["term"] = [_rename_term(t, back) for t in table["term"]]
     table["df"] = table["df"].round().astype(int)

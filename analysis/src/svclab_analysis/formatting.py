@@ -28,18 +28,21 @@ def num(v: Any, significant: int | None = None) -> str:
         return "—"
     if significant is not None:
         return f"{x:.0f}" if abs(x) >= 1e4 else f"{x:.{significant}g}"
+    # The band is chosen on the value as printed, so 0.9999999 and 1.0000001
+    # both read "1.00".
     a = abs(x)
-    if a == 0:
+    band = float(f"{a:.3g}")
+    if band == 0:
         return "0"
-    if a >= 1000:
+    if band >= 1000:
         s = f"{a:,.0f}"
-    elif a >= 100:
+    elif band >= 100:
         s = f"{a:.0f}"
-    elif a >= 10:
+    elif band >= 10:
         s = f"{a:.1f}"
-    elif a >= 1:
+    elif band >= 1:
         s = f"{a:.2f}"
-    elif a >= 0.01:
+    elif band >= 0.01:
         s = f"{a:.3f}"
     else:
         s = f"{a:.2g}"

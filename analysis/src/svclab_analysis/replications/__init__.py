@@ -24,10 +24,14 @@ fresh clone does not erase the committed tables.
 directory (the command, its wall time and the load average around it);
 the regions quote it when it is there.
 
-One module per study (s3, s4, s2, s0), each computing its numbers into a
-dataclass and rendering that as Markdown; common.py holds the statistics
-they share, store.py reads results directories, regions.py rewrites the
-marked regions and main.py lists the studies and is the command line.
+One module per study (s3, s4, s2, s0), each going compute → dataclass →
+render: ``compute(StudyData)`` fits and judges into a frozen dataclass with
+no I/O and no formatting, ``render`` writes that as Markdown and returns it
+with the claims it tested as a ``Section``, with no statistics. common.py
+holds the types and statistics they share, store.py reads results
+directories (``study_data`` gathers a StudyData), regions.py rewrites the
+marked regions and main.py lists the studies, heads each section with its
+provenance, collects the claims and is the command line.
 """
 
 from .common import verdict

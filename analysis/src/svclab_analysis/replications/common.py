@@ -1,9 +1,15 @@
-"""What every study shares: intervals over runs, ratios, verdicts and the self-audit table."""
+"""What every study shares: its input, intervals over runs, ratios, verdicts and the self-audit.
+
+A study goes compute → dataclass → render: `compute(StudyData)` fits and
+judges, with no file and no formatting; `render(dataclass)` writes Markdown
+and the claims for the summary, with no statistics. The types both sides
+share are here.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,9 +18,7 @@ import pandas as pd
 from scipy import stats
 
 from ..formatting import est, num
-from ..results import Experiment
 from ..stats import describe, mann_whitney
-from .store import closed_loop, run_audits
 
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 4999
@@ -51,7 +55,7 @@ def overall(verdicts: Sequence[str]) -> str:
     return f"holds in {held} of {n} cells, does not hold in {failed}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Claim:
     """One published finding and what this machine says about it: a row of the summary."""
 
@@ -60,6 +64,35 @@ class Claim:
     verdict: str
     here: str
     paper: str
+
+
+@dataclass(frozen=True)
+class Section:
+    """A study's rendered region and the claims it tested, for the caller to collect."""
+
+    text: str
+    claims: tuple[Claim, ...] = ()
+
+
+@dataclass(frozen=True)
+class StudyData:
+    """One results directory as a study's compute reads it: DataFrames, no files.
+
+    `tables` has, per operation, one row per ok run: the factor columns and
+    every metric (results.response_table). `runs` has one row per planned
+    run: run_id, bottleneck, duration_s, late_sends, and the generator's own
+    gen_cpu_percent and gen_lag_p99_ms from run.json (NaN when missing).
+    `factors` maps each varied spec key to its levels, in the spec's order.
+    """
+
+    tables: Mapping[str, pd.DataFrame]
+    runs: pd.DataFrame
+    factors: Mapping[str, Sequence[str]]
+    closed_loop: bool = False
+    cores: int = 2
+
+    def table(self, operation: str = "total") -> pd.DataFrame:
+        return self.tables[operation]
 
 
 def cell(df: pd.DataFrame, **levels: Any) -> pd.DataFrame:
@@ -73,20 +106,20 @@ def values(df: pd.DataFrame, metric: str, **levels: Any) -> np.ndarray:
     return cell(df, **levels)[metric].to_numpy(dtype=float)
 
 
-def _numeric_levels(exp: Experiment, name: str) -> list[str]:
-    for f in exp.factors:
-        if f.name == name:
-            return list(f.levels)
-    return []
-
-
-def factor_levels(exp: Experiment, name: str, fixed: str) -> list[str]:
+def factor_levels(data: StudyData, name: str, fixed: str) -> tuple[str, ...]:
     """The levels a spec key took: the factor's, or the one fixed value of the spec."""
-    levels = _numeric_levels(exp, name)
-    return levels if levels else [fixed]
+    levels = tuple(data.factors.get(name) or ())
+    return levels if levels else (fixed,)
 
 
-@dataclass
+def mean_or_nan(x: Iterable[float]) -> float:
+    """The mean of the values that are there; NaN, without a warning, when none is."""
+    a = np.asarray(list(x), dtype=float)
+    a = a[~np.isnan(a)]
+    return float(a.mean()) if len(a) else math.nan
+
+
+@dataclass(frozen=True)
 class Summary:
     n: int
     mean: float
@@ -109,7 +142,7 @@ def summary_cell(s: Summary, unit: str = "") -> str:
     return est(s.mean, s.lo, s.hi, unit)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Ratio:
     ratio: float
     lo: float
@@ -131,58 +164,75 @@ def ratio_of(a: np.ndarray, b: np.ndarray) -> Ratio:
     return Ratio(r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"], r["p"])
 
 
-def difference_of(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+@dataclass(frozen=True)
+class Difference:
+    diff: float
+    lo: float
+    hi: float
+
+
+def difference_of(a: np.ndarray, b: np.ndarray) -> Difference:
     """mean(a) − mean(b) with Welch's t interval; NaN interval below two runs a side."""
     a = a[np.isfinite(a)]
     b = b[np.isfinite(b)]
     if len(a) == 0 or len(b) == 0:
-        return math.nan, math.nan, math.nan
+        return Difference(math.nan, math.nan, math.nan)
     diff = float(np.mean(a) - np.mean(b))
     if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
-        return diff, math.nan, math.nan
+        return Difference(diff, math.nan, math.nan)
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(confidence_level=CONFIDENCE)
-    return diff, float(ci.low), float(ci.high)
+    return Difference(diff, float(ci.low), float(ci.high))
 
 
 def ratio_cell(r: Ratio) -> str:
     return est(r.ratio, r.lo, r.hi, "×")
 
 
+@dataclass(frozen=True)
+class Audit:
+    """One configuration's cost and the generator's self-audit, over its runs."""
+
+    cpu_ms: Summary  # CPU ms of the system under test per request
+    service_p50: Summary  # median service time, ms
+    generator_cpu: float  # mean over runs of the generator's CPU (%), NaN without any
+    late_pct: float  # mean over runs of the sends more than 1 ms late (%), NaN without any
+    lag_p99: float  # the worst run's send lag p99 (ms), NaN without any
+    flagged: int
+    runs: int
+
+
+def audit(data: StudyData, part: pd.DataFrame) -> Audit:
+    """The cost and self-audit of the runs in `part` (rows of a study table)."""
+    runs = data.runs.set_index("run_id")
+    ids = [r for r in part["run_id"] if r in runs.index]
+    lags = runs.loc[ids, "gen_lag_p99_ms"].to_numpy(dtype=float)
+    late = [100.0 * float(runs["late_sends"].get(r, math.nan)) / float(c)
+            for r, c in zip(part["run_id"], part["count"], strict=True) if c]
+    return Audit(
+        summarise(part["cpu_s_per_1k"].to_numpy(dtype=float)),
+        summarise(part["service_p50_ms"].to_numpy(dtype=float)),
+        mean_or_nan(runs.loc[ids, "gen_cpu_percent"]),
+        mean_or_nan(late),
+        float(np.max(lags[~np.isnan(lags)])) if (~np.isnan(lags)).any() else math.nan,
+        flagged(data.runs, part),
+        len(part),
+    )
+
+
+def flagged(runs: pd.DataFrame, part: pd.DataFrame) -> int:
+    """How many of the runs in `part` the generator's self-audit flagged."""
+    return int(runs[runs["run_id"].isin(set(part["run_id"]))]["bottleneck"].sum())
+
+
 AUDIT_HEADER = ["CPU ms per request", "service time p50 (ms)", "generator CPU (%)",
                 "late sends (%)", "worst lag p99 (ms)", "flagged runs"]
 
 
-def audit_rows(
-    exp: Experiment, df: pd.DataFrame, configs: Sequence[tuple[dict[str, str], list[str]]]
-) -> list[list[str]]:
-    """Per configuration (its levels, its label cells): CPU per request, the
-    service-time p50 and the generator's self-audit."""
-    audits = run_audits(exp)
-    late = exp.runs.set_index("run_id")["late_sends"]
+def audit_cells(a: Audit, closed_loop: bool) -> list[str]:
+    """The AUDIT_HEADER columns of one configuration."""
     # In a closed loop "late" means behind the user's own pace (the previous
     # answer came late), not a send the generator failed to make on time.
-    closed = closed_loop(exp)
-    rows = []
-    for levels, labels in configs:
-        part = cell(df, **levels)
-        cpu = summarise(part["cpu_s_per_1k"].to_numpy(dtype=float))
-        svc = summarise(part["service_p50_ms"].to_numpy(dtype=float))
-        ids = [r for r in part["run_id"] if r in audits]
-        gen = [audits[r].cpu_percent for r in ids]
-        lags = [audits[r].lag_p99_ms for r in ids]
-        late_pct = [100.0 * float(late.get(r, math.nan)) / float(c)
-                    for r, c in zip(part["run_id"], part["count"], strict=True) if c]
-        rows.append([*labels, summary_cell(cpu), summary_cell(svc),
-                     num(float(np.nanmean(gen))) if gen else "—",
-                     "n/a (closed loop)" if closed else
-                     num(float(np.nanmean(late_pct))) if late_pct else "—",
-                     "n/a (closed loop)" if closed else
-                     num(float(np.nanmax(lags))) if lags else "—",
-                     f"{flagged(exp, part)} of {len(part)}"])
-    return rows
-
-
-def flagged(exp: Experiment, df: pd.DataFrame) -> int:
-    ids = set(df["run_id"])
-    runs = exp.runs
-    return int(runs[runs["run_id"].isin(ids)]["bottleneck"].sum())
+    na = "n/a (closed loop)"
+    return [summary_cell(a.cpu_ms), summary_cell(a.service_p50), num(a.generator_cpu),
+            na if closed_loop else num(a.late_pct), na if closed_loop else num(a.lag_p99),
+            f"{a.flagged} of {a.runs}"]

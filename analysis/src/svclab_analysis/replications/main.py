@@ -11,14 +11,10 @@ from pathlib import Path
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from .common import Claim
+from . import s0, s2, s2mesh, s3, s4
+from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
-from .s0 import s0_section
-from .s2 import s2_section
-from .s2mesh import s2mesh_proxyless_section, s2mesh_section
-from .s3 import s3_section
-from .s4 import s4_section
-from .store import latest_results, replicate_info, wall_time
+from .store import latest_results, provenance, replicate_info, study_data, wall_time
 
 PROG = "python -m svclab_analysis.replications"
 
@@ -29,7 +25,7 @@ class Study:
     experiment: str
     spec: str
     metric: str
-    section: Callable[[Experiment, list[Claim]], str]
+    section: Callable[[StudyData], Section]
     # An optional study's missing results do not hold back the summary.
     optional: bool = False
 
@@ -37,28 +33,35 @@ class Study:
 STUDIES: dict[str, Study] = {
     s.key: s
     for s in [
-        Study("s3", "s3-style", "experiments/s3-style.toml", "p50_ms", s3_section),
+        Study("s3", "s3-style", "experiments/s3-style.toml", s3.METRIC, s3.section),
         # S3's design with back-to-back calls: scripts/replicate.sh runs the same spec
         # with one closed-loop user and experiment.name = "s3-style-closed".
-        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", "p50_ms", s3_section),
-        Study("s4", "s4-rpc", "experiments/s4-rpc.toml", "mean_ms", s4_section),
-        Study("s2", "s2-payload", "experiments/s2-payload.toml", "mean_ms", s2_section),
-        Study("s0", "s0-granularity", "experiments/s0-granularity.toml", "p95_ms", s0_section),
-        Study("s2m", "s2-mesh", "experiments/s2-mesh.toml", "mean_ms", s2mesh_section,
+        Study("s3c", "s3-style-closed", "experiments/s3-style.toml", s3.METRIC, s3.section),
+        Study("s4", "s4-rpc", "experiments/s4-rpc.toml", s4.METRIC, s4.section),
+        Study("s2", "s2-payload", "experiments/s2-payload.toml", s2.METRIC, s2.section),
+        Study("s0", "s0-granularity", "experiments/s0-granularity.toml", s0.METRIC, s0.section),
+        Study("s2m", "s2-mesh", "experiments/s2-mesh.toml", s2mesh.METRIC, s2mesh.section,
               optional=True),
-        Study("s2mp", "s2-mesh-proxyless", "experiments/s2-mesh-proxyless.toml", "mean_ms",
-              s2mesh_proxyless_section, optional=True),
+        Study("s2mp", "s2-mesh-proxyless", "experiments/s2-mesh-proxyless.toml", s2mesh.METRIC,
+              s2mesh.proxyless_section, optional=True),
     ]
 }
 
 
-def build_section(study: Study, path: Path, claims: list[Claim] | None = None,
-                  exps: dict[str, Experiment] | None = None) -> str:
-    exp = load_experiment(path, metric=study.metric, operation="total")
-    if exps is not None:
-        exps[study.key] = exp
-    return GENERATED_NOTE.format(path=path.name) + "\n" + study.section(
-        exp, claims if claims is not None else [])
+def study_section(study: Study, exp: Experiment) -> Section:
+    """The study's region of one results directory, headed by where its numbers come from."""
+    body = study.section(study_data(exp))
+    head = [GENERATED_NOTE.format(path=exp.path.name),
+            provenance(exp, f"bin/svclab run {study.spec}"), ""]
+    return Section("\n".join([*head, body.text]), body.claims)
+
+
+def load(study: Study, path: Path) -> Experiment:
+    return load_experiment(path, metric=study.metric, operation="total")
+
+
+def build_section(study: Study, path: Path) -> Section:
+    return study_section(study, load(study, path))
 
 
 SUMMARY_KEY = "summary"
@@ -144,12 +147,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                           f"left as it is (run: bash scripts/replicate.sh {key})",
                           file=sys.stderr)
                 continue
-            own: list[Claim] = []
-            body = build_section(st, path, own, exps)
-            claims += own
+            exps[key] = load(st, path)
+            built = study_section(st, exps[key])
+            claims += built.claims
             sources[key] = path
             if key in keys:
-                sections[key] = body
+                sections[key] = built.text
                 print(f"{key}: {path}", file=sys.stderr)
         # The summary and the runs table are rewritten only when every study has
         # results, so that they never mix a fresh study with a missing one.

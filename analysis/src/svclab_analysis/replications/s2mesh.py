@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,10 +33,13 @@ import pandas as pd
 from ..design import factorial
 from ..errors import AnalysisError
 from ..formatting import est, md_table, num
-from ..results import Experiment, cpu_seconds, load_experiment, response_table
+from ..results import cpu_seconds, load_experiment
 from .common import (
     CONFIDENCE,
     Claim,
+    Difference,
+    Section,
+    StudyData,
     difference_of,
     factor_levels,
     overall,
@@ -49,7 +51,9 @@ from .common import (
     verdict,
 )
 from .s2 import S2_PAPER_DEFAULT, S2_PAPER_MTLS, S2_PAPER_OBSERVABILITY
-from .store import provenance
+from .store import study_data
+
+METRIC = "mean_ms"
 
 # Roles of resources.parquet (deploy.Role* in Go).
 HOST, SIDECAR, NODE_PROXY = "host", "sidecar", "node-proxy"
@@ -95,11 +99,14 @@ def role_usage(resources: pd.DataFrame, duration_s: float) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["role", "cpu_s", "rss_mb", "processes"])
 
 
-def run_costs(exp: Experiment) -> pd.DataFrame:
+def run_costs(data: StudyData) -> pd.DataFrame:
     """One row per ok run: the factor levels, the latency metrics, requests
-    served, and per role its CPU seconds, mean RSS (MB) and processes."""
-    df = response_table(exp, "total")
-    runs = exp.runs.set_index("run_id")
+    served, and per role its CPU seconds, mean RSS (MB) and processes.
+
+    Each run's resources.parquet is read here: the run tables hold CPU for
+    the system as a whole, and the mesh's cost is the proxies' share."""
+    df = data.table("total")
+    runs = data.runs.set_index("run_id")
     extra = []
     for rid in df["run_id"]:
         r = runs.loc[rid]
@@ -124,13 +131,11 @@ def run_costs(exp: Experiment) -> pd.DataFrame:
     return out
 
 
-def chain_hops(exp: Experiment) -> int:
-    """app.hops of the experiment's spec (3, chain's default, when unwritten)."""
-    try:
-        spec = tomllib.loads(str(exp.meta.get("spec_text") or ""))
-    except tomllib.TOMLDecodeError:
-        return 3
-    return int((spec.get("app") or {}).get("hops", 3))
+def chain_hops(costs: pd.DataFrame) -> int:
+    """The hops of a split chain: its host processes (3, S2's, when no run
+    recorded roles)."""
+    n = costs.get("n_" + HOST, pd.Series(dtype=float)).dropna()
+    return int(n.median()) if len(n) else 3
 
 
 # ---------------------------------------------------------------- the benchmark
@@ -144,23 +149,23 @@ class HopCost:
     runs: int
     p50_ms: float
     p90_ms: float
-    added_p50: tuple[float, float, float]  # whole request: difference, CI low, CI high
-    added_p90: tuple[float, float, float]
+    added_p50: Difference  # whole request
+    added_p90: Difference
     passes: int  # proxy passes per request
     vcpu_per_1k: float  # per proxy pass at 1,000 req/s
     mb_per_proxy: float
     rps: float
 
 
-def hop_costs(exp: Experiment) -> tuple[list[HopCost], float, float]:
+def hop_costs(data: StudyData) -> tuple[list[HopCost], float, float]:
     """Each (sidecar, proxy_mode) of a bench-sidecar store against sidecar = none.
 
     A request on a split chain of h hops passes 2h − 1 proxies: the entry's
     inbound listener, then each further hop's caller's outbound and callee's
     inbound listener. Returns the costs and the baseline's p50 and p90.
     """
-    df = run_costs(exp)
-    hops = chain_hops(exp)
+    df = run_costs(data)
+    hops = chain_hops(df)
     passes = 2 * hops - 1
     base = df[df["deploy.sidecar"].astype(str) == "none"]
     if base.empty:
@@ -169,7 +174,7 @@ def hop_costs(exp: Experiment) -> tuple[list[HopCost], float, float]:
     for (sc, mode), g in df.groupby(["deploy.sidecar", "deploy.proxy_mode"], observed=True):
         if str(sc) == "none":
             continue
-        dur = g["run_id"].map(exp.runs.set_index("run_id")["duration_s"]).astype(float)
+        dur = g["run_id"].map(data.runs.set_index("run_id")["duration_s"]).astype(float)
         vcpu = g["cpu_s_proxy"] / dur
         through = g["throughput_rps"] * passes / 1000.0
         nproc = g[[c for c in ("n_sidecar", "n_node-proxy") if c in g.columns]].sum(axis=1)
@@ -183,14 +188,15 @@ def hop_costs(exp: Experiment) -> tuple[list[HopCost], float, float]:
     return out, float(base["p50_ms"].median()), float(base["p90_ms"].median())
 
 
-def bench_table(exp: Experiment) -> str:
-    costs, p50, p90 = hop_costs(exp)
+def bench_table(data: StudyData) -> str:
+    costs, p50, p90 = hop_costs(data)
     rows = []
     for c in costs:
         hop = 2 / c.passes  # one hop = two proxy passes, Istio's "client and server proxies"
         istio = ISTIO_AMBIENT_P90_MS if c.mode == "node" else ISTIO_SIDECARS_P90_MS
         rows.append([c.sidecar, c.mode, str(c.runs), num(c.p50_ms), num(c.p90_ms),
-                     est(*c.added_p50), num(c.added_p50[0] * hop), num(c.added_p90[0] * hop),
+                     est(c.added_p50.diff, c.added_p50.lo, c.added_p50.hi),
+                     num(c.added_p50.diff * hop), num(c.added_p90.diff * hop),
                      num(istio), num(c.vcpu_per_1k), num(ISTIO_PROXY_VCPU_PER_1K),
                      num(c.mb_per_proxy), num(ISTIO_PROXY_MB_PER_1K), num(c.rps)])
     head = (f"No proxy: p50 {num(p50)} ms, p90 {num(p90)} ms. A request passes "
@@ -240,15 +246,19 @@ def paper_ratio(setup: dict[tuple[int, str], float], rate: int, payload: str) ->
     return setup[(rate, payload)] / S2_PAPER_DEFAULT[(rate, payload)]
 
 
-def s2mesh_section(exp: Experiment, claims: list[Claim]) -> str:
-    metric = "mean_ms"
-    df = with_setup(run_costs(exp))
-    rates = factor_levels(exp, "load.rate", "10")
-    payloads = factor_levels(exp, "app.payload", "small")
-    hops = chain_hops(exp)
+def section(data: StudyData) -> Section:
+    """S2 whole: the setups' table, the findings, the two 2³ analyses, and
+    each feature's CPU per hop."""
+    metric = METRIC
+    claims: list[Claim] = []
+    costs = run_costs(data)
+    df = with_setup(costs)
+    rates = factor_levels(data, "load.rate", "10")
+    payloads = factor_levels(data, "app.payload", "small")
+    hops = chain_hops(costs)
     setups = [s for s in ("default", "observability", "mTLS", "observability + mTLS")
               if (df[SETUP] == s).any()]
-    out = [provenance(exp, "bin/svclab run experiments/s2-mesh.toml"), ""]
+    out: list[str] = []
     out.append(f"**Mean response time (ms)** of the {hops}-hop chain, each hop its own process "
                "with its own Envoy sidecar. Paper: Istio, 5 runs of 5 minutes; svclab: the "
                "mean over runs of each run's mean, 95% Student-t interval over runs.")
@@ -344,7 +354,7 @@ def s2mesh_section(exp: Experiment, claims: list[Claim]) -> str:
     out.append("")
     out.append(md_table(["setup", "rate", "payload", "hosts", "sidecars", "total",
                          "total − default"], feature_cost_rows(df, hops, setups, rates, payloads)))
-    return "\n".join(out)
+    return Section("\n".join(out), tuple(claims))
 
 
 def per_hop_ms(df: pd.DataFrame, column: str, hops: int) -> pd.Series:
@@ -365,38 +375,40 @@ def feature_cost_rows(df: pd.DataFrame, hops: int, setups: Sequence[str],
             for s in setups:
                 cells = [summary_cell(summarise(values(df, c, **fixed, **{SETUP: s})))
                          for c in ("host_ms", "proxy_ms", "total_ms")]
-                diff = "—" if s == "default" else est(*difference_of(
-                    values(df, "total_ms", **fixed, **{SETUP: s}), base))
+                d = difference_of(values(df, "total_ms", **fixed, **{SETUP: s}), base)
+                diff = "—" if s == "default" else est(d.diff, d.lo, d.hi)
                 rows.append([s, rate, payload, *cells, diff])
     return rows
 
 
-def s2mesh_proxyless_section(exp: Experiment, claims: list[Claim]) -> str:
+def proxyless_section(data: StudyData) -> Section:
     """mTLS by the transport itself (sidecar none) against mTLS between
     Envoy sidecars: what each adds to plaintext in the same placement."""
-    metric = "mean_ms"
-    df = run_costs(exp)
-    hops = chain_hops(exp)
-    out = [provenance(exp, "bin/svclab run experiments/s2-mesh-proxyless.toml"), ""]
+    metric = METRIC
+    claims: list[Claim] = []
+    df = run_costs(data)
+    hops = chain_hops(df)
+    out: list[str] = []
     out.append(f"**Proxyless against sidecar mTLS** on the {hops}-hop chain: the mean response "
                "time, what mTLS adds to the same data path without it, and CPU ms per "
                "request per hop (hosts and sidecars together).")
     out.append("")
     rows = []
     adds: dict[str, list[float]] = {}
-    for payload in factor_levels(exp, "app.payload", "small"):
-        for rate in factor_levels(exp, "load.rate", "100"):
-            for sc in factor_levels(exp, "deploy.sidecar", "none"):
+    for payload in factor_levels(data, "app.payload", "small"):
+        for rate in factor_levels(data, "load.rate", "100"):
+            for sc in factor_levels(data, "deploy.sidecar", "none"):
                 fixed = {"load.rate": rate, "app.payload": payload, "deploy.sidecar": sc}
                 on = values(df, metric, **fixed, **{"deploy.mtls": "true"})
                 off = values(df, metric, **fixed, **{"deploy.mtls": "false"})
                 cpu = df.assign(ms=1000.0 * (df[f"cpu_s_{HOST}"] + df["cpu_s_proxy"].fillna(0))
                                 / df["requests"] / hops)
                 d = difference_of(on, off)
-                adds.setdefault(sc, []).append(d[0])
+                adds.setdefault(sc, []).append(d.diff)
                 rows.append([f"{rate} req/s, {payload}",
                              "proxyless (the transport)" if sc == "none" else f"{sc} sidecars",
-                             summary_cell(summarise(off)), summary_cell(summarise(on)), est(*d),
+                             summary_cell(summarise(off)), summary_cell(summarise(on)),
+                             est(d.diff, d.lo, d.hi),
                              summary_cell(summarise(values(cpu, "ms", **fixed,
                                                            **{"deploy.mtls": "true"})))])
     out.append(md_table(["rate, payload", "mTLS by", "plaintext (ms)", "mTLS (ms)",
@@ -406,7 +418,7 @@ def s2mesh_proxyless_section(exp: Experiment, claims: list[Claim]) -> str:
                             "holds" if np.nanmedian(adds["none"]) < min(
                                 np.nanmedian(v) for k, v in adds.items() if k != "none")
                             else "does not hold", "see the table", "not measured"))
-    return "\n".join(out)
+    return Section("\n".join(out), tuple(claims))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -416,10 +428,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("results", help="a results directory")
     a = p.parse_args(argv)
     try:
-        exp = load_experiment(a.results, metric="mean_ms", operation="total")
-        claims: list[Claim] = []
-        text = {"bench": bench_table, "s2mesh": lambda e: s2mesh_section(e, claims),
-                "proxyless": lambda e: s2mesh_proxyless_section(e, claims)}[a.what](exp)
+        data = study_data(load_experiment(a.results, metric=METRIC, operation="total"))
+        text = {"bench": bench_table, "s2mesh": lambda d: section(d).text,
+                "proxyless": lambda d: proxyless_section(d).text}[a.what](data)
     except AnalysisError as exc:
         print(f"s2mesh: {exc}", file=sys.stderr)
         return 1

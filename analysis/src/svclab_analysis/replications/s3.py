@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
-from ..design import factorial
+from ..design import Factorial, factorial
 from ..errors import AnalysisError
 from ..formatting import est, md_table, num, pval
-from ..results import Experiment, response_table
 from .common import (
     AUDIT_HEADER,
     CONFIDENCE,
+    Audit,
     Claim,
+    Ratio,
+    Section,
+    StudyData,
     Summary,
-    audit_rows,
+    audit,
+    audit_cells,
     cell,
     ratio_cell,
     ratio_of,
@@ -22,7 +27,8 @@ from .common import (
     values,
     verdict,
 )
-from .store import closed_loop, provenance
+
+METRIC = "p50_ms"
 
 # S3: median latency in seconds (std dev), per implementation and size.
 S3_PAPER: dict[tuple[str, str], tuple[float, float]] = {
@@ -46,32 +52,105 @@ S3_PAPER_N = 77  # requests per repetition, from Jain's formula on a 10-request 
 S3_PAPER_R = 5
 
 
-def s3_section(exp: Experiment, claims: list[Claim]) -> str:
-    metric = "p50_ms"
-    shape = "back-to-back calls" if closed_loop(exp) else "open loop"
-    df = response_table(exp, "total")
-    sizes = ["std", "large"]
-    transports = [("grpc", "Go/gRPC"), ("http", "Go/REST")]
-    out = [provenance(exp, "bin/svclab run experiments/s3-style.toml"), ""]
+SIZES = ("std", "large")
+SIZE_LABELS = {"std": "StdSize", "large": "LargeSize"}
+TRANSPORTS = (("grpc", "Go/gRPC"), ("http", "Go/REST"))
+# The paper's claim per size, and whether it needs REST ÷ gRPC above 1.
+S3_CLAIMS = (("std", "gRPC wins small requests", True),
+             ("large", "REST wins large requests", False))
+# REST ÷ gRPC in the paper (Go), per size.
+S3_PAPER_RATIO = {size: S3_PAPER[("Go/REST", size)][0] / S3_PAPER[("Go/gRPC", size)][0]
+                  for size in SIZES}
 
+
+@dataclass(frozen=True)
+class StyleRatio:
+    """REST ÷ gRPC at one size, and the verdict on the paper's claim there."""
+
+    size: str
+    claim: str
+    ratio: Ratio
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Allocation:
+    """What share of one size's variation the style explains (2¹r design), and the rest."""
+
+    style: float  # percent, NaN when the fit failed
+    error: float
+    verdict: str  # on "the style explains most of the variation"
+
+
+@dataclass(frozen=True)
+class S3:
+    """Everything the S3 region reports, computed from one results directory."""
+
+    closed_loop: bool
+    medians: dict[tuple[str, str], Summary]  # (transport, size) → the runs' medians
+    ratios: tuple[StyleRatio, ...]  # in S3_CLAIMS' order
+    allocation: dict[str, Allocation]  # per size
+    fit: Factorial | None  # 2²r over transport × size on log(median)
+    fit_error: str | None  # why `fit` is None
+    audits: dict[tuple[str, str], Audit]  # (transport, size) → cost and self-audit
+
+
+def compute(data: StudyData) -> S3:
+    df = data.table()
+    medians = {(tr, size): summarise(values(df, METRIC, **{"deploy.transport": tr,
+                                                            "app.size": size}))
+               for tr, _ in TRANSPORTS for size in SIZES}
+    ratios = []
+    for size, claim, above in S3_CLAIMS:
+        r = ratio_of(values(df, METRIC, **{"deploy.transport": "http", "app.size": size}),
+                     values(df, METRIC, **{"deploy.transport": "grpc", "app.size": size}))
+        ratios.append(StyleRatio(size, claim, r, verdict(r.lo, r.hi, above)))
+    allocation: dict[str, Allocation] = {}
+    for size in SIZES:
+        try:
+            one = factorial(cell(df, **{"app.size": size}), METRIC, ["deploy.transport"],
+                            confidence=CONFIDENCE)
+            t = one.terms.set_index("term")
+            style = float(t.loc["deploy.transport", "percent"])
+            error = float(t.loc["Residual", "percent"])
+        except AnalysisError:
+            style = error = math.nan
+        allocation[size] = Allocation(style, error,
+                                      "inconclusive (not computed)" if not math.isfinite(style)
+                                      else "holds" if style > 50 else "does not hold")
+    fit: Factorial | None = None
+    fit_error: str | None = None
+    try:
+        fit = factorial(df, METRIC, ["deploy.transport", "app.size"], log=True,
+                        confidence=CONFIDENCE)
+    except AnalysisError as exc:
+        fit_error = str(exc)
+    audits = {(tr, size): audit(data, cell(df, **{"deploy.transport": tr, "app.size": size}))
+              for tr, _ in TRANSPORTS for size in SIZES}
+    return S3(data.closed_loop, medians, tuple(ratios), allocation, fit, fit_error, audits)
+
+
+def render(r: S3) -> Section:
+    """The region's Markdown (after the provenance) and the claims it tested."""
+    shape = "back-to-back calls" if r.closed_loop else "open loop"
+    claims: list[Claim] = []
+    out = []
     out.append("**Median latency (ms).** Paper: the median (sd) of its requests. svclab: the "
                "mean over runs of each run's median, with a 95% Student-t interval over runs, "
                "and the runs' sd.")
     out.append("")
     rows = []
-    summ: dict[tuple[str, str], Summary] = {}
-    for tr, label in transports:
+    for tr, label in TRANSPORTS:
         row = [label]
-        for size in sizes:
+        for size in SIZES:
             med, sd = S3_PAPER[(label, size)]
-            s = summarise(values(df, metric, **{"deploy.transport": tr, "app.size": size}))
-            summ[(tr, size)] = s
+            s = r.medians[(tr, size)]
             row += [f"{num(med * 1e3)} ({num(sd * 1e3)})",
                     f"{summary_cell(s)}, sd {num(s.sd)}, {s.n} runs"]
         rows.append(row)
     for label in ("Java/gRPC", "Java/REST"):
         row = [label]
-        for size in sizes:
+        for size in SIZES:
             med, sd = S3_PAPER[(label, size)]
             row += [f"{num(med * 1e3)} ({num(sd * 1e3)})", "not run (no Java implementation yet)"]
         rows.append(row)
@@ -84,18 +163,12 @@ def s3_section(exp: Experiment, claims: list[Claim]) -> str:
                "Mann-Whitney U over runs (with 5 runs a side, the smallest possible p is 0.008).")
     out.append("")
     rows = []
-    verdicts: dict[str, str] = {}
-    for size, claim, above in (("std", "gRPC wins small requests", True),
-                               ("large", "REST wins large requests", False)):
-        paper = S3_PAPER[("Go/REST", size)][0] / S3_PAPER[("Go/gRPC", size)][0]
-        r = ratio_of(values(df, metric, **{"deploy.transport": "http", "app.size": size}),
-                     values(df, metric, **{"deploy.transport": "grpc", "app.size": size}))
-        v = verdict(r.lo, r.hi, above)
-        verdicts[size] = v
-        claims.append(Claim("S3", f"{claim} ({shape})", v, f"REST ÷ gRPC {ratio_cell(r)}",
-                            f"{num(paper)}×"))
-        rows.append(["StdSize" if size == "std" else "LargeSize", f"{num(paper)}×",
-                     ratio_cell(r), pval(r.p), claim, v])
+    for w in r.ratios:
+        paper = S3_PAPER_RATIO[w.size]
+        claims.append(Claim("S3", f"{w.claim} ({shape})", w.verdict,
+                            f"REST ÷ gRPC {ratio_cell(w.ratio)}", f"{num(paper)}×"))
+        rows.append([SIZE_LABELS[w.size], f"{num(paper)}×", ratio_cell(w.ratio),
+                     pval(w.ratio.p), w.claim, w.verdict])
     out.append(md_table(["size", "paper (Go)", "svclab", "p (runs)", "paper's claim",
                          "on this machine"], rows))
     out.append("")
@@ -104,28 +177,15 @@ def s3_section(exp: Experiment, claims: list[Claim]) -> str:
                "paper's 2²r design crosses language and style; svclab's has the style only "
                "(a 2¹r design per size), so the language rows are empty here.")
     out.append("")
-    alloc: dict[str, dict[str, float]] = {}
-    for size in sizes:
-        part = cell(df, **{"app.size": size})
-        try:
-            fit = factorial(part, metric, ["deploy.transport"], confidence=CONFIDENCE)
-            t = fit.terms.set_index("term")
-            alloc[size] = {"style": float(t.loc["deploy.transport", "percent"]),
-                           "error": float(t.loc["Residual", "percent"])}
-        except AnalysisError:
-            alloc[size] = {"style": math.nan, "error": math.nan}
-    for i, size in enumerate(sizes):
-        share = alloc[size]["style"]
-        paper_share = S3_PAPER_ALLOCATION["communication style"][i]
+    for i, size in enumerate(SIZES):
+        a = r.allocation[size]
         claims.append(Claim(
-            "S3", f"the style explains most of the variation, {size} ({shape})",
-            "inconclusive (not computed)" if not math.isfinite(share) else
-            "holds" if share > 50 else "does not hold",
-            f"{num(share)}%", f"{num(paper_share)}%"))
+            "S3", f"the style explains most of the variation, {size} ({shape})", a.verdict,
+            f"{num(a.style)}%", f"{num(S3_PAPER_ALLOCATION['communication style'][i])}%"))
     rows = []
     for term, (p_std, p_large) in S3_PAPER_ALLOCATION.items():
-        key = {"communication style": "style", "error": "error"}.get(term)
-        ours = [num(alloc[s][key]) if key else "—" for s in sizes]
+        ours = [num(r.allocation[s].style) if term == "communication style" else
+                num(r.allocation[s].error) if term == "error" else "—" for s in SIZES]
         rows.append([term, num(p_std), ours[0], num(p_large), ours[1]])
     out.append(md_table(["term", "StdSize, paper (%)", "StdSize, svclab (%)",
                          "LargeSize, paper (%)", "LargeSize, svclab (%)"], rows))
@@ -134,11 +194,9 @@ def s3_section(exp: Experiment, claims: list[Claim]) -> str:
     out.append("**2²r over transport × size, on log(median latency)**: effects as ratios "
                "(+1 level ÷ −1 level) with 95% intervals, and each term's share of the variation.")
     out.append("")
-    try:
-        fit = factorial(df, metric, ["deploy.transport", "app.size"], log=True,
-                        confidence=CONFIDENCE)
+    if r.fit is not None:
         rows = []
-        for _, t in fit.terms.iterrows():
+        for _, t in r.fit.terms.iterrows():
             if t["term"] == "Intercept":
                 continue
             if t["term"] == "Residual":
@@ -146,12 +204,12 @@ def s3_section(exp: Experiment, claims: list[Claim]) -> str:
                 continue
             rows.append([str(t["term"]), est(t["ratio"], t["ratio_low"], t["ratio_high"], "×"),
                          num(t["percent"])])
-        coding = ", ".join(f"{c.name}: −1 = {c.low}, +1 = {c.high}" for c in fit.factors)
+        coding = ", ".join(f"{c.name}: −1 = {c.low}, +1 = {c.high}" for c in r.fit.factors)
         out.append(md_table(["term", "ratio (95% CI)", "variation explained (%)"], rows))
         out.append("")
-        out.append(f"*Coding: {coding}; r = {fit.replications}.*")
-    except AnalysisError as exc:
-        out.append(f"*Not computed: {exc}.*")
+        out.append(f"*Coding: {coding}; r = {r.fit.replications}.*")
+    else:
+        out.append(f"*Not computed: {r.fit_error}.*")
     out.append("")
 
     out.append("**Cost per request and the generator's self-audit** (evidence for the "
@@ -161,11 +219,15 @@ def s3_section(exp: Experiment, claims: list[Claim]) -> str:
                "CPU, the share of sends that left more than 1 ms late, the worst run's send lag "
                "p99, and the runs the self-audit flagged.")
     out.append("")
-    configs = [({"deploy.transport": tr, "app.size": size}, [label, size])
-               for tr, label in transports for size in sizes]
-    out.append(md_table(["implementation", "size", *AUDIT_HEADER],
-                        audit_rows(exp, df, configs)))
+    rows = [[label, size, *audit_cells(r.audits[(tr, size)], r.closed_loop)]
+            for tr, label in TRANSPORTS for size in SIZES]
+    out.append(md_table(["implementation", "size", *AUDIT_HEADER], rows))
     out.append("")
+    verdicts = {w.size: w.verdict for w in r.ratios}
     out.append("Verdicts, computed from the intervals: StdSize, *gRPC wins*: "
                f"**{verdicts['std']}**; LargeSize, *REST wins*: **{verdicts['large']}**.")
-    return "\n".join(out)
+    return Section("\n".join(out), tuple(claims))
+
+
+def section(data: StudyData) -> Section:
+    return render(compute(data))

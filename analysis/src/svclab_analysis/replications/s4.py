@@ -10,12 +10,13 @@ import pandas as pd
 from ..design import anova
 from ..errors import AnalysisError
 from ..formatting import integer, md_table, num, p_text, pval
-from ..results import Experiment, response_table
 from ..stats import sample_size
 from .common import (
     CONFIDENCE,
     Claim,
     Ratio,
+    Section,
+    StudyData,
     Summary,
     cell,
     factor_levels,
@@ -25,8 +26,8 @@ from .common import (
     summary_cell,
     values,
 )
-from .store import provenance
 
+METRIC = "mean_ms"
 # S4: ms per call on one machine, as ranges over the operations.
 S4_PAPER_GRPC_MS = (7.0, 7.7)  # gRPC, Python client and server
 S4_PAPER_NETRPC_MS = (0.7, 1.1)  # Go net/rpc
@@ -34,7 +35,7 @@ S4_STRING_LENS = [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
 S4_OPS = ["void", "long", "eightlongs", "string", "movie"]
 
 
-@dataclass
+@dataclass(frozen=True)
 class OperationRow:
     """One operation (or one string length): both transports over runs and their ratio."""
 
@@ -44,76 +45,98 @@ class OperationRow:
     ratio: Ratio
 
 
-@dataclass
+@dataclass(frozen=True)
+class Share:
+    """How much of an operation's variation `app.string_len` explains (ANOVA)."""
+
+    operation: str
+    percent: float
+    p: float
+    error: str | None = None  # why the ANOVA was not computed
+
+
+@dataclass(frozen=True)
 class S4:
     """Everything the S4 region reports, computed from one results directory."""
 
-    provenance: str
-    rows: list[OperationRow]
-    ratios: list[Ratio]  # per operation and per string length, without the pooled row
-    shares: list[str]  # how much app.string_len explains, per operation
+    rows: tuple[OperationRow, ...]
+    ratio_range: tuple[float, float] | None  # grpc ÷ netrpc over the rows with an interval
+    verdict: str | None  # on "net/rpc is faster", None without an interval
+    shares: tuple[Share, ...]
     jain: pd.DataFrame | None  # sample_size() per operation and transport, with cv
     flagged: int
     runs: int
 
 
-def compute(exp: Experiment) -> S4:
-    metric = "mean_ms"
-    lens = factor_levels(exp, "app.string_len", "16")
-    ops_present = set(exp.metrics["operation"])
+def compute(data: StudyData) -> S4:
+    lens = factor_levels(data, "app.string_len", "16")
     rows: list[OperationRow] = []
-    ratios: list[Ratio] = []
+    ratios: list[Ratio] = []  # per operation and per string length, without the pooled row
     jain_rows: list[pd.DataFrame] = []
     for op in S4_OPS:
-        if op not in ops_present:
+        if op not in data.tables:
             continue
-        df = response_table(exp, op)
+        df = data.table(op)
         groups: list[tuple[str, str | None]] = [(op, None)]
         if op == "string" and len(lens) > 1:
             groups = [(f"string, {n} chars", n) for n in lens]
             groups.append(("string, all lengths pooled", None))
         for label, n in groups:
             part = df if n is None else cell(df, **{"app.string_len": n})
-            g = values(part, metric, **{"deploy.transport": "grpc"})
-            nr = values(part, metric, **{"deploy.transport": "netrpc"})
+            g = values(part, METRIC, **{"deploy.transport": "grpc"})
+            nr = values(part, METRIC, **{"deploy.transport": "netrpc"})
             r = ratio_of(g, nr)
             if label != "string, all lengths pooled":
                 ratios.append(r)
             rows.append(OperationRow(label, summarise(g), summarise(nr), r))
             if len(part) > 0:
-                ss = sample_size(part, metric, by=["deploy.transport"], error_pct=5.0,
+                ss = sample_size(part, METRIC, by=["deploy.transport"], error_pct=5.0,
                                  confidence=CONFIDENCE)
                 ss.insert(0, "operation", label)
                 jain_rows.append(ss)
-    shares: list[str] = []
+    shares: list[Share] = []
     if len(lens) > 1:
         for op in ("void", "string"):
-            if op not in ops_present:
+            if op not in data.tables:
                 continue
             try:
-                av = anova(response_table(exp, op), metric, ["deploy.transport",
-                                                             "app.string_len"])
+                av = anova(data.table(op), METRIC, ["deploy.transport", "app.string_len"])
                 t = av.set_index("term")
-                share = float(t.loc["app.string_len", "percent"])
-                share_txt = "< 0.01" if share < 0.01 else num(share)
-                shares.append(f"`{op}` {share_txt}% ({p_text(t.loc['app.string_len', 'p'])})")
+                shares.append(Share(op, float(t.loc["app.string_len", "percent"]),
+                                    float(t.loc["app.string_len", "p"])))
             except (AnalysisError, KeyError) as exc:
-                shares.append(f"`{op}` not computed ({exc})")
+                shares.append(Share(op, math.nan, math.nan, str(exc)))
     jain = None
     if jain_rows:
         jain = pd.concat(jain_rows, ignore_index=True)
         jain["cv"] = 100.0 * jain["sd"] / jain["mean"]
-    return S4(provenance(exp, "bin/svclab run experiments/s4-rpc.toml"), rows, ratios, shares,
-              jain, int(exp.runs["bottleneck"].sum()), len(exp.runs))
+    finite = [x for x in ratios if math.isfinite(x.lo)]
+    ratio_range: tuple[float, float] | None = None
+    verdict: str | None = None
+    if finite:
+        ratio_range = (min(x.ratio for x in finite), max(x.ratio for x in finite))
+        verdict = ("holds for every operation" if all(x.lo > 1 for x in finite) else
+                   "does not hold for at least one operation" if any(x.hi < 1 for x in finite)
+                   else "inconclusive for at least one operation (an interval includes 1)")
+    return S4(tuple(rows), ratio_range, verdict, tuple(shares), jain,
+              int(data.runs["bottleneck"].sum()), len(data.runs))
 
 
 PAPER_RATIO = (f"{num(S4_PAPER_GRPC_MS[0] / S4_PAPER_NETRPC_MS[1])}–"
                f"{num(S4_PAPER_GRPC_MS[1] / S4_PAPER_NETRPC_MS[0])}×")
 
 
-def render(r: S4, claims: list[Claim]) -> str:
-    """The region's Markdown; the tested claim is appended to `claims`."""
-    out = [r.provenance, ""]
+def share_text(s: Share) -> str:
+    if s.error is not None:
+        return f"`{s.operation}` not computed ({s.error})"
+    percent = "< 0.01" if s.percent < 0.01 else num(s.percent)
+    return f"`{s.operation}` {percent}% ({p_text(s.p)})"
+
+
+def render(r: S4) -> Section:
+    """The region's Markdown (after the provenance) and the claim it tested."""
+    claims: list[Claim] = []
+    out = []
     out.append("**Mean latency per call (ms)**, one call in flight. Paper (one machine): gRPC "
                f"with a Python client and server {num(S4_PAPER_GRPC_MS[0])}–"
                f"{num(S4_PAPER_GRPC_MS[1])} ms, Go net/rpc {num(S4_PAPER_NETRPC_MS[0])}–"
@@ -128,15 +151,9 @@ def render(r: S4, claims: list[Claim]) -> str:
     out.append(md_table(["operation", "grpc (ms)", "netrpc (ms)", "grpc ÷ netrpc",
                          "p (runs)", "runs grpc / netrpc"], rows))
     out.append("")
-    finite = [x for x in r.ratios if math.isfinite(x.lo)]
-    if finite:
-        lo = min(x.ratio for x in finite)
-        hi = max(x.ratio for x in finite)
-        all_above = all(x.lo > 1 for x in finite)
-        any_below = any(x.hi < 1 for x in finite)
-        v = ("holds for every operation" if all_above else
-             "does not hold for at least one operation" if any_below else
-             "inconclusive for at least one operation (an interval includes 1)")
+    if r.ratio_range is not None and r.verdict is not None:
+        lo, hi = r.ratio_range
+        v = r.verdict
         out.append(f"grpc ÷ netrpc ranges over {num(lo)}–{num(hi)}× here, against "
                    f"{PAPER_RATIO} in the paper. "
                    f"Verdict on *net/rpc is faster than gRPC on one machine*: **{v}**.")
@@ -145,9 +162,9 @@ def render(r: S4, claims: list[Claim]) -> str:
         out.append("")
     if r.shares:
         out.append("How much `app.string_len` explains of the variation of the mean latency "
-                   "(ANOVA over transport × string_len): " + "; ".join(r.shares) + ". It is "
-                   "not an input of `void` at all, which is why the other operations are "
-                   "pooled over it.")
+                   "(ANOVA over transport × string_len): "
+                   + "; ".join(share_text(s) for s in r.shares) + ". It is not an input of "
+                   "`void` at all, which is why the other operations are pooled over it.")
         out.append("")
     if r.jain is not None:
         jr = r.jain
@@ -172,8 +189,8 @@ def render(r: S4, claims: list[Claim]) -> str:
                              "netrpc runs needed", "netrpc achieved"], rows))
         out.append("")
     out.append(f"Runs flagged by the generator's self-audit: {r.flagged} of {r.runs}.")
-    return "\n".join(out)
+    return Section("\n".join(out), tuple(claims))
 
 
-def s4_section(exp: Experiment, claims: list[Claim]) -> str:
-    return render(compute(exp), claims)
+def section(data: StudyData) -> Section:
+    return render(compute(data))

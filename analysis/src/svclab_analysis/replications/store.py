@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from ..formatting import duration, num
-from ..results import Experiment
+from ..results import Experiment, response_table
+from .common import StudyData
 
 
 def parse_time(s: Any) -> datetime | None:
@@ -49,6 +50,22 @@ def run_audits(exp: Experiment) -> dict[str, RunAudit]:
             reason=str(g.get("reason") or ""),
         )
     return out
+
+
+def study_data(exp: Experiment) -> StudyData:
+    """What a study computes from: the run tables, and the generator's audit from run.json."""
+    audits = run_audits(exp)
+    runs = exp.runs.copy()
+    runs["gen_cpu_percent"] = [audits[str(r)].cpu_percent for r in runs["run_id"]]
+    runs["gen_lag_p99_ms"] = [audits[str(r)].lag_p99_ms for r in runs["run_id"]]
+    cores = (exp.meta.get("host") or {}).get("cores") or 2
+    return StudyData(
+        tables={op: response_table(exp, op) for op in dict.fromkeys(exp.metrics["operation"])},
+        runs=runs,
+        factors={f.name: list(f.levels) for f in exp.factors},
+        closed_loop=closed_loop(exp),
+        cores=int(cores),
+    )
 
 
 def replicate_info(exp: Experiment) -> dict[str, Any]:

@@ -205,9 +205,9 @@ def checks(a: Analysis) -> list[str]:
         out.append(f"{len(failed)} of {len(runs)} runs failed and are left out: "
                    + "; ".join(items[:8]) + (" …" if len(items) > 8 else ""))
     if a.factors:
-        have = set(a.table[CONFIG])
+        present = set(a.table[CONFIG])
         # Configurations all of whose runs failed vanish from every table.
-        lost = sorted(set(config_labels(runs[runs["status"] != "ok"], a.factors)) - have)
+        lost = sorted(set(config_labels(runs[runs["status"] != "ok"], a.factors)) - present)
         for c in lost:
             out.append(f"{c}: no run finished ok, so it is missing from every table")
     bott = runs[(runs["status"] == "ok") & runs["bottleneck"]]
