@@ -69,6 +69,9 @@ type Listener struct {
 	// Component is the component the listener leads to: the app's own
 	// (inbound) or the one it calls (outbound).
 	Component string
+	// Group is the index of the group the listener serves: the callee's
+	// (inbound) or the caller's (outbound).
+	Group int
 	// TLS, when set, makes the proxy-to-proxy leg mutual TLS: an inbound
 	// listener serves TLS and demands a client certificate; an outbound
 	// one presents its certificate to the callee's proxy. The app-to-proxy
@@ -287,7 +290,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 			if err != nil {
 				return nil, err
 			}
-			listeners[g] = append(listeners[g], Listener{Name: "in_" + c, Port: p, Upstream: appAddr(g, c), Inbound: true, Component: c})
+			listeners[g] = append(listeners[g], Listener{Name: "in_" + c, Port: p, Upstream: appAddr(g, c), Inbound: true, Component: c, Group: g})
 			pl.Inbound[c] = loopback(p)
 		}
 	}
@@ -303,7 +306,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 				if err != nil {
 					return nil, err
 				}
-				listeners[g] = append(listeners[g], Listener{Name: fmt.Sprintf("out_%d_%s", g, dep), Port: p, Upstream: pl.Inbound[dep], Component: dep})
+				listeners[g] = append(listeners[g], Listener{Name: fmt.Sprintf("out_%d_%s", g, dep), Port: p, Upstream: pl.Inbound[dep], Component: dep, Group: g})
 				pl.Peers[g][dep] = loopback(p)
 			}
 		}
@@ -331,6 +334,34 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 		}
 	}
 	return pl, nil
+}
+
+// Secure makes every proxy-to-proxy leg of the plan mutual TLS: an
+// inbound listener presents the credentials of its component and accepts
+// any workload of the run (peerPrefix, e.g. "spiffe://svclab/<run>/"); an
+// outbound listener presents those of its group's first component and
+// demands the callee's identity, peerID(component). creds gives each
+// component's CA, certificate and key files (internal/pki writes them).
+func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca, cert, key string), peerPrefix string, peerID func(component string) string) error {
+	for i := range pl.Proxies {
+		c := &pl.Proxies[i].Config
+		for j := range c.Listeners {
+			l := &c.Listeners[j]
+			own, peer, prefix := l.Component, peerID(l.Component), false
+			if l.Inbound {
+				peer, prefix = peerPrefix, true
+			} else {
+				own = topo.Groups[l.Group].Components[0]
+			}
+			ca, cert, key := creds(own)
+			t, err := NewTLS(c.Dir, ca, cert, key, peer, prefix)
+			if err != nil {
+				return err
+			}
+			l.TLS = t
+		}
+	}
+	return nil
 }
 
 func loopback(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }
