@@ -53,4 +53,4 @@ seed = 1
 "deploy.proxy_mode" = ["sidecar", "node"]
 TOML
 $BIN run --no-report --results "$out" "$out/bench-sidecar.toml" >&2
-$VENV/bin/python -m svclab_analysis.replications.s2mesh bench "$out"/bench-sidecar-*
+$VENV/bin/python -c 'import sys; from svclab_analysis.replications.s2mesh import main; sys.exit(main(sys.argv[1:]))' bench "$out"/bench-sidecar-*

@@ -15,8 +15,8 @@ feature in CPU ms per request, split between the apps and their proxies
 itself (no sidecar) with mTLS between Envoy sidecars.
 
 ``scripts/bench/sidecar.sh`` measures one sidecar hop's added latency and
-CPU beside Istio's published figures; ``python -m
-svclab_analysis.replications.s2mesh bench DIR`` prints its table.
+CPU beside Istio's published figures; ``main(["bench", DIR])`` prints its
+table.
 """
 
 from __future__ import annotations
@@ -203,7 +203,7 @@ def bench_table(data: StudyData) -> str:
             f"{costs[0].passes if costs else '?'} proxies; one hop is two of them (the "
             "caller's and the callee's), as in Istio's figures.")
     return head + "\n\n" + md_table(
-        ["proxy", "mode", "runs", "p50 ms", "p90 ms", "added p50, whole request (95% CI)",
+        ["proxy", "mode", "runs", "p50 ms", "p90 ms", "added p50, whole request (mean over runs, 95% CI)",
          "added p50 per hop", "added p90 per hop", "Istio: added p90 per hop",
          "vCPU per proxy per 1,000 req/s", "Istio", "MB per proxy", "Istio", "req/s"], rows)
 
