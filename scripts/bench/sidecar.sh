@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Each sidecar hop's added latency and CPU, next to Istio's published
 # figures (docs/PERFORMANCE.md, "Sidecars"). A 2-hop chain, split, over
-# grpc at RATE req/s (default 1000), each proxy program in sidecar and node
+# grpc at RATE req/s (default 200; Istio measured at 1000), each proxy program in sidecar and node
 # mode and no proxy at all, REPS runs each interleaved, then a table from
 # svclab-analysis. About 5 minutes with the defaults.
 #
-#   bash scripts/bench/sidecar.sh                 # RATE=1000 REPS=3 DURATION=6s
+#   bash scripts/bench/sidecar.sh                 # RATE=200 REPS=3 DURATION=6s
 #   KEEP=results/bench-sidecar bash scripts/bench/sidecar.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 BIN=${SVCLAB_BIN:-bin/svclab}
 VENV=${SVCLAB_VENV:-.venv}
-RATE=${RATE:-1000}
+RATE=${RATE:-200}
 REPS=${REPS:-3}
 DURATION=${DURATION:-6s}
 PAYLOAD=${PAYLOAD:-small}
