@@ -407,56 +407,63 @@ func TestNoOrphans(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			path := writeSpec(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n")
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), upSpecEnv+"="+path)
-			out, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			var stderr bytes.Buffer
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
-			id, err := readDeploymentID(out, 30*time.Second)
-			if err != nil {
-				t.Fatalf("up did not report a deployment: %v; stderr:\n%s", err, stderr.String())
-			}
-			if n := len(deploymentProcs(id)); n != 3 {
-				t.Fatalf("%d processes of deployment %s before the signal, want 3", n, id)
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			werr := cmd.Wait()
-			if sig == syscall.SIGTERM && werr != nil {
-				t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
-			}
-			if sig == syscall.SIGKILL {
-				// Nothing was left to remove the deployment's temp dir;
-				// the next svclab to start does, as this sweep.
-				if _, err := tempdir.Sweep(""); err != nil {
-					t.Error(err)
-				}
-				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+"*", id+"-*")); len(dirs) > 0 {
-					t.Errorf("the sweep left %v of the killed deployer", dirs)
-				}
-			}
-			end := time.Now().Add(5 * time.Second)
-			for {
-				left := deploymentProcs(id)
-				if len(left) == 0 {
-					break
-				}
-				if time.Now().After(end) {
-					t.Fatalf("processes %v of deployment %s outlived the deployer", left, id)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testNoOrphans(t, sig, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n", 3)
 		})
+	}
+}
+
+// testNoOrphans deploys src with `svclab up` in a child, signals the
+// child, and checks that none of the deployment's want processes outlive
+// it.
+func testNoOrphans(t *testing.T, sig syscall.Signal, src string, want int) {
+	path := writeSpec(t, src)
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), upSpecEnv+"="+path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+
+	id, err := readDeploymentID(out, 30*time.Second)
+	if err != nil {
+		t.Fatalf("up did not report a deployment: %v; stderr:\n%s", err, stderr.String())
+	}
+	if n := len(deploymentProcs(id)); n != want {
+		t.Fatalf("%d processes of deployment %s before the signal, want %d", n, id, want)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	if sig == syscall.SIGTERM && werr != nil {
+		t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
+	}
+	if sig == syscall.SIGKILL {
+		// Nothing was left to remove the deployment's temp dir;
+		// the next svclab to start does, as this sweep.
+		if _, err := tempdir.Sweep(""); err != nil {
+			t.Error(err)
+		}
+		if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+"*", id+"-*")); len(dirs) > 0 {
+			t.Errorf("the sweep left %v of the killed deployer", dirs)
+		}
+	}
+	end := time.Now().Add(5 * time.Second)
+	for {
+		left := deploymentProcs(id)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("processes %v of deployment %s outlived the deployer", left, id)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -284,6 +285,17 @@ func checkProbe(t *testing.T, ctx context.Context, tr, sc, mode string) {
 	want := "traceparent=" + tp + ";x-probe=sidecar-" + sc + ";deadline=true"
 	if got := resp.GetText(); got != want {
 		t.Errorf("probe across %s %s (%s) got %q, want %q", sc, mode, tr, got, want)
+	}
+}
+
+// TestSidecarNoOrphans kills `svclab up` of a deployment with Envoy
+// sidecars (-9, and SIGTERM): no host and no proxy outlives it.
+func TestSidecarNoOrphans(t *testing.T) {
+	proxyOrSkip(t, spec.SidecarEnvoy)
+	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			testNoOrphans(t, sig, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\nsidecar = \"envoy\"\n", 6)
+		})
 	}
 }
 
