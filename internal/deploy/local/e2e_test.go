@@ -205,16 +205,8 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 	}
 	if app == "chain" {
 		// The large payload crosses every hop: 300,000 characters each.
-		big := runtime.Request{
-			Name: "large", Method: chainpb.Hop_Call_FullMethodName,
-			Message:     &chainpb.CallRequest{Payload: chain.Large},
-			NewResponse: func() proto.Message { return new(chainpb.CallResponse) },
-		}
-		resp, err := big.Invoke(ctx, conn)
-		if err != nil {
-			t.Errorf("large payload: %v", err)
-		} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
-			t.Errorf("large payload: %d characters, want %d", len(got), len(want))
+		if err := callLarge(ctx, conn, 3); err != nil {
+			t.Error(err)
 		}
 	}
 
@@ -232,6 +224,24 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 			t.Errorf("%s: resources read %+v after Stop, want an error", proc.Info(), u)
 		}
 	}
+}
+
+// callLarge calls a chain of hops with the large payload and checks the
+// answer: 300,000 characters from each hop.
+func callLarge(ctx context.Context, conn transport.Conn, hops int) error {
+	big := runtime.Request{
+		Name: "large", Method: chainpb.Hop_Call_FullMethodName,
+		Message:     &chainpb.CallRequest{Payload: chain.Large},
+		NewResponse: func() proto.Message { return new(chainpb.CallResponse) },
+	}
+	resp, err := big.Invoke(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("large payload: %w", err)
+	}
+	if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(hops, chain.Large); got != want {
+		return fmt.Errorf("large payload: %d characters, want %d", len(got), len(want))
+	}
+	return nil
 }
 
 func localDeployer(t *testing.T) deploy.Deployer {

@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/svclab/svclab/apps/chain"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/runtime"
@@ -179,17 +178,9 @@ func testSidecar(t *testing.T, sc, tr, mode string) {
 			t.Errorf("%s over %s: %v", r.Name, d.Entry(), err)
 		}
 	}
-	big := runtime.Request{
-		Name: "large", Method: chainpb.Hop_Call_FullMethodName,
-		Message:     &chainpb.CallRequest{Payload: chain.Large},
-		NewResponse: func() proto.Message { return new(chainpb.CallResponse) },
-	}
 	for range 3 { // over reused connections too
-		resp, err := big.Invoke(ctx, conn)
-		if err != nil {
-			t.Fatalf("large payload: %v", err)
-		} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
-			t.Fatalf("large payload: %d characters, want %d", len(got), len(want))
+		if err := callLarge(ctx, conn, 3); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if tr == "grpc" && mode == spec.ProxyModeSidecar {
