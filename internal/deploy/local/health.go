@@ -65,9 +65,10 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 				}
 			}()
 		}
-		if checks == 0 {
+		if checks == 0 && p.info.Role == deploy.RoleHost {
 			// No listener to probe: a group nobody calls across
-			// processes. Its ready line is the only sign of life.
+			// processes. Its ready line is the only sign of life. (A
+			// proxy with only outbound listeners has none to wait for.)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
