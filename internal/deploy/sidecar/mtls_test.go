@@ -42,45 +42,47 @@ func TestMutualTLSBetweenProxies(t *testing.T) {
 	}
 }
 
-func testMutualTLS(t *testing.T, k Kind, bin string) {
-	s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 2\n[deploy]\nplacement = \"split\"\nsidecar = %q\n", k.Name())))
+// TestEnvoyChecksCalleeIdentity gives hop1's Envoy the wrong SPIFFE ID
+// for hop2: though hop2's certificate chains to the run's CA, the call is
+// refused, as Envoy matches the URI SAN (nginx and HAProxy cannot).
+func TestEnvoyChecksCalleeIdentity(t *testing.T) {
+	k, _ := Lookup("envoy")
+	bin := binaryOrSkip(t, k)
+	plan, files, _ := securedPlan(t, k, func(c string) string { return pki.ID("run1", "hop3").String() })
+	for _, px := range plan.Proxies {
+		startProxy(t, k, bin, px.Config)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// hop2's Envoy is up: it answers the run's client...
+	id, err := pki.Load(files["svclab.client"])
 	if err != nil {
 		t.Fatal(err)
 	}
-	topo, err := runtime.Resolve(s)
-	if err != nil {
-		t.Fatal(err)
+	if err := waitServing(ctx, plan.Inbound["hop2"], credentials.NewTLS(pki.ClientConfig(id, "hop2"))); err != nil {
+		t.Fatalf("hop2's inbound listener: %v", err)
 	}
-	app := startHealthServer(t)
-	root := t.TempDir()
-	plan, err := NewPlan(topo, func(int, string) string { return app }, freePort, func(n string) (string, error) {
-		d := filepath.Join(root, n)
-		return d, os.Mkdir(d, 0o700)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const run = "run1"
-	ca, err := pki.NewCA(run)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pkiDir := filepath.Join(root, "pki")
-	if err := os.Mkdir(pkiDir, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	files := map[string]pki.Files{}
-	for _, c := range []string{"hop1", "hop2", "svclab.client"} {
-		if files[c], err = ca.Write(pkiDir, c); err != nil {
-			t.Fatal(err)
+	// ...and hop1's accepts connections...
+	out := plan.Peers[0]["hop2"]
+	for {
+		c, err := net.Dial("tcp", out)
+		if err == nil {
+			c.Close()
+			break
 		}
+		if ctx.Err() != nil {
+			t.Fatalf("hop1's outbound listener never listened: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	prefix := strings.TrimSuffix(pki.ID(run, "x").String(), "x")
-	err = plan.Secure(topo, func(c string) (string, string, string) { f := files[c]; return f.CA, f.Cert, f.Key },
-		prefix, func(c string) string { return pki.ID(run, c).String() })
-	if err != nil {
-		t.Fatal(err)
+	// ...but will not hand a call to a hop2 that is not hop3.
+	if err := check(ctx, out, insecure.NewCredentials()); err == nil {
+		t.Fatal("hop1's Envoy called a hop2 whose certificate names hop2, though it was told to expect hop3")
 	}
+}
+
+func testMutualTLS(t *testing.T, k Kind, bin string) {
+	plan, files, ca := securedPlan(t, k, func(c string) string { return pki.ID("run1", c).String() })
 	for _, px := range plan.Proxies {
 		startProxy(t, k, bin, px.Config)
 	}
@@ -117,6 +119,52 @@ func testMutualTLS(t *testing.T, k Kind, bin string) {
 			t.Errorf("%s was let in at hop2's inbound listener", what)
 		}
 	}
+}
+
+// securedPlan lays out a two-hop chain's proxies of kind k in front of a
+// gRPC health server, with mutual TLS from a fresh CA for run "run1"; the
+// outbound listeners expect the callee identity peerID gives.
+func securedPlan(t *testing.T, k Kind, peerID func(string) string) (*Plan, map[string]pki.Files, *pki.CA) {
+	t.Helper()
+	s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 2\n[deploy]\nplacement = \"split\"\nsidecar = %q\n", k.Name())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := startHealthServer(t)
+	root := t.TempDir()
+	plan, err := NewPlan(topo, func(int, string) string { return app }, freePort, func(n string) (string, error) {
+		d := filepath.Join(root, n)
+		return d, os.Mkdir(d, 0o700)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const run = "run1"
+	ca, err := pki.NewCA(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkiDir := filepath.Join(root, "pki")
+	if err := os.Mkdir(pkiDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]pki.Files{}
+	for _, c := range []string{"hop1", "hop2", "svclab.client"} {
+		if files[c], err = ca.Write(pkiDir, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prefix := strings.TrimSuffix(pki.ID(run, "x").String(), "x")
+	err = plan.Secure(topo, func(c string) (string, string, string) { f := files[c]; return f.CA, f.Cert, f.Key },
+		prefix, peerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan, files, ca
 }
 
 func freePort() (int, error) {
