@@ -27,7 +27,7 @@ var update = flag.Bool("update", false, "rewrite godeps.txt from the current pac
 // above the transports.
 var layers = [][]string{
 	{"cmd/", "internal/archtest", "internal/conformance"},
-	{"internal/experiment"},
+	{"internal/experiment", "internal/capacity"},
 	{"internal/deploy"},
 	{"apps/"},
 	{"internal/runtime", "internal/load"},

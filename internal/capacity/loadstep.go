@@ -1,0 +1,56 @@
+package capacity
+
+import (
+	"context"
+	"sync"
+
+	"github.com/svclab/svclab/internal/load"
+)
+
+// LoadStep is the StepFunc that drives target with the load generator:
+// base with the step's rate, cut short once a Cutter says the step has
+// failed. progress, when not nil, sees each second of the step. base is
+// an open-loop constant-rate configuration whose duration and warm-up
+// are a step's.
+func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, progress func(rate float64, p load.Progress)) StepFunc {
+	return func(ctx context.Context, rate float64) (Measurement, error) {
+		cfg := base
+		cfg.Rate = rate
+		stepCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		cutter := NewCutter(slo, rate*cfg.Duration.D().Seconds())
+		var (
+			mu  sync.Mutex
+			cut string
+		)
+		res, err := load.Run(stepCtx, cfg, target, load.Options{Progress: func(p load.Progress) {
+			if progress != nil {
+				progress(rate, p)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if cut == "" {
+				if cut = cutter.Observe(p); cut != "" {
+					cancel()
+				}
+			}
+		}})
+		mu.Lock()
+		reason := cut
+		mu.Unlock()
+		if ctx.Err() != nil {
+			if res != nil {
+				res.Close()
+			}
+			return Measurement{}, context.Cause(ctx)
+		}
+		if res == nil {
+			return Measurement{}, err
+		}
+		defer res.Close()
+		if err != nil && reason == "" {
+			return Measurement{}, err
+		}
+		return Measurement{Summary: res.Summary, Generator: res.Generator, CutShort: reason}, nil
+	}
+}
