@@ -161,3 +161,17 @@ def test_configuration_with_no_ok_run(tmp_path: Path) -> None:
     md = (root / "report.md").read_text()
     assert "transport=http · payload=large: no run finished ok" in md
     assert "main effects only" in md
+
+
+def test_host_timer_line(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "ht", factors=[{"name": "deploy.transport",
+                                                   "letter": "A", "levels": ["grpc"]}],
+                        p99={("grpc",): 3.0}, failed_cell=None, samples=False, hlog=True)
+    meta = json.loads((root / "experiment.json").read_text())
+    meta["host_timer"] = {"method": "timerfd", "samples": 3100, "p50_ms": 0.061,
+                          "p99_ms": 0.412, "p999_ms": 1.37, "max_ms": 2.5}
+    (root / "experiment.json").write_text(json.dumps(meta))
+    build_report(root)
+    env = section((root / "report.md").read_text(), "Design and environment")
+    assert "Host timer (timerfd, 3100 wake-ups)" in env
+    assert "p99 0.412 ms" in env and "p99.9 1.37 ms" in env and "max 2.50 ms" in env

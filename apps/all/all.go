@@ -8,4 +8,5 @@ import (
 	_ "github.com/svclab/svclab/apps/chain"  // registers "chain"
 	_ "github.com/svclab/svclab/apps/rpcops" // registers "rpcops"
 	_ "github.com/svclab/svclab/apps/select" // registers "select"
+	_ "github.com/svclab/svclab/apps/shop"   // registers "shop"
 )

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -24,6 +25,9 @@ func init() {
 			return nil
 		}
 		if _, err := tempdir.Sweep(""); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
+		}
+		if _, err := backing.Sweep(); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
 		}
 		return nil
@@ -61,6 +65,12 @@ func clean(w io.Writer, resultsDirs []string) error {
 	removed, err := tempdir.Sweep("")
 	errs := []error{err}
 	n := len(removed)
+	dbs, err := backing.Sweep()
+	errs = append(errs, err)
+	n += len(dbs)
+	for _, r := range dbs {
+		fmt.Fprintf(w, "removed database cluster %s\n", r)
+	}
 	for _, r := range removed {
 		fmt.Fprintf(w, "removed %s (its svclab, %s, is gone)\n", r.Path, r.Owner)
 	}

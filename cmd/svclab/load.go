@@ -635,7 +635,7 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 		return usageError{o.by.name(err, o.spec)}
 	}
 	defer target.Close()
-	opt := load.Options{Dir: o.dir}
+	opt := load.Options{Dir: o.dir, HostTimer: calibrateHost(ctx, o.quiet, stderr)}
 	live := false
 	if f, ok := stderr.(*os.File); ok {
 		live = term.IsTerminal(int(f.Fd()))

@@ -487,6 +487,25 @@ func TestLoadScriptable(t *testing.T) {
 			t.Errorf("bodies sent: %q", bodies)
 		}
 	})
+	t.Run("summary.json has the generator object and the host's floor", func(t *testing.T) {
+		dir := t.TempDir()
+		_, stderr, code := run(t, "", "-n", "150", "--rate", "500", "--dir", dir, srv.URL+"/svclab.chain.Hop/Call", "-X", "POST")
+		if code != 0 {
+			t.Fatalf("exit %d\n%s", code, stderr)
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum load.Summary
+		if err := json.Unmarshal(b, &sum); err != nil {
+			t.Fatal(err)
+		}
+		g := sum.Generator
+		if g == nil || g.Sends != 150 || g.Verdict == "" || g.LagMaxMs < g.LagP99Ms || g.HostTimer == nil || g.HostTimer.Samples < 100 {
+			t.Fatalf("summary.json generator %+v: want 150 sends, lag percentiles, a verdict and the host timer", g)
+		}
+	})
 	t.Run("users alone run a closed loop", func(t *testing.T) {
 		stdout, stderr, code := run(t, "", "--users", "4", "-n", "40", srv.URL+"/svclab.chain.Hop/Call", "-X", "POST")
 		if code != 0 {

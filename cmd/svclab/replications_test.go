@@ -196,6 +196,10 @@ func checkRunsOK(t *testing.T, dir string) {
 		Runs []struct {
 			ID string `json:"id"`
 		} `json:"runs"`
+		HostTimer *struct {
+			Samples int64   `json:"samples"`
+			P99Ms   float64 `json:"p99_ms"`
+		} `json:"host_timer"`
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "experiment.json"))
 	if err != nil {
@@ -207,9 +211,16 @@ func checkRunsOK(t *testing.T, dir string) {
 	if len(exp.Runs) == 0 {
 		t.Fatalf("%s: the plan has no runs", dir)
 	}
+	if exp.HostTimer == nil || exp.HostTimer.Samples < 100 || exp.HostTimer.P99Ms <= 0 {
+		t.Errorf("%s: experiment.json host_timer %+v: want the host timer's calibration", dir, exp.HostTimer)
+	}
 	for _, r := range exp.Runs {
 		var run struct {
 			Status, Reason string
+			Generator      *struct {
+				Verdict   string          `json:"verdict"`
+				HostTimer json.RawMessage `json:"host_timer"`
+			}
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "runs", r.ID, "run.json"))
 		if err != nil {
@@ -222,6 +233,9 @@ func checkRunsOK(t *testing.T, dir string) {
 		}
 		if run.Status != "ok" {
 			t.Errorf("run %s: status %q: %s", r.ID, run.Status, run.Reason)
+		}
+		if g := run.Generator; g == nil || g.Verdict == "" || len(g.HostTimer) == 0 {
+			t.Errorf("run %s: generator %+v: want a verdict judged against the host timer", r.ID, g)
 		}
 	}
 }

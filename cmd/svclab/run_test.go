@@ -170,11 +170,37 @@ func TestRunKilledAndResumed(t *testing.T) {
 				t.Errorf("run %s: %v", id, err)
 			}
 		}
-		var rf struct{ Status, Reason string }
+		var rf struct {
+			Status, Reason string
+			Generator      struct {
+				Verdict   string `json:"verdict"`
+				HostTimer *struct {
+					Samples int64 `json:"samples"`
+				} `json:"host_timer"`
+			}
+		}
 		b, _ := os.ReadFile(filepath.Join(runs, id, "run.json"))
 		if err := json.Unmarshal(b, &rf); err != nil || rf.Status != "ok" {
 			t.Errorf("run %s: status %q reason %q (%v)", id, rf.Status, rf.Reason, err)
 		}
+		// Each run's audit was judged against a calibrated host timer,
+		// the resumed ones too.
+		if g := rf.Generator; g.Verdict == "" || g.HostTimer == nil || g.HostTimer.Samples < 100 {
+			t.Errorf("run %s: generator %+v: want a verdict against the host timer", id, g)
+		}
+	}
+	var ef struct {
+		HostTimer *struct {
+			Samples int64   `json:"samples"`
+			P99Ms   float64 `json:"p99_ms"`
+		} `json:"host_timer"`
+	}
+	b, _ := os.ReadFile(filepath.Join(expDir, "experiment.json"))
+	if err := json.Unmarshal(b, &ef); err != nil || ef.HostTimer == nil || ef.HostTimer.Samples < 100 || ef.HostTimer.P99Ms <= 0 {
+		t.Errorf("experiment.json host_timer %+v (%v): want the host timer's calibration", ef.HostTimer, err)
+	}
+	if !strings.Contains(stderr, "host timer (") {
+		t.Errorf("resume printed no host timer line:\n%s", stderr)
 	}
 	waitNoProcesses(t, mark, 5*time.Second)
 

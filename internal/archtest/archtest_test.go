@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"internal/runtime", "internal/load"},
 	{"proto/"},
 	{"internal/runtime/transport"},
-	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki"},
+	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock"},
 }
 
 // part returns the layer index and the part (the prefix of layers that

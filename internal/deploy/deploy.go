@@ -20,6 +20,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
@@ -53,6 +54,10 @@ type Options struct {
 	// this machine starts; default os.Executable(). A test passes its own
 	// binary, which then runs as a host (see local.RunIfChild).
 	Executable string
+	// Backing runs the backing services the app declares (a database);
+	// the experiment runner passes one pool for all its runs. Nil: the
+	// deployment starts its own and stops it with the deployment.
+	Backing *backing.Pool
 }
 
 // Deployment is a running topology. Its methods are safe for concurrent use.
@@ -97,9 +102,10 @@ func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
 func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
-// starts: the deployer it names is registered, and its topology resolves
-// (runtime.Resolve), and the sidecar program it names is installed.
-// Errors name the file, line and key.
+// starts: the deployer it names is registered, its topology resolves
+// (runtime.Resolve), the backing services its app declares can run here,
+// and the sidecar program it names is installed. Errors name the file,
+// line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -107,6 +113,12 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	}
 	topo, err := runtime.Resolve(s)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := backing.Check(topo); err != nil {
+		return nil, nil, s.Errorf("app.name", "%w", err)
+	}
+	if err := checkIngress(s, topo); err != nil {
 		return nil, nil, err
 	}
 	if err := sidecar.Check(s); err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -16,6 +17,8 @@ type Prepared struct {
 	Deployer deploy.Deployer
 	Runtime  *runtime.Topology
 	Load     load.Config
+	// Backing is the experiment's pool of backing servers (startBacking).
+	Backing *backing.Pool
 }
 
 // Prepare resolves a run's effective spec against its deployer, its app and

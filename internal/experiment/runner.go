@@ -15,6 +15,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -112,7 +113,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
 		}
-		return execute(ctx, st, p, prepared, committed, opts, logw)
+		return execute(ctx, st, p, prepared, committed, opts, logw, calibrateHost(ctx, logw))
 	}
 	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
 	if err != nil {
@@ -122,11 +123,13 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if root == "" {
 		root = "results"
 	}
-	st, err = CreateStore(root, NewExperimentFile(p, opts.Version, opts.Commit, time.Now()), time.Now())
+	ef := NewExperimentFile(p, opts.Version, opts.Commit, time.Now())
+	ef.HostTimer = calibrateHost(ctx, logw)
+	st, err = CreateStore(root, ef, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, st, p, prepared, committed, opts, logw)
+	return execute(ctx, st, p, prepared, committed, opts, logw, ef.HostTimer)
 }
 
 // samePlan checks that a resumed plan is the one experiment.json recorded,
@@ -143,10 +146,15 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 	return nil
 }
 
-func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer) (*Outcome, error) {
+func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, floor *hostclock.Calibration) (*Outcome, error) {
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
+	pool, err := startBacking(ctx, prepared, logw)
+	if err != nil {
+		return out, err
+	}
+	defer closeBacking(pool, logw)
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -159,7 +167,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
 		}
-		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog)
+		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, floor)
 		if err != nil {
 			if ctx.Err() != nil {
 				prog.done()
@@ -204,7 +212,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 // runOne deploys, loads, tears down and commits one run. A failure of the
 // system under test is recorded in the run; only a failure to write results
 // or an interruption is returned as an error.
-func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress) (*RunFile, error) {
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, floor *hostclock.Calibration) (*RunFile, error) {
 	w, err := st.BeginRun(r.ID)
 	if err != nil {
 		return nil, err
@@ -223,7 +231,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -295,7 +303,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
-	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update})
+	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
 	cancelLoad()
 	<-watchDone
 	cancelSampler()

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -45,6 +46,9 @@ type ExperimentFile struct {
 	Runs          []PlannedRun   `json:"runs"`
 	// Machine keeps the key "host" so stores written before the rename read.
 	Machine Machine `json:"host"`
+	// HostTimer is the host's timer wake-up lateness measured before the
+	// first run: the floor each run's generator audit is judged against.
+	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
 }
 
 // DesignInfo is experiment.json's "design".

@@ -18,7 +18,8 @@ import (
 // target. Otherwise the generator calls the app's own requests on the entry
 // component over the run's transport, through the generated stubs' method
 // names, so the transport under test carries the client's calls too. With
-// the inproc transport nothing crosses a process, so the gateway is used.
+// the inproc transport nothing crosses a process, so the gateway is used;
+// with an ingress (app.ingress), the gateway through it.
 //
 // Before any load, each request is made once and its answer checked, so
 // a variant that answers wrongly fails instead of being measured.
@@ -34,7 +35,9 @@ func TargetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment) (*load.
 	if len(reqs) == 0 {
 		return nil, fmt.Errorf("app %s has no default request; give one in [load.request]", pr.Runtime.App.Name)
 	}
-	if pr.Runtime.InProcess() {
+	// An ingress (app.ingress) stands in front of the gateway, so the
+	// client's calls go through it, as S1's did through NGINX.
+	if pr.Runtime.InProcess() || runtime.IngressOf(pr.Runtime) != "" {
 		return gatewayTarget(ctx, cfg, dep.GatewayURL(), reqs)
 	}
 	conn, err := dep.Dial(ctx, transport.DialOptions{Codec: pr.Runtime.HTTPCodec})

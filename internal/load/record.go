@@ -85,6 +85,8 @@ type recorder struct {
 	sends   int64
 	late    int64
 	dropped int64
+	// late sends per second of the window, to line up with GC pauses
+	lateBySec []int64
 
 	series  []SeriesRow
 	latLog  *hlogWriter
@@ -156,8 +158,10 @@ func (o *opRec) add(lat, svc int64, failed bool, class string) {
 	}
 }
 
-// send records the lag of one send: how much later than intended it left.
-func (r *recorder) send(intended, lag int64) {
+// send records the lag of one send: how much later than intended it
+// left. late says whether the generator itself was late by more than
+// lateNs, which in an open loop is the lag itself.
+func (r *recorder) send(intended, lag int64, late bool) {
 	if lag < 0 {
 		lag = 0
 	}
@@ -165,8 +169,13 @@ func (r *recorder) send(intended, lag int64) {
 	if intended >= r.mstart && !r.closedDone {
 		r.sends++
 		r.lag.RecordValue(toUs(lag))
-		if lag > lateNs {
+		if late {
 			r.late++
+			sec := int((intended - r.mstart) / int64(time.Second))
+			for len(r.lateBySec) <= sec {
+				r.lateBySec = append(r.lateBySec, 0)
+			}
+			r.lateBySec[sec]++
 		}
 	}
 	r.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -14,6 +15,8 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/hostclock"
 )
 
 // Result is what a run measured, in the shapes of docs/RESULTS.md.
@@ -40,6 +43,8 @@ type Summary struct {
 	Operations []Operation `json:"operations"`
 	LateSends  int64       `json:"late_sends"`
 	Dropped    int64       `json:"dropped"`
+	// Generator is the generator's self-audit, as in run.json.
+	Generator *Generator `json:"generator,omitempty"`
 }
 
 // Operation is one entry of summary.json's "operations".
@@ -86,18 +91,40 @@ type SeriesRow struct {
 type Generator struct {
 	CPUS       float64 `json:"cpu_s"`
 	CPUPercent float64 `json:"cpu_percent"` // of one core
-	LateSends  int64   `json:"late_sends"`
-	Dropped    int64   `json:"dropped"`
+	// RunQueueWaitMs is how long the kernel kept the generator's threads
+	// waiting for a CPU over the window: other work on its cores.
+	RunQueueWaitMs float64 `json:"runqueue_wait_ms"`
+	// Sends counts the sends of the window the lag covers.
+	Sends int64 `json:"sends"`
+	// LateSends counts sends more than 1 ms late: behind the arrival
+	// schedule in an open loop, behind the end of the think time in a
+	// closed loop (none without think time: nothing is scheduled).
+	LateSends int64 `json:"late_sends"`
+	Dropped   int64 `json:"dropped"`
 	// Lag is how late sends left: behind the arrival schedule in an open
 	// loop, behind each user's pace in a closed loop.
-	LagP50Ms       float64 `json:"lag_p50_ms"`
-	LagP99Ms       float64 `json:"lag_p99_ms"`
-	LagMaxMs       float64 `json:"lag_max_ms"`
+	LagP50Ms  float64 `json:"lag_p50_ms"`
+	LagP90Ms  float64 `json:"lag_p90_ms"`
+	LagP99Ms  float64 `json:"lag_p99_ms"`
+	LagP999Ms float64 `json:"lag_p999_ms"`
+	LagMaxMs  float64 `json:"lag_max_ms"`
+	// GC pauses from runtime/metrics' pause-latency histogram: the total
+	// sums its bucket midpoints, the max is the upper bound of the bucket
+	// that holds it.
 	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
 	GCPauseMaxMs   float64 `json:"gc_pause_max_ms"`
-	Bottleneck     bool    `json:"bottleneck"`
-	// Reason says why Bottleneck is set; empty when it is not.
+	GCPauses       int64   `json:"gc_pauses"`
+	// LateInGCSeconds counts the late sends that fell in a second of the
+	// window in which the generator paused for GC.
+	LateInGCSeconds int64 `json:"late_sends_in_gc_seconds"`
+	// Verdict is "ok", "bottleneck" or "too_few_sends".
+	Verdict    string `json:"verdict"`
+	Bottleneck bool   `json:"bottleneck"`
+	// Reason says why Bottleneck is set, or why there is no verdict;
+	// empty otherwise.
 	Reason string `json:"reason"`
+	// HostTimer is the floor the lag was judged against, when measured.
+	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
 }
 
 func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
@@ -111,8 +138,9 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		p := r.rec.flush(sec, length)
 		r.progress(p)
 	}
-	gcTotal := r.audit.sampleGC()
+	gcTotal := r.audit.sampleGC(sec)
 	cpu := cpuTime() - r.audit.cpu0
+	runWait := max(runQueueWait()-r.audit.wait0, 0)
 	wall := time.Since(r.audit.t0)
 
 	rec := r.rec
@@ -158,40 +186,39 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	}
 	res.Summary = s
 
-	g := Generator{CPUS: cpu.Seconds(), LateSends: rec.late, Dropped: rec.dropped,
-		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: float64(r.audit.maxPause) / 1e6}
+	g := Generator{CPUS: cpu.Seconds(), Sends: rec.sends, LateSends: rec.late, Dropped: rec.dropped,
+		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: r.audit.maxPause * 1e3,
+		HostTimer: r.opt.HostTimer}
 	if wall > 0 {
 		g.CPUPercent = 100 * cpu.Seconds() / wall.Seconds()
 	}
+	g.RunQueueWaitMs = float64(runWait) / 1e6
 	if rec.lag.TotalCount() > 0 {
-		g.LagP50Ms = float64(rec.lag.ValueAtQuantile(50)) / 1e3
-		g.LagP99Ms = float64(rec.lag.ValueAtQuantile(99)) / 1e3
+		v := rec.lag.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9})
+		g.LagP50Ms, g.LagP90Ms, g.LagP99Ms, g.LagP999Ms = float64(v[0])/1e3, float64(v[1])/1e3, float64(v[2])/1e3, float64(v[3])/1e3
 		g.LagMaxMs = float64(rec.lag.Max()) / 1e3
 	}
-	var reasons []string
-	if !r.closed && rec.sends > 0 {
-		if f := float64(rec.late) / float64(rec.sends); f > 0.01 {
-			reasons = append(reasons, fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.1f ms)", 100*f, g.LagP99Ms))
+	gcSecs := 0
+	for sec, n := range r.audit.gcBySec {
+		g.GCPauses += n
+		if n > 0 {
+			gcSecs++
+			if sec < len(rec.lateBySec) {
+				g.LateInGCSeconds += rec.lateBySec[sec]
+			}
 		}
 	}
-	if cores := runtime.GOMAXPROCS(0); g.CPUPercent > 90*float64(cores) {
-		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", g.CPUPercent, cores))
-	}
-	if wall > 0 && float64(gcTotal) > 0.05*float64(wall) {
-		reasons = append(reasons, fmt.Sprintf("GC paused the generator for %.0f ms (%.1f%% of the run)", g.GCPauseTotalMs, 100*float64(gcTotal)/float64(wall)))
-	}
-	if len(reasons) > 0 {
-		g.Bottleneck = true
-		g.Reason = joinReasons(reasons)
-		res.Warnings = append(res.Warnings, "generator_bottleneck: "+g.Reason)
-	}
-	if rec.dropped > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("dropped: %d arrivals were not sent because %d requests were already in flight (load.max_inflight)", rec.dropped, r.cfg.maxInflight()))
+	res.Warnings = append(res.Warnings, judge(&g, auditInput{closed: r.closed, sends: rec.sends, lag: rec.lag,
+		wall: wall, cpuPercent: g.CPUPercent, cores: runtime.GOMAXPROCS(0), runWait: runWait, gcPause: gcTotal,
+		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer, total: s.Operations[0]})...)
+	if secs := int(math.Ceil(dur)); gcLineUp(g.LateInGCSeconds, g.LateSends, gcSecs, secs) {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("generator_gc: %d of %d late sends fell in the %d of %d seconds in which the generator paused for GC (%d pauses, longest ≤ %.2f ms)", g.LateInGCSeconds, g.LateSends, gcSecs, secs, g.GCPauses, g.GCPauseMaxMs))
 	}
 	if ctxErr != nil {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %.1f s of measurement", dur))
 	}
 	res.Generator = g
+	res.Summary.Generator = &res.Generator
 
 	if err := errors.Join(errs...); err != nil {
 		return res, fmt.Errorf("load: %w", err)
@@ -200,14 +227,6 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		return res, fmt.Errorf("load: run interrupted: %w", ctxErr)
 	}
 	return res, nil
-}
-
-func joinReasons(rs []string) string {
-	out := rs[0]
-	for _, r := range rs[1:] {
-		out += "; " + r
-	}
-	return out
 }
 
 func stats(h *hdr.Histogram) Stats {
@@ -344,21 +363,30 @@ func copyFile(src, dst string) error {
 	return nil
 }
 
-// Table writes the summary as an aligned table, one row per operation.
+// Table writes the summary as an aligned table, one row per operation:
+// each percentile of latency (from the intended send) beside the same
+// percentile of service time (from the actual send), so that the part of
+// a tail the target did not cause shows as their difference.
 func (r *Result) Table(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "operation\tkind\tcount\terrors\trps\tp50 ms\tp90 ms\tp99 ms\tp99.9 ms\tmax ms\tsvc p50\tsvc p99\t\n")
+	fmt.Fprintf(tw, "\t\t\t\t\tlatency / service time, ms\t\t\t\t\t\n")
+	fmt.Fprintf(tw, "operation\tkind\tcount\terrors\trps\tp50\tp90\tp99\tp99.9\tmax\t\n")
+	pair := func(a, b float64) string { return fmt.Sprintf("%.3f / %.3f", a, b) }
 	for _, o := range r.Summary.Operations {
 		l, s := o.Latency, o.ServiceTime
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t%.3f\t\n",
-			o.Name, o.Kind, o.Count, o.Errors, o.RPS, l.P50Ms, l.P90Ms, l.P99Ms, l.P999Ms, l.MaxMs, s.P50Ms, s.P99Ms)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n",
+			o.Name, o.Kind, o.Count, o.Errors, o.RPS, pair(l.P50Ms, s.P50Ms), pair(l.P90Ms, s.P90Ms),
+			pair(l.P99Ms, s.P99Ms), pair(l.P999Ms, s.P999Ms), pair(l.MaxMs, s.MaxMs))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	g := r.Generator
-	fmt.Fprintf(w, "\nduration %.1fs  late sends %d  dropped %d  lag p50/p99/max %.2f/%.2f/%.2f ms  generator CPU %.0f%%  GC pause max %.2f ms\n",
-		r.Summary.DurationS, g.LateSends, g.Dropped, g.LagP50Ms, g.LagP99Ms, g.LagMaxMs, g.CPUPercent, g.GCPauseMaxMs)
+	fmt.Fprintf(w, "\nduration %.1fs  sends %d  late sends %d  dropped %d  send lag p50/p99/p99.9/max %.3f/%.3f/%.3f/%.3f ms  generator CPU %.0f%%  GC pauses %d (max %.2f ms)  verdict %s\n",
+		r.Summary.DurationS, g.Sends, g.LateSends, g.Dropped, g.LagP50Ms, g.LagP99Ms, g.LagP999Ms, g.LagMaxMs, g.CPUPercent, g.GCPauses, g.GCPauseMaxMs, g.Verdict)
+	if f := g.HostTimer; f != nil {
+		fmt.Fprintf(w, "host timer floor (bare sleep loop) p50/p99/p99.9/max %.3f/%.3f/%.3f/%.3f ms\n", f.P50Ms, f.P99Ms, f.P999Ms, f.MaxMs)
+	}
 	for _, o := range r.Summary.Operations {
 		var classes []string
 		for c, n := range o.ErrorsByClass {

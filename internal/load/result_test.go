@@ -51,7 +51,9 @@ func TestResultFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range []string{`"duration_s"`, `"operations"`, `"late_sends"`, `"dropped"`, `"errors_by_class"`,
-		`"service_time"`, `"p999_ms"`, `"stdev_ms"`, `"kind": "total"`, `"name": "GET /item?id=3"`} {
+		`"service_time"`, `"p999_ms"`, `"stdev_ms"`, `"kind": "total"`, `"name": "GET /item?id=3"`,
+		`"generator": {`, `"lag_p50_ms"`, `"lag_p99_ms"`, `"lag_p999_ms"`, `"lag_max_ms"`, `"gc_pause_total_ms"`,
+		`"gc_pause_max_ms"`, `"cpu_percent"`, `"verdict"`} {
 		if !strings.Contains(string(b), key) {
 			t.Errorf("summary.json lacks %s", key)
 		}
@@ -62,6 +64,11 @@ func TestResultFiles(t *testing.T) {
 	}
 	if last.TotalRequests != tot.Count {
 		t.Errorf("last progress counts %d requests, summary %d", last.TotalRequests, tot.Count)
+	}
+
+	// The generator object carries the send lag of the window's sends.
+	if g := sum.Generator; g == nil || g.Sends != tot.Count || !(g.LagP50Ms <= g.LagP99Ms && g.LagP99Ms <= g.LagP999Ms && g.LagP999Ms <= g.LagMaxMs) || g.Verdict == "" {
+		t.Errorf("summary.json generator %+v: want the window's %d sends and ordered lag percentiles", g, tot.Count)
 	}
 
 	rows, err := parquet.ReadFile[SeriesRow](filepath.Join(dir, "timeseries.parquet"))

@@ -11,9 +11,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -26,6 +26,10 @@ type Options struct {
 	// during the run (the run directory being written, say). When empty
 	// they go to a temporary directory that Result.Close removes.
 	Dir string
+	// HostTimer, when set, is this host's timer wake-up lateness
+	// (hostclock.Calibrate): the floor the generator's send lag is judged
+	// against. Without it the audit falls back to a fixed 1 ms rule.
+	HostTimer *hostclock.Calibration
 }
 
 // Run drives t as cfg says and returns what it measured. It returns when
@@ -97,7 +101,6 @@ type runner struct {
 	budgetOnce sync.Once
 	budgetDone chan struct{}
 	inflight   atomic.Int64
-	pool       sync.Pool
 
 	dir, tempDir string
 	audit        auditor
@@ -146,7 +149,6 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 	r.rec = newRecorder(names, kinds, r.mstart)
 	r.completed = make([]atomic.Int64, len(names))
 	r.windowEnd.Store(r.mend)
-	r.pool.New = func() any { return newSession(0, r.seed, r.timeout) }
 	return r, nil
 }
 
@@ -273,7 +275,7 @@ func (r *runner) tick(stop <-chan struct{}, done chan<- struct{}) {
 			return
 		}
 		p := r.rec.flush(sec, 1)
-		r.audit.sampleGC()
+		r.audit.sampleGC(sec)
 		r.progress(p)
 	}
 }
@@ -302,11 +304,12 @@ func (r *runner) takeBudget(intended int64) bool {
 // counted as dropped instead of queueing without bound.
 func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	var wg sync.WaitGroup
+	jobs := make(chan arrival)
 	maxIn := int64(r.cfg.maxInflight())
 	poisson := r.cfg.Arrival == "poisson"
 	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
-	sl := newSleeper()
-	defer sl.close()
+	sl := &pacer{Sleeper: hostclock.NewSleeper()}
+	defer sl.Close()
 	// Arrival n is where the rate's integral from the start reaches
 	// `area`; solving from the start each time, rather than stepping from
 	// the previous arrival, keeps rounding from drifting the schedule.
@@ -352,25 +355,46 @@ loop:
 			r.rec.drop(ti)
 			continue
 		}
-		r.rec.send(ti, lag)
+		r.rec.send(ti, lag, lag > lateNs)
 		r.inflight.Add(1)
-		wg.Add(1)
-		s := r.pool.Get().(*Session)
-		s.reset(int(n), r.seed)
-		go func() {
-			defer wg.Done()
-			r.iterate(ctx, s, ti)
-			r.inflight.Add(-1)
-			r.pool.Put(s)
-		}()
-		// Let the new goroutine send now, on this thread, rather than after
+		// An idle worker takes the arrival; only when all are busy is a
+		// new one started, so a steady state allocates nothing per send
+		// (a goroutine per arrival costs its closure every time).
+		select {
+		case jobs <- arrival{n, ti}:
+		default:
+			wg.Add(1)
+			go r.worker(ctx, &wg, jobs, arrival{n, ti})
+		}
+		// Let the worker send now, on this thread, rather than after
 		// this one has planned and armed the next wake-up (two system calls,
 		// tens of µs on a virtual machine) or once another thread wakes.
 		runtime.Gosched()
 	}
+	close(jobs)
 	r.stopAt = min(stopped, r.mend)
 	r.endWindow(r.stopAt)
 	r.drain(&wg, cancel)
+}
+
+// arrival is one open-loop send handed to a worker.
+type arrival struct {
+	n  int64 // its number, which seeds its session
+	ti int64
+}
+
+// worker runs arrivals until the open loop closes jobs. Workers are as
+// many as the most arrivals ever in flight at once, at most max_inflight;
+// each keeps one session, reset for every arrival, so that a steady state
+// allocates none (a sync.Pool would lose them at every GC).
+func (r *runner) worker(ctx context.Context, wg *sync.WaitGroup, jobs <-chan arrival, a arrival) {
+	defer wg.Done()
+	s := newSession(0, r.seed, r.timeout)
+	for ok := true; ok; a, ok = <-jobs {
+		s.reset(int(a.n), r.seed)
+		r.iterate(ctx, s, a.ti)
+		r.inflight.Add(-1)
+	}
 }
 
 func newSession(user int, seed uint64, timeout time.Duration) *Session {
@@ -387,7 +411,7 @@ func newSession(user int, seed uint64, timeout time.Duration) *Session {
 // running deviation (as TCP estimates a retransmission timeout), so most
 // wake-ups come before ti, and at most half the gap between arrivals, so
 // high rates do not spin all the time.
-func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) bool {
+func (r *runner) sleepUntil(ctx context.Context, sl *pacer, ti, gap int64) bool {
 	margin := min(sl.mean+2*sl.dev, maxSlack, gap/2)
 	for {
 		d := ti - r.now() - margin
@@ -396,7 +420,7 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 		}
 		d = min(d, int64(time.Second)) // so that a canceled run stops promptly
 		asked := r.now() + d
-		if !sl.sleep(ctx, time.Duration(d)) {
+		if !sl.Sleep(ctx, time.Duration(d)) {
 			return false
 		}
 		late := clampI(r.now()-asked, 0, maxSlack)
@@ -411,6 +435,13 @@ func (r *runner) sleepUntil(ctx context.Context, sl *sleeper, ti, gap int64) boo
 }
 
 const maxSlack = int64(time.Millisecond)
+
+// pacer is the open loop's wait: a precise sleeper and its running mean
+// and deviation of how late wake-ups are, in ns.
+type pacer struct {
+	*hostclock.Sleeper
+	mean, dev int64
+}
 
 // lateSendGrace is how long after the window's end an open loop that fell
 // behind still sends the window's arrivals.
@@ -493,9 +524,29 @@ func (r *runner) closedLoop(ctx context.Context, cancel context.CancelFunc) {
 // hides it (coordinated omission).
 func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 	s := newSession(id, r.seed, r.timeout)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	// Think times are waited on a timerfd, as the open loop's arrivals
+	// are: a runtime timer can fire a millisecond late in an idle
+	// process, which would count as the generator's own lateness.
+	// thinkCtx also ends when the user is removed, so that a long think
+	// time is cut short; the request in flight keeps ctx and finishes.
+	var sl *hostclock.Sleeper
+	thinkCtx := ctx
+	if r.cfg.ThinkTime > 0 || r.cfg.ThinkMax > 0 {
+		sl = hostclock.NewSleeper()
+		defer sl.Close()
+		var cancel context.CancelFunc
+		thinkCtx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-thinkCtx.Done():
+			}
+		}()
+	}
 	prev, plan := int64(-1), int64(0)
+	wake, woke := int64(0), int64(0) // when the think time was to end and did
 	for it := int64(0); ; it++ {
 		select {
 		case <-stop:
@@ -510,20 +561,21 @@ func (r *runner) user(ctx context.Context, id int, stop <-chan struct{}) {
 		if prev >= 0 {
 			lag = start - (prev + plan)
 		}
-		r.rec.send(start, lag)
+		// Only a think time schedules a send: without one the next
+		// iteration starts when the last answer comes, and the pacing lag
+		// is the target's doing, not the generator's.
+		r.rec.send(start, lag, woke-wake > lateNs && wake > 0)
 		s.Iteration = it
 		r.iterate(ctx, s, start)
 		think := r.think(s.Rand)
 		prev, plan = start, r.rec.ops[r.iterIdx].expectedNs()+int64(think)
+		wake, woke = 0, 0
 		if think > 0 {
-			timer.Reset(think)
-			select {
-			case <-timer.C:
-			case <-stop:
-				return
-			case <-ctx.Done():
+			wake = r.now() + int64(think)
+			if !sl.Sleep(thinkCtx, think) {
 				return
 			}
+			woke = r.now()
 		}
 	}
 }
@@ -608,50 +660,4 @@ func (r *runner) drain(wg *sync.WaitGroup, cancel context.CancelFunc) {
 	case <-done:
 	case <-time.After(2 * time.Second):
 	}
-}
-
-// auditor measures the generator itself over the measurement window.
-type auditor struct {
-	mu       sync.Mutex
-	started  bool
-	t0       time.Time
-	cpu0     time.Duration
-	gc0      uint64 // PauseTotalNs at start
-	lastGC   uint32
-	maxPause uint64
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-func (a *auditor) start() {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.started, a.t0, a.cpu0 = true, time.Now(), cpuTime()
-	a.gc0, a.lastGC, a.maxPause = ms.PauseTotalNs, ms.NumGC, 0
-}
-
-// sampleGC keeps the longest GC pause; MemStats remembers only the last
-// 256 pauses, so it is read every second.
-func (a *auditor) sampleGC() (total uint64) {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	from := a.lastGC
-	if ms.NumGC-from > 256 {
-		from = ms.NumGC - 256
-	}
-	for i := from; i < ms.NumGC; i++ {
-		a.maxPause = max(a.maxPause, ms.PauseNs[i%256])
-	}
-	a.lastGC = ms.NumGC
-	return ms.PauseTotalNs - a.gc0
 }

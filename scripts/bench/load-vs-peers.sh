@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Closed-loop maximum throughput of `svclab load` against wrk and hey (and
-# vegeta when it can be installed), all driving the same net/http server in
-# the same run. The server is pinned to one core and the generator under
+# Closed-loop maximum throughput of `svclab load` against wrk, hey, vegeta
+# and k6 (the last two at pinned versions, built once in a module of their
+# own under ${XDG_CACHE_HOME:-~/.cache}/svclab/tools, scripts/bench/lib/tools.sh),
+# all driving the same net/http server in the same run; then an open loop
+# at OPEN_RATE req/s, svclab against vegeta, comparing latency percentiles
+# and CPU per request. The server is pinned to one core and the generator under
 # test to the other (taskset), and the tools take turns in rounds so that
 # noise from other work on the machine falls on all of them alike; each
 # tool's figure is its median over the rounds.
 #
+# k6 is heavy on one core, so its CPU per request is reported beside its
+# throughput.
+#
 # Environment: ROUNDS (default 5), SECONDS_PER_RUN (5), CONNS (64),
+# OPEN_RATE (2000), VEGETA_VERSION (v12.13.0), K6_VERSION (v1.8.1),
 # BENCH_STRICT=1 to exit non-zero when a target is missed.
 # Output: one line per run, then a table of medians and ratios.
 set -euo pipefail
@@ -43,14 +50,13 @@ if [ ! -x "$TOOLS/hey" ]; then
 	GOBIN=$TOOLS go install github.com/rakyll/hey@latest >/dev/null 2>&1 || say "go install hey failed"
 fi
 HEY=$TOOLS/hey; [ -x "$HEY" ] || HEY=
-VEGETA=$TOOLS/vegeta
-if [ ! -x "$VEGETA" ]; then
-	if ! GOBIN=$TOOLS timeout 120 go install github.com/tsenart/vegeta@latest >"$WORK/vegeta.log" 2>&1; then
-		say "vegeta: 'go install github.com/tsenart/vegeta@latest' failed (the module proxy refuses it): $(tail -1 "$WORK/vegeta.log")"
-		say "vegeta is left out of this comparison"
-	fi
-fi
-[ -x "$VEGETA" ] || VEGETA=
+# shellcheck source=lib/tools.sh
+source scripts/bench/lib/tools.sh
+VEGETA=$(pinned_tool vegeta github.com/tsenart/vegeta/v12 "${VEGETA_VERSION:-v12.13.0}" github.com/tsenart/vegeta/v12)
+[ -n "$VEGETA" ] || say "vegeta is left out of this comparison"
+K6=$(pinned_tool k6 go.k6.io/k6 "${K6_VERSION:-v1.8.1}" go.k6.io/k6)
+[ -n "$K6" ] || say "k6 is left out of this comparison"
+OPEN_RATE=${OPEN_RATE:-2000}
 
 # --- binaries ------------------------------------------------------------
 go build -o "$WORK/svclab" ./cmd/svclab
@@ -71,6 +77,14 @@ run_svclab() {
 }
 run_wrk() { gen "$WRK" -t1 -c"$CONNS" -d"${SECS}s" "$URL" | awk '/Requests\/sec/ {print $2}'; }
 run_hey() { gen "$HEY" -z "${SECS}s" -c "$CONNS" "$URL" | awk '/Requests\/sec/ {print $2}'; }
+run_k6() {
+	cat >"$WORK/k6.js" <<JS
+import http from "k6/http";
+export default function () { http.get("$URL"); }
+JS
+	gen "$K6" run -q --no-color --vus "$CONNS" --duration "${SECS}s" --summary-export "$WORK/k6.json" "$WORK/k6.js" >/dev/null 2>&1
+	python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["metrics"]["http_reqs"]["rate"])' "$WORK/k6.json"
+}
 run_vegeta() {
 	echo "GET $URL" | gen "$VEGETA" attack -rate=0 -max-workers="$CONNS" -workers="$CONNS" -duration="${SECS}s" |
 		gen "$VEGETA" report | awk -F'[ ,]+' '/^Requests/ {print $(NF)}'
@@ -80,6 +94,7 @@ TOOLS_RUN=(svclab)
 [ -n "$WRK" ] && TOOLS_RUN+=(wrk)
 [ -n "$HEY" ] && TOOLS_RUN+=(hey)
 [ -n "$VEGETA" ] && TOOLS_RUN+=(vegeta)
+[ -n "$K6" ] && TOOLS_RUN+=(k6)
 
 # warm the server and the page cache once, unrecorded
 run_svclab >/dev/null
@@ -119,7 +134,7 @@ cpr = {t: statistics.median(v) for t, v in cpu.items()}
 paired = {t: statistics.median([rd["svclab"] / rd[t] for rd in byround.values() if rd.get(t)]) for t in med}
 print()
 print(f"{'tool':8} {'median rps':>11} {'min':>9} {'max':>9} {'svclab/tool':>12} {'same-round':>11} {'CPU us/req':>11} {'tool/svclab CPU':>16}")
-for t in ["svclab", "wrk", "hey", "vegeta"]:
+for t in ["svclab", "wrk", "hey", "vegeta", "k6"]:
     if t not in med:
         continue
     ratio = med["svclab"] / med[t] if med[t] else float("nan")
@@ -137,4 +152,46 @@ print()
 print("targets (svclab >= 0.70 x wrk, >= hey):", "MISSED: " + "; ".join(miss) if miss else "met")
 if miss and sys.argv[2] == "1":
     sys.exit(1)
+EOF
+
+# --- open loop: svclab against vegeta at OPEN_RATE ------------------------
+[ -n "$VEGETA" ] || exit 0
+open_svclab() {
+	gen "$WORK/svclab" load -q --rate "$OPEN_RATE" -d "${SECS}s" -o "$WORK/os.json" "$URL" >/dev/null
+	python3 -c 'import json,sys; t=json.load(open(sys.argv[1]))["operations"][0]; print(t["latency"]["p50_ms"], t["latency"]["p99_ms"], t["count"])' "$WORK/os.json"
+}
+open_vegeta() {
+	echo "GET $URL" | gen "$VEGETA" attack -rate="$OPEN_RATE" -duration="${SECS}s" | gen "$VEGETA" report -type=json >"$WORK/ov.json"
+	python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); l=r["latencies"]; print(l["50th"]/1e6, l["99th"]/1e6, r["requests"])' "$WORK/ov.json"
+}
+say "open loop at $OPEN_RATE req/s, $ROUNDS rounds"
+: >"$WORK/open"
+for r in $(seq "$ROUNDS"); do
+	order="svclab vegeta"; [ $((r % 2)) = 0 ] && order="vegeta svclab"
+	for t in $order; do
+		TIMEFORMAT='%U %S'
+		{ time "open_$t" >"$WORK/v" 2>/dev/null; } 2>"$WORK/cpu" || echo "0 0 0" >"$WORK/v"
+		read -r p50 p99 n <"$WORK/v"; read -r u s <"$WORK/cpu"
+		echo "$r $t $p50 $p99 $n $u $s" >>"$WORK/open"
+		say "open round $r: $t p50 ${p50} ms p99 ${p99} ms, $n requests, cpu ${u}s user ${s}s sys"
+	done
+done
+python3 - "$WORK/open" <<'EOF'
+import statistics, sys
+from collections import defaultdict
+rows = defaultdict(list)
+for line in open(sys.argv[1]):
+    r, t, p50, p99, n, u, s = line.split()
+    if float(n) > 0:
+        rows[t].append((float(p50), float(p99), (float(u) + float(s)) * 1e6 / float(n)))
+med = {t: [statistics.median(x[i] for x in v) for i in range(3)] for t, v in rows.items()}
+print()
+print(f"{'tool':8} {'p50 ms':>8} {'p99 ms':>8} {'CPU us/req':>11}")
+for t in ("svclab", "vegeta"):
+    if t in med:
+        print(f"{t:8} {med[t][0]:8.3f} {med[t][1]:8.3f} {med[t][2]:11.1f}")
+if len(med) == 2:
+    a, b = med["svclab"], med["vegeta"]
+    print(f"svclab/vegeta: p50 {a[0]/b[0]:.2f}, p99 {a[1]/b[1]:.2f}, CPU per request {a[2]/b[2]:.2f}")
+print("svclab's latency runs from the intended send (its lag is in it); vegeta's from the moment a worker starts the request")
 EOF

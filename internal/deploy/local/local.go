@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -88,6 +90,8 @@ type Deployment struct {
 	sidecars   *sidecarPlan // the sidecars, when deploy.sidecar names one
 
 	dir         string
+	ownBacking  *backing.Pool    // started for this deployment alone
+	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	spawn       *spawner
@@ -186,6 +190,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}()
 
+	if opts.Env, err = d.backing(ctx, &opts); err != nil {
+		return nil, err
+	}
 	sockets, err := d.bind()
 	if err != nil {
 		return nil, err
@@ -213,6 +220,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.waitReady(readyCtx); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
+	if err := d.startIngress(readyCtx); err != nil {
+		return nil, err
+	}
 	go d.watch()
 	return d, nil
 }
@@ -236,12 +246,17 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	var errs []error
+	if d.ingress != nil {
+		if err := d.ingress.Stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	for _, p := range d.processes {
 		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
-	var errs []error
 wait:
 	for _, p := range d.processes {
 		select {
@@ -272,6 +287,11 @@ wait:
 	}
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	if d.ownBacking != nil {
+		if err := d.ownBacking.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if d.sidecars != nil {
 		d.sidecars.release()

@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from . import s0, s2, s2mesh, s3, s4
+from . import s0, s1, s2, s2mesh, s3, s4
 from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
 from .store import latest_results, provenance, replicate_info, study_data, wall_time
@@ -26,8 +26,9 @@ class Study:
     spec: str
     metric: str
     section: Callable[[StudyData], Section]
-    # An optional study's missing results do not hold back the summary.
-    optional: bool = False
+    # The summary and runs regions wait for every required study's results;
+    # S1's need PostgreSQL, nginx and cgroups, which not every machine has.
+    required: bool = True
 
 
 STUDIES: dict[str, Study] = {
@@ -40,10 +41,16 @@ STUDIES: dict[str, Study] = {
         Study("s4", "s4-rpc", "experiments/s4-rpc.toml", s4.METRIC, s4.section),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", s2.METRIC, s2.section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", s0.METRIC, s0.section),
+        Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", s1.METRIC,
+              s1.vertical_section, required=False),
+        Study("s1h", "s1-horizontal", "experiments/s1-horizontal.toml", s1.METRIC,
+              s1.horizontal_section, required=False),
+        Study("s1a", "s1-hpa", "experiments/s1-hpa.toml", s1.METRIC, s1.hpa_section,
+              required=False),
         Study("s2m", "s2-mesh", "experiments/s2-mesh.toml", s2mesh.METRIC, s2mesh.section,
-              optional=True),
+              required=False),
         Study("s2mp", "s2-mesh-proxyless", "experiments/s2-mesh-proxyless.toml", s2mesh.METRIC,
-              s2mesh.proxyless_section, optional=True),
+              s2mesh.proxyless_section, required=False),
     ]
 }
 
@@ -156,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{key}: {path}", file=sys.stderr)
         # The summary and the runs table are rewritten only when every study has
         # results, so that they never mix a fresh study with a missing one.
-        if all(k in sources for k, st in STUDIES.items() if not st.optional):
+        if all(k in sources for k, st in STUDIES.items() if st.required):
             if not args.only or SUMMARY_KEY in keys:
                 sections[SUMMARY_KEY] = summary_section(claims, sources)
             if not args.only or RUNS_KEY in keys:

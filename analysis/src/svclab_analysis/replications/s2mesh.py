@@ -203,8 +203,9 @@ def bench_table(data: StudyData) -> str:
             f"{costs[0].passes if costs else '?'} proxies; one hop is two of them (the "
             "caller's and the callee's), as in Istio's figures.")
     return head + "\n\n" + md_table(
-        ["proxy", "mode", "runs", "p50 ms", "p90 ms", "added p50, whole request (mean over runs, 95% CI)",
-         "added p50 per hop", "added p90 per hop", "Istio: added p90 per hop",
+        ["proxy", "mode", "runs", "p50 ms", "p90 ms",
+         "added p50, whole request (mean over runs, 95% CI)", "added p50 per hop",
+         "added p90 per hop", "Istio: added p90 per hop",
          "vCPU per proxy per 1,000 req/s", "Istio", "MB per proxy", "Istio", "req/s"], rows)
 
 

@@ -17,6 +17,7 @@ from ..formatting import num, pval, with_unit
 from ..metrics import CORE_METRICS, label_of, lower_is_better, unit_of
 from ..results import Experiment, response_table
 from ..stats import cell_residuals, compare, describe, mann_whitney, sample_size, shapiro
+from . import tradeoff
 
 CV_WARN_PCT = 10.0  # between-run CV above this: the runs disagree
 MIN_RUNS = 3  # per configuration, for a usable interval
@@ -242,6 +243,7 @@ def checks(a: Analysis) -> list[str]:
         out.append(f"{len(errs)} run(s) had errors (up to "
                    f"{num(errs['error_rate_pct'].max())}% of requests): fast failures can "
                    "make latency look better, so read latency beside the error rate")
+    out += tradeoff.warnings(a.ranked, a.metric)
     sw = a.shapiro
     if sw and sw.get("p") == sw.get("p") and sw["p"] < 0.05:
         out.append(f"residuals are not normal (Shapiro-Wilk W = {sw['W']:.3f}, "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pandas as pd
 
@@ -10,6 +11,7 @@ from .. import __version__
 from ..design import Factorial
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
+from . import tradeoff
 from .analysis import (
     CONFIG,
     CV_WARN_PCT,
@@ -70,6 +72,7 @@ def build(a: Analysis) -> Document:
     best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
     text = (f"**{best[CONFIG]}** has the {better} mean {a.mlabel}: "
             f"**{with_unit(best['mean'], u)}** ({conf}% CI {best_ci}, {int(best['n'])} runs).")
+    text += tradeoff.winner_errors(a.ranked, a.metric)
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
@@ -160,6 +163,8 @@ def build(a: Analysis) -> Document:
         f"memory, {host.get('os') or '—'} {host.get('kernel') or ''}, "
         f"{host.get('go_version') or ''}.".replace(" ,", ","),
     ]
+    if ht := _host_timer_line(meta.get("host_timer")):
+        items.append(ht)
     s.blocks.append(Bullets(items))
     if exp.factors:
         s.blocks.append(Table(
@@ -341,3 +346,15 @@ def methods_text(a: Analysis) -> list[str]:
         f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
         "scikit-posthocs.",
     ]
+
+
+def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
+    """The host's timer floor that each run's generator audit was judged
+    against (experiment.json's host_timer), or None when not measured."""
+    if not ht:
+        return None
+    return (f"Host timer ({ht.get('method') or '—'}, {ht.get('samples', '—')} wake-ups): "
+            f"a bare sleep-to-deadline loop woke late by p50 {num(ht.get('p50_ms'))} ms, "
+            f"p99 {num(ht.get('p99_ms'))} ms, p99.9 {num(ht.get('p999_ms'))} ms, "
+            f"max {num(ht.get('max_ms'))} ms: the floor the generator's send lag is "
+            "judged against.")

@@ -1,4 +1,4 @@
-package load
+package hostclock
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// sleeper waits until a moment with the precision of a kernel timer.
+// Sleeper waits until a moment with the precision of a kernel timer.
 //
 // The Go runtime parks its idle threads in epoll_wait, whose timeout has
 // millisecond granularity, so time.Sleep and timers fire up to a
@@ -17,50 +17,48 @@ import (
 // then send on a millisecond grid, late by half a millisecond on average.
 // A timerfd read through the runtime's poller wakes the scheduler as soon
 // as the kernel timer expires (tens of µs), whatever epoll's timeout.
-type sleeper struct {
-	// running mean and deviation of how late wake-ups are, in ns
-	mean, dev int64
-	f         *os.File
-	fd        int
-	buf       [8]byte
-	tm        *time.Timer // fallback when the timerfd is unavailable
+//
+// A Sleeper is for one goroutine at a time.
+type Sleeper struct {
+	f   *os.File
+	fd  int
+	buf [8]byte
+	tm  *time.Timer // fallback when the timerfd is unavailable
 }
 
-func newSleeper() *sleeper {
+// NewSleeper returns a Sleeper; Close releases its timer.
+func NewSleeper() *Sleeper {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
-		return &sleeper{fd: -1, tm: stoppedTimer()}
+		return &Sleeper{fd: -1, tm: stoppedTimer()}
 	}
-	return &sleeper{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
+	return &Sleeper{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
 }
 
-func stoppedTimer() *time.Timer {
-	t := time.NewTimer(time.Hour)
-	t.Stop()
-	return t
+// Method names the mechanism: "timerfd", or "runtime timer" where the
+// kernel refused a timerfd.
+func (s *Sleeper) Method() string {
+	if s.f == nil {
+		return "runtime timer"
+	}
+	return "timerfd"
 }
 
-// sleep waits d, or until ctx is done (reported as false).
-func (s *sleeper) sleep(ctx context.Context, d time.Duration) bool {
+// Sleep waits d, or until ctx is done (reported as false).
+func (s *Sleeper) Sleep(ctx context.Context, d time.Duration) bool {
 	if d <= 0 {
 		return ctx.Err() == nil
 	}
 	if s.f == nil {
-		s.tm.Reset(d)
-		select {
-		case <-s.tm.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return timerSleep(ctx, s.tm, d)
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
 	if err := unix.TimerfdSettime(s.fd, 0, &spec, nil); err != nil {
-		panic(fmt.Sprintf("load: timerfd_settime: %v", err))
+		panic(fmt.Sprintf("hostclock: timerfd_settime: %v", err))
 	}
-	// A canceled context is noticed within one interval; arrivals are
-	// at most a few seconds apart, and a long wait is cut into pieces by
-	// the caller's loop.
+	// A canceled context is noticed within one interval: short waits are
+	// not worth a goroutine and a deadline each, and callers cut long
+	// waits into pieces of at most a second.
 	if ctx.Done() != nil && d > 100*time.Millisecond {
 		done := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() { s.f.SetReadDeadline(time.Now()); close(done) })
@@ -76,7 +74,8 @@ func (s *sleeper) sleep(ctx context.Context, d time.Duration) bool {
 	return err == nil && ctx.Err() == nil
 }
 
-func (s *sleeper) close() {
+// Close releases the timer.
+func (s *Sleeper) Close() {
 	if s.f != nil {
 		s.f.Close()
 	}

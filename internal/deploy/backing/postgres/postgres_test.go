@@ -1,0 +1,205 @@
+package postgres
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// childEnv makes the test binary start a server, print its directory and
+// PID, and wait to be killed.
+const childEnv = "SVCLAB_TEST_PG_CHILD"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		s, err := Start(context.Background(), Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Printf("%s %d\n", s.Dir(), s.PID())
+		time.Sleep(time.Minute)
+		os.Exit(2)
+	}
+	os.Exit(m.Run())
+}
+
+func need(t *testing.T) {
+	t.Helper()
+	if err := Check(); err != nil {
+		t.Skipf("PostgreSQL cannot run here (install Debian's postgresql; .ci/run does): %v", err)
+	}
+}
+
+func alive(pid int) bool {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	return f[0] != "Z" && f[0] != "X"
+}
+
+func TestServerResetAndStop(t *testing.T) {
+	need(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := Start(ctx, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if fi, err := os.Stat(s.Dir()); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("cluster directory %s: %v, mode %v; want private (0700)", s.Dir(), err, fi.Mode())
+	}
+	if err := s.CreateTemplate(ctx, "tmpl", `CREATE TABLE t (v int); INSERT INTO t SELECT generate_series(1, 5);`); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int {
+		c, err := s.Connect(ctx, "work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM t").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for run := range 2 {
+		if err := s.Reset(ctx, "work", "tmpl"); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 5 {
+			t.Fatalf("run %d: %d rows after reset, want the template's 5", run, n)
+		}
+		// A session left open by the previous run must not block the
+		// next reset.
+		c, err := s.Connect(ctx, "work")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(ctx, "INSERT INTO t SELECT generate_series(1, 100)"); err != nil {
+			t.Fatal(err)
+		}
+		if n := count(); n != 105 {
+			t.Fatalf("run %d: %d rows after inserting 100, want 105", run, n)
+		}
+	}
+
+	pid, dir := s.PID(), s.Dir()
+	if err := s.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if alive(pid) {
+		t.Errorf("postmaster %d still runs after Stop", pid)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists after Stop (%v)", dir, err)
+	}
+	if err := s.Stop(ctx); err != nil {
+		t.Errorf("second Stop: %v", err)
+	}
+}
+
+func TestStartFailureLeavesNothing(t *testing.T) {
+	need(t)
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), DirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	// shared_buffers beyond what the server accepts: the postmaster exits.
+	_, err := Start(context.Background(), Options{SharedBuffers: "1TB"})
+	if err == nil {
+		t.Fatal("Start with shared_buffers=1TB succeeded")
+	}
+	if !strings.Contains(err.Error(), "exited while starting") {
+		t.Errorf("error %q does not say the server exited", err)
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), DirPrefix+strconv.Itoa(os.Getpid())+"-*"))
+	if len(after) != len(before) {
+		t.Errorf("cluster directories before %v, after a failed start %v", before, after)
+	}
+}
+
+func TestKill9LeavesNothing(t *testing.T) {
+	need(t)
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("child: %v", err)
+	}
+	var dir string
+	var pid int
+	if _, err := fmt.Sscanf(line, "%s %d", &dir, &pid); err != nil {
+		t.Fatalf("child said %q: %v", line, err)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(pid) && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(pid) {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		t.Fatalf("postmaster %d outlived its svclab's kill -9 by 10 s", pid)
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Fatalf("the dead owner's cluster %s should be there for Sweep: %v", dir, err)
+	}
+	removed, err := Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range removed {
+		found = found || r.Path == dir
+	}
+	if !found {
+		t.Errorf("Sweep removed %v, not %s", removed, dir)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists after Sweep (%v)", dir, err)
+	}
+}
+
+func TestSweepSparesLiveOwner(t *testing.T) {
+	need(t)
+	s, err := Start(context.Background(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if _, err := Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(s.Dir()); err != nil {
+		t.Fatalf("Sweep removed a live process's cluster: %v", err)
+	}
+	if !alive(s.PID()) {
+		t.Fatal("Sweep killed a live process's postmaster")
+	}
+}

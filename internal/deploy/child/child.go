@@ -1,0 +1,86 @@
+// Package child starts helper processes that must not outlive svclab (a
+// database server, an ingress proxy): each in its own process group, with a
+// parent-death signal of SIGKILL, forked from a thread that lives as long
+// as the child does. Linux delivers the parent-death signal when the
+// *thread* that forked the child exits, and Go may end a thread whose
+// goroutine exits while locked to it; a thread that waits for the child
+// and nothing else ends only after it.
+package child
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	goruntime "runtime"
+	"syscall"
+	"time"
+)
+
+// Child is a started process.
+type Child struct {
+	Process *os.Process
+	done    chan struct{}
+	err     error
+}
+
+// Start starts cmd as a Child. cmd.SysProcAttr, when set, keeps its other
+// fields (credentials, say); Setpgid and Pdeathsig are set here.
+func Start(cmd *exec.Cmd) (*Child, error) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	c := &Child{done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			close(c.done)
+			return
+		}
+		c.Process = cmd.Process
+		started <- nil
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Done is closed when the child has exited.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is how the child exited; valid once Done is closed.
+func (c *Child) Err() error { return c.err }
+
+// Stop sends sig, waits up to grace (or until ctx ends) for the child to
+// exit, then SIGKILLs its process group, which also takes whatever it
+// forked. It returns an error when the child had to be killed; a child
+// that has exited already is left as it is. Safe to call more than once.
+func (c *Child) Stop(ctx context.Context, sig syscall.Signal, grace time.Duration) error {
+	select {
+	case <-c.done:
+		_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL) // leftovers of its group
+		return nil
+	default:
+	}
+	_ = c.Process.Signal(sig)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	var err error
+	select {
+	case <-c.done:
+	case <-t.C:
+		err = fmt.Errorf("pid %d did not stop on %v within %s; killed", c.Process.Pid, sig, grace)
+	case <-ctx.Done():
+		err = fmt.Errorf("pid %d: stop: %w; killed", c.Process.Pid, ctx.Err())
+	}
+	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
+	<-c.done
+	return err
+}

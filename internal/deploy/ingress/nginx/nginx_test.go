@@ -1,0 +1,65 @@
+package nginx
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+func TestProxyAndStop(t *testing.T) {
+	if _, err := Find(); err != nil {
+		t.Skipf("nginx is missing (.ci/run installs it): %v", err)
+	}
+	var hits atomic.Int64
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		b, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"path":"` + r.URL.Path + `","body":` + string(b) + `}`))
+	}))
+	defer up.Close()
+	s, err := Start(context.Background(), strings.TrimPrefix(up.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop(context.Background())
+	if s.URL() == up.URL {
+		t.Fatal("the ingress URL is the upstream's")
+	}
+	for i := range 3 {
+		resp, err := http.Post(s.URL()+"/svclab.shop.Gateway/GetProduct", "application/json", strings.NewReader(`{"id":`+strconv.Itoa(i)+`}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if want := `{"path":"/svclab.shop.Gateway/GetProduct","body":{"id":` + strconv.Itoa(i) + `}}`; string(b) != want || resp.StatusCode != 200 {
+			t.Fatalf("through nginx: %s %s, want %s", resp.Status, b, want)
+		}
+		if !strings.HasPrefix(resp.Header.Get("Server"), "nginx") {
+			t.Errorf("Server header %q: the answer did not pass through nginx", resp.Header.Get("Server"))
+		}
+	}
+	if n := hits.Load(); n != 3 {
+		t.Errorf("upstream saw %d requests, want 3", n)
+	}
+	pid, dir := s.PID(), s.dir
+	if err := s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("nginx %d still exists after Stop (%v)", pid, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "nginx.conf")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("its directory %s is still there", dir)
+	}
+}

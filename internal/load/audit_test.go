@@ -1,0 +1,265 @@
+package load
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
+	"golang.org/x/sys/unix"
+
+	"github.com/svclab/svclab/internal/hostclock"
+)
+
+// lagOf builds a lag histogram (µs) of n sends: all at base µs but the
+// last k, at slow µs.
+func lagOf(n, k int, base, slow int64) *hdr.Histogram {
+	h := newHist()
+	for i := 0; i < n; i++ {
+		v := base
+		if i >= n-k {
+			v = slow
+		}
+		h.RecordValue(v)
+	}
+	return h
+}
+
+// TestJudge: each rule of the audit, on figures whose percentiles are
+// known by construction (2,000 sends; the slowest k decide p99 and p99.9).
+func TestJudge(t *testing.T) {
+	floor := &hostclock.Calibration{P50Ms: 0.05, P99Ms: 0.2, P999Ms: 0.5, MaxMs: 1}
+	quiet := Stats{P50Ms: 1, P90Ms: 1.5, P95Ms: 2, P99Ms: 3, P999Ms: 5, MaxMs: 8}
+	for _, tc := range []struct {
+		name    string
+		in      auditInput
+		late    int64
+		verdict string
+		reason  string // in Reason, when set
+		warn    string // in the warnings, when set
+		nowarn  string // not in the warnings
+	}{
+		{name: "at the floor", in: auditInput{sends: 2000, lag: lagOf(2000, 10, 10, 150), floor: floor, total: Operation{Latency: quiet}},
+			verdict: VerdictOK, nowarn: "generator_"},
+		// p99 of 2,000 sends is the 1,980th: 30 slow ones put it at 2 ms,
+		// beyond 1.2 × 0.2 + 0.05 = 0.29 ms.
+		{name: "p99 beyond the floor", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "send lag p99 2.000 ms is beyond the host's floor (bare timer loop p99 0.200 ms; limit 0.290 ms)"},
+		// 3 slow sends of 2,000 leave p99 at the floor but p99.9 (the
+		// 1,998th) at 2 ms, beyond 1.2 × 0.5 + 0.05 = 0.65 ms.
+		{name: "p99.9 beyond the floor", in: auditInput{sends: 2000, lag: lagOf(2000, 3, 10, 2000), floor: floor, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "send lag p99.9 2.000 ms"},
+		// Without a floor, the fixed rule: over 1% late by more than 1 ms.
+		{name: "no floor, 1.5% late", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), total: Operation{Latency: quiet}}, late: 30,
+			verdict: VerdictBottleneck, reason: "1.5% of sends were late by more than 1 ms"},
+		{name: "no floor, 0.5% late", in: auditInput{sends: 2000, lag: lagOf(2000, 10, 10, 2000), total: Operation{Latency: quiet}}, late: 10,
+			verdict: VerdictOK, warn: "generator_lag: "},
+		{name: "CPU saturated", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, cpuPercent: 195, cores: 2, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "195% CPU of the 2 core(s)"},
+		{name: "dropped", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, dropped: 7, maxInflight: 100, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "7 arrivals were dropped"},
+		{name: "GC over 5% of the run", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, wall: time.Second, gcPause: 60 * time.Millisecond, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "GC paused the generator"},
+		{name: "two sends", in: auditInput{sends: 2, lag: lagOf(2, 1, 10, 20000), floor: floor, total: Operation{Latency: quiet}},
+			verdict: VerdictTooFew, reason: "too few sends", warn: "generator_audit: too few sends", nowarn: "generator_bottleneck"},
+		// Starved by other work: the verdict stands, and names the cause.
+		{name: "starved", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "kept waiting for a CPU 300 ms in all over a 1.0 s window by other work on its cores"},
+		// The closed loop's pacing lag is the target's: never a verdict.
+		{name: "closed loop lag", in: auditInput{closed: true, sends: 2000, lag: lagOf(2000, 30, 10, 200000), floor: floor, total: Operation{Latency: quiet}},
+			verdict: VerdictOK, nowarn: "generator_"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := Generator{LateSends: tc.late}
+			if h := tc.in.lag; h.TotalCount() > 0 {
+				g.LagP99Ms = float64(h.ValueAtQuantile(99)) / 1e3
+				g.LagP999Ms = float64(h.ValueAtQuantile(99.9)) / 1e3
+			}
+			warns := strings.Join(judge(&g, tc.in), "\n")
+			if g.Verdict != tc.verdict || g.Bottleneck != (tc.verdict == VerdictBottleneck) {
+				t.Errorf("verdict %q (bottleneck %v), want %q; reason %q", g.Verdict, g.Bottleneck, tc.verdict, g.Reason)
+			}
+			if tc.reason != "" && !strings.Contains(g.Reason, tc.reason) {
+				t.Errorf("reason %q lacks %q", g.Reason, tc.reason)
+			}
+			if tc.verdict == VerdictBottleneck && !strings.Contains(warns, "generator_bottleneck: "+g.Reason) {
+				t.Errorf("warnings %q lack the verdict", warns)
+			}
+			if tc.warn != "" && !strings.Contains(warns, tc.warn) {
+				t.Errorf("warnings %q lack %q", warns, tc.warn)
+			}
+			if tc.nowarn != "" && strings.Contains(warns, tc.nowarn) {
+				t.Errorf("warnings %q have %q", warns, tc.nowarn)
+			}
+		})
+	}
+}
+
+// TestLagAccounts: a lag at a percentile of a tenth or more of the
+// latency at that percentile is named; smaller ones are not.
+func TestLagAccounts(t *testing.T) {
+	// 1,000 sends: 985 at 10 µs, 15 at 2 ms. Lag p50 = p90 = p95 = 10 µs,
+	// p99 (the 990th) = p99.9 = max = 2 ms.
+	lag := lagOf(1000, 15, 10, 2000)
+	lat := Stats{P50Ms: 0.5, P90Ms: 0.8, P95Ms: 1, P99Ms: 4, P999Ms: 25, MaxMs: 30}
+	w := lagAccounts(lag, lat)
+	// p99: 2/4 = 50%; p99.9: 2/25 = 8%; max 2/30 = 7%; p50: 0.01/0.5 = 2%.
+	if !strings.Contains(w, "p99 4.000 ms (lag 2.000 ms, 50%)") {
+		t.Errorf("%q does not name p99 at 50%%", w)
+	}
+	for _, no := range []string{"p50 ", "p90 ", "p95 ", "p99.9 ", "max "} {
+		if strings.Contains(w, no) {
+			t.Errorf("%q names %s, whose lag share is under 10%%", w, no)
+		}
+	}
+	if w := lagAccounts(lagOf(1000, 0, 10, 0), lat); w != "" {
+		t.Errorf("a 10 µs lag under 0.5 ms latencies warned: %q", w)
+	}
+}
+
+// A 2-request run gives no bottleneck verdict, though its first send pays
+// for the connection.
+func TestTwoRequestsNoVerdict(t *testing.T) {
+	srv := fixedServer(t, 0)
+	res := run(t, Config{Target: srv.URL, Rate: 100, Requests: 2}, Options{})
+	g := res.Generator
+	if g.Verdict != VerdictTooFew || g.Bottleneck || !strings.Contains(g.Reason, "too few sends") {
+		t.Fatalf("generator %+v: want no verdict, too few sends", g)
+	}
+	for _, w := range res.Warnings {
+		if strings.HasPrefix(w, "generator_bottleneck") {
+			t.Errorf("warning %q", w)
+		}
+	}
+}
+
+// A closed loop without think time counts no late send, however much its
+// pacing lag varies; with the target's answers varying, lag there is.
+func TestClosedLoopNoThinkNoLateSends(t *testing.T) {
+	srv := freezeServer(t, 30*time.Millisecond)
+	res := run(t, Config{Target: srv.URL, Mode: "closed", Users: 4, Duration: Duration(1500 * time.Millisecond)}, Options{})
+	g := res.Generator
+	if g.Sends < minSends {
+		t.Fatalf("only %d sends", g.Sends)
+	}
+	if g.LateSends != 0 || res.Summary.LateSends != 0 {
+		t.Errorf("late sends %d (summary %d), want 0 without think time", g.LateSends, res.Summary.LateSends)
+	}
+	if g.LagMaxMs < 15 {
+		t.Errorf("pacing lag max %.2f ms: the 30 ms freeze should show", g.LagMaxMs)
+	}
+}
+
+// GC pauses during the window are counted from runtime/metrics.
+func TestGCPausesCounted(t *testing.T) {
+	n := 0
+	tg := &Target{Ops: []Op{{Name: "gc", Weight: 1, Do: func(context.Context, *Session) error {
+		if n++; n%50 == 0 {
+			runtime.GC()
+		}
+		return nil
+	}}}}
+	res, err := Run(context.Background(), Config{Rate: 500, Duration: Duration(time.Second)}, tg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Close()
+	g := res.Generator
+	// 500 sends, a forced GC every 50th: about 10, each two pauses. Total
+	// and max come from one histogram: the total holds the longest
+	// pause's bucket midpoint, and a bucket is far narrower than its
+	// lower bound, so the max cannot pass twice the total.
+	if g.GCPauses < 5 || g.GCPauseTotalMs <= 0 || g.GCPauseMaxMs <= 0 || g.GCPauseMaxMs > g.GCPauseTotalMs*2 {
+		t.Errorf("generator %+v: want the forced GCs' pauses", g)
+	}
+}
+
+func TestGCLineUp(t *testing.T) {
+	for _, tc := range []struct {
+		lateInGC, late int64
+		gcSecs, secs   int
+		want           bool
+	}{
+		{8, 10, 2, 10, true},    // 80% of late sends in 20% of the seconds
+		{2, 10, 2, 10, false},   // as chance would have it
+		{15, 15, 1, 1, false},   // one second says nothing
+		{10, 10, 10, 10, false}, // GC every second
+		{0, 10, 2, 10, false},
+	} {
+		if got := gcLineUp(tc.lateInGC, tc.late, tc.gcSecs, tc.secs); got != tc.want {
+			t.Errorf("gcLineUp(%d, %d, %d, %d) = %v, want %v", tc.lateInGC, tc.late, tc.gcSecs, tc.secs, got, tc.want)
+		}
+	}
+}
+
+// The printed summary puts each latency percentile beside the same
+// percentile of service time, and the host's floor under the lag.
+func TestTableSideBySide(t *testing.T) {
+	res := &Result{Summary: Summary{DurationS: 2, Operations: []Operation{{Name: "total", Kind: "total", Count: 10,
+		Latency:     Stats{P50Ms: 1, P90Ms: 2, P99Ms: 3, P999Ms: 4, MaxMs: 5},
+		ServiceTime: Stats{P50Ms: 0.5, P90Ms: 0.75, P99Ms: 1.25, P999Ms: 1.5, MaxMs: 2}}}},
+		Generator: Generator{Sends: 10, LagP99Ms: 0.25, Verdict: VerdictTooFew,
+			HostTimer: &hostclock.Calibration{P99Ms: 0.125}}}
+	var sb strings.Builder
+	if err := res.Table(&sb); err != nil {
+		t.Fatal(err)
+	}
+	out := sb.String()
+	for _, want := range []string{"latency / service time, ms", "1.000 / 0.500", "2.000 / 0.750", "3.000 / 1.250", "4.000 / 1.500", "5.000 / 2.000",
+		"send lag p50/p99/p99.9/max 0.000/0.250/", "verdict too_few_sends", "host timer floor (bare sleep loop) p50/p99/p99.9/max 0.000/0.125/"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// Two threads made to share one CPU for 300 ms wait for it about half of
+// that each, and runQueueWait sees it.
+func TestRunQueueWait(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("/proc schedstat is Linux's")
+	}
+	before := runQueueWait()
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var old, one unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &old); err != nil {
+				t.Error(err)
+				return
+			}
+			one.Set(0)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Error(err)
+				return
+			}
+			defer unix.SchedSetaffinity(0, &old)
+			for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+			}
+		}()
+	}
+	wg.Wait()
+	if got := runQueueWait() - before; got < 50*time.Millisecond {
+		t.Errorf("run-queue wait grew by %v, want about 300 ms for two threads on one CPU", got)
+	}
+}
+
+// Users removed while a request is in flight let it finish: removal cuts
+// a think time short, never a request.
+func TestRemovedUserFinishesItsRequest(t *testing.T) {
+	srv := fixedServer(t, 40*time.Millisecond)
+	res := run(t, Config{Target: srv.URL, Mode: "closed", ThinkTime: Duration(5 * time.Millisecond),
+		Stages: []Stage{{Type: "step", Duration: Duration(400 * time.Millisecond), Users: 4},
+			{Type: "step", Duration: Duration(400 * time.Millisecond), Users: 1}}}, Options{})
+	tot := mustOp(t, res, "total")
+	if tot.Count < 20 || tot.Errors != 0 {
+		t.Errorf("total %+v: want every request of the removed users answered", tot)
+	}
+}
