@@ -175,3 +175,26 @@ def test_host_timer_line(tmp_path: Path) -> None:
     env = section((root / "report.md").read_text(), "Design and environment")
     assert "Host timer (timerfd, 3100 wake-ups)" in env
     assert "p99 0.412 ms" in env and "p99.9 1.37 ms" in env and "max 2.50 ms" in env
+
+
+def test_isolation_line(tmp_path: Path) -> None:
+    root = make_results(tmp_path / "iso", factors=[{"name": "deploy.transport",
+                                                    "letter": "A", "levels": ["grpc"]}],
+                        p99={("grpc",): 3.0}, failed_cell=None, samples=False, hlog=True)
+    exp = next(p for p in root.iterdir() if (p / "experiment.json").exists()) \
+        if not (root / "experiment.json").exists() else root
+    meta = json.loads((exp / "experiment.json").read_text())
+    meta["isolation"] = {"mode": "cpuset", "loadgen_cpus": "0", "sut_cpus": "1-3",
+                         "loadgen_cores": 1, "sut_cores": 3, "cgroup": "v1"}
+    (exp / "experiment.json").write_text(json.dumps(meta))
+    build_report(root)
+    env = section((root / "report.md").read_text(), "Design and environment")
+    assert ("CPU isolation: cpuset, cgroup v1; the load generator had 1 core (CPU 0), "
+            "the system under test 3 cores (CPU 1-3), disjoint.") in env
+    meta["isolation"] = {"mode": "none", "reason": "cgroups unavailable", "loadgen_cpus": "0-1",
+                         "sut_cpus": "0-1", "loadgen_cores": 2, "sut_cores": 2}
+    (exp / "experiment.json").write_text(json.dumps(meta))
+    build_report(root)
+    env = section((root / "report.md").read_text(), "Design and environment")
+    assert ("CPU isolation: none (cgroups unavailable); the load generator and the system "
+            "under test shared 2 cores (CPU 0-1).") in env

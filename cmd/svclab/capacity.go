@@ -297,7 +297,10 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 			fmt.Fprintf(stderr, "\r\033[K  %s/s: %s", strconv.FormatFloat(rate, 'f', -1, 64), p)
 		}
 	}
-	drive := capacity.LoadStep(base, target, slo, progress)
+	// One calibration serves every step: the deployment is up and idle, as
+	// it is between steps.
+	floor := calibrateHost(ctx, o.quiet, stderr)
+	drive := capacity.LoadStep(base, target, slo, floor, progress)
 	step := func(ctx context.Context, rate float64) (capacity.Measurement, error) {
 		if pause > 0 {
 			select {

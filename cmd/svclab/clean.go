@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/tempdir"
@@ -30,10 +31,14 @@ func init() {
 		if _, err := backing.Sweep(); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
 		}
+		if _, err := cgroup.Sweep(); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
+		}
 		return nil
 	}
-	// Each command's own temp state goes when it ends, error or not.
-	cobra.OnFinalize(func() { _ = tempdir.RemoveOwn() })
+	// Each command's own temp state and cgroups go when it ends, error or
+	// not.
+	cobra.OnFinalize(func() { _ = tempdir.RemoveOwn(); _ = cgroup.RemoveOwn() })
 }
 
 func newCleanCmd() *cobra.Command {
@@ -48,10 +53,13 @@ behind, and lists it:
     process is dead;
   - in each RESULTS_DIR given (an experiment's results directory, or a
     directory of them such as results/), the runs in flight runs/.tmp-ID/
-    whose svclab is dead; svclab run --resume does this too.
+    whose svclab is dead; svclab run --resume does this too;
+  - the control groups svclab/PID-START/ (cgroup v1: under each of the
+    cpu, cpuacct, cpuset and memory hierarchies) of svclab processes that
+    are dead, after killing anything still in them.
 
 Each directory records the PID and start time of its owner, so state of a
-live process is never removed. Every svclab command does the $TMPDIR part
+live process is never removed. Every svclab command does the $TMPDIR and cgroup parts
 when it starts; clean does it on demand.`,
 		Example: `  svclab clean
   svclab clean results/`,
@@ -73,6 +81,12 @@ func clean(w io.Writer, resultsDirs []string) error {
 	}
 	for _, r := range removed {
 		fmt.Fprintf(w, "removed %s (its svclab, %s, is gone)\n", r.Path, r.Owner)
+	}
+	groups, err := cgroup.Sweep()
+	errs = append(errs, err)
+	n += len(groups)
+	for _, g := range groups {
+		fmt.Fprintf(w, "removed cgroup %s and the groups in it (its svclab, %s, is gone)\n", g.Path, g.Owner)
 	}
 	for _, dir := range resultsDirs {
 		exps, err := experiments(dir)

@@ -33,6 +33,7 @@ var layers = [][]string{
 	{"internal/runtime", "internal/load"},
 	{"proto/"},
 	{"internal/runtime/transport"},
+	{"internal/cgroup"},
 	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock"},
 }
 
@@ -175,7 +176,7 @@ func TestPart(t *testing.T) {
 		{"internal/runtime/balancer", 4, "internal/runtime"},
 		{"internal/runtime/transport/inproc", 6, "internal/runtime/transport"},
 		{"internal/deploy/local", 2, "internal/deploy"},
-		{"internal/spec", 7, "internal/spec"},
+		{"internal/spec", 8, "internal/spec"},
 		{"internal/runtimex", -1, ""},
 	} {
 		l, p := part(c.pkg)

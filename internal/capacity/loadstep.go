@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 )
 
@@ -11,8 +12,10 @@ import (
 // base with the step's rate, cut short once a Cutter says the step has
 // failed. progress, when not nil, sees each second of the step. base is
 // an open-loop constant-rate configuration whose duration and warm-up
-// are a step's.
-func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, progress func(rate float64, p load.Progress)) StepFunc {
+// are a step's. floor, when not nil, is the host timer's calibration each
+// step's generator audit is judged against, so a step is not called a
+// generator bottleneck for lateness the host imposes on any program.
+func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, floor *hostclock.Calibration, progress func(rate float64, p load.Progress)) StepFunc {
 	return func(ctx context.Context, rate float64) (Measurement, error) {
 		cfg := base
 		cfg.Rate = rate
@@ -23,7 +26,7 @@ func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, progr
 			mu  sync.Mutex
 			cut string
 		)
-		res, err := load.Run(stepCtx, cfg, target, load.Options{Progress: func(p load.Progress) {
+		res, err := load.Run(stepCtx, cfg, target, load.Options{HostTimer: floor, Progress: func(p load.Progress) {
 			if progress != nil {
 				progress(rate, p)
 			}

@@ -54,6 +54,10 @@ type Options struct {
 	// this machine starts; default os.Executable(). A test passes its own
 	// binary, which then runs as a host (see local.RunIfChild).
 	Executable string
+	// CPUs, when set, is the CPU list (cgroup cpuset, e.g. "1-3") every
+	// process of the deployment runs on: the system under test's share
+	// under experiment.isolation = "cpuset".
+	CPUs string
 	// Backing runs the backing services the app declares (a database);
 	// the experiment runner passes one pool for all its runs. Nil: the
 	// deployment starts its own and stops it with the deployment.

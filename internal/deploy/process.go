@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -39,6 +40,9 @@ type ProcessInfo struct {
 	// deployer cannot know it. It labels samples (a restarted process is
 	// a new counter); nothing outside the deployer signals it.
 	PID int `json:"pid"`
+	// Limits are the process's cgroup limits and CPU set, when it has a
+	// group (deploy.resources, experiment.isolation).
+	Limits *cgroup.Limits `json:"limits,omitempty"`
 }
 
 // String names the process for messages: "group hop2 (components hop2, pid
@@ -90,6 +94,9 @@ type Usage struct {
 	CPUSeconds float64
 	// RSSBytes is the resident memory.
 	RSSBytes int64
+	// Cgroup has the counters of the process's control group (throttling,
+	// memory charged), when it has one.
+	Cgroup *cgroup.Stats
 }
 
 // ExitError is a process that exited when it should not have: during start
@@ -100,6 +107,9 @@ type ExitError struct {
 	Status string
 	// Tail is its last output lines.
 	Tail []string
+	// OutOfMemory is set when the OOM killer ended the process at its
+	// memory limit.
+	OutOfMemory bool
 }
 
 func (e *ExitError) Error() string {

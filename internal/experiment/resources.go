@@ -28,6 +28,12 @@ type ResourceRow struct {
 	PID      int64   `parquet:"pid"`
 	CPUS     float64 `parquet:"cpu_s"`
 	RSSBytes int64   `parquet:"rss_bytes"`
+	// The counters of the process's cgroup; null for a process without
+	// one (no deploy.resources and no isolation).
+	CFSPeriods       *int64   `parquet:"cfs_periods,optional"`
+	ThrottledPeriods *int64   `parquet:"throttled_periods,optional"`
+	ThrottledS       *float64 `parquet:"throttled_s,optional"`
+	CgroupMemBytes   *int64   `parquet:"cgroup_memory_bytes,optional"`
 }
 
 // ResourceSampler reads the CPU time and RSS of a set of processes once per
@@ -87,13 +93,18 @@ func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 		if err != nil {
 			continue // exited: the run records why elsewhere
 		}
-		rows = append(rows, ResourceRow{
+		row := ResourceRow{
 			Process:  p.Process.Name,
 			Role:     p.Process.Role,
 			PID:      int64(p.Process.PID),
 			CPUS:     u.CPUSeconds,
 			RSSBytes: u.RSSBytes,
-		})
+		}
+		if c := u.Cgroup; c != nil {
+			periods, throttled, mem, ts := int64(c.Periods), int64(c.ThrottledPeriods), c.MemoryBytes, c.ThrottledSeconds
+			row.CFSPeriods, row.ThrottledPeriods, row.CgroupMemBytes, row.ThrottledS = &periods, &throttled, &mem, &ts
+		}
+		rows = append(rows, row)
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()

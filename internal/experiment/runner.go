@@ -113,9 +113,17 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
 		}
-		return execute(ctx, st, p, prepared, committed, opts, logw, calibrateHost(ctx, logw))
+		iso, err := DecideIsolation(s, logw)
+		if err != nil {
+			return nil, err
+		}
+		return execute(ctx, st, p, prepared, committed, opts, logw, &iso, calibrateHost(ctx, logw))
 	}
 	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
+	if err != nil {
+		return nil, err
+	}
+	iso, err := DecideIsolation(s, logw)
 	if err != nil {
 		return nil, err
 	}
@@ -125,11 +133,12 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	}
 	ef := NewExperimentFile(p, opts.Version, opts.Commit, time.Now())
 	ef.HostTimer = calibrateHost(ctx, logw)
+	ef.Isolation = &iso
 	st, err = CreateStore(root, ef, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, st, p, prepared, committed, opts, logw, ef.HostTimer)
+	return execute(ctx, st, p, prepared, committed, opts, logw, &iso, ef.HostTimer)
 }
 
 // samePlan checks that a resumed plan is the one experiment.json recorded,
@@ -146,15 +155,22 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 	return nil
 }
 
-func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, floor *hostclock.Calibration) (*Outcome, error) {
+func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation, floor *hostclock.Calibration) (_ *Outcome, err error) {
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
+	// Backing services (a database) start before the generator moves onto
+	// its CPUs: a process svclab starts inherits its cgroups.
 	pool, err := startBacking(ctx, prepared, logw)
 	if err != nil {
 		return out, err
 	}
 	defer closeBacking(pool, logw)
+	leave, err := iso.enter()
+	if err != nil {
+		return out, fmt.Errorf("isolate the load generator: %w", err)
+	}
+	defer func() { err = errors.Join(err, leave()) }()
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -167,7 +183,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
 		}
-		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, floor)
+		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, iso, floor)
 		if err != nil {
 			if ctx.Err() != nil {
 				prog.done()
@@ -212,7 +228,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 // runOne deploys, loads, tears down and commits one run. A failure of the
 // system under test is recorded in the run; only a failure to write results
 // or an interruption is returned as an error.
-func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, floor *hostclock.Calibration) (*RunFile, error) {
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, iso *Isolation, floor *hostclock.Calibration) (*RunFile, error) {
 	w, err := st.BeginRun(r.ID)
 	if err != nil {
 		return nil, err
@@ -231,13 +247,13 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{Backing: pr.Backing})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs(), Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
 			return nil, ctx.Err()
 		}
-		fail(fmt.Sprintf("deploy: %v", derr), nil)
+		fail(oomPrefix(derr)+fmt.Sprintf("deploy: %v", derr), nil)
 		return rf, commitRun(w, rf)
 	}
 	stopped := false
@@ -257,7 +273,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err != nil {
 		return nil, err
 	}
-	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid()}, Source: self}}
+	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid(), Limits: iso.loadgenLimits()}, Source: self}}
 	for _, dp := range dep.Processes() {
 		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
 	}
@@ -323,11 +339,12 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	case crashed != nil:
 		<-crashed.Done()
 		info := crashed.Info()
+		exit := crashed.Exit()
 		what := fmt.Sprintf("group %s (components %s)", info.Group, strings.Join(info.Components, ", "))
 		if info.Role != deploy.RoleHost {
 			what = info.String() // a sidecar proxy
 		}
-		fail(fmt.Sprintf("%s exited during the run: %s", what, crashed.Exit().Status), tails(dep))
+		fail(oomPrefix(exit)+fmt.Sprintf("%s exited during the run: %s", what, exit.Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}

@@ -49,6 +49,9 @@ type ExperimentFile struct {
 	// HostTimer is the host's timer wake-up lateness measured before the
 	// first run: the floor each run's generator audit is judged against.
 	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
+	// Isolation is the CPUs the load generator and the system under test
+	// ran on (experiment.isolation).
+	Isolation *Isolation `json:"isolation,omitempty"`
 }
 
 // DesignInfo is experiment.json's "design".

@@ -61,6 +61,8 @@ type Group struct {
 	// Name is the components joined with "+", e.g. "hop2+hop3".
 	Name       string
 	Components []string
+	// Resources limit each process of the group (deploy.resources).
+	Resources spec.Resources
 }
 
 // InProcess reports whether the transport cannot cross processes, so the
@@ -207,6 +209,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if p.InProcess() && len(p.Groups) > 1 {
 		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
+	}
+	if err := p.resolveResources(s); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -36,6 +36,9 @@ type Experiment struct {
 	Response string
 	// Factors in the order the spec writes them.
 	Factors []Factor
+	// Isolation is IsolationCPUSet, IsolationNone, or empty (left out):
+	// cpuset where cgroups allow it.
+	Isolation string
 }
 
 // Factor is one varied key, with its levels and the letter that names it in
@@ -70,6 +73,7 @@ type experimentTable struct {
 	Response    string         `toml:"response"`
 	Factors     map[string]any `toml:"factors"`
 	Generators  map[string]any `toml:"generators"`
+	Isolation   string         `toml:"isolation"`
 }
 
 var (
@@ -104,7 +108,10 @@ func (s *Spec) decodeExperiment() error {
 	e := Experiment{
 		Name: t.Name, Design: t.Design, Order: t.Order, Seed: t.Seed,
 		Warmup: t.Warmup, Duration: t.Duration, Cooldown: t.Cooldown, Response: t.Response,
-		Repetitions: 1,
+		Repetitions: 1, Isolation: t.Isolation,
+	}
+	if err := s.checkIsolation(t.Isolation); err != nil {
+		return err
 	}
 	if e.Name == "" {
 		base := s.Path[strings.LastIndex(s.Path, "/")+1:]

@@ -127,6 +127,9 @@ type Deploy struct {
 	// ProxyMode is one proxy per process or one per host, one of
 	// ProxyModes (ProxyModeSidecar by default).
 	ProxyMode string `toml:"proxy_mode"`
+	// Resources maps a group or component name to the limits of each of
+	// its processes (cgroups).
+	Resources map[string]Resources `toml:"resources"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -349,6 +352,9 @@ func (s *Spec) decodeDeploy() error {
 	}
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
+	}
+	if err := s.checkResources(); err != nil {
+		return err
 	}
 	return s.checkSidecar()
 }

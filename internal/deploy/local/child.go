@@ -27,6 +27,10 @@ func HostConfigFromEnv() (*hostv1.HostConfig, error) {
 // records).
 func RunHost(ctx context.Context, cfg *hostv1.HostConfig) error {
 	log.SetFlags(log.Ltime | log.Lmicroseconds)
+	if err := joinCgroup(); err != nil {
+		return err
+	}
+	hogIfAsked(cfg.GetGroup())
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return runtime.RunHost(ctx, cfg, runtime.Middleware{})

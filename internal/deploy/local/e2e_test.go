@@ -426,24 +426,7 @@ func TestNoOrphans(t *testing.T) {
 // child, and checks that none of the deployment's want processes outlive
 // it.
 func testNoOrphans(t *testing.T, sig syscall.Signal, src string, want int) {
-	path := writeSpec(t, src)
-	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(os.Environ(), upSpecEnv+"="+path)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-
-	id, err := readDeploymentID(out, 30*time.Second)
-	if err != nil {
-		t.Fatalf("up did not report a deployment: %v; stderr:\n%s", err, stderr.String())
-	}
+	cmd, id, stderr := startUp(t, src)
 	if n := len(deploymentProcs(id)); n != want {
 		t.Fatalf("%d processes of deployment %s before the signal, want %d", n, id, want)
 	}
@@ -475,6 +458,30 @@ func testNoOrphans(t *testing.T, sig syscall.Signal, src string, want int) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// startUp runs `svclab up` (this test binary, see TestMain) on a spec
+// until it reports its deployment, and returns it, the deployment's id and
+// its stderr so far; the test's end kills it if it still runs.
+func startUp(t *testing.T, specBody string) (*exec.Cmd, string, *bytes.Buffer) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), upSpecEnv+"="+writeSpec(t, specBody))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := new(bytes.Buffer)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	id, err := readDeploymentID(out, 30*time.Second)
+	if err != nil {
+		t.Fatalf("up did not report a deployment: %v; stderr:\n%s", err, stderr.String())
+	}
+	return cmd, id, stderr
 }
 
 var deploymentLine = regexp.MustCompile(`^deployment ([0-9a-f]+): `)

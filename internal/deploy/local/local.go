@@ -90,6 +90,7 @@ type Deployment struct {
 	sidecars   *sidecarPlan // the sidecars, when deploy.sidecar names one
 
 	dir         string
+	cpus        string           // deploy.Options.CPUs: every process's CPU list
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
@@ -175,6 +176,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		topo:        p,
 		proc:        proc,
 		stopTimeout: opts.StopTimeout,
+		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 	}
@@ -287,6 +289,13 @@ wait:
 	}
 	if d.spawn != nil {
 		d.spawn.close()
+	}
+	for _, p := range d.processes {
+		if p.cg != nil {
+			if err := p.cg.Remove(); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	if d.ownBacking != nil {
 		if err := d.ownBacking.Close(ctx); err != nil {

@@ -12,9 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -22,7 +23,9 @@ import (
 type process struct {
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
-	res    *procstat.Source
+	res    deploy.ResourceSource
+	cg     *cgroup.Group // nil when the process has no limits
+	oom    bool          // the OOM killer ended it
 
 	cmd      *exec.Cmd
 	tail     *ring
@@ -44,7 +47,10 @@ func (p *process) Exit() *deploy.ExitError {
 	if p.waitErr != nil {
 		status = p.waitErr.Error()
 	}
-	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail()}
+	if p.oom {
+		status = fmt.Sprintf("killed by the OOM killer at its memory limit of %s (%s)", spec.ByteSize(p.cg.Limits().Memory), status)
+	}
+	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail(), OutOfMemory: p.oom}
 }
 
 // start launches one child.
@@ -57,6 +63,11 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
+	cg, cgEnv, err := d.NewProcessCgroup(hc.Group, hc.Group)
+	if err != nil {
+		return nil, err
+	}
+	cmd.Env = append(cmd.Env, cgEnv...)
 	cmd.ExtraFiles = files
 	info := deploy.ProcessInfo{
 		Name:       hc.Group,
@@ -71,12 +82,13 @@ func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options
 	if hc.Gateway != nil {
 		listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
-	return d.launch(cmd, info, listen, opts)
+	return d.launch(cmd, info, listen, cg, opts)
 }
 
-// launch starts cmd as a child of the deployment: a host, or a program
-// beside one (a sidecar proxy). info.PID is filled in.
-func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
+// launch starts cmd as a child of the deployment — a host, or a program
+// beside one (a sidecar proxy) — in control group cg when it is not nil.
+// info.PID is filled in.
+func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, cg *cgroup.Group, opts Options) (*process, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's SIGINT goes to svclab
 		// alone, which stops the children in order, and Stop can signal
@@ -88,14 +100,27 @@ func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[s
 	}
 	r, w, err := os.Pipe()
 	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		if startErr = cmd.Start(); startErr == nil && cg != nil {
+			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
+		if cg != nil {
+			_ = cg.Remove()
+		}
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
 	}
 	info.PID = cmd.Process.Pid
@@ -108,6 +133,11 @@ func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[s
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
+	if cg != nil {
+		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+		lim := cg.Limits()
+		proc.info.Limits = &lim
+	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
@@ -145,6 +175,7 @@ func writeLine(w io.Writer, s string) {
 // that an exit error carries the child's last words.
 func (p *process) wait() {
 	p.waitErr = p.cmd.Wait()
+	p.oom = killedBy(p.waitErr, syscall.SIGKILL) && outOfMemory(p.cg)
 	select {
 	case <-p.readDone:
 	case <-time.After(time.Second):

@@ -122,7 +122,7 @@ func (d *Deployment) startSidecars(opts Options) error {
 		cmd.Dir = c.Dir
 		cmd.Env = append(os.Environ(), opts.Env...)
 		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
-		proc, err := d.launch(cmd, info, listen, opts)
+		proc, err := d.launch(cmd, info, listen, nil, opts)
 		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", c.Name, err)
 		}

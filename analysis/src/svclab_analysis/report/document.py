@@ -165,6 +165,8 @@ def build(a: Analysis) -> Document:
     ]
     if ht := _host_timer_line(meta.get("host_timer")):
         items.append(ht)
+    if meta.get("isolation"):
+        items.append(isolation_line(meta["isolation"]))
     s.blocks.append(Bullets(items))
     if exp.factors:
         s.blocks.append(Table(
@@ -358,3 +360,18 @@ def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
             f"p99 {num(ht.get('p99_ms'))} ms, p99.9 {num(ht.get('p999_ms'))} ms, "
             f"max {num(ht.get('max_ms'))} ms: the floor the generator's send lag is "
             "judged against.")
+
+
+def isolation_line(iso: dict) -> str:
+    """How many cores the load generator and the system under test had
+    (experiment.json's "isolation")."""
+    def cores(n: object, cpus: object) -> str:
+        return f"{n} core{'s' if n != 1 else ''} (CPU {cpus or '—'})"
+    gen = cores(iso.get("loadgen_cores"), iso.get("loadgen_cpus"))
+    sut = cores(iso.get("sut_cores"), iso.get("sut_cpus"))
+    if iso.get("mode") == "cpuset":
+        cg = f", cgroup {iso['cgroup']}" if iso.get("cgroup") else ""
+        return (f"CPU isolation: cpuset{cg}; the load generator had {gen}, "
+                f"the system under test {sut}, disjoint.")
+    why = f" ({iso['reason']})" if iso.get("reason") else ""
+    return f"CPU isolation: none{why}; the load generator and the system under test shared {sut}."

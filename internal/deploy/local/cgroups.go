@@ -1,0 +1,117 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// cgroupProcsEnv carries the cgroup.procs files a host writes its own PID
+// to before it runs anything else, so no user code runs outside its
+// limits. The deployer moves the child in as well once it has started,
+// which covers an executable that does not know the variable.
+const cgroupProcsEnv = "SVCLAB_CGROUP_PROCS"
+
+// NewProcessCgroup makes the control group of one new process of group
+// (a group of the topology): name must be unique within the deployment (the
+// group's name, or a replica's), and the limits are the group's
+// (deploy.resources) with the deployment's CPUs (deploy.Options.CPUs). It
+// returns nil and no environment when there is nothing to limit. env is to
+// be added to the process's environment; the caller moves the process in
+// with Group.Add once it has started and removes the group when the
+// process is gone.
+func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env []string, err error) {
+	res, cpus := d.groupResources(group), d.cpus
+	if res.IsZero() && cpus == "" {
+		return nil, nil, nil
+	}
+	m, err := cgroup.Open()
+	if err != nil {
+		return nil, nil, fmt.Errorf("process %s needs a cgroup (cpu %g, memory %s, cpus %q): %w", name, res.CPU, res.Memory, cpus, err)
+	}
+	g, err = m.New(d.id+"-"+name, cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory), CPUs: cpus})
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, []string{cgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
+}
+
+// groupResources are the limits of the topology's group named group.
+func (d *Deployment) groupResources(group string) spec.Resources {
+	for _, g := range d.topo.Groups {
+		if g.Name == group {
+			return g.Resources
+		}
+	}
+	return spec.Resources{}
+}
+
+// joinCgroup moves a host into the groups its deployer named in
+// cgroupProcsEnv; without the variable it does nothing.
+func joinCgroup() error {
+	v := os.Getenv(cgroupProcsEnv)
+	if v == "" {
+		return nil
+	}
+	if err := cgroup.Join(strings.Split(v, string(os.PathListSeparator))); err != nil {
+		return fmt.Errorf("host: %w", err)
+	}
+	return nil
+}
+
+// cgroupSource adds a process's cgroup counters to its /proc ones.
+type cgroupSource struct {
+	proc deploy.ResourceSource
+	g    *cgroup.Group
+}
+
+func (s cgroupSource) Sample(ctx context.Context) (deploy.Usage, error) {
+	u, err := s.proc.Sample(ctx)
+	if err != nil {
+		return u, err
+	}
+	if st, err := s.g.Stats(); err == nil {
+		u.Cgroup = &st
+	}
+	return u, nil
+}
+
+// outOfMemory reports whether the OOM killer ended a process of g.
+func outOfMemory(g *cgroup.Group) bool {
+	if g == nil {
+		return false
+	}
+	st, err := g.Stats()
+	return err == nil && st.OOMKills > 0
+}
+
+// HogEnv is a test knob: the host of the group it names, once it has run
+// for 200 ms, allocates and touches memory without end (1 MiB every
+// 10 ms, 4 GiB at most), so that a test can watch its memory limit end it.
+const HogEnv = "SVCLAB_TEST_HOG_GROUP"
+
+// hogIfAsked starts the HogEnv knob when it names group.
+func hogIfAsked(group string) {
+	if os.Getenv(HogEnv) != group {
+		return
+	}
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		var keep [][]byte
+		for range 4096 {
+			b := make([]byte, 1<<20)
+			for i := range b {
+				b[i] = 1
+			}
+			keep = append(keep, b)
+			time.Sleep(10 * time.Millisecond)
+		}
+		_ = keep
+	}()
+}

@@ -1,0 +1,144 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Isolation is experiment.json's "isolation": which CPUs the load
+// generator (the svclab process) and the system under test (every deployed
+// process) ran on.
+type Isolation struct {
+	// Mode is spec.IsolationCPUSet or spec.IsolationNone.
+	Mode string `json:"mode"`
+	// Reason says why the mode is "none" when the spec left the key out.
+	Reason string `json:"reason,omitempty"`
+	// LoadgenCPUs and SUTCPUs are CPU lists ("0", "1-3"); under "none"
+	// both are every CPU svclab may use.
+	LoadgenCPUs string `json:"loadgen_cpus"`
+	SUTCPUs     string `json:"sut_cpus"`
+	// LoadgenCores and SUTCores count them.
+	LoadgenCores int `json:"loadgen_cores"`
+	SUTCores     int `json:"sut_cores"`
+	// Cgroup is the cgroup version in use ("v1", "v2"), empty without.
+	Cgroup string `json:"cgroup,omitempty"`
+}
+
+// DecideIsolation checks that the spec's resource limits can be had
+// (checkCgroups) and applies experiment.isolation: "cpuset" splits the CPUs
+// svclab may use (cgroup.Split); left out, it is "cpuset" where cgroups
+// allow it and "none" with a notice on log otherwise; "cpuset" asked for
+// where cgroups do not allow it is an error at the key.
+func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
+	if err := checkCgroups(s); err != nil {
+		return Isolation{}, err
+	}
+	cpus, err := cgroup.Allowed()
+	if err != nil {
+		return Isolation{}, err
+	}
+	all := Isolation{Mode: spec.IsolationNone, LoadgenCPUs: cgroup.List(cpus), SUTCPUs: cgroup.List(cpus), LoadgenCores: len(cpus), SUTCores: len(cpus)}
+	if s.Experiment.Isolation == spec.IsolationNone {
+		return all, nil
+	}
+	var m *cgroup.Manager
+	gen, sut, err := cgroup.Split(cpus)
+	if err == nil {
+		m, err = cgroup.Open()
+	}
+	if err != nil {
+		if s.Experiment.Isolation == spec.IsolationCPUSet {
+			return Isolation{}, s.Errorf("experiment.isolation", "%q cannot be had here: %v; write %q to run without it", spec.IsolationCPUSet, err, spec.IsolationNone)
+		}
+		all.Reason = err.Error()
+		fmt.Fprintf(log, "notice: the load generator and the system under test share every CPU (experiment.isolation = %q): %v\n", spec.IsolationNone, err)
+		return all, nil
+	}
+	fmt.Fprintf(log, "isolation: the load generator runs on CPU %s, the system under test on CPU %s (cgroup %s cpusets)\n", cgroup.List(gen), cgroup.List(sut), m.Version())
+	return Isolation{
+		Mode:        spec.IsolationCPUSet,
+		LoadgenCPUs: cgroup.List(gen), SUTCPUs: cgroup.List(sut),
+		LoadgenCores: len(gen), SUTCores: len(sut),
+		Cgroup: m.Version().String(),
+	}, nil
+}
+
+// checkCgroups fails, at the key, when the spec limits resources (in its
+// tables or through a factor) where no cgroup hierarchy is writable, so
+// that the experiment stops before anything starts rather than at its
+// first deployment.
+func checkCgroups(s *spec.Spec) error {
+	key := ""
+	for name := range s.Deploy.Resources {
+		key = "deploy.resources." + name
+	}
+	for _, f := range s.Experiment.Factors {
+		if strings.HasPrefix(f.Name, "deploy.resources.") {
+			key = f.Name
+		}
+	}
+	if key == "" {
+		return nil
+	}
+	if _, err := cgroup.Detect(); err != nil {
+		return s.Errorf(key, "limits need cgroups: %v", err)
+	}
+	return nil
+}
+
+// enter moves the calling process, the load generator, onto its CPUs for
+// the experiment; the returned function moves it back and removes its
+// group. Under "none" it does nothing.
+func (iso Isolation) enter() (leave func() error, err error) {
+	if iso.Mode != spec.IsolationCPUSet {
+		return func() error { return nil }, nil
+	}
+	m, err := cgroup.Open()
+	if err != nil {
+		return nil, err
+	}
+	g, err := m.New("loadgen", cgroup.Limits{CPUs: iso.LoadgenCPUs})
+	if err != nil {
+		return nil, err
+	}
+	back, err := g.Enter()
+	if err != nil {
+		_ = g.Remove()
+		return nil, err
+	}
+	return func() error { return errors.Join(back(), g.Remove()) }, nil
+}
+
+// sutCPUs is the CPU list a deployment is confined to, empty for all.
+func (iso *Isolation) sutCPUs() string {
+	if iso == nil || iso.Mode != spec.IsolationCPUSet {
+		return ""
+	}
+	return iso.SUTCPUs
+}
+
+// loadgenLimits are the load generator's in run.json, nil without
+// isolation.
+func (iso *Isolation) loadgenLimits() *cgroup.Limits {
+	if iso == nil || iso.Mode != spec.IsolationCPUSet {
+		return nil
+	}
+	return &cgroup.Limits{CPUs: iso.LoadgenCPUs}
+}
+
+// oomPrefix begins a failed run's reason with "out of memory: " when the
+// OOM killer ended a process at its limit, so that the reason says so
+// first.
+func oomPrefix(err error) string {
+	var ee *deploy.ExitError
+	if errors.As(err, &ee) && ee.OutOfMemory {
+		return "out of memory: "
+	}
+	return ""
+}

@@ -1,0 +1,70 @@
+package spec
+
+import (
+	"math"
+	goruntime "runtime"
+	"slices"
+)
+
+// Resources is one [deploy.resources.<group or component>] table: the
+// limits of every process of that group. A key left out sets no limit.
+type Resources struct {
+	// CPU is a number of cores (a CFS quota), e.g. 0.5.
+	CPU float64 `toml:"cpu" json:"cpu,omitempty"`
+	// Memory is a hard limit: past it the OOM killer ends the process.
+	Memory ByteSize `toml:"memory" json:"memory,omitempty"`
+}
+
+// IsZero reports whether r limits nothing.
+func (r Resources) IsZero() bool { return r.CPU == 0 && r.Memory == 0 }
+
+// The values of experiment.isolation.
+const (
+	// IsolationCPUSet runs the load generator and the system under test
+	// on disjoint CPU sets (cgroup cpusets).
+	IsolationCPUSet = "cpuset"
+	// IsolationNone lets them share every CPU.
+	IsolationNone = "none"
+)
+
+// Isolations lists the values of experiment.isolation, the default first.
+var Isolations = []string{IsolationCPUSet, IsolationNone}
+
+// checkResources checks [deploy.resources]: every cpu a positive number of
+// cores this machine has, every memory a positive size. Whether each name
+// is a group or component is the topology's to check.
+func (s *Spec) checkResources() error {
+	cores := float64(goruntime.NumCPU())
+	for _, name := range s.resourceNames() {
+		r := s.Deploy.Resources[name]
+		key := "deploy.resources." + name
+		if s.written(key+".cpu") && (r.CPU <= 0 || math.IsNaN(r.CPU) || r.CPU > cores) {
+			return s.Errorf(key+".cpu", "must be a number of cores above 0 and at most this machine's %g, got %g", cores, r.CPU)
+		}
+		if s.written(key+".memory") && r.Memory <= 0 {
+			return s.Errorf(key+".memory", "must be a size above 0, e.g. \"512MiB\", got %q", r.Memory)
+		}
+	}
+	return nil
+}
+
+// resourceNames are the names of [deploy.resources], in file order.
+func (s *Spec) resourceNames() []string {
+	names := make([]string, 0, len(s.Deploy.Resources))
+	for n := range s.Deploy.Resources {
+		names = append(names, n)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return s.Line("deploy.resources."+a) - s.Line("deploy.resources."+b)
+	})
+	return names
+}
+
+// checkIsolation checks experiment.isolation; empty (left out) means
+// "cpuset where cgroups allow it", which the runner decides.
+func (s *Spec) checkIsolation(v string) error {
+	if v != "" && !slices.Contains(Isolations, v) || v == "" && s.written("experiment.isolation") {
+		return s.Errorf("experiment.isolation", "must be %q or %q, got %q (leave the key out for %q where cgroups allow it)", IsolationCPUSet, IsolationNone, v, IsolationCPUSet)
+	}
+	return nil
+}
