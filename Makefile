@@ -25,11 +25,13 @@ IMPL_PROTOS := $(wildcard proto/selector/*.proto proto/rpcops/*.proto proto/host
 ENVOY_VERSION := 1.40.0
 ENVOY_DIR := $(CACHE)/envoy/$(ENVOY_VERSION)
 
+JAEGER_VERSION := v1.76.0
+JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl quickstart replicate clean
+.PHONY: envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger quickstart replicate clean
 
 all: build
 
@@ -88,6 +90,14 @@ test-pyimpl: pyimpl
 	  cd impl/python && $(PYIMPL_VENV)/bin/ruff check . && $(PYIMPL_VENV)/bin/mypy src && $(PYIMPL_VENV)/bin/pytest -q; \
 	fi
 
+## jaeger: the tracing backend of deploy.tracing (tools/jaeger), built once per
+## machine into $(JAEGER), keyed by version so fresh clones reuse it (~3 min)
+jaeger: $(JAEGER)
+$(JAEGER):
+	mkdir -p $(dir $@)
+	cd tools/jaeger && $(GO) build -trimpath -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	mv $@.tmp $@
+
 ## lint: gofmt, go vet, ruff and mypy
 lint: venv
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -101,7 +111,7 @@ test: build venv lint java pyimpl test-pyimpl test-go test-py
 
 # -p 1: the load generator's accuracy tests and the end-to-end tests measure
 # time on a 2-core machine, so packages run one at a time.
-test-go: build java pyimpl envoy
+test-go: build java pyimpl envoy jaeger
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load
 	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 5s ./cmd/svclab

@@ -128,5 +128,8 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err := sidecar.Check(s); err != nil {
 		return nil, nil, err
 	}
+	if err := checkMesh(s, topo); err != nil {
+		return nil, nil, err
+	}
 	return d, topo, nil
 }

@@ -62,4 +62,15 @@ func Describe(w io.Writer, d Deployment) {
 	if ex := d.CurlExamples(); len(ex) > 0 {
 		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
 	}
+	if m, ok := d.(MeshDescriber); ok {
+		for _, l := range m.MeshLines() {
+			fmt.Fprintf(w, "%s\n", l)
+		}
+	}
+}
+
+// MeshDescriber is a deployment with mesh features that says where to see
+// them (credentials, backends' UIs), one line each, for Describe.
+type MeshDescriber interface {
+	MeshLines() []string
 }

@@ -69,6 +69,8 @@ type RunFile struct {
 	Thresholds []string             `json:"thresholds,omitempty"`
 	Generator  any                  `json:"generator,omitempty"`
 	Processes  []deploy.ProcessInfo `json:"processes"`
+	// Traces is the check of a run with deploy.tracing (traces.go).
+	Traces *TraceCheck `json:"traces,omitempty"`
 }
 
 // ErrInterrupted is returned when the context ends mid-experiment; the
@@ -285,7 +287,8 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	defer cancelSampler()
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
 
-	target, err := TargetFor(ctx, pr, dep)
+	sent := &callCounter{}
+	target, err := targetFor(ctx, pr, dep, sent)
 	if err != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -331,10 +334,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		return nil, ctx.Err()
 	}
 	if !res.Started.IsZero() {
-		sampler.SetZero(res.Started.Add(p.Warmup))
-	} else {
-		sampler.SetZero(measureStart)
+		measureStart = res.Started.Add(p.Warmup)
 	}
+	sampler.SetZero(measureStart)
 	switch {
 	case crashed != nil:
 		<-crashed.Done()
@@ -365,6 +367,14 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	}
 	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
 		return nil, err
+	}
+	if rf.Traces, err = writeTraces(w.Dir, dep, pr.Runtime.Mesh.Tracing, sent.total()); err != nil {
+		rf.Warnings = append(rf.Warnings, fmt.Sprintf("traces: %v", err))
+	} else if rf.Traces != nil {
+		rf.Warnings = append(rf.Warnings, rf.Traces.Problems()...)
+	}
+	if err := writeMetrics(w.Dir, dep, pr.Runtime.Mesh.Metrics, measureStart); err != nil {
+		rf.Warnings = append(rf.Warnings, fmt.Sprintf("metrics: %v", err))
 	}
 	return rf, commitRun(w, rf)
 }

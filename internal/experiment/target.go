@@ -24,6 +24,12 @@ import (
 // Before any load, each request is made once and its answer checked, so
 // a variant that answers wrongly fails instead of being measured.
 func TargetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment) (*load.Target, error) {
+	return targetFor(ctx, pr, dep, nil)
+}
+
+// targetFor is TargetFor counting, in sent (when not nil), the calls made
+// over the run's transport.
+func targetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment, sent *callCounter) (*load.Target, error) {
 	cfg := pr.Load
 	if cfg.Request != nil || cfg.Flow != nil || cfg.Target != "" {
 		if cfg.Target == "" {
@@ -40,7 +46,12 @@ func TargetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment) (*load.
 	if pr.Runtime.InProcess() || runtime.IngressOf(pr.Runtime) != "" {
 		return gatewayTarget(ctx, cfg, dep.GatewayURL(), reqs)
 	}
-	conn, err := dep.Dial(ctx, transport.DialOptions{Codec: pr.Runtime.HTTPCodec})
+	dopts := transport.DialOptions{Codec: pr.Runtime.HTTPCodec}
+	if sent != nil {
+		sent.attached = true
+		dopts.Interceptors = append(dopts.Interceptors, sent.intercept)
+	}
+	conn, err := dep.Dial(ctx, dopts)
 	if err != nil {
 		return nil, fmt.Errorf("entry: %w", err)
 	}

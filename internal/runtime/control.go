@@ -66,7 +66,7 @@ func (c *control) UpdatePeers(_ context.Context, req *hostv1.UpdatePeersRequest)
 		if _, ok := h.peers[name]; !ok {
 			return nil, status.Errorf(codes.InvalidArgument, "group %s does not call component %s (it calls %v)", h.cfg.GetGroup(), name, slices.Sorted(maps.Keys(h.peers)))
 		}
-		addrs, err := h.addresses(req.GetPeers()[name])
+		addrs, err := h.addresses(name, req.GetPeers()[name])
 		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "peer %s: %v", name, err)
 		}

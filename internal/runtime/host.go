@@ -29,8 +29,9 @@ import (
 )
 
 // Middleware are the interceptors a host puts on every server it runs and
-// every client it dials, inproc included. Empty until per-hop features
-// (tracing, metrics, TLS) arrive.
+// every client it dials, inproc included, besides those of the mesh
+// features its HostConfig asks for (mesh.go: TLS, tracing, metrics), which
+// the host adds itself after these.
 type Middleware struct {
 	Server []grpc.UnaryServerInterceptor
 	Client []grpc.UnaryClientInterceptor
@@ -57,6 +58,10 @@ type host struct {
 	// calls; the control service updates their endpoint sets.
 	peers map[string]*balancer.Balancer
 	dopts transport.DialOptions
+	// tls is the host's mutual TLS, nil without deploy.mtls.
+	tls *meshTLS
+	// mesh adds the interceptors of deploy.tracing (mesh.go).
+	mesh *meshInterceptors
 	// calls counts the calls in flight on the listeners and gateway, so
 	// that a drain knows when the host is idle.
 	calls  inflight.Gate
@@ -100,8 +105,18 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		Codec:        cfg.GetTransportOptions().GetHttpCodec(),
 		HTTPLimits:   HTTPLimitsOf(cfg.GetTransportOptions().GetHttpLimits()),
 	}
+	mtls, err := loadMeshTLS(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mi, err := newMeshInterceptors(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	h := &host{
 		cfg:    cfg,
+		tls:    mtls,
+		mesh:   mi,
 		peers:  map[string]*balancer.Balancer{},
 		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
@@ -111,7 +126,10 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 	// implementation per service.
 	channels := map[string]*inproc.Channel{}
 	for _, name := range cfg.GetComponents() {
-		channels[name] = inproc.New(sopts, h.dopts)
+		cs, cd := sopts, h.dopts
+		cs.Interceptors = mi.server(sopts.Interceptors, name)
+		cd.Interceptors = mi.client(h.dopts.Interceptors, name)
+		channels[name] = inproc.New(cs, cd)
 	}
 	conn := func(dep string) (grpc.ClientConnInterface, error) {
 		if ch, ok := channels[dep]; ok {
@@ -124,7 +142,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		if !ok {
 			return nil, fmt.Errorf("no endpoints for component %s, which is outside group %s", dep, cfg.GetGroup())
 		}
-		addrs, err := h.addresses(set)
+		addrs, err := h.addresses(dep, set)
 		if err != nil {
 			return nil, fmt.Errorf("peer %s: %w", dep, err)
 		}
@@ -176,7 +194,10 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			h.close()
 			return nil, fmt.Errorf("listener for component %s, which is not in group %s", name, cfg.GetGroup())
 		}
-		if err := h.serve(lopts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
+		opts := lopts
+		opts.TLS = h.tls.serverTLS(name)
+		opts.Interceptors = mi.server(lopts.Interceptors, name)
+		if err := h.serve(opts, name, cfg.GetListeners()[name], c, impls[name]); err != nil {
 			h.close()
 			return nil, err
 		}
@@ -187,7 +208,9 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 			h.close()
 			return nil, fmt.Errorf("gateway for entry %s, which is not in group %s", cfg.GetEntry(), cfg.GetGroup())
 		}
-		if err := h.serve(lopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
+		gopts := lopts
+		gopts.Interceptors = mi.server(lopts.Interceptors, cfg.GetEntry())
+		if err := h.serve(gopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
 			h.close()
 			return nil, err
 		}
@@ -201,9 +224,12 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 	return h, nil
 }
 
-// addresses turns an endpoint set into the addresses a balancer dials,
+// addresses turns peer's endpoint set into the addresses a balancer dials,
 // checking every endpoint's transport first.
-func (h *host) addresses(set *hostv1.EndpointSet) ([]balancer.Address, error) {
+func (h *host) addresses(peer string, set *hostv1.EndpointSet) ([]balancer.Address, error) {
+	dopts := h.dopts
+	dopts.TLS = h.tls.clientTLS(peer)
+	dopts.Interceptors = h.mesh.client(h.dopts.Interceptors, peer)
 	var addrs []balancer.Address
 	for _, pe := range set.GetEndpoints() {
 		ep := EndpointOf(pe)
@@ -217,7 +243,7 @@ func (h *host) addresses(set *hostv1.EndpointSet) ([]balancer.Address, error) {
 		addrs = append(addrs, balancer.Address{
 			Addr: ep.String(),
 			Dial: func(ctx context.Context) (transport.Conn, error) {
-				return tr.Dial(ctx, ep.Network, ep.Addr, h.dopts)
+				return tr.Dial(ctx, ep.Network, ep.Addr, dopts)
 			},
 		})
 	}
@@ -401,6 +427,11 @@ func (h *host) close() {
 	if h.ctl != nil {
 		// Last, so that a Stop call gets its answer.
 		h.ctl.stop(time.Second)
+	}
+	if h.mesh != nil {
+		if err := h.mesh.close(); err != nil {
+			log.Printf("group %s: %v", h.cfg.GetGroup(), err)
+		}
 	}
 }
 

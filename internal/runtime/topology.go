@@ -52,6 +52,9 @@ type Topology struct {
 	// spec.SidecarNone for none), and ProxyMode whether each process has
 	// its own or all of a host's share one (deploy.proxy_mode).
 	Sidecar, ProxyMode string
+	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
+	// deploy.metrics).
+	Mesh Mesh
 
 	components map[string]Component
 }
@@ -168,6 +171,7 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		StartTimeout: s.Deploy.StartTimeout.D(),
 		Sidecar:      s.Deploy.Sidecar,
 		ProxyMode:    s.Deploy.ProxyMode,
+		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
 	if err := p.indexComponents(); err != nil {

@@ -130,6 +130,10 @@ type Deploy struct {
 	// Resources maps a group or component name to the limits of each of
 	// its processes (cgroups).
 	Resources map[string]Resources `toml:"resources"`
+	// MTLS, Tracing and Metrics are the in-process mesh features (mesh.go).
+	MTLS    bool    `toml:"mtls"`
+	Tracing float64 `toml:"tracing"`
+	Metrics bool    `toml:"metrics"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -356,7 +360,10 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
-	return s.checkSidecar()
+	if err := s.checkSidecar(); err != nil {
+		return err
+	}
+	return s.checkMesh()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which

@@ -189,3 +189,32 @@ def response_curve(summary: pd.DataFrame, x: str, series: str | None, xlabel: st
         ax.legend()
     ax.set_title(title)
     return to_png(fig)
+
+
+def hop_breakdown(summary: pd.DataFrame, label_col: str, order: Sequence[str],
+                  title: str) -> bytes:
+    """Where a request's time goes, hop by hop: one stacked bar per
+    configuration, a solid segment per hop for the component's own work and a
+    hatched one for the wire (encoding, network, TLS) on the way to it.
+
+    summary has one row per configuration and hop: label_col, hop, depth,
+    self_ms and wire_ms.
+    """
+    hops = (summary.sort_values(["depth", "hop"])["hop"].drop_duplicates().tolist())
+    labels = [lbl for lbl in order if lbl in set(summary[label_col])]
+    fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.45 * max(len(labels), 1)))
+    left = np.zeros(len(labels))
+    for i, hop in enumerate(hops):
+        sub = summary[summary["hop"] == hop].set_index(label_col).reindex(labels)
+        wire = sub["wire_ms"].fillna(0).to_numpy()
+        own = sub["self_ms"].fillna(0).to_numpy()
+        ax.barh(labels, wire, left=left, color=colour(i), alpha=0.35, hatch="//",
+                edgecolor=colour(i), linewidth=0.0)
+        left += wire
+        ax.barh(labels, own, left=left, color=colour(i), label=hop)
+        left += own
+    ax.invert_yaxis()
+    ax.set_xlabel("median time per request (ms): hatched = wire, solid = the component's own")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="hop")
+    ax.set_title(title)
+    return to_png(fig)

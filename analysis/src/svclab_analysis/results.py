@@ -356,6 +356,23 @@ def load_timeseries(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd
     return ts.merge(ok[["run_id", *exp.factor_names]], on="run_id")
 
 
+def load_hops(exp: Experiment) -> pd.DataFrame:
+    """hops.parquet of the ok runs (runs with deploy.tracing), with run_id and
+    factor columns added; empty when no run has one."""
+    ok = exp.ok_runs()
+    frames = []
+    for _, r in ok.iterrows():
+        p = Path(r["dir"]) / "hops.parquet"
+        if p.exists():
+            h = _read_parquet(p)
+            h["run_id"] = r["run_id"]
+            frames.append(h)
+    if not frames:
+        return pd.DataFrame()
+    hops = pd.concat(frames, ignore_index=True)
+    return hops.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+
+
 def load_samples(
     exp: Experiment, operation: str, max_per_run: int = 20000, seed: int = 1
 ) -> pd.DataFrame:

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
@@ -56,11 +57,15 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 		checks := 0
 		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
 			ep := p.listen[c]
+			var tc *tls.Config // the gateway stays plaintext
+			if c != "gateway" {
+				tc = d.mesh.clientTLS(c)
+			}
 			checks++
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if err := checkHealth(ctx, ep); err != nil {
+				if err := checkHealth(ctx, ep, tc); err != nil {
 					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
 				}
 			}()
@@ -108,8 +113,8 @@ func (p *process) waitLine(ctx context.Context, s string) error {
 }
 
 // checkHealth calls the gRPC health service at ep over ep's transport until
-// it answers SERVING or ctx ends.
-func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
+// it answers SERVING or ctx ends; tlsConf is nil without mTLS.
+func checkHealth(ctx context.Context, ep runtime.Endpoint, tlsConf *tls.Config) error {
 	var conn transport.Conn
 	defer func() {
 		if conn != nil {
@@ -120,7 +125,7 @@ func checkHealth(ctx context.Context, ep runtime.Endpoint) error {
 	backoff := 5 * time.Millisecond
 	for {
 		if conn == nil {
-			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{})
+			c, err := deploy.DialEndpoint(ctx, ep, transport.DialOptions{TLS: tlsConf})
 			if err != nil {
 				last = err
 			} else {

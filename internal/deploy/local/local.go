@@ -91,6 +91,7 @@ type Deployment struct {
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	proc        *procstat.Reader // the children's resource counters
@@ -195,8 +196,21 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if opts.Env, err = d.backing(ctx, &opts); err != nil {
 		return nil, err
 	}
+	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
+	d.mesh, err = d.newMesh(meshCtx, p)
+	cancelMesh()
+	if err != nil {
+		return nil, err
+	}
 	sockets, err := d.bind()
 	if err != nil {
+		return nil, err
+	}
+	meshCtx, cancelMesh = context.WithTimeout(ctx, opts.ReadyTimeout)
+	err = d.meshAfterBind(meshCtx, sockets)
+	cancelMesh()
+	if err != nil {
+		sockets.close()
 		return nil, err
 	}
 	defer sockets.close() // the children hold their own copies
@@ -206,6 +220,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 
 	for i, g := range p.Groups {
 		hc := d.hostConfig(i, cfgJSON, sockets)
+		d.mesh.configure(hc, i, g)
 		proc, err := d.start(hc, sockets.files[i], opts)
 		if err != nil {
 			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
@@ -221,6 +236,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	defer cancel()
 	if err := d.waitReady(readyCtx); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
+	}
+	if err := d.meshReady(readyCtx); err != nil {
+		return nil, err
 	}
 	if err := d.startIngress(readyCtx); err != nil {
 		return nil, err
@@ -248,6 +266,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	d.mesh.beforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -287,6 +306,7 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()
 	}

@@ -37,9 +37,8 @@ const (
 // what its deployer meant.
 //
 // Settings still to come get fields of their own, so that adding them changes
-// no existing field: per-hop middleware (`Middleware middleware`: TLS
-// certificate, key and CA paths; tracing sample ratio and collector;
-// metrics), transport options (`TransportOptions transport_options`: the
+// no existing field: per-hop middleware beyond TLS, tracing and
+// metrics (in `Mesh mesh`), transport options (`TransportOptions transport_options`: the
 // http transport's JSON codec) and limits the host enforces itself
 // (`Limits limits`).
 type HostConfig struct {
@@ -76,8 +75,12 @@ type HostConfig struct {
 	Control *Listener `protobuf:"bytes,11,opt,name=control,proto3" json:"control,omitempty"`
 	// TransportOptions tune the transports this host serves and dials.
 	TransportOptions *TransportOptions `protobuf:"bytes,12,opt,name=transport_options,json=transportOptions,proto3" json:"transport_options,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Mesh is the per-hop middleware of every server and client the host
+	// builds (deploy.mtls, deploy.tracing, deploy.metrics); unset, none.
+	// Numbered apart from the fields above to leave room for other settings.
+	Mesh          *Mesh `protobuf:"bytes,20,opt,name=mesh,proto3" json:"mesh,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HostConfig) Reset() {
@@ -194,6 +197,298 @@ func (x *HostConfig) GetTransportOptions() *TransportOptions {
 	return nil
 }
 
+func (x *HostConfig) GetMesh() *Mesh {
+	if x != nil {
+		return x.Mesh
+	}
+	return nil
+}
+
+// Mesh holds the mesh features a host turns on in-process, on every
+// cross-process transport alike. The gateway is left as it is.
+type Mesh struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Tls, when set, makes every listener but the gateway demand mutual TLS
+	// 1.3 from the run's CA, and every client verify its server's identity.
+	Tls *Tls `protobuf:"bytes,1,opt,name=tls,proto3" json:"tls,omitempty"`
+	// Tracing, when set, makes a client span for every call the host makes
+	// and a server span for every call it serves, inproc included, and
+	// sends them to a collector.
+	Tracing *Tracing `protobuf:"bytes,2,opt,name=tracing,proto3" json:"tracing,omitempty"`
+	// Metrics, when set, counts every call the host serves (RED metrics per
+	// component and method) and serves them for Prometheus.
+	Metrics       *Metrics `protobuf:"bytes,3,opt,name=metrics,proto3" json:"metrics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Mesh) Reset() {
+	*x = Mesh{}
+	mi := &file_host_v1_host_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Mesh) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Mesh) ProtoMessage() {}
+
+func (x *Mesh) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Mesh.ProtoReflect.Descriptor instead.
+func (*Mesh) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Mesh) GetTls() *Tls {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+func (x *Mesh) GetTracing() *Tracing {
+	if x != nil {
+		return x.Tracing
+	}
+	return nil
+}
+
+func (x *Mesh) GetMetrics() *Metrics {
+	if x != nil {
+		return x.Metrics
+	}
+	return nil
+}
+
+// Metrics is deploy.metrics.
+type Metrics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Listener is where the host serves GET /metrics (HTTP, the Prometheus
+	// exposition format).
+	Listener      *Listener `protobuf:"bytes,1,opt,name=listener,proto3" json:"listener,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Metrics) Reset() {
+	*x = Metrics{}
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Metrics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Metrics) ProtoMessage() {}
+
+func (x *Metrics) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Metrics.ProtoReflect.Descriptor instead.
+func (*Metrics) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Metrics) GetListener() *Listener {
+	if x != nil {
+		return x.Listener
+	}
+	return nil
+}
+
+// Tracing is deploy.tracing.
+type Tracing struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ratio is the share of calls without a caller's trace context that
+	// start a trace, (0, 1]; calls with one follow their caller's choice.
+	Ratio float64 `protobuf:"fixed64,1,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	// OtlpEndpoint is the collector's OTLP/gRPC host:port, plaintext on
+	// loopback.
+	OtlpEndpoint  string `protobuf:"bytes,2,opt,name=otlp_endpoint,json=otlpEndpoint,proto3" json:"otlp_endpoint,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tracing) Reset() {
+	*x = Tracing{}
+	mi := &file_host_v1_host_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tracing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tracing) ProtoMessage() {}
+
+func (x *Tracing) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tracing.ProtoReflect.Descriptor instead.
+func (*Tracing) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Tracing) GetRatio() float64 {
+	if x != nil {
+		return x.Ratio
+	}
+	return 0
+}
+
+func (x *Tracing) GetOtlpEndpoint() string {
+	if x != nil {
+		return x.OtlpEndpoint
+	}
+	return ""
+}
+
+// Tls names a host's credentials, files in its deployment's private temp
+// dir (mode 0600), deleted at teardown.
+type Tls struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// CaFile is the run's CA certificate, PEM: the only issuer trusted.
+	CaFile string `protobuf:"bytes,1,opt,name=ca_file,json=caFile,proto3" json:"ca_file,omitempty"`
+	// Certs maps each component of the group to its leaf certificate and
+	// key, whose URI SAN is spiffe://svclab/<deployment>/<component>. A
+	// listener presents its component's; the host's clients present the
+	// group's first component's.
+	Certs         map[string]*CertKey `protobuf:"bytes,2,rep,name=certs,proto3" json:"certs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Tls) Reset() {
+	*x = Tls{}
+	mi := &file_host_v1_host_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Tls) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Tls) ProtoMessage() {}
+
+func (x *Tls) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Tls.ProtoReflect.Descriptor instead.
+func (*Tls) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Tls) GetCaFile() string {
+	if x != nil {
+		return x.CaFile
+	}
+	return ""
+}
+
+func (x *Tls) GetCerts() map[string]*CertKey {
+	if x != nil {
+		return x.Certs
+	}
+	return nil
+}
+
+// CertKey is a PEM certificate and its PKCS#8 PEM key.
+type CertKey struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CertFile      string                 `protobuf:"bytes,1,opt,name=cert_file,json=certFile,proto3" json:"cert_file,omitempty"`
+	KeyFile       string                 `protobuf:"bytes,2,opt,name=key_file,json=keyFile,proto3" json:"key_file,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CertKey) Reset() {
+	*x = CertKey{}
+	mi := &file_host_v1_host_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CertKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CertKey) ProtoMessage() {}
+
+func (x *CertKey) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CertKey.ProtoReflect.Descriptor instead.
+func (*CertKey) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *CertKey) GetCertFile() string {
+	if x != nil {
+		return x.CertFile
+	}
+	return ""
+}
+
+func (x *CertKey) GetKeyFile() string {
+	if x != nil {
+		return x.KeyFile
+	}
+	return ""
+}
+
 // TransportOptions are the deploy keys that change how a transport encodes
 // or limits calls, the same for every host of a deployment.
 type TransportOptions struct {
@@ -211,7 +506,7 @@ type TransportOptions struct {
 
 func (x *TransportOptions) Reset() {
 	*x = TransportOptions{}
-	mi := &file_host_v1_host_proto_msgTypes[1]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -223,7 +518,7 @@ func (x *TransportOptions) String() string {
 func (*TransportOptions) ProtoMessage() {}
 
 func (x *TransportOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[1]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -236,7 +531,7 @@ func (x *TransportOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportOptions.ProtoReflect.Descriptor instead.
 func (*TransportOptions) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{1}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TransportOptions) GetHttpCodec() string {
@@ -269,7 +564,7 @@ type HttpLimits struct {
 
 func (x *HttpLimits) Reset() {
 	*x = HttpLimits{}
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -281,7 +576,7 @@ func (x *HttpLimits) String() string {
 func (*HttpLimits) ProtoMessage() {}
 
 func (x *HttpLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -294,7 +589,7 @@ func (x *HttpLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpLimits.ProtoReflect.Descriptor instead.
 func (*HttpLimits) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *HttpLimits) GetMaxBodyBytes() int64 {
@@ -347,7 +642,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -359,7 +654,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -372,7 +667,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Endpoint) GetTransport() string {
@@ -411,7 +706,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +718,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +731,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Listener) GetEndpoint() *Endpoint {
@@ -464,7 +759,7 @@ type EndpointSet struct {
 
 func (x *EndpointSet) Reset() {
 	*x = EndpointSet{}
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -476,7 +771,7 @@ func (x *EndpointSet) String() string {
 func (*EndpointSet) ProtoMessage() {}
 
 func (x *EndpointSet) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -489,7 +784,7 @@ func (x *EndpointSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSet.ProtoReflect.Descriptor instead.
 func (*EndpointSet) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *EndpointSet) GetEndpoints() []*Endpoint {
@@ -508,7 +803,7 @@ type UpdatePeersRequest struct {
 
 func (x *UpdatePeersRequest) Reset() {
 	*x = UpdatePeersRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -520,7 +815,7 @@ func (x *UpdatePeersRequest) String() string {
 func (*UpdatePeersRequest) ProtoMessage() {}
 
 func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -533,7 +828,7 @@ func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePeersRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *UpdatePeersRequest) GetPeers() map[string]*EndpointSet {
@@ -551,7 +846,7 @@ type UpdatePeersResponse struct {
 
 func (x *UpdatePeersResponse) Reset() {
 	*x = UpdatePeersResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -563,7 +858,7 @@ func (x *UpdatePeersResponse) String() string {
 func (*UpdatePeersResponse) ProtoMessage() {}
 
 func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -576,7 +871,7 @@ func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePeersResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{12}
 }
 
 type DrainRequest struct {
@@ -587,7 +882,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -599,7 +894,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -612,7 +907,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{13}
 }
 
 type DrainResponse struct {
@@ -623,7 +918,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +930,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +943,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{14}
 }
 
 type StopRequest struct {
@@ -659,7 +954,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -671,7 +966,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -684,7 +979,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{15}
 }
 
 type StopResponse struct {
@@ -695,7 +990,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[11]
+	mi := &file_host_v1_host_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +1002,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[11]
+	mi := &file_host_v1_host_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,14 +1015,14 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{11}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{16}
 }
 
 var File_host_v1_host_proto protoreflect.FileDescriptor
 
 const file_host_v1_host_proto_rawDesc = "" +
 	"\n" +
-	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\x1a\x1egoogle/protobuf/duration.proto\"\xb5\x05\n" +
+	"\x12host/v1/host.proto\x12\x0esvclab.host.v1\x1a\x1egoogle/protobuf/duration.proto\"\xdf\x05\n" +
 	"\n" +
 	"HostConfig\x12\x1e\n" +
 	"\n" +
@@ -747,14 +1042,34 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\x05peers\x18\n" +
 	" \x03(\v2%.svclab.host.v1.HostConfig.PeersEntryR\x05peers\x122\n" +
 	"\acontrol\x18\v \x01(\v2\x18.svclab.host.v1.ListenerR\acontrol\x12M\n" +
-	"\x11transport_options\x18\f \x01(\v2 .svclab.host.v1.TransportOptionsR\x10transportOptions\x1aV\n" +
+	"\x11transport_options\x18\f \x01(\v2 .svclab.host.v1.TransportOptionsR\x10transportOptions\x12(\n" +
+	"\x04mesh\x18\x14 \x01(\v2\x14.svclab.host.v1.MeshR\x04mesh\x1aV\n" +
 	"\x0eListenersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.svclab.host.v1.ListenerR\x05value:\x028\x01\x1aU\n" +
 	"\n" +
 	"PeersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
-	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"n\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"\x93\x01\n" +
+	"\x04Mesh\x12%\n" +
+	"\x03tls\x18\x01 \x01(\v2\x13.svclab.host.v1.TlsR\x03tls\x121\n" +
+	"\atracing\x18\x02 \x01(\v2\x17.svclab.host.v1.TracingR\atracing\x121\n" +
+	"\ametrics\x18\x03 \x01(\v2\x17.svclab.host.v1.MetricsR\ametrics\"?\n" +
+	"\aMetrics\x124\n" +
+	"\blistener\x18\x01 \x01(\v2\x18.svclab.host.v1.ListenerR\blistener\"D\n" +
+	"\aTracing\x12\x14\n" +
+	"\x05ratio\x18\x01 \x01(\x01R\x05ratio\x12#\n" +
+	"\rotlp_endpoint\x18\x02 \x01(\tR\fotlpEndpoint\"\xa7\x01\n" +
+	"\x03Tls\x12\x17\n" +
+	"\aca_file\x18\x01 \x01(\tR\x06caFile\x124\n" +
+	"\x05certs\x18\x02 \x03(\v2\x1e.svclab.host.v1.Tls.CertsEntryR\x05certs\x1aQ\n" +
+	"\n" +
+	"CertsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.svclab.host.v1.CertKeyR\x05value:\x028\x01\"A\n" +
+	"\aCertKey\x12\x1b\n" +
+	"\tcert_file\x18\x01 \x01(\tR\bcertFile\x12\x19\n" +
+	"\bkey_file\x18\x02 \x01(\tR\akeyFile\"n\n" +
 	"\x10TransportOptions\x12\x1d\n" +
 	"\n" +
 	"http_codec\x18\x01 \x01(\tR\thttpCodec\x12;\n" +
@@ -805,52 +1120,65 @@ func file_host_v1_host_proto_rawDescGZIP() []byte {
 	return file_host_v1_host_proto_rawDescData
 }
 
-var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_host_v1_host_proto_goTypes = []any{
 	(*HostConfig)(nil),          // 0: svclab.host.v1.HostConfig
-	(*TransportOptions)(nil),    // 1: svclab.host.v1.TransportOptions
-	(*HttpLimits)(nil),          // 2: svclab.host.v1.HttpLimits
-	(*Endpoint)(nil),            // 3: svclab.host.v1.Endpoint
-	(*Listener)(nil),            // 4: svclab.host.v1.Listener
-	(*EndpointSet)(nil),         // 5: svclab.host.v1.EndpointSet
-	(*UpdatePeersRequest)(nil),  // 6: svclab.host.v1.UpdatePeersRequest
-	(*UpdatePeersResponse)(nil), // 7: svclab.host.v1.UpdatePeersResponse
-	(*DrainRequest)(nil),        // 8: svclab.host.v1.DrainRequest
-	(*DrainResponse)(nil),       // 9: svclab.host.v1.DrainResponse
-	(*StopRequest)(nil),         // 10: svclab.host.v1.StopRequest
-	(*StopResponse)(nil),        // 11: svclab.host.v1.StopResponse
-	nil,                         // 12: svclab.host.v1.HostConfig.ListenersEntry
-	nil,                         // 13: svclab.host.v1.HostConfig.PeersEntry
-	nil,                         // 14: svclab.host.v1.UpdatePeersRequest.PeersEntry
-	(*durationpb.Duration)(nil), // 15: google.protobuf.Duration
+	(*Mesh)(nil),                // 1: svclab.host.v1.Mesh
+	(*Metrics)(nil),             // 2: svclab.host.v1.Metrics
+	(*Tracing)(nil),             // 3: svclab.host.v1.Tracing
+	(*Tls)(nil),                 // 4: svclab.host.v1.Tls
+	(*CertKey)(nil),             // 5: svclab.host.v1.CertKey
+	(*TransportOptions)(nil),    // 6: svclab.host.v1.TransportOptions
+	(*HttpLimits)(nil),          // 7: svclab.host.v1.HttpLimits
+	(*Endpoint)(nil),            // 8: svclab.host.v1.Endpoint
+	(*Listener)(nil),            // 9: svclab.host.v1.Listener
+	(*EndpointSet)(nil),         // 10: svclab.host.v1.EndpointSet
+	(*UpdatePeersRequest)(nil),  // 11: svclab.host.v1.UpdatePeersRequest
+	(*UpdatePeersResponse)(nil), // 12: svclab.host.v1.UpdatePeersResponse
+	(*DrainRequest)(nil),        // 13: svclab.host.v1.DrainRequest
+	(*DrainResponse)(nil),       // 14: svclab.host.v1.DrainResponse
+	(*StopRequest)(nil),         // 15: svclab.host.v1.StopRequest
+	(*StopResponse)(nil),        // 16: svclab.host.v1.StopResponse
+	nil,                         // 17: svclab.host.v1.HostConfig.ListenersEntry
+	nil,                         // 18: svclab.host.v1.HostConfig.PeersEntry
+	nil,                         // 19: svclab.host.v1.Tls.CertsEntry
+	nil,                         // 20: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
 }
 var file_host_v1_host_proto_depIdxs = []int32{
-	12, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
-	4,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
-	13, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
-	4,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
-	1,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
-	2,  // 5: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
-	15, // 6: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
-	15, // 7: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
-	15, // 8: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
-	3,  // 9: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
-	3,  // 10: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
-	14, // 11: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
-	4,  // 12: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
-	5,  // 13: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	5,  // 14: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	6,  // 15: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
-	8,  // 16: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
-	10, // 17: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
-	7,  // 18: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
-	9,  // 19: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
-	11, // 20: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
-	18, // [18:21] is the sub-list for method output_type
-	15, // [15:18] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	17, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
+	9,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
+	18, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
+	9,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
+	6,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
+	1,  // 5: svclab.host.v1.HostConfig.mesh:type_name -> svclab.host.v1.Mesh
+	4,  // 6: svclab.host.v1.Mesh.tls:type_name -> svclab.host.v1.Tls
+	3,  // 7: svclab.host.v1.Mesh.tracing:type_name -> svclab.host.v1.Tracing
+	2,  // 8: svclab.host.v1.Mesh.metrics:type_name -> svclab.host.v1.Metrics
+	9,  // 9: svclab.host.v1.Metrics.listener:type_name -> svclab.host.v1.Listener
+	19, // 10: svclab.host.v1.Tls.certs:type_name -> svclab.host.v1.Tls.CertsEntry
+	7,  // 11: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
+	21, // 12: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
+	21, // 13: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
+	21, // 14: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
+	8,  // 15: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
+	8,  // 16: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
+	20, // 17: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
+	9,  // 18: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
+	10, // 19: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	5,  // 20: svclab.host.v1.Tls.CertsEntry.value:type_name -> svclab.host.v1.CertKey
+	10, // 21: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	11, // 22: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
+	13, // 23: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
+	15, // 24: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
+	12, // 25: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
+	14, // 26: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
+	16, // 27: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
+	25, // [25:28] is the sub-list for method output_type
+	22, // [22:25] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_host_v1_host_proto_init() }
@@ -864,7 +1192,7 @@ func file_host_v1_host_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_host_v1_host_proto_rawDesc), len(file_host_v1_host_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -8,6 +8,7 @@ package hostv1
 import (
 	pbjson "github.com/svclab/svclab/internal/runtime/transport/httptransport/pbjson"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	math "math"
 	strconv "strconv"
 )
 
@@ -109,6 +110,12 @@ func (x *HostConfig) AppendProtoJSON(b []byte) ([]byte, error) {
 	if x.TransportOptions != nil {
 		b = append(b, ",\"transportOptions\":"...)
 		if b, err = x.TransportOptions.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if x.Mesh != nil {
+		b = append(b, ",\"mesh\":"...)
+		if b, err = x.Mesh.AppendProtoJSON(b); err != nil {
 			return b, err
 		}
 	}
@@ -353,6 +360,456 @@ func (x *HostConfig) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.TransportOptions = v
+			}
+		case "mesh":
+			if seen[0]&(1<<12) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 12
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Mesh)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Mesh = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Mesh) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.Tls != nil {
+		b = append(b, ",\"tls\":"...)
+		if b, err = x.Tls.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if x.Tracing != nil {
+		b = append(b, ",\"tracing\":"...)
+		if b, err = x.Tracing.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if x.Metrics != nil {
+		b = append(b, ",\"metrics\":"...)
+		if b, err = x.Metrics.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Mesh) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "tls":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Tls)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Tls = v
+			}
+		case "tracing":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Tracing)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Tracing = v
+			}
+		case "metrics":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Metrics)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Metrics = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Metrics) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.Listener != nil {
+		b = append(b, ",\"listener\":"...)
+		if b, err = x.Listener.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Metrics) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "listener":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Listener)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Listener = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Tracing) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if math.Float64bits(x.Ratio) != 0 {
+		b = append(b, ",\"ratio\":"...)
+		b = pbjson.AppendFloat(b, x.Ratio, 64)
+	}
+	if x.OtlpEndpoint != "" {
+		b = append(b, ",\"otlpEndpoint\":"...)
+		if b, err = pbjson.AppendString(b, x.OtlpEndpoint); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Tracing) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "ratio":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Float64()
+				if err != nil {
+					return err
+				}
+				x.Ratio = v
+			}
+		case "otlpEndpoint", "otlp_endpoint":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.OtlpEndpoint = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Tls) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.CaFile != "" {
+		b = append(b, ",\"caFile\":"...)
+		if b, err = pbjson.AppendString(b, x.CaFile); err != nil {
+			return b, err
+		}
+	}
+	if len(x.Certs) > 0 {
+		b = append(b, ",\"certs\":"...)
+		b = append(b, '{')
+		for i, k := range pbjson.SortedKeys(x.Certs) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = pbjson.AppendString(b, k); err != nil {
+				return b, err
+			}
+			b = append(b, ':')
+			if b, err = x.Certs[k].AppendProtoJSON(b); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '}')
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Tls) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "caFile", "ca_file":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.CaFile = v
+			}
+		case "certs":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			if err := d.ObjectStart(); err != nil {
+				return err
+			}
+			if x.Certs == nil {
+				x.Certs = map[string]*CertKey{}
+			}
+			for first := true; ; first = false {
+				more, err := d.NextField(first)
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+				name, err := d.Name()
+				if err != nil {
+					return err
+				}
+				k := string(name)
+				if _, dup := x.Certs[k]; dup {
+					return pbjson.ErrFallback
+				}
+				v := new(CertKey)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Certs[k] = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *CertKey) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.CertFile != "" {
+		b = append(b, ",\"certFile\":"...)
+		if b, err = pbjson.AppendString(b, x.CertFile); err != nil {
+			return b, err
+		}
+	}
+	if x.KeyFile != "" {
+		b = append(b, ",\"keyFile\":"...)
+		if b, err = pbjson.AppendString(b, x.KeyFile); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *CertKey) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "certFile", "cert_file":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.CertFile = v
+			}
+		case "keyFile", "key_file":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.KeyFile = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {

@@ -236,8 +236,11 @@ def build(a: Analysis) -> Document:
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
+        "hops": "Median time per traced request in each hop (hops.parquet, deploy.tracing): "
+                "the component's own work, and the wire on the way to it (the caller's "
+                "client span less the server span: encoding, network, TLS).",
     }
-    for key in ["box", "cdf", "timeseries", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "hops", "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:

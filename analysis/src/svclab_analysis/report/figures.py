@@ -9,7 +9,7 @@ import pandas as pd
 
 from .. import plots
 from ..metrics import label_of
-from ..results import hdr_quantiles, load_samples, load_timeseries
+from ..results import hdr_quantiles, load_hops, load_samples, load_timeseries
 from ..stats import describe, qq_points
 from .analysis import CONFIG, Analysis, config_labels
 
@@ -42,6 +42,10 @@ def figures(a: Analysis) -> dict[str, bytes]:
             ts[CONFIG] = config_labels(ts, a.factors)
             figs["timeseries"] = plots.timeseries(ts, CONFIG, order, col,
                                               f"{label_of(col)} (ms)", "Over time, per run")
+    hops = hop_summary(load_hops(a.exp), a)
+    if not hops.empty:
+        figs["hops"] = plots.hop_breakdown(hops, CONFIG, order,
+                                           "Where a request's time goes, hop by hop (traces)")
     if len(a.factors) >= 2:
         figs["interactions"] = plots.interactions(
             a.table.dropna(subset=[a.metric]), a.factors[:4], a.metric, ylab,
@@ -100,3 +104,18 @@ def latency_curves(
             curves[c] = (np.array([p[0] for p in pts]), np.array([p[1] for p in pts]))
     return curves, ("only from the percentiles in summary.json (median over runs), so "
                     "approximate; `load.raw_samples = true` gives the full curve")
+
+
+def hop_summary(hops: pd.DataFrame, a: Analysis) -> pd.DataFrame:
+    """Median own and wire time (ms) of each hop per configuration, over every
+    traced request of its runs (hops.parquet)."""
+    if hops.empty:
+        return hops
+    hops = hops.copy()
+    hops[CONFIG] = config_labels(hops, a.factors)
+    g = hops.groupby([CONFIG, "hop"], sort=False)
+    out = g.agg(depth=("depth", "min"), self_us=("self_us", "median"),
+                wire_us=("wire_us", "median")).reset_index()
+    out["self_ms"] = out["self_us"].clip(lower=0) / 1e3
+    out["wire_ms"] = out["wire_us"].clip(lower=0) / 1e3
+    return out[[CONFIG, "hop", "depth", "self_ms", "wire_ms"]]

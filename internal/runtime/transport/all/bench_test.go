@@ -3,6 +3,7 @@ package all_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"encoding/json"
 	"io"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -257,17 +259,21 @@ func stubFloorPeer() peer {
 
 // svclabPeer serves the echo service on the named transport over TCP and
 // calls it through the generated stub.
-func svclabPeer(b *testing.B, name string) peer {
+func svclabPeer(b *testing.B, name string) peer { return svclabTLSPeer(b, name, nil, nil) }
+
+// svclabTLSPeer is svclabPeer with the server and client speaking TLS
+// with server and client (plaintext when nil).
+func svclabTLSPeer(b *testing.B, name string, server, client *tls.Config) peer {
 	tr, err := transport.Lookup(name)
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv := tr.NewServer(transport.ServerOptions{})
+	srv := tr.NewServer(transport.ServerOptions{TLS: server})
 	echo.RegisterEchoServer(srv, echo.Service{})
 	lis := tcpListener(b)
 	go srv.Serve(lis)
 	b.Cleanup(srv.Stop)
-	conn, err := tr.Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{})
+	conn, err := tr.Dial(context.Background(), "tcp", lis.Addr().String(), transport.DialOptions{TLS: client})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -325,13 +331,23 @@ var bareDesc = grpc.ServiceDesc{
 	}},
 }
 
-func grpcBarePeer(b *testing.B) peer {
-	s := grpc.NewServer()
+func grpcBarePeer(b *testing.B) peer { return grpcBareTLSPeer(b, nil, nil) }
+
+// grpcBareTLSPeer is grpcBarePeer with grpc-go's own TLS credentials made
+// of server and client (plaintext when nil).
+func grpcBareTLSPeer(b *testing.B, server, client *tls.Config) peer {
+	var sopts []grpc.ServerOption
+	creds := insecure.NewCredentials()
+	if server != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(server)))
+		creds = credentials.NewTLS(client)
+	}
+	s := grpc.NewServer(sopts...)
 	s.RegisterService(&bareDesc, struct{}{})
 	lis := tcpListener(b)
 	go s.Serve(lis)
 	b.Cleanup(s.Stop)
-	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -353,7 +369,11 @@ type bareJSON struct {
 	Payload []byte `json:"payload"`
 }
 
-func httpBarePeer(b *testing.B) peer {
+func httpBarePeer(b *testing.B) peer { return httpBareTLSPeer(b, nil, nil) }
+
+// httpBareTLSPeer is httpBarePeer over net/http's own TLS with server and
+// client (plaintext when nil), HTTP/1.1 as svclab's http transport speaks.
+func httpBareTLSPeer(b *testing.B, server, client *tls.Config) peer {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /echo", func(w http.ResponseWriter, r *http.Request) {
 		var in bareJSON
@@ -366,18 +386,28 @@ func httpBarePeer(b *testing.B) peer {
 	})
 	hs := &http.Server{Handler: mux}
 	lis := tcpListener(b)
+	ht := http.DefaultTransport.(*http.Transport).Clone()
+	scheme := "http"
+	if server != nil {
+		hs.TLSConfig = server.Clone()
+		hs.TLSConfig.NextProtos = []string{"http/1.1"}
+		lis = tls.NewListener(lis, hs.TLSConfig)
+		ht.TLSClientConfig = client
+		ht.ForceAttemptHTTP2 = false
+		scheme = "https"
+	}
 	go hs.Serve(lis)
 	b.Cleanup(func() { hs.Close() })
-	client := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	b.Cleanup(client.CloseIdleConnections)
-	url := "http://" + lis.Addr().String() + "/echo"
+	hc := &http.Client{Transport: ht}
+	b.Cleanup(hc.CloseIdleConnections)
+	url := scheme + "://" + lis.Addr().String() + "/echo"
 	return peer{name: "http-bare", call: func(b *testing.B, p []byte) func() {
 		return func() {
 			body, err := json.Marshal(bareJSON{Payload: p})
 			if err != nil {
 				b.Fatal(err)
 			}
-			resp, err := client.Post(url, "application/json", bytes.NewReader(body))
+			resp, err := hc.Post(url, "application/json", bytes.NewReader(body))
 			if err != nil {
 				b.Fatal(err)
 			}

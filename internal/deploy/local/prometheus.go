@@ -1,0 +1,317 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
+)
+
+// ScrapeInterval is how often the run's Prometheus scrapes every host.
+const ScrapeInterval = time.Second
+
+// scraped are the series kept from a run: svclab's RED metrics and each
+// host's CPU, memory and goroutines.
+const scraped = `{__name__=~"svclab_.*|process_cpu_seconds_total|process_resident_memory_bytes|go_goroutines"}`
+
+// prometheus is the metrics backend of a deployment with deploy.metrics.
+type prometheus struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	log     string
+	web     string // base URL
+	start   time.Time
+	targets int
+}
+
+// bindMetrics makes each group's metrics listener among its inherited
+// sockets.
+func (m *mesh) bindMetrics(s *sockets) error {
+	for i := range s.files {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return fmt.Errorf("deploy.metrics: listen: %w", err)
+		}
+		s.closers = append(s.closers, lis)
+		f, err := lis.(*net.TCPListener).File()
+		if err != nil {
+			return fmt.Errorf("deploy.metrics: listener file: %w", err)
+		}
+		s.closers = append(s.closers, f)
+		s.files[i] = append(s.files[i], f)
+		m.metricsAt = append(m.metricsAt, &hostv1.Listener{
+			Endpoint: &hostv1.Endpoint{Transport: "http", Network: "tcp", Addr: lis.Addr().String()},
+			Fd:       int32(2 + len(s.files[i])),
+		})
+	}
+	return nil
+}
+
+// startPrometheus starts Prometheus scraping every host's metrics every
+// ScrapeInterval, and waits until it is ready or ctx ends.
+func (d *Deployment) startPrometheus(ctx context.Context, targets []string) (_ *prometheus, err error) {
+	bin, err := deploy.PrometheusPath()
+	if err != nil {
+		return nil, err
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return nil, fmt.Errorf("metrics backend: %w", err)
+	}
+	dir := filepath.Join(d.dir, "prometheus")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("metrics backend: %w", err)
+	}
+	quoted := make([]string, len(targets))
+	for i, t := range targets {
+		quoted[i] = strconv.Quote(t)
+	}
+	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\nscrape_configs:\n  - job_name: svclab\n    static_configs:\n      - targets: [%s]\n",
+		ScrapeInterval, ScrapeInterval*9/10, strings.Join(quoted, ", "))
+	confPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return nil, fmt.Errorf("metrics backend: %w", err)
+	}
+	p := &prometheus{done: make(chan struct{}), log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), targets: len(targets)}
+	logf, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("metrics backend: %w", err)
+	}
+	defer logf.Close()
+	p.cmd = exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+ports[0], "--log.level=warn")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var startErr error
+	d.spawn.do(func() { startErr = p.cmd.Start() })
+	if startErr != nil {
+		return nil, fmt.Errorf("metrics backend: start %s: %w", bin, startErr)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	defer func() {
+		if err != nil {
+			p.stop()
+		}
+	}()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if httpOK(ctx, p.web+"/-/ready") {
+			return p, nil
+		}
+		select {
+		case <-p.done:
+			return nil, fmt.Errorf("metrics backend %s exited at start (%s); its log:\n%s", bin, p.cmd.ProcessState, logTail(p.log))
+		case <-ctx.Done():
+			return nil, fmt.Errorf("metrics backend %s not ready: %w; its log:\n%s", bin, context.Cause(ctx), logTail(p.log))
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *prometheus) stop() { stopGroup(p.cmd, p.done) }
+
+// scraping waits until Prometheus has scraped every target once, or ctx
+// ends: Prometheus hands its scrapers their targets some seconds after it
+// starts, and a run must not begin before its metrics are recorded.
+func (p *prometheus) scraping(ctx context.Context) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer"
+	for {
+		ok, why := p.allUp(ctx)
+		if ok {
+			return nil
+		}
+		last = why
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("metrics backend: not scraping every host: %s: %w", last, context.Cause(ctx))
+		case <-p.done:
+			return fmt.Errorf("metrics backend exited (%s); its log:\n%s", p.cmd.ProcessState, logTail(p.log))
+		case <-tick.C:
+		}
+	}
+}
+
+// finalScrape waits, before the hosts stop, until Prometheus has scraped
+// every host once more, so that the last calls are in the series; it gives
+// up after two intervals and a second.
+func (p *prometheus) finalScrape(ctx context.Context) {
+	since := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 2*ScrapeInterval+time.Second)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ok, _ := p.scrapedSince(ctx, since); ok {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// allUp reports whether every target has been scraped and is up, and
+// what is missing when not.
+func (p *prometheus) allUp(ctx context.Context) (bool, string) {
+	return p.scrapedSince(ctx, time.Time{})
+}
+
+// scrapedSince reports whether every target is up and was last scraped
+// after since, and what is missing when not.
+func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/targets?state=active", nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			ActiveTargets []struct {
+				ScrapeURL  string    `json:"scrapeUrl"`
+				Health     string    `json:"health"`
+				LastError  string    `json:"lastError"`
+				LastScrape time.Time `json:"lastScrape"`
+			} `json:"activeTargets"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return false, err.Error()
+	}
+	if len(body.Data.ActiveTargets) != p.targets {
+		return false, fmt.Sprintf("%d of %d targets known", len(body.Data.ActiveTargets), p.targets)
+	}
+	for _, t := range body.Data.ActiveTargets {
+		if t.Health != "up" {
+			return false, fmt.Sprintf("%s is %s %s", t.ScrapeURL, t.Health, t.LastError)
+		}
+		if !t.LastScrape.After(since) {
+			return false, fmt.Sprintf("%s not scraped since %s", t.ScrapeURL, since)
+		}
+	}
+	return true, ""
+}
+
+// series reads every sample of the deployment's series, as scraped: a
+// range selector over the deployment's life, rather than a range query,
+// whose evaluation steps would resample the series and miss what the last
+// scrape before the hosts stopped saw.
+func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
+	now := time.Now()
+	life := int(now.Sub(p.start).Seconds()) + 60
+	q := url.Values{
+		"query": {fmt.Sprintf("%s[%ds]", scraped, life)},
+		"time":  {strconv.FormatFloat(float64(now.UnixMilli())/1e3, 'f', 3, 64)},
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/query?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("metrics backend: query: %w", err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []struct {
+				Metric map[string]string `json:"metric"`
+				Values [][2]any          `json:"values"`
+			} `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("metrics backend: query: HTTP %s: %w", resp.Status, err)
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("metrics backend: query: %s", body.Error)
+	}
+	var out []deploy.Sample
+	for _, r := range body.Data.Result {
+		name := r.Metric["__name__"]
+		labels := map[string]string{}
+		for k, v := range r.Metric {
+			if k != "__name__" {
+				labels[k] = v
+			}
+		}
+		for _, v := range r.Values {
+			ts, _ := v[0].(float64)
+			s, _ := v[1].(string)
+			val, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				continue
+			}
+			out = append(out, deploy.Sample{T: time.UnixMilli(int64(ts * 1e3)), Name: name, Labels: labels, Value: val})
+		}
+	}
+	return out, nil
+}
+
+// httpOK reports whether GET u answers 200 within a second.
+func httpOK(ctx context.Context, u string) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// logTail is the end of a backend's log file, indented.
+func logTail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > DefaultTailLines {
+		lines = lines[len(lines)-DefaultTailLines:]
+	}
+	return deploy.IndentTail(lines)
+}
+
+// stopGroup ends a backend's process group (SIGTERM, SIGKILL after a
+// grace) and waits for it.
+func stopGroup(cmd *exec.Cmd, done <-chan struct{}) {
+	if cmd == nil || cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-done:
+		return
+	case <-time.After(3 * time.Second):
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-done
+}

@@ -1,0 +1,48 @@
+package deploy
+
+import "time"
+
+// Span is one span a deployment's tracing backend received
+// (deploy.tracing): the client or server side of one call.
+type Span struct {
+	TraceID, SpanID string
+	// ParentID is the parent span's id, empty for a trace's root.
+	ParentID string
+	// Name is the method, "svclab.chain.Hop/Call".
+	Name string
+	// Kind is "server" or "client".
+	Kind string
+	// Service is the group whose host made the span.
+	Service string
+	// Component is the component that served the call (server spans);
+	// Peer the component called (client spans).
+	Component, Peer string
+	Start           time.Time
+	Duration        time.Duration
+	Error           bool
+}
+
+// TraceSource is a deployment with deploy.tracing: once stopped (when
+// every host has exported its last spans), Spans returns every span its
+// tracing backend received.
+type TraceSource interface {
+	Spans() ([]Span, error)
+}
+
+// Sample is one value of one series a deployment's Prometheus scraped
+// (deploy.metrics).
+type Sample struct {
+	// T is when Prometheus scraped it.
+	T time.Time
+	// Name is the metric's name; Labels the rest of its labels (instance,
+	// job, group, component, method, code, le).
+	Name   string
+	Labels map[string]string
+	Value  float64
+}
+
+// MetricSource is a deployment with deploy.metrics: once stopped, Series
+// returns every sample its Prometheus scraped of the deployment's series.
+type MetricSource interface {
+	Series() ([]Sample, error)
+}

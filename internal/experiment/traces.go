@@ -1,0 +1,199 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"google.golang.org/grpc"
+
+	"github.com/svclab/svclab/internal/deploy"
+)
+
+// TracesFile is the per-hop latency breakdown of a run with deploy.tracing.
+const TracesFile = "hops.parquet"
+
+// HopRow is one row of hops.parquet: one server span, the time a component
+// spent on one call, and what its caller saw of it.
+type HopRow struct {
+	TraceID string `parquet:"trace_id"`
+	// Depth is 0 for the entry, 1 for what it calls, and so on.
+	Depth int32 `parquet:"depth"`
+	// Hop is "client→component", "caller→component", e.g. "hop1→hop2".
+	Hop       string `parquet:"hop"`
+	Component string `parquet:"component"`
+	Method    string `parquet:"method"`
+	// StartS is the server span's start in seconds since the first span.
+	StartS float64 `parquet:"start_s"`
+	// ServerUS is the server span's duration; SelfUS the part not spent
+	// in calls the component made (its own work); ClientUS the caller's
+	// client span (0 at the entry, whose caller is not traced); WireUS
+	// ClientUS minus ServerUS: the transport's encoding, the network and
+	// TLS, both ways.
+	ServerUS float64 `parquet:"server_us"`
+	SelfUS   float64 `parquet:"self_us"`
+	ClientUS float64 `parquet:"client_us"`
+	WireUS   float64 `parquet:"wire_us"`
+	Error    bool    `parquet:"error"`
+}
+
+// TraceCheck is what svclab verifies of a run's traces: that the backend
+// got every span that was sent.
+type TraceCheck struct {
+	Traces int `json:"traces"`
+	Spans  int `json:"spans"`
+	// Sent is the calls the load generator made on the entry over the
+	// run's transport; -1 when it went through the gateway or a target of
+	// its own, where svclab does not count them.
+	Sent int64 `json:"sent"`
+	// Ratio is deploy.tracing.
+	Ratio float64 `json:"ratio"`
+	// Orphans are spans whose parent is missing from their trace, and
+	// Unanswered client spans with no server span under them: each is a
+	// span dropped on the way.
+	Orphans    int `json:"orphans"`
+	Unanswered int `json:"unanswered"`
+	// Roots are traces' root spans; one per traced request.
+	Roots int `json:"roots"`
+}
+
+// Problems lists what the check found wrong: spans dropped, or (at ratio
+// 1) a trace count other than the calls sent.
+func (c TraceCheck) Problems() []string {
+	var out []string
+	if c.Orphans > 0 {
+		out = append(out, fmt.Sprintf("%d span(s) lost their parent: spans were dropped", c.Orphans))
+	}
+	if c.Unanswered > 0 {
+		out = append(out, fmt.Sprintf("%d client span(s) have no server span: spans were dropped", c.Unanswered))
+	}
+	if c.Roots != c.Traces {
+		out = append(out, fmt.Sprintf("%d trace(s) but %d root span(s)", c.Traces, c.Roots))
+	}
+	if c.Ratio == 1 && c.Sent >= 0 && int64(c.Traces) != c.Sent {
+		out = append(out, fmt.Sprintf("%d call(s) sent at sampling 1.0 but %d trace(s) arrived", c.Sent, c.Traces))
+	}
+	return out
+}
+
+// callCounter counts the calls a client makes, as a client interceptor.
+type callCounter struct {
+	n        atomic.Int64
+	attached bool // set when the target's client uses it
+}
+
+// total is the calls counted, or -1 when the counter was not attached.
+func (c *callCounter) total() int64 {
+	if !c.attached {
+		return -1
+	}
+	return c.n.Load()
+}
+
+func (c *callCounter) intercept(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c.n.Add(1)
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+// AnalyzeTraces checks spans and breaks each request down hop by hop.
+func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, []HopRow) {
+	c := TraceCheck{Spans: len(spans), Sent: sent, Ratio: ratio}
+	byTrace := map[string]map[string]*deploy.Span{}
+	children := map[string][]*deploy.Span{} // trace/span → children
+	for i := range spans {
+		s := &spans[i]
+		if byTrace[s.TraceID] == nil {
+			byTrace[s.TraceID] = map[string]*deploy.Span{}
+		}
+		byTrace[s.TraceID][s.SpanID] = s
+		if s.ParentID != "" {
+			k := s.TraceID + "/" + s.ParentID
+			children[k] = append(children[k], s)
+		}
+	}
+	c.Traces = len(byTrace)
+	var rows []HopRow
+	var t0 = spans0(spans)
+	for i := range spans {
+		s := &spans[i]
+		kids := children[s.TraceID+"/"+s.SpanID]
+		if s.ParentID == "" {
+			c.Roots++
+		} else if byTrace[s.TraceID][s.ParentID] == nil {
+			c.Orphans++
+		}
+		if s.Kind == "client" && !slices.ContainsFunc(kids, func(k *deploy.Span) bool { return k.Kind == "server" }) {
+			c.Unanswered++
+		}
+		if s.Kind != "server" {
+			continue
+		}
+		r := HopRow{
+			TraceID: s.TraceID, Component: s.Component, Method: s.Name,
+			StartS:   s.Start.Sub(t0).Seconds(),
+			ServerUS: us(s.Duration), SelfUS: us(s.Duration), Error: s.Error,
+		}
+		for _, k := range kids {
+			if k.Kind == "client" {
+				r.SelfUS -= us(k.Duration)
+			}
+		}
+		caller := "client"
+		if p := byTrace[s.TraceID][s.ParentID]; p != nil && p.Kind == "client" {
+			r.ClientUS = us(p.Duration)
+			r.WireUS = r.ClientUS - r.ServerUS
+			if gp := byTrace[s.TraceID][p.ParentID]; gp != nil && gp.Component != "" {
+				caller = gp.Component
+			}
+		}
+		r.Depth = depth(byTrace[s.TraceID], s)
+		r.Hop = caller + "→" + s.Component
+		rows = append(rows, r)
+	}
+	return c, rows
+}
+
+// depth counts the server spans above s.
+func depth(trace map[string]*deploy.Span, s *deploy.Span) int32 {
+	var d int32
+	for p := trace[s.ParentID]; p != nil && d < 1000; p = trace[p.ParentID] {
+		if p.Kind == "server" {
+			d++
+		}
+	}
+	return d
+}
+
+func spans0(spans []deploy.Span) (t0 time.Time) {
+	for i, s := range spans {
+		if i == 0 || s.Start.Before(t0) {
+			t0 = s.Start
+		}
+	}
+	return t0
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// writeTraces reads the spans of a stopped deployment with deploy.tracing,
+// writes the per-hop breakdown into dir and returns the check; nothing
+// when dep has no tracing.
+func writeTraces(dir string, dep deploy.Deployment, ratio float64, sent int64) (*TraceCheck, error) {
+	src, ok := dep.(deploy.TraceSource)
+	if !ok || ratio <= 0 {
+		return nil, nil
+	}
+	spans, err := src.Spans()
+	if err != nil {
+		return nil, err
+	}
+	check, rows := AnalyzeTraces(spans, sent, ratio)
+	if err := parquet.WriteFile(filepath.Join(dir, TracesFile), rows); err != nil {
+		return nil, fmt.Errorf("write %s: %w", TracesFile, err)
+	}
+	return &check, nil
+}

@@ -1,0 +1,81 @@
+package experiment
+
+import (
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+)
+
+// chainTrace is one request through a 3-hop chain: hop1 serves 1000 µs,
+// calls hop2 (client 700 µs, server 600 µs), which calls hop3 (client 300
+// µs, server 250 µs).
+func chainTrace(id string, t0 time.Time) []deploy.Span {
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	return []deploy.Span{
+		{TraceID: id, SpanID: "a", Kind: "server", Component: "hop1", Name: "m", Start: t0, Duration: us(1000)},
+		{TraceID: id, SpanID: "b", ParentID: "a", Kind: "client", Peer: "hop2", Name: "m", Start: t0.Add(us(100)), Duration: us(700)},
+		{TraceID: id, SpanID: "c", ParentID: "b", Kind: "server", Component: "hop2", Name: "m", Start: t0.Add(us(150)), Duration: us(600)},
+		{TraceID: id, SpanID: "d", ParentID: "c", Kind: "client", Peer: "hop3", Name: "m", Start: t0.Add(us(200)), Duration: us(300)},
+		{TraceID: id, SpanID: "e", ParentID: "d", Kind: "server", Component: "hop3", Name: "m", Start: t0.Add(us(225)), Duration: us(250)},
+	}
+}
+
+func TestAnalyzeTraces(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	spans := append(chainTrace("t1", t0), chainTrace("t2", t0.Add(time.Second))...)
+	c, rows := AnalyzeTraces(spans, 2, 1)
+	if c.Traces != 2 || c.Spans != 10 || c.Roots != 2 || c.Orphans != 0 || c.Unanswered != 0 {
+		t.Errorf("check %+v", c)
+	}
+	if p := c.Problems(); len(p) != 0 {
+		t.Errorf("problems %v", p)
+	}
+	// Worked by hand from chainTrace.
+	want := map[string]HopRow{
+		"client→hop1": {Depth: 0, ServerUS: 1000, SelfUS: 300, ClientUS: 0, WireUS: 0},
+		"hop1→hop2":   {Depth: 1, ServerUS: 600, SelfUS: 300, ClientUS: 700, WireUS: 100},
+		"hop2→hop3":   {Depth: 2, ServerUS: 250, SelfUS: 250, ClientUS: 300, WireUS: 50},
+	}
+	if len(rows) != 6 {
+		t.Fatalf("%d rows, want 3 hops × 2 traces", len(rows))
+	}
+	for _, r := range rows {
+		w, ok := want[r.Hop]
+		if !ok {
+			t.Errorf("unexpected hop %q", r.Hop)
+			continue
+		}
+		if r.Depth != w.Depth || r.ServerUS != w.ServerUS || r.SelfUS != w.SelfUS || r.ClientUS != w.ClientUS || r.WireUS != w.WireUS {
+			t.Errorf("%s: %+v, want %+v", r.Hop, r, w)
+		}
+		if r.TraceID == "t2" && r.StartS < 1 {
+			t.Errorf("%s of t2 starts at %v s", r.Hop, r.StartS)
+		}
+	}
+}
+
+func TestAnalyzeTracesDropped(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	full := chainTrace("t1", t0)
+	tests := []struct {
+		name  string
+		spans []deploy.Span
+		sent  int64
+		check func(TraceCheck) bool
+	}{
+		{"server span of hop3 lost", full[:4], 1, func(c TraceCheck) bool { return c.Unanswered == 1 }},
+		{"client span to hop2 lost", append(append([]deploy.Span{}, full[:1]...), full[2:]...), 1, func(c TraceCheck) bool { return c.Orphans == 1 }},
+		{"a whole trace lost", full, 2, func(c TraceCheck) bool { return c.Traces == 1 }},
+	}
+	for _, tt := range tests {
+		c, _ := AnalyzeTraces(tt.spans, tt.sent, 1)
+		if !tt.check(c) || len(c.Problems()) == 0 {
+			t.Errorf("%s: check %+v, problems %v", tt.name, c, c.Problems())
+		}
+	}
+	// Below ratio 1 the count of traces is not known in advance.
+	if c, _ := AnalyzeTraces(full, 2, 0.5); len(c.Problems()) != 0 {
+		t.Errorf("ratio 0.5: problems %v", c.Problems())
+	}
+}
