@@ -58,7 +58,7 @@ func (d *Deployment) waitReady(ctx context.Context) error {
 		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
 			ep := p.listen[c]
 			var tc *tls.Config // the gateway stays plaintext
-			if c != "gateway" {
+			if c != "gateway" && !d.plaintextBehindSidecar(p) {
 				tc = d.mesh.clientTLS(c)
 			}
 			checks++

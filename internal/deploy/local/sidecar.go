@@ -6,9 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
+	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -65,6 +67,17 @@ func (d *Deployment) planSidecars(s *sockets) error {
 	if m.bin, err = plan.Kind.Binary(); err != nil {
 		m.release()
 		return err
+	}
+	if d.mesh != nil && d.mesh.mtls {
+		creds := func(c string) (string, string, string) {
+			f := d.mesh.certs[c]
+			return f.CA, f.Cert, f.Key
+		}
+		prefix := strings.TrimSuffix(pki.ID(d.id, "x").String(), "x")
+		if err := plan.Secure(p, creds, prefix, func(c string) string { return pki.ID(d.id, c).String() }); err != nil {
+			m.release()
+			return err
+		}
 	}
 	d.sidecars = m
 	if !p.InProcess() {
@@ -129,4 +142,11 @@ func (d *Deployment) startSidecars(opts Options) error {
 		d.processes = append(d.processes, proc)
 	}
 	return nil
+}
+
+// plaintextBehindSidecar reports whether p is a host whose listeners
+// serve only its own sidecar, in plaintext on loopback, while the sidecars
+// carry mTLS.
+func (d *Deployment) plaintextBehindSidecar(p *process) bool {
+	return d.sidecars != nil && p.info.Role == deploy.RoleHost
 }

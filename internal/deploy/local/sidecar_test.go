@@ -290,6 +290,20 @@ func TestSidecarNoOrphans(t *testing.T) {
 	}
 }
 
+// TestSidecarMTLS is TestMTLS with the sidecars doing mutual TLS between
+// each other, the hosts plaintext behind them: the same answers, deadline
+// and refusals, by svclab's clients, openssl s_client and curl.
+func TestSidecarMTLS(t *testing.T) {
+	for _, sc := range []string{spec.SidecarEnvoy, spec.SidecarNginx, spec.SidecarHAProxy} {
+		for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
+			t.Run(sc+"/"+tr, func(t *testing.T) {
+				proxyOrSkip(t, sc)
+				testMTLS(t, tr, sc)
+			})
+		}
+	}
+}
+
 // TestSidecarSpecErrors checks that a missing proxy program is one error
 // naming the key and line, from deploy.Resolve, before anything starts.
 func TestSidecarSpecErrors(t *testing.T) {
