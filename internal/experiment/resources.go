@@ -46,6 +46,9 @@ type ResourceSampler struct {
 	rows  []ResourceRow
 	zero  time.Time // the t_s origin: the start of the measurement
 	start time.Time
+
+	follow func() []Sampled // processes that may join (scaling.go)
+	joined []deploy.ProcessInfo
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
@@ -87,6 +90,7 @@ func (rs *ResourceSampler) SetZero(zero time.Time) {
 
 // sample takes one sample of every process; Start calls it on every tick.
 func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
+	rs.followNew()
 	var rows []ResourceRow
 	for _, p := range rs.procs {
 		u, err := p.Source.Sample(ctx)

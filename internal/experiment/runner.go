@@ -283,6 +283,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Processes = append(rf.Processes, s.Process)
 	}
 	sampler := NewResourceSampler(sampled, time.Second)
+	if autoscaled(dep) {
+		sampler.Follow(func() []Sampled { return sampledOf(dep) })
+	}
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
@@ -368,6 +371,10 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
 		return nil, err
 	}
+	if err := writeScaling(w.Dir, dep, sampler); err != nil {
+		return nil, err
+	}
+	rf.Processes = append(rf.Processes, sampler.Joined()...)
 	if rf.Traces, err = writeTraces(w.Dir, dep, pr.Runtime.Mesh.Tracing, sent.total()); err != nil {
 		rf.Warnings = append(rf.Warnings, fmt.Sprintf("traces: %v", err))
 	} else if rf.Traces != nil {

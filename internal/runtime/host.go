@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -65,6 +66,7 @@ type host struct {
 	// calls counts the calls in flight on the listeners and gateway, so
 	// that a drain knows when the host is idle.
 	calls  inflight.Gate
+	served atomic.Int64 // calls admitted, for the exit log line
 	health *health.Server
 	ctl    *control
 	// stop ends run; set by run before anything can call it.
@@ -121,6 +123,10 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
 		health: health.NewServer(),
 	}
+	picker, err := pickerOf(cfg.GetTransportOptions().GetBalancer())
+	if err != nil {
+		return nil, err
+	}
 	// One channel per component, because several components of a group may
 	// implement the same service (chain's hops), and a channel holds one
 	// implementation per service.
@@ -146,7 +152,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		if err != nil {
 			return nil, fmt.Errorf("peer %s: %w", dep, err)
 		}
-		b := balancer.New(dep, balancer.Options{})
+		b := balancer.New(dep, balancer.Options{Picker: picker})
 		if err := b.Update(addrs); err != nil {
 			return nil, err
 		}
@@ -290,6 +296,7 @@ func (h *host) admit(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 		return nil, status.Errorf(codes.Unavailable, "group %s is draining", h.cfg.GetGroup())
 	}
 	defer h.calls.Leave()
+	h.served.Add(1)
 	return handler(ctx, req)
 }
 
@@ -334,6 +341,11 @@ func listen(l *hostv1.Listener) (net.Listener, error) {
 	return lis, nil
 }
 
+// ServedMarker precedes, in a host's last log line, the number of calls it
+// admitted on its listeners and gateway: how a test sees the share of
+// calls each replica got.
+const ServedMarker = "served, on its listeners,"
+
 // errStopped ends a host its deployer stopped over the control channel.
 var errStopped = errors.New("stopped by the deployer")
 
@@ -374,6 +386,7 @@ func (h *host) run(ctx context.Context) error {
 	}
 	h.close()
 	wg.Wait()
+	log.Printf("group %s: %s %d calls", h.cfg.GetGroup(), ServedMarker, h.served.Load())
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, errStopped) {
 		return fmt.Errorf("group %s: %w", h.cfg.GetGroup(), err)
 	}

@@ -52,6 +52,9 @@ type Topology struct {
 	// spec.SidecarNone for none), and ProxyMode whether each process has
 	// its own or all of a host's share one (deploy.proxy_mode).
 	Sidecar, ProxyMode string
+	// Balancer is deploy.balancer: how a caller spreads calls over a
+	// group's replicas (scaling.go).
+	Balancer string
 	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
 	// deploy.metrics).
 	Mesh Mesh
@@ -64,6 +67,11 @@ type Group struct {
 	// Name is the components joined with "+", e.g. "hop2+hop3".
 	Name       string
 	Components []string
+	// Replicas is how many processes serve the group at the start (at
+	// least 1); Autoscale, when set, changes it while the group runs
+	// (scaling.go).
+	Replicas  int
+	Autoscale *Autoscale
 	// Resources limit each process of the group (deploy.resources).
 	Resources spec.Resources
 }
@@ -215,6 +223,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
 	}
 	if err := p.resolveResources(s); err != nil {
+		return nil, err
+	}
+	if err := p.resolveScaling(s); err != nil {
 		return nil, err
 	}
 	return p, nil

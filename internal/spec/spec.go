@@ -127,6 +127,10 @@ type Deploy struct {
 	// ProxyMode is one proxy per process or one per host, one of
 	// ProxyModes (ProxyModeSidecar by default).
 	ProxyMode string `toml:"proxy_mode"`
+	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
+	Replicas  map[string]int       `toml:"replicas"`
+	Balancer  string               `toml:"balancer"`
+	Autoscale map[string]Autoscale `toml:"autoscale"`
 	// Resources maps a group or component name to the limits of each of
 	// its processes (cgroups).
 	Resources map[string]Resources `toml:"resources"`
@@ -363,7 +367,10 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkSidecar(); err != nil {
 		return err
 	}
-	return s.checkMesh()
+	if err := s.checkMesh(); err != nil {
+		return err
+	}
+	return s.checkScaling()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which

@@ -133,6 +133,47 @@ def timeseries(ts: pd.DataFrame, label_col: str, order: Sequence[str], latency_c
     return to_png(fig)
 
 
+def scaling(ts: pd.DataFrame, replicas: pd.DataFrame, label_col: str, order: Sequence[str],
+            latency_col: str, latency_label: str, title: str) -> bytes:
+    """Latency and throughput per second above the replicas of each
+    autoscaled group, one thin line per run, on one time axis."""
+    fig, (ax1, ax2, ax3) = plt.subplots(3, 1, figsize=(7.0, 6.4), sharex=True)
+    groups = sorted(replicas["group"].unique())
+    styles = ["-", "--", ":", "-."]
+    for i, lbl in enumerate(order):
+        sub = ts[ts[label_col] == lbl]
+        for j, (_, run) in enumerate(sub.groupby("run_id", sort=True)):
+            run = run.sort_values("second")
+            kw = {"color": colour(i), "linewidth": 1.0, "alpha": 0.75,
+                  "label": lbl if j == 0 else None}
+            ax1.plot(run["second"], run[latency_col], **kw)
+            ax2.plot(run["second"], run["rps"], **kw)
+        rsub = replicas[replicas[label_col] == lbl]
+        for (run_id, group), dec in rsub.groupby(["run_id", "group"], sort=True):
+            dec = dec.sort_values("t_s")
+            # The count before the first decision, then after each one,
+            # held to the run's last second.
+            end = ts.loc[ts["run_id"] == run_id, "second"].max()
+            last = dec["t_s"].iloc[-1]
+            tail_x = [end] if end == end and end > last else []
+            x = np.concatenate([[dec["t_s"].iloc[0]], dec["t_s"].to_numpy(), tail_x])
+            y = np.concatenate([[dec["current"].iloc[0]], dec["desired"].to_numpy(),
+                                [dec["desired"].iloc[-1]] * len(tail_x)])
+            ax3.step(x, y, where="post", color=colour(i), alpha=0.75, linewidth=1.2,
+                     linestyle=styles[groups.index(group) % len(styles)])
+    for k, g in enumerate(groups):
+        ax3.plot([], [], color=MUTED, linestyle=styles[k % len(styles)], label=g)
+    ax1.set_ylabel(latency_label)
+    ax2.set_ylabel("throughput (req/s)")
+    ax3.set_ylabel("replicas")
+    ax3.yaxis.get_major_locator().set_params(integer=True)
+    ax3.set_xlabel("second of the measurement window (s)")
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax3.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="group")
+    ax1.set_title(title)
+    return to_png(fig)
+
+
 def interactions(means: pd.DataFrame, factors: Sequence[str], response: str, ylabel: str,
                  title: str) -> bytes:
     """Interaction plots: mean response per level of one factor, a line per

@@ -356,6 +356,39 @@ def load_timeseries(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd
     return ts.merge(ok[["run_id", *exp.factor_names]], on="run_id")
 
 
+def load_scaling(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
+    """scaling.parquet (the autoscalers' decisions) of the ok runs that have
+    one, with run_id and factor columns added; empty when no run was
+    autoscaled."""
+    ok = exp.ok_runs()
+    if run_ids is not None:
+        ok = ok[ok["run_id"].isin(list(run_ids))]
+    frames = []
+    for _, r in ok.iterrows():
+        p = Path(r["dir"]) / "scaling.parquet"
+        if p.exists():
+            df = _read_parquet(p)
+            df["run_id"] = r["run_id"]
+            frames.append(df)
+    frames = [f for f in frames if not f.empty]
+    if not frames:
+        return pd.DataFrame()
+    df = pd.concat(frames, ignore_index=True)
+    return df.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+
+
+def replicas_over_time(scaling: pd.DataFrame) -> pd.DataFrame:
+    """One row per decision (the metrics of one decision share it): run_id,
+    group, t_s, and the replicas the group had before (current) and after
+    (desired)."""
+    if scaling.empty:
+        return pd.DataFrame(columns=["run_id", "group", "t_s", "current", "desired"])
+    per_metric = ["metric", "utilization_pct", "target_pct", "proposed", "reason", "error"]
+    d = scaling.drop_duplicates(subset=["run_id", "group", "t_s"])
+    d = d.drop(columns=[c for c in per_metric if c in d.columns])
+    return d.sort_values(["run_id", "group", "t_s"]).reset_index(drop=True)
+
+
 def load_hops(exp: Experiment) -> pd.DataFrame:
     """hops.parquet of the ok runs (runs with deploy.tracing), with run_id and
     factor columns added; empty when no run has one."""

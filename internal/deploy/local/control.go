@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -23,10 +24,14 @@ import (
 // language.
 const controlTransport = "grpc"
 
-// controlPath is where group i's host serves its control service. It is
-// named by index because group names can outgrow a socket path's 108 bytes.
-func (d *Deployment) controlPath(i int) string {
-	return filepath.Join(d.dir, fmt.Sprintf("control-%d.sock", i))
+// controlPath is where replica ordinal of group i serves its control
+// service. It is named by index because group names can outgrow a socket
+// path's 108 bytes.
+func (d *Deployment) controlPath(i, ordinal int) string {
+	if ordinal == 0 {
+		return filepath.Join(d.dir, fmt.Sprintf("control-%d.sock", i))
+	}
+	return filepath.Join(d.dir, fmt.Sprintf("control-%d-%d.sock", i, ordinal))
 }
 
 // groupIndex is the index of the named group.
@@ -42,23 +47,33 @@ func (d *Deployment) groupIndex(group string) (int, error) {
 	return i, nil
 }
 
-// control calls f with a client of group's control service. The connection
-// lasts one call: control calls are rare, and a cached one would need
-// closing when the deployment stops.
+// control calls f with a client of the control service of every live
+// replica of group.
 func (d *Deployment) control(group string, f func(hostv1.ControlClient) error) error {
 	i, err := d.groupIndex(group)
 	if err != nil {
 		return err
 	}
-	cc, err := grpc.NewClient("unix://"+d.controlPath(i), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return fmt.Errorf("group %s: control channel: %w", group, err)
+	var errs []error
+	for _, p := range d.live(i) {
+		errs = append(errs, d.controlProcess(p, f))
 	}
-	defer cc.Close()
-	if err := f(hostv1.NewControlClient(cc)); err != nil {
+	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("group %s: %w", group, err)
 	}
 	return nil
+}
+
+// controlProcess calls f with a client of p's control service. The
+// connection lasts one call: control calls are rare, and a cached one
+// would need closing when the replica goes.
+func (d *Deployment) controlProcess(p *process, f func(hostv1.ControlClient) error) error {
+	cc, err := grpc.NewClient("unix://"+d.controlPath(p.group, p.ordinal), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return fmt.Errorf("%s: control channel: %w", p.info.Name, err)
+	}
+	defer cc.Close()
+	return f(hostv1.NewControlClient(cc))
 }
 
 // UpdatePeers replaces, in group's host, the endpoint set of each component
@@ -91,15 +106,16 @@ func (d *Deployment) Drain(ctx context.Context, group string) error {
 	})
 }
 
-// StopGroup stops group's host gracefully: it drains, finishes its calls in
-// flight (for as long as ctx allows) and exits with status 0. StopGroup
-// returns once the process has exited. The deployment's Exited and Crashed
-// report the exit like any other.
+// StopGroup stops every replica of group gracefully: each drains,
+// finishes its calls in flight (for as long as ctx allows) and exits with
+// status 0. StopGroup returns once the processes have exited. The
+// deployment's Exited and Crashed report the exits like any other.
 func (d *Deployment) StopGroup(ctx context.Context, group string) error {
 	i, err := d.groupIndex(group)
 	if err != nil {
 		return err
 	}
+	procs := d.live(i)
 	err = d.control(group, func(cc hostv1.ControlClient) error {
 		_, err := cc.Stop(ctx, &hostv1.StopRequest{})
 		return err
@@ -107,14 +123,15 @@ func (d *Deployment) StopGroup(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	p := d.processes[i]
-	select {
-	case <-p.done:
-	case <-ctx.Done():
-		return fmt.Errorf("group %s: asked to stop, still running: %w", group, ctx.Err())
-	}
-	if p.waitErr != nil {
-		return fmt.Errorf("group %s: stopped with %w", group, p.waitErr)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return fmt.Errorf("group %s: asked to stop, %s still running: %w", group, p.info.Name, ctx.Err())
+		}
+		if p.waitErr != nil {
+			return fmt.Errorf("group %s: %s stopped with %w", group, p.info.Name, p.waitErr)
+		}
 	}
 	return nil
 }

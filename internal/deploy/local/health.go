@@ -38,13 +38,13 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 // StderrTails maps each group to its last output lines, joined.
 func (e *NotReadyError) StderrTails() map[string]string { return e.Tails }
 
-// waitReady health-checks every listener of every child until all report
-// SERVING, a child exits, or ctx ends.
-func (d *Deployment) waitReady(ctx context.Context) error {
+// waitReady health-checks every listener of every child in procs until all
+// report SERVING, a child exits, or ctx ends.
+func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	for _, p := range d.processes {
+	for _, p := range procs {
 		// A child that exits fails the deployment at once, whatever the
 		// health checks are doing.
 		go func() {

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -86,8 +87,19 @@ type Deployment struct {
 	entry      runtime.Endpoint
 	gateway    runtime.Endpoint
 	gatewayURL string
-	processes  []*process   // the hosts in group order, then any sidecars
-	sidecars   *sidecarPlan // the sidecars, when deploy.sidecar names one
+
+	// mu guards processes, every replica of every group (replicas.go);
+	// scaleMu serialises Scale.
+	mu          sync.Mutex
+	processes   []*process
+	nextOrdinal []int
+	scaleMu     sync.Mutex
+	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
+	cfgJSON     []byte
+	opts        Options
+	as          autoscalers
+	clients     []entryClient // balancers over the entry's replicas (dial.go)
+	sidecars    *sidecarPlan // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
@@ -123,8 +135,11 @@ func (d *Deployment) Gateway() runtime.Endpoint { return d.gateway }
 // "/<package.Service>/<Method>" with a protojson body.
 func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
-// Processes has one entry per group, in the topology's order.
+// Processes has one entry per replica of each group, in the topology's
+// order at the start; replicas started later follow.
 func (d *Deployment) Processes() []deploy.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	out := make([]deploy.Process, len(d.processes))
 	for i, p := range d.processes {
 		out[i] = p
@@ -180,6 +195,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		cpus:        opts.CPUs,
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
+		nextOrdinal: make([]int, len(p.Groups)),
+		cfgJSON:     cfgJSON,
+		opts:        opts,
 	}
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
@@ -196,45 +214,20 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if opts.Env, err = d.backing(ctx, &opts); err != nil {
 		return nil, err
 	}
+	d.opts.Env = opts.Env
 	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
 	d.mesh, err = d.newMesh(meshCtx, p)
 	cancelMesh()
 	if err != nil {
 		return nil, err
 	}
-	sockets, err := d.bind()
-	if err != nil {
+	if err := d.startAll(ctx, cfgJSON); err != nil {
 		return nil, err
-	}
-	meshCtx, cancelMesh = context.WithTimeout(ctx, opts.ReadyTimeout)
-	err = d.meshAfterBind(meshCtx, sockets)
-	cancelMesh()
-	if err != nil {
-		sockets.close()
-		return nil, err
-	}
-	defer sockets.close() // the children hold their own copies
-	if err := d.planSidecars(sockets); err != nil {
-		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
-	}
-
-	for i, g := range p.Groups {
-		hc := d.hostConfig(i, cfgJSON, sockets)
-		d.mesh.configure(hc, i, g)
-		proc, err := d.start(hc, sockets.files[i], opts)
-		if err != nil {
-			return nil, fmt.Errorf("deployment %s: start group %s: %w", d.id, g.Name, err)
-		}
-		d.processes = append(d.processes, proc)
-	}
-	sockets.close()
-	if err := d.startSidecars(opts); err != nil {
-		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 
 	readyCtx, cancel := context.WithTimeout(ctx, opts.ReadyTimeout)
 	defer cancel()
-	if err := d.waitReady(readyCtx); err != nil {
+	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
 	if err := d.meshReady(readyCtx); err != nil {
@@ -243,7 +236,14 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.startIngress(readyCtx); err != nil {
 		return nil, err
 	}
-	go d.watch()
+	now := time.Now()
+	for _, p := range d.processes {
+		p.readyAt = now
+		d.watchProcess(p)
+	}
+	if err := d.startAutoscalers(); err != nil {
+		return nil, err
+	}
 	return d, nil
 }
 
@@ -266,6 +266,11 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
+	d.stopAutoscalers()
+	// A Scale in progress finishes first, so that no replica starts
+	// after the others are stopped.
+	d.scaleMu.Lock()
+	defer d.scaleMu.Unlock()
 	d.mesh.beforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
@@ -273,13 +278,16 @@ func (d *Deployment) stop(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, p := range d.processes {
+	d.mu.Lock()
+	procs := slices.Clone(d.processes)
+	d.mu.Unlock()
+	for _, p := range procs {
 		signalGroup(p, syscall.SIGTERM)
 	}
 	grace := time.NewTimer(d.stopTimeout)
 	defer grace.Stop()
 wait:
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 		case <-grace.C:
@@ -288,7 +296,7 @@ wait:
 			break wait
 		}
 	}
-	for _, p := range d.processes {
+	for _, p := range procs {
 		select {
 		case <-p.done:
 			if p.waitErr != nil && !killedBy(p.waitErr, syscall.SIGTERM) {
@@ -310,7 +318,7 @@ wait:
 	if d.spawn != nil {
 		d.spawn.close()
 	}
-	for _, p := range d.processes {
+	for _, p := range procs {
 		if p.cg != nil {
 			if err := p.cg.Remove(); err != nil {
 				errs = append(errs, err)

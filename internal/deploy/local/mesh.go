@@ -77,9 +77,10 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 	return m, nil
 }
 
-// afterBind adds each group's metrics listener to its sockets and starts
-// the Prometheus that scrapes them (within ctx), for deploy.metrics.
-func (d *Deployment) meshAfterBind(ctx context.Context, s *sockets) error {
+// afterBind adds a metrics listener to the sockets of each of the first
+// replicas and starts the Prometheus that scrapes them (within ctx), for
+// deploy.metrics. Replicas an autoscaler adds later are not scraped.
+func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	m := d.mesh
 	if m == nil || !m.metrics {
 		return nil
@@ -144,13 +145,15 @@ func (d *Deployment) meshReady(ctx context.Context) error {
 	return nil
 }
 
-// configure sets hc's mesh for group g, the i-th.
+// configure sets hc's mesh for a replica of group g, the i-th of the
+// first replicas (whose metrics listener it gets), or -1 for one added
+// later.
 func (m *mesh) configure(hc *hostv1.HostConfig, i int, g runtime.Group) {
 	if m == nil {
 		return
 	}
 	hc.Mesh = &hostv1.Mesh{}
-	if m.metrics {
+	if m.metrics && i >= 0 && i < len(m.metricsAt) {
 		hc.Mesh.Metrics = &hostv1.Metrics{Listener: m.metricsAt[i]}
 	}
 	if m.jaeger != nil {

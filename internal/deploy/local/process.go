@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,6 +22,15 @@ import (
 
 // process is one child: one group of components. It is a deploy.Process.
 type process struct {
+	// group and ordinal say which replica of which group it is; ordinals
+	// count up from 0 within a group and are never reused.
+	group, ordinal int
+	// retired is set when the deployer scales the replica away: its
+	// exit is then no crash.
+	retired atomic.Bool
+	// readyAt is when it passed its health checks.
+	readyAt time.Time
+
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
 	res    deploy.ResourceSource
@@ -54,41 +64,22 @@ func (p *process) Exit() *deploy.ExitError {
 }
 
 // start launches one child.
-func (d *Deployment) start(hc *hostv1.HostConfig, files []*os.File, opts Options) (*process, error) {
+func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*process, error) {
 	cfg, err := runtime.EncodeHostConfig(hc)
 	if err != nil {
 		return nil, err
 	}
+	name := d.replicaName(s.group, s.ordinal)
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
-	cg, cgEnv, err := d.NewProcessCgroup(hc.Group, hc.Group)
+	cg, cgEnv, err := d.NewProcessCgroup(name, hc.Group)
 	if err != nil {
 		return nil, err
 	}
 	cmd.Env = append(cmd.Env, cgEnv...)
-	cmd.ExtraFiles = files
-	info := deploy.ProcessInfo{
-		Name:       hc.Group,
-		Group:      hc.Group,
-		Role:       deploy.RoleHost,
-		Components: hc.Components,
-	}
-	listen := map[string]runtime.Endpoint{}
-	for c, l := range hc.Listeners {
-		listen[c] = runtime.EndpointOf(l.Endpoint)
-	}
-	if hc.Gateway != nil {
-		listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
-	}
-	return d.launch(cmd, info, listen, cg, opts)
-}
-
-// launch starts cmd as a child of the deployment — a host, or a program
-// beside one (a sidecar proxy) — in control group cg when it is not nil.
-// info.PID is filled in.
-func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, cg *cgroup.Group, opts Options) (*process, error) {
+	cmd.ExtraFiles = s.files
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's SIGINT goes to svclab
 		// alone, which stops the children in order, and Stop can signal
@@ -121,12 +112,19 @@ func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[s
 		if cg != nil {
 			_ = cg.Remove()
 		}
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
+		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
 	}
-	info.PID = cmd.Process.Pid
 	proc := &process{
-		info:     info,
-		listen:   listen,
+		group:   s.group,
+		ordinal: s.ordinal,
+		info: deploy.ProcessInfo{
+			Name:       name,
+			Group:      hc.Group,
+			Role:       deploy.RoleHost,
+			Components: hc.Components,
+			PID:        cmd.Process.Pid,
+		},
+		listen:   map[string]runtime.Endpoint{},
 		cmd:      cmd,
 		tail:     newRing(opts.TailLines),
 		readDone: make(chan struct{}),
@@ -137,6 +135,12 @@ func (d *Deployment) launch(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[s
 		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
 		lim := cg.Limits()
 		proc.info.Limits = &lim
+	}
+	for c, l := range hc.Listeners {
+		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
+	}
+	if hc.Gateway != nil {
+		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
@@ -185,25 +189,37 @@ func (p *process) wait() {
 	close(p.done)
 }
 
-// watch reports children that exit before Stop.
-func (d *Deployment) watch() {
-	for _, p := range d.processes {
-		go func() {
+// watchProcess reports a child that exits before Stop, unless it was
+// scaled away, and takes it out of its callers' endpoint sets.
+func (d *Deployment) watchProcess(p *process) {
+	go func() {
+		select {
+		case <-p.done:
+			if p.retired.Load() {
+				return
+			}
 			select {
-			case <-p.done:
-				select {
-				case <-d.stopping:
-				default:
-					// Sidecars make more processes than the channel
-					// holds; nobody may be reading it.
-					select {
-					case d.exited <- p:
-					case <-d.stopping:
-					}
-				}
+			case <-d.stopping:
+				return
+			default:
+			}
+			d.forget(p)
+			select {
+			case d.exited <- p:
 			case <-d.stopping:
 			}
-		}()
+		case <-d.stopping:
+		}
+	}()
+}
+
+// exited reports whether the process has exited.
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
 	}
 }
 

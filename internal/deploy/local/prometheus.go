@@ -36,10 +36,10 @@ type prometheus struct {
 	targets int
 }
 
-// bindMetrics makes each group's metrics listener among its inherited
-// sockets.
-func (m *mesh) bindMetrics(s *sockets) error {
-	for i := range s.files {
+// bindMetrics makes a metrics listener among the inherited sockets of each
+// replica in ss, in ss's order.
+func (m *mesh) bindMetrics(ss []*sockets) error {
+	for _, s := range ss {
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("deploy.metrics: listen: %w", err)
@@ -50,10 +50,10 @@ func (m *mesh) bindMetrics(s *sockets) error {
 			return fmt.Errorf("deploy.metrics: listener file: %w", err)
 		}
 		s.closers = append(s.closers, f)
-		s.files[i] = append(s.files[i], f)
+		s.files = append(s.files, f)
 		m.metricsAt = append(m.metricsAt, &hostv1.Listener{
 			Endpoint: &hostv1.Endpoint{Transport: "http", Network: "tcp", Addr: lis.Addr().String()},
-			Fd:       int32(2 + len(s.files[i])),
+			Fd:       int32(2 + len(s.files)),
 		})
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
@@ -35,7 +36,7 @@ func (m *sidecarPlan) release() {
 // planSidecars lays out the sidecars of the topology, if it has any, and
 // points the entry at the entry component's inbound listener. The hosts'
 // peers follow from it in hostConfig (routeThroughSidecars).
-func (d *Deployment) planSidecars(s *sockets) error {
+func (d *Deployment) planSidecars(all []*sockets) error {
 	p := d.topo
 	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
 		return nil
@@ -50,7 +51,14 @@ func (d *Deployment) planSidecars(s *sockets) error {
 		m.held[n] = l
 		return n, nil
 	}
-	appAddr := func(g int, c string) string { return s.listen[g][c].GetEndpoint().GetAddr() }
+	appAddr := func(g int, c string) string {
+		for _, s := range all {
+			if s.group == g {
+				return s.listen[c].GetEndpoint().GetAddr()
+			}
+		}
+		return ""
+	}
 	dir := func(name string) (string, error) {
 		dir := filepath.Join(d.dir, name)
 		if err := os.Mkdir(dir, 0o700); err != nil {
@@ -135,11 +143,13 @@ func (d *Deployment) startSidecars(opts Options) error {
 		cmd.Dir = c.Dir
 		cmd.Env = append(os.Environ(), opts.Env...)
 		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
-		proc, err := d.launch(cmd, info, listen, nil, opts)
+		proc, err := d.launchProxy(cmd, info, listen, opts)
 		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", c.Name, err)
 		}
+		d.mu.Lock()
 		d.processes = append(d.processes, proc)
+		d.mu.Unlock()
 	}
 	return nil
 }
@@ -149,4 +159,38 @@ func (d *Deployment) startSidecars(opts Options) error {
 // carry mTLS.
 func (d *Deployment) plaintextBehindSidecar(p *process) bool {
 	return d.sidecars != nil && p.info.Role == deploy.RoleHost
+}
+
+// launchProxy starts a proxy program as a child of the deployment, as
+// start does a host: its own process group, a parent-death signal, its
+// output recorded. It belongs to no group's replicas (group -1), so
+// scaling and endpoint pushes never count it.
+func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	var startErr error
+	d.spawn.do(func() { startErr = cmd.Start() })
+	_ = w.Close()
+	if startErr != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
+	}
+	info.PID = cmd.Process.Pid
+	proc := &process{
+		group:    -1,
+		info:     info,
+		listen:   listen,
+		cmd:      cmd,
+		tail:     newRing(opts.TailLines),
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	proc.res = d.proc.Process(proc.info.PID)
+	go proc.read(r, opts.Log)
+	go proc.wait()
+	return proc, nil
 }

@@ -7,18 +7,22 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// sockets holds the listening sockets the deployer bound, by group.
+// sockets holds the listening sockets the deployer bound for one replica
+// of one group.
 type sockets struct {
-	listen  []map[string]*hostv1.Listener // group → component → listener
-	gateway *hostv1.Listener              // in the entry group
-	control []*hostv1.Listener            // group → its host's control service
-	files   [][]*os.File                  // group → inherited files, fd 3 upward
-	closers []io.Closer
+	group, ordinal int
+	listen         map[string]*hostv1.Listener // component → listener
+	gateway        *hostv1.Listener            // in the entry group
+	control        *hostv1.Listener            // its host's control service
+	files          []*os.File                  // inherited files, fd 3 upward
+	closers        []io.Closer
 }
 
 func (s *sockets) close() {
@@ -28,20 +32,32 @@ func (s *sockets) close() {
 	s.closers = nil
 }
 
-// bind creates every listener of the deployment.
-func (d *Deployment) bind() (_ *sockets, err error) {
-	p := d.topo
-	s := &sockets{
-		listen:  make([]map[string]*hostv1.Listener, len(p.Groups)),
-		control: make([]*hostv1.Listener, len(p.Groups)),
-		files:   make([][]*os.File, len(p.Groups)),
+// closeAll closes the deployer's copies of many replicas' sockets.
+func closeAll(ss []*sockets) {
+	for _, s := range ss {
+		s.close()
 	}
+}
+
+// sockName is the unix socket path of component c in replica ordinal; the
+// first replica keeps the plain name.
+func (d *Deployment) sockName(c string, ordinal int) string {
+	if ordinal == 0 {
+		return filepath.Join(d.dir, c+".sock")
+	}
+	return filepath.Join(d.dir, c+"-"+strconv.Itoa(ordinal)+".sock")
+}
+
+// bind creates every listener of replica ordinal of group g.
+func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
+	p := d.topo
+	s := &sockets{group: g, ordinal: ordinal, listen: map[string]*hostv1.Listener{}}
 	defer func() {
 		if err != nil {
 			s.close()
 		}
 	}()
-	add := func(g int, ep runtime.Endpoint) (*hostv1.Listener, error) {
+	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
 		var lis net.Listener
 		var err error
 		if ep.Network == "unix" {
@@ -63,51 +79,50 @@ func (d *Deployment) bind() (_ *sockets, err error) {
 			return nil, fmt.Errorf("listener file for %s: %w", ep, err)
 		}
 		s.closers = append(s.closers, f)
-		s.files[g] = append(s.files[g], f)
+		s.files = append(s.files, f)
 		ep.Addr = lis.Addr().String()
 		// ExtraFiles[i] becomes fd 3+i in the child.
-		return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files[g]))}, nil
+		return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files))}, nil
 	}
-	for i := range p.Groups {
-		s.listen[i] = map[string]*hostv1.Listener{}
-		for _, c := range p.Exposed(i) {
-			ep := runtime.Endpoint{Transport: p.Transport, Network: p.Network}
-			if p.Network == "unix" {
-				ep.Addr = filepath.Join(d.dir, c+".sock")
-			}
-			l, err := add(i, ep)
-			if err != nil {
-				return nil, err
-			}
-			s.listen[i][c] = l
+	for _, c := range p.Exposed(g) {
+		ep := runtime.Endpoint{Transport: p.Transport, Network: p.Network}
+		if p.Network == "unix" {
+			ep.Addr = d.sockName(c, ordinal)
 		}
-		if i == p.EntryGroup() {
-			l, err := add(i, runtime.Endpoint{Transport: runtime.GatewayTransport, Network: "tcp"})
-			if err != nil {
-				return nil, err
-			}
-			s.gateway = l
-			d.gateway = runtime.EndpointOf(l.GetEndpoint())
-			d.gatewayURL = "http://" + d.gateway.Addr
-			if p.InProcess() {
-				d.entry = d.gateway
-			} else {
-				d.entry = runtime.EndpointOf(s.listen[i][p.Entry].GetEndpoint())
-			}
-		}
-		l, err := add(i, runtime.Endpoint{Transport: controlTransport, Network: "unix", Addr: d.controlPath(i)})
+		l, err := add(ep)
 		if err != nil {
 			return nil, err
 		}
-		s.control[i] = l
+		s.listen[c] = l
 	}
+	if g == p.EntryGroup() && ordinal == 0 {
+		l, err := add(runtime.Endpoint{Transport: runtime.GatewayTransport, Network: "tcp"})
+		if err != nil {
+			return nil, err
+		}
+		s.gateway = l
+		d.gateway = runtime.EndpointOf(l.GetEndpoint())
+		d.gatewayURL = "http://" + d.gateway.Addr
+		if p.InProcess() {
+			d.entry = d.gateway
+		} else {
+			d.entry = runtime.EndpointOf(s.listen[p.Entry].GetEndpoint())
+		}
+	}
+	l, err := add(runtime.Endpoint{Transport: controlTransport, Network: "unix", Addr: d.controlPath(g, ordinal)})
+	if err != nil {
+		return nil, err
+	}
+	s.control = l
 	return s, nil
 }
 
-// hostConfig is what group i's host needs to know.
-func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hostv1.HostConfig {
+// hostConfig is what the replica whose sockets are s needs to know; peers
+// maps each component it calls in another group to its replicas'
+// endpoints.
+func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[string][]runtime.Endpoint) *hostv1.HostConfig {
 	p := d.topo
-	g := p.Groups[i]
+	g := p.Groups[s.group]
 	hc := &hostv1.HostConfig{
 		Deployment: d.id,
 		App:        p.App.Name,
@@ -115,28 +130,26 @@ func (d *Deployment) hostConfig(i int, cfgJSON json.RawMessage, s *sockets) *hos
 		Transport:  p.Transport,
 		Group:      g.Name,
 		Components: g.Components,
-		Listeners:  s.listen[i],
+		Listeners:  s.listen,
 		Entry:      p.Entry,
-		Peers:      map[string]*hostv1.EndpointSet{},
-		Control:    s.control[i],
+		Peers:      endpointSets(peers),
+		Control:    s.control,
+		Gateway:    s.gateway,
 		TransportOptions: &hostv1.TransportOptions{
 			HttpCodec:  p.HTTPCodec,
 			HttpLimits: runtime.HTTPLimitsProto(p.HTTPLimits),
 		},
 	}
-	if i == p.EntryGroup() {
-		hc.Gateway = s.gateway
-	}
-	for _, name := range g.Components {
-		c, _ := p.Component(name)
-		for _, dep := range c.Deps {
-			j := p.GroupOf(dep)
-			if j == i {
-				continue
-			}
-			hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{s.listen[j][dep].GetEndpoint()}}
-		}
-	}
-	d.routeThroughSidecars(i, hc)
+	setBalancer(hc, p.Balancer)
+	d.routeThroughSidecars(s.group, hc)
 	return hc
+}
+
+// setBalancer names the caller's balancing policy in hc, leaving the
+// default (round robin) unset so that a host that predates the field
+// still reads the config.
+func setBalancer(hc *hostv1.HostConfig, policy string) {
+	if policy != spec.BalancerRoundRobin {
+		hc.TransportOptions.Balancer = policy
+	}
 }

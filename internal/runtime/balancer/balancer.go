@@ -16,10 +16,12 @@
 package balancer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -63,12 +65,17 @@ type PickerBuilder interface {
 type Options struct {
 	// Picker builds the pickers; nil means RoundRobin.
 	Picker PickerBuilder
+	// ProbeMin and ProbeMax bound the backoff between health probes of a
+	// sick endpoint (health.go); zero means DefaultProbeMin and
+	// DefaultProbeMax.
+	ProbeMin, ProbeMax time.Duration
 }
 
 // Balancer is a grpc.ClientConnInterface over a dynamic set of endpoints.
 type Balancer struct {
 	name    string
 	builder PickerBuilder
+	probe   [2]time.Duration
 
 	mu     sync.Mutex // serialises Update and Close
 	subs   map[string]*SubConn
@@ -89,6 +96,7 @@ func New(name string, opts Options) *Balancer {
 	if b.builder == nil {
 		b.builder = RoundRobin
 	}
+	b.probe = [2]time.Duration{cmp.Or(opts.ProbeMin, DefaultProbeMin), cmp.Or(opts.ProbeMax, DefaultProbeMax)}
 	b.picked.Store(&pickState{})
 	return b
 }
@@ -111,7 +119,7 @@ func (b *Balancer) Update(addrs []Address) error {
 	for _, a := range addrs {
 		sc := b.subs[a.Addr]
 		if sc == nil {
-			sc = &SubConn{addr: a}
+			sc = &SubConn{addr: a, probeMin: b.probe[0], probeMax: b.probe[1]}
 		}
 		next[a.Addr] = sc
 		list = append(list, sc)
@@ -190,10 +198,11 @@ func (b *Balancer) Invoke(ctx context.Context, method string, args, reply any, o
 	}
 	defer sc.calls.Leave()
 	c, err := sc.connect(ctx)
-	if err != nil {
-		return err
+	if err == nil {
+		err = c.Invoke(ctx, method, args, reply, opts...)
 	}
-	return c.Invoke(ctx, method, args, reply, opts...)
+	sc.observe(err)
+	return err
 }
 
 // NewStream opens a stream on the SubConn the picker chooses. The stream
@@ -206,11 +215,13 @@ func (b *Balancer) NewStream(ctx context.Context, desc *grpc.StreamDesc, method 
 	}
 	c, err := sc.connect(ctx)
 	if err != nil {
+		sc.observe(err)
 		sc.calls.Leave()
 		return nil, err
 	}
 	s, err := c.NewStream(ctx, desc, method, opts...)
 	if err != nil {
+		sc.observe(err)
 		sc.calls.Leave()
 		return nil, err
 	}
@@ -245,6 +256,12 @@ type SubConn struct {
 	conn   atomic.Pointer[transport.Conn]
 	mu     sync.Mutex // serialises dialing and closing
 	failed atomic.Bool
+	// sick is set by a call that failed UNAVAILABLE and cleared by a
+	// SERVING health probe (health.go).
+	sick               atomic.Bool
+	probeMin, probeMax time.Duration
+	// picks counts the calls a LeastOutstanding picker gave it.
+	picks atomic.Uint64
 }
 
 // Addr is the endpoint's address.
@@ -254,12 +271,14 @@ func (s *SubConn) Addr() string { return s.addr.Addr }
 func (s *SubConn) Outstanding() int { return s.calls.InFlight() }
 
 // State is the endpoint's connectivity: Idle before its first dial, Ready
-// once connected, TransientFailure after a failed dial (the next call
-// dials again), Shutdown once retired.
+// once connected and healthy, TransientFailure after a failed dial (the
+// next call dials again) or while sick, Shutdown once retired.
 func (s *SubConn) State() connectivity.State {
 	switch {
 	case s.calls.Closed():
 		return connectivity.Shutdown
+	case s.sick.Load():
+		return connectivity.TransientFailure
 	case s.conn.Load() != nil:
 		return connectivity.Ready
 	case s.failed.Load():

@@ -5,8 +5,9 @@ import (
 	"sync/atomic"
 )
 
-// RoundRobin gives each SubConn of the set a call in turn, whatever its
-// state, so a dead endpoint fails only the calls that fall to it. Like
+// RoundRobin gives each healthy SubConn of the set a call in turn; a sick
+// one (health.go) is skipped while any other is healthy, and its turn goes
+// to the next. Like
 // grpc-go's round_robin it starts at a random place: callers started
 // together (replicas of one group) then do not all send their first call to
 // the same endpoint.
@@ -27,5 +28,18 @@ type roundRobin struct {
 
 func (p *roundRobin) Pick(PickInfo) (*SubConn, error) {
 	n := p.next.Add(1) - 1
-	return p.subConns[n%uint64(len(p.subConns))], nil
+	l := uint64(len(p.subConns))
+	for i := range l {
+		if sc := p.subConns[(n+i)%l]; sc.Healthy() {
+			if i > 0 {
+				// The next call starts after this one, so the sick
+				// endpoint's turn is not always its neighbour's.
+				p.next.CompareAndSwap(n+1, n+i+1)
+			}
+			return sc, nil
+		}
+	}
+	// Every endpoint is sick: try them in turn rather than fail every
+	// call until a probe succeeds.
+	return p.subConns[n%l], nil
 }

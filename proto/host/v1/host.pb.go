@@ -499,7 +499,11 @@ type TransportOptions struct {
 	HttpCodec string `protobuf:"bytes,1,opt,name=http_codec,json=httpCodec,proto3" json:"http_codec,omitempty"`
 	// HttpLimits are deploy.http_limits, for the gateway and every http
 	// transport server of the host.
-	HttpLimits    *HttpLimits `protobuf:"bytes,2,opt,name=http_limits,json=httpLimits,proto3" json:"http_limits,omitempty"`
+	HttpLimits *HttpLimits `protobuf:"bytes,2,opt,name=http_limits,json=httpLimits,proto3" json:"http_limits,omitempty"`
+	// Balancer is deploy.balancer: how the host spreads its calls to a peer
+	// over the peer's endpoint set, "round_robin" (the default when empty)
+	// or "least_outstanding" (docs/DEPLOY.md, "Replicas").
+	Balancer      string `protobuf:"bytes,3,opt,name=balancer,proto3" json:"balancer,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -546,6 +550,13 @@ func (x *TransportOptions) GetHttpLimits() *HttpLimits {
 		return x.HttpLimits
 	}
 	return nil
+}
+
+func (x *TransportOptions) GetBalancer() string {
+	if x != nil {
+		return x.Balancer
+	}
+	return ""
 }
 
 // HttpLimits bound what one client can make an HTTP listener hold. A zero
@@ -1069,12 +1080,13 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\v2\x17.svclab.host.v1.CertKeyR\x05value:\x028\x01\"A\n" +
 	"\aCertKey\x12\x1b\n" +
 	"\tcert_file\x18\x01 \x01(\tR\bcertFile\x12\x19\n" +
-	"\bkey_file\x18\x02 \x01(\tR\akeyFile\"n\n" +
+	"\bkey_file\x18\x02 \x01(\tR\akeyFile\"\x8a\x01\n" +
 	"\x10TransportOptions\x12\x1d\n" +
 	"\n" +
 	"http_codec\x18\x01 \x01(\tR\thttpCodec\x12;\n" +
 	"\vhttp_limits\x18\x02 \x01(\v2\x1a.svclab.host.v1.HttpLimitsR\n" +
-	"httpLimits\"\xa3\x02\n" +
+	"httpLimits\x12\x1a\n" +
+	"\bbalancer\x18\x03 \x01(\tR\bbalancer\"\xa3\x02\n" +
 	"\n" +
 	"HttpLimits\x12$\n" +
 	"\x0emax_body_bytes\x18\x01 \x01(\x03R\fmaxBodyBytes\x12(\n" +

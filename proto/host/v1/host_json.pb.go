@@ -838,6 +838,12 @@ func (x *TransportOptions) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if x.Balancer != "" {
+		b = append(b, ",\"balancer\":"...)
+		if b, err = pbjson.AppendString(b, x.Balancer); err != nil {
+			return b, err
+		}
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -891,6 +897,21 @@ func (x *TransportOptions) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.HttpLimits = v
+			}
+		case "balancer":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.Balancer = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {

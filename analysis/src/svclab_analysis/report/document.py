@@ -232,6 +232,9 @@ def build(a: Analysis) -> Document:
                f"{a.cdf_source}. It describes the distribution only; no test uses "
                "per-request data.",
         "timeseries": "Per-second latency and throughput of every run, one line per run.",
+        "scaling": "Per-second latency and throughput of every run above the replicas of "
+                   "each autoscaled group after each autoscaler decision (scaling.parquet), "
+                   "on one time axis.",
         "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
@@ -240,7 +243,7 @@ def build(a: Analysis) -> Document:
                 "the component's own work, and the wire on the way to it (the caller's "
                 "client span less the server span: encoding, network, TLS).",
     }
-    for key in ["box", "cdf", "timeseries", "hops", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "scaling", "hops", "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:

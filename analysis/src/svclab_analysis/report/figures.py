@@ -9,7 +9,14 @@ import pandas as pd
 
 from .. import plots
 from ..metrics import label_of
-from ..results import hdr_quantiles, load_hops, load_samples, load_timeseries
+from ..results import (
+    hdr_quantiles,
+    load_hops,
+    load_samples,
+    load_scaling,
+    load_timeseries,
+    replicas_over_time,
+)
 from ..stats import describe, qq_points
 from .analysis import CONFIG, Analysis, config_labels
 
@@ -42,6 +49,13 @@ def figures(a: Analysis) -> dict[str, bytes]:
             ts[CONFIG] = config_labels(ts, a.factors)
             figs["timeseries"] = plots.timeseries(ts, CONFIG, order, col,
                                               f"{label_of(col)} (ms)", "Over time, per run")
+            reps = replicas_over_time(load_scaling(a.exp))
+            if not reps.empty:
+                reps[CONFIG] = config_labels(reps, a.factors)
+                figs["scaling"] = plots.scaling(ts, reps, CONFIG, order, col,
+                                                f"{label_of(col)} (ms)",
+                                                "Autoscaling: replicas beside latency and "
+                                                "throughput, per run")
     hops = hop_summary(load_hops(a.exp), a)
     if not hops.empty:
         figs["hops"] = plots.hop_breakdown(hops, CONFIG, order,

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/experiment"
+)
+
+// TestRunScaling runs replicas as a factor beside an autoscaled group whose
+// target is low enough that it scales up at once: each run.json lists every
+// replica, those the autoscaler added too, each is sampled in
+// resources.parquet, and each run has its autoscaler's decisions in
+// scaling.parquet.
+func TestRunScaling(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+payload = "large"
+
+[deploy]
+placement = "split"
+[deploy.autoscale.hop3]
+min = 1
+max = 2
+cpu_target = 1
+sync_period = "200ms"
+
+[load]
+rate = 100
+warmup = "200ms"
+duration = "1s"
+
+[experiment]
+name = "sc"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.replicas.hop2" = [1, 3]
+`
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "sc.toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "sc-*", "runs", "*"))
+	if len(runs) != 2 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	for _, run := range runs {
+		var rf struct {
+			Status    string
+			Levels    map[string]any
+			Processes []struct{ Name string }
+		}
+		b, _ := os.ReadFile(filepath.Join(run, "run.json"))
+		if err := json.Unmarshal(b, &rf); err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, p := range rf.Processes {
+			names = append(names, p.Name)
+		}
+		want := []string{"loadgen", "hop1", "hop2", "hop3#0", "hop3#1"}
+		if rf.Levels["deploy.replicas.hop2"].(float64) == 3 {
+			want = []string{"loadgen", "hop1", "hop2#0", "hop2#1", "hop2#2", "hop3#0", "hop3#1"}
+		}
+		if rf.Status != "ok" || !slices.Equal(names, want) {
+			t.Errorf("%s: status %s, processes %v, want %v", run, rf.Status, names, want)
+		}
+		rows, err := parquet.ReadFile[experiment.ScalingRow](filepath.Join(run, "scaling.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 1.2 s of load at one decision per 200 ms.
+		if len(rows) < 4 {
+			t.Errorf("%s: %d decisions in scaling.parquet", run, len(rows))
+		}
+		up := false
+		for _, r := range rows {
+			if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 || r.Current < 1 || r.Desired > 2 {
+				t.Errorf("%s: row %+v", run, r)
+			}
+			up = up || (r.Current == 1 && r.Desired == 2)
+		}
+		if !up {
+			t.Errorf("%s: no scale-up from 1 to 2 recorded: %+v", run, rows)
+		}
+		res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(run, "resources.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
+			t.Errorf("%s: the added replica hop3#1 was not sampled in resources.parquet", run)
+		}
+	}
+	if !strings.Contains(stderr, "2 runs: 2 ok") {
+		t.Errorf("summary line missing:\n%s", stderr)
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}
