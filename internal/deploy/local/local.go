@@ -99,7 +99,7 @@ type Deployment struct {
 	opts        Options
 	as          autoscalers
 	clients     []entryClient // balancers over the entry's replicas (dial.go)
-	sidecars    *sidecarPlan // the sidecars, when deploy.sidecar names one
+	sidecars    *sidecarPlan  // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
