@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -106,8 +107,9 @@ func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
 // starts: the deployer it names is registered, its topology resolves
-// (runtime.Resolve), and the backing services its app declares can run
-// here. Errors name the file, line and key.
+// (runtime.Resolve), the backing services its app declares can run here,
+// and the sidecar program it names is installed. Errors name the file,
+// line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -121,6 +123,9 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		return nil, nil, s.Errorf("app.name", "%w", err)
 	}
 	if err := checkIngress(s, topo); err != nil {
+		return nil, nil, err
+	}
+	if err := sidecar.Check(s); err != nil {
 		return nil, nil, err
 	}
 	if err := checkMesh(s, topo); err != nil {

@@ -345,7 +345,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		<-crashed.Done()
 		info := crashed.Info()
 		exit := crashed.Exit()
-		fail(oomPrefix(exit)+fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), exit.Status), tails(dep))
+		what := fmt.Sprintf("group %s (components %s)", info.Group, strings.Join(info.Components, ", "))
+		if info.Role != deploy.RoleHost {
+			what = info.String() // a sidecar proxy
+		}
+		fail(oomPrefix(exit)+fmt.Sprintf("%s exited during the run: %s", what, exit.Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}

@@ -48,6 +48,10 @@ type Topology struct {
 	Entry string
 	// StartTimeout bounds how long a deployment may take to become ready.
 	StartTimeout time.Duration
+	// Sidecar is the proxy program beside every process (deploy.sidecar,
+	// spec.SidecarNone for none), and ProxyMode whether each process has
+	// its own or all of a host's share one (deploy.proxy_mode).
+	Sidecar, ProxyMode string
 	// Balancer is deploy.balancer: how a caller spreads calls over a
 	// group's replicas (scaling.go).
 	Balancer string
@@ -176,6 +180,8 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Placement:    s.Deploy.Placement,
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
+		Sidecar:      s.Deploy.Sidecar,
+		ProxyMode:    s.Deploy.ProxyMode,
 		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}

@@ -121,6 +121,12 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
+	// Sidecar is the proxy program beside every process, one of Sidecars
+	// (SidecarNone by default); see docs/DEPLOY.md.
+	Sidecar string `toml:"sidecar"`
+	// ProxyMode is one proxy per process or one per host, one of
+	// ProxyModes (ProxyModeSidecar by default).
+	ProxyMode string `toml:"proxy_mode"`
 	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
 	Replicas  map[string]int       `toml:"replicas"`
 	Balancer  string               `toml:"balancer"`
@@ -359,6 +365,9 @@ func (s *Spec) decodeDeploy() error {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkSidecar(); err != nil {
 		return err
 	}
 	if err := s.checkMesh(); err != nil {

@@ -99,6 +99,7 @@ type Deployment struct {
 	opts        Options
 	as          autoscalers
 	clients     []entryClient // balancers over the entry's replicas (dial.go)
+	sidecars    *sidecarPlan  // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
@@ -332,6 +333,9 @@ wait:
 		if err := d.ownBacking.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if d.sidecars != nil {
+		d.sidecars.release()
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

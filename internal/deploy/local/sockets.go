@@ -144,6 +144,7 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 		},
 	}
 	setBalancer(hc, p.Balancer)
+	d.routeThroughSidecars(s.group, hc)
 	return hc
 }
 
