@@ -168,7 +168,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		return out, err
 	}
 	defer closeBacking(pool, logw)
-	leave, err := iso.enter()
+	leave, err := iso.Enter()
 	if err != nil {
 		return out, fmt.Errorf("isolate the load generator: %w", err)
 	}
@@ -249,7 +249,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs(), Backing: pr.Backing})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
