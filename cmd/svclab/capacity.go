@@ -248,8 +248,20 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	}
 
 	fmt.Fprintf(stderr, "capacity of %s: SLOs %s; steps of %s warm-up + %s from %s/s\n", path, capacity.DescribeSLOs(slo), o.warmup, o.step, strconv.FormatFloat(o.settings.Start, 'f', -1, 64))
+	// The search is judged by the same instrument as svclab run: with
+	// experiment.isolation, the generator and the deployment get their own
+	// CPUs, or a generator_bottleneck stop on a shared core is all it finds.
+	iso, err := experiment.DecideIsolation(pr.Spec, stderr)
+	if err != nil {
+		return err
+	}
+	leave, err := iso.Enter()
+	if err != nil {
+		return fmt.Errorf("isolation: %w", err)
+	}
+	defer func() { _ = leave() }()
 	started := time.Now()
-	dep, err := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{})
+	dep, err := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}

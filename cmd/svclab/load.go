@@ -52,8 +52,9 @@ broken, as k6 does. See docs/LOAD.md.`,
   svclab load --stage ramp:10s:500 --stage step:20s:500 -o summary.json http://127.0.0.1:8080/
   svclab load --call svclab.echo.Echo/Echo --body '{"payload":"aGk="}' --rate 100 127.0.0.1:9000
   svclab load -X POST --body @order.json --rate 50 --set load.thresholds.p99_ms=50 http://127.0.0.1:8080/orders
-  svclab load -f experiments/quickstart.toml --rate 50 --dir out/
-  svclab load -f experiments/quickstart.toml --set load.arrival=poisson --dir out/`,
+  # the spec's [load] settings against what svclab up experiments/quickstart.toml serves:
+  svclab load -f experiments/quickstart.toml --rate 50 --dir out/ http://127.0.0.1:PORT/
+  svclab load -f experiments/quickstart.toml --set load.arrival=poisson --dir out/ http://127.0.0.1:PORT/`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.stdin = cmd.InOrStdin()
 			cfg, err := o.config(cmd.Flags(), args)

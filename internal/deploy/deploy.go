@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/registry"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -111,8 +112,9 @@ func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
 // starts: the deployer it names is registered, its topology resolves
-// (runtime.Resolve), and the backing services its app declares can run
-// here. Errors name the file, line and key.
+// (runtime.Resolve), the backing services its app declares can run here,
+// and the sidecar program it names is installed. Errors name the file,
+// line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -133,8 +135,16 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err := checkIngress(s, topo); err != nil {
 		return nil, nil, err
 	}
+	if err := sidecar.Check(s); err != nil {
+		return nil, nil, err
+	}
 	if err := checkMesh(s, topo); err != nil {
 		return nil, nil, err
+	}
+	if c, ok := d.(Checker); ok {
+		if err := c.Check(s, topo); err != nil {
+			return nil, nil, err
+		}
 	}
 	return d, topo, nil
 }
@@ -169,4 +179,11 @@ func Sweep() ([]string, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// Checker is a Deployer that can tell, before anything starts, that this
+// machine lacks what topo needs of it (a JDK, a build); Resolve calls it.
+// Its errors are *spec.Errors naming the key that asked for the thing.
+type Checker interface {
+	Check(s *spec.Spec, topo *runtime.Topology) error
 }

@@ -16,6 +16,11 @@ const (
 	// RoleLoadGen is the load generator's own process, which the runner
 	// samples beside a deployment's.
 	RoleLoadGen = "loadgen"
+	// RoleSidecar is a proxy beside one host (deploy.sidecar).
+	RoleSidecar = "sidecar"
+	// RoleNodeProxy is a proxy that every host of a machine shares
+	// (deploy.proxy_mode = "node").
+	RoleNodeProxy = "node-proxy"
 )
 
 // ProcessInfo says which process it is and what it runs. The runner records
@@ -43,6 +48,12 @@ type ProcessInfo struct {
 // String names the process for messages: "group hop2 (components hop2, pid
 // 4711)".
 func (p ProcessInfo) String() string {
+	switch p.Role {
+	case RoleSidecar:
+		return fmt.Sprintf("sidecar %s of group %s (pid %d)", p.Name, p.Group, p.PID)
+	case RoleNodeProxy:
+		return fmt.Sprintf("node proxy %s (pid %d)", p.Name, p.PID)
+	}
 	what := "group " + p.Group
 	if p.Name != p.Group {
 		what = "process " + p.Name + " of group " + p.Group

@@ -92,10 +92,10 @@ func checkCgroups(s *spec.Spec) error {
 	return nil
 }
 
-// enter moves the calling process, the load generator, onto its CPUs for
+// Enter moves the calling process, the load generator, onto its CPUs for
 // the experiment; the returned function moves it back and removes its
 // group. Under "none" it does nothing.
-func (iso Isolation) enter() (leave func() error, err error) {
+func (iso Isolation) Enter() (leave func() error, err error) {
 	if iso.Mode != spec.IsolationCPUSet {
 		return func() error { return nil }, nil
 	}
@@ -115,8 +115,9 @@ func (iso Isolation) enter() (leave func() error, err error) {
 	return func() error { return errors.Join(back(), g.Remove()) }, nil
 }
 
-// sutCPUs is the CPU list a deployment is confined to, empty for all.
-func (iso *Isolation) sutCPUs() string {
+// DeployCPUs is the CPU list a deployment is confined to
+// (deploy.Options.CPUs), empty for all.
+func (iso *Isolation) DeployCPUs() string {
 	if iso == nil || iso.Mode != spec.IsolationCPUSet {
 		return ""
 	}

@@ -63,7 +63,7 @@ func TestIsolationEnter(t *testing.T) {
 		t.Skipf("no cpuset isolation here: %+v, %v", iso, err)
 	}
 	before, _ := cgroup.Allowed()
-	leave, err := iso.enter()
+	leave, err := iso.Enter()
 	if err != nil {
 		t.Fatal(err)
 	}

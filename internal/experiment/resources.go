@@ -20,8 +20,11 @@ type Sampled struct {
 
 // ResourceRow is one row of resources.parquet.
 type ResourceRow struct {
-	TS       float64 `parquet:"t_s"`
-	Process  string  `parquet:"process"`
+	TS      float64 `parquet:"t_s"`
+	Process string  `parquet:"process"`
+	// Role is what the process is for: host, sidecar, node-proxy or
+	// loadgen (deploy.Role*), so a mesh's cost can be told apart.
+	Role     string  `parquet:"role"`
 	PID      int64   `parquet:"pid"`
 	CPUS     float64 `parquet:"cpu_s"`
 	RSSBytes int64   `parquet:"rss_bytes"`
@@ -96,6 +99,7 @@ func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 		}
 		row := ResourceRow{
 			Process:  p.Process.Name,
+			Role:     p.Process.Role,
 			PID:      int64(p.Process.PID),
 			CPUS:     u.CPUSeconds,
 			RSSBytes: u.RSSBytes,

@@ -168,7 +168,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		return out, err
 	}
 	defer closeBacking(pool, logw)
-	leave, err := iso.enter()
+	leave, err := iso.Enter()
 	if err != nil {
 		return out, fmt.Errorf("isolate the load generator: %w", err)
 	}
@@ -249,7 +249,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.sutCPUs(), Backing: pr.Backing})
+	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -345,7 +345,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		<-crashed.Done()
 		info := crashed.Info()
 		exit := crashed.Exit()
-		fail(oomPrefix(exit)+fmt.Sprintf("group %s (components %s) exited during the run: %s", info.Group, strings.Join(info.Components, ", "), exit.Status), tails(dep))
+		what := fmt.Sprintf("group %s (components %s)", info.Group, strings.Join(info.Components, ", "))
+		if info.Role != deploy.RoleHost {
+			what = info.String() // a sidecar proxy
+		}
+		fail(oomPrefix(exit)+fmt.Sprintf("%s exited during the run: %s", what, exit.Status), tails(dep))
 	case lerr != nil:
 		fail(fmt.Sprintf("load: %v", lerr), tails(dep))
 	}

@@ -52,12 +52,19 @@ type Topology struct {
 	// deployers with [deploy] keys of their own (the netns deployer's
 	// hosts and links); nil for a topology built otherwise.
 	Spec *spec.Spec
+	// Sidecar is the proxy program beside every process (deploy.sidecar,
+	// spec.SidecarNone for none), and ProxyMode whether each process has
+	// its own or all of a host's share one (deploy.proxy_mode).
+	Sidecar, ProxyMode string
 	// Balancer is deploy.balancer: how a caller spreads calls over a
 	// group's replicas (scaling.go).
 	Balancer string
 	// Mesh are the in-process mesh features (deploy.mtls, deploy.tracing,
 	// deploy.metrics).
 	Mesh Mesh
+	// Languages maps each component not implemented in Go to its language
+	// (deploy.languages); see Language.
+	Languages map[string]string
 
 	components map[string]Component
 }
@@ -178,6 +185,8 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
 		Spec:         s,
+		Sidecar:      s.Deploy.Sidecar,
+		ProxyMode:    s.Deploy.ProxyMode,
 		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
@@ -225,6 +234,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, err
 	}
 	if err := p.resolveScaling(s); err != nil {
+		return nil, err
+	}
+	if err := p.resolveLanguages(s); err != nil {
 		return nil, err
 	}
 	return p, nil

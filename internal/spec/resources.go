@@ -4,6 +4,8 @@ import (
 	"math"
 	goruntime "runtime"
 	"slices"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Resources is one [deploy.resources.<group or component>] table: the
@@ -30,6 +32,17 @@ const (
 // Isolations lists the values of experiment.isolation, the default first.
 var Isolations = []string{IsolationCPUSet, IsolationNone}
 
+// MinCPU is the smallest CPU limit: the kernel's smallest CFS quota, 1 ms,
+// over svclab's 100 ms period.
+const MinCPU = 0.01
+
+// MinMemory is the smallest memory limit: below it no host process starts,
+// and every run would end as "out of memory" rather than as an error here.
+const MinMemory ByteSize = 8 << 20
+
+// machineMemory is the physical memory, or 0 where it cannot be read.
+var machineMemory = physicalMemory()
+
 // checkResources checks [deploy.resources]: every cpu a positive number of
 // cores this machine has, every memory a positive size. Whether each name
 // is a group or component is the topology's to check.
@@ -38,11 +51,15 @@ func (s *Spec) checkResources() error {
 	for _, name := range s.resourceNames() {
 		r := s.Deploy.Resources[name]
 		key := "deploy.resources." + name
-		if s.written(key+".cpu") && (r.CPU <= 0 || math.IsNaN(r.CPU) || r.CPU > cores) {
-			return s.Errorf(key+".cpu", "must be a number of cores above 0 and at most this machine's %g, got %g", cores, r.CPU)
+		if s.written(key+".cpu") && (r.CPU < MinCPU || math.IsNaN(r.CPU) || r.CPU > cores) {
+			return s.Errorf(key+".cpu", "must be a number of cores from %g to this machine's %g, got %g", MinCPU, cores, r.CPU)
 		}
-		if s.written(key+".memory") && r.Memory <= 0 {
-			return s.Errorf(key+".memory", "must be a size above 0, e.g. \"512MiB\", got %q", r.Memory)
+		if s.written(key+".memory") && (r.Memory < MinMemory || (machineMemory > 0 && r.Memory > machineMemory)) {
+			limit := "this machine's memory"
+			if machineMemory > 0 {
+				limit = "this machine's " + humanize.IBytes(uint64(machineMemory))
+			}
+			return s.Errorf(key+".memory", "must be a size from %s to %s, e.g. \"512MiB\", got %q", MinMemory, limit, r.Memory)
 		}
 	}
 	return nil

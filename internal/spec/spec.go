@@ -126,6 +126,12 @@ type Deploy struct {
 	Hosts map[string]Host `toml:"hosts"`
 	Link  Link            `toml:"link"`
 	Links map[string]Link `toml:"links"`
+	// Sidecar is the proxy program beside every process, one of Sidecars
+	// (SidecarNone by default); see docs/DEPLOY.md.
+	Sidecar string `toml:"sidecar"`
+	// ProxyMode is one proxy per process or one per host, one of
+	// ProxyModes (ProxyModeSidecar by default).
+	ProxyMode string `toml:"proxy_mode"`
 	// Replicas, Balancer and Autoscale scale groups out (scaling.go).
 	Replicas  map[string]int       `toml:"replicas"`
 	Balancer  string               `toml:"balancer"`
@@ -137,6 +143,9 @@ type Deploy struct {
 	MTLS    bool    `toml:"mtls"`
 	Tracing float64 `toml:"tracing"`
 	Metrics bool    `toml:"metrics"`
+	// Languages maps a component to the language of its implementation:
+	// "go" (the default), "java" or "python" (runtime checks the names).
+	Languages map[string]string `toml:"languages"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -361,6 +370,9 @@ func (s *Spec) decodeDeploy() error {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkSidecar(); err != nil {
 		return err
 	}
 	if err := s.checkMesh(); err != nil {

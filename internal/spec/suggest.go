@@ -64,13 +64,7 @@ func tagName(f reflect.StructField) string {
 // didYouMean returns ` (did you mean "x"?)` when one known key is within two
 // edits of got, or lists the known keys when there are few enough to read.
 func didYouMean(got string, known []string) string {
-	best, bestD := "", 3
-	for _, k := range known {
-		if d := editDistance(strings.ToLower(got), strings.ToLower(k)); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	if best != "" {
+	if best := closest(got, known); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	if len(known) > 0 && len(known) <= 12 {

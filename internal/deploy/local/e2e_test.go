@@ -205,16 +205,8 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 	}
 	if app == "chain" {
 		// The large payload crosses every hop: 300,000 characters each.
-		big := runtime.Request{
-			Name: "large", Method: chainpb.Hop_Call_FullMethodName,
-			Message:     &chainpb.CallRequest{Payload: chain.Large},
-			NewResponse: func() proto.Message { return new(chainpb.CallResponse) },
-		}
-		resp, err := big.Invoke(ctx, conn)
-		if err != nil {
-			t.Errorf("large payload: %v", err)
-		} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
-			t.Errorf("large payload: %d characters, want %d", len(got), len(want))
+		if err := callLarge(ctx, conn, 3); err != nil {
+			t.Error(err)
 		}
 	}
 
@@ -232,6 +224,24 @@ func testDeployment(t *testing.T, app, tr, placement string) {
 			t.Errorf("%s: resources read %+v after Stop, want an error", proc.Info(), u)
 		}
 	}
+}
+
+// callLarge calls a chain of hops with the large payload and checks the
+// answer: 300,000 characters from each hop.
+func callLarge(ctx context.Context, conn transport.Conn, hops int) error {
+	big := runtime.Request{
+		Name: "large", Method: chainpb.Hop_Call_FullMethodName,
+		Message:     &chainpb.CallRequest{Payload: chain.Large},
+		NewResponse: func() proto.Message { return new(chainpb.CallResponse) },
+	}
+	resp, err := big.Invoke(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("large payload: %w", err)
+	}
+	if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(hops, chain.Large); got != want {
+		return fmt.Errorf("large payload: %d characters, want %d", len(got), len(want))
+	}
+	return nil
 }
 
 func localDeployer(t *testing.T) deploy.Deployer {
@@ -298,7 +308,6 @@ func checkDescribe(t *testing.T, d deploy.Deployment) {
 func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport.Conn) {
 	t.Helper()
 	sc := slowCalls[app]
-	p := d.Topology()
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	err := conn.Invoke(ctx, sc.method, sc.req, sc.resp())
@@ -309,6 +318,16 @@ func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport
 	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("slow call took %s despite a 500ms deadline", el)
 	}
+	checkSleeperSawDeadline(t, d, app)
+}
+
+// checkSleeperSawDeadline checks that the component that sleeps in app's
+// slow call saw its context end, with a deadline that had crossed every
+// hop to it.
+func checkSleeperSawDeadline(t *testing.T, d deploy.Deployment, app string) {
+	t.Helper()
+	sc := slowCalls[app]
+	p := d.Topology()
 	comp := sc.component(p)
 	proc := d.Processes()[p.GroupOf(comp)]
 	// The sleeper logs when its context ends; it may log a little after the
@@ -398,39 +417,46 @@ func TestNoOrphans(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGKILL, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			cmd, id, stderr := startUp(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n")
-			if n := len(deploymentProcs(id)); n != 3 {
-				t.Fatalf("%d processes of deployment %s before the signal, want 3", n, id)
-			}
-			if err := cmd.Process.Signal(sig); err != nil {
-				t.Fatal(err)
-			}
-			werr := cmd.Wait()
-			if sig == syscall.SIGTERM && werr != nil {
-				t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
-			}
-			if sig == syscall.SIGKILL {
-				// Nothing was left to remove the deployment's temp dir;
-				// the next svclab to start does, as this sweep.
-				if _, err := tempdir.Sweep(""); err != nil {
-					t.Error(err)
-				}
-				if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+"*", id+"-*")); len(dirs) > 0 {
-					t.Errorf("the sweep left %v of the killed deployer", dirs)
-				}
-			}
-			end := time.Now().Add(5 * time.Second)
-			for {
-				left := deploymentProcs(id)
-				if len(left) == 0 {
-					break
-				}
-				if time.Now().After(end) {
-					t.Fatalf("processes %v of deployment %s outlived the deployer", left, id)
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
+			testNoOrphans(t, sig, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\n", 3)
 		})
+	}
+}
+
+// testNoOrphans deploys src with `svclab up` in a child, signals the
+// child, and checks that none of the deployment's want processes outlive
+// it.
+func testNoOrphans(t *testing.T, sig syscall.Signal, src string, want int) {
+	cmd, id, stderr := startUp(t, src)
+	if n := len(deploymentProcs(id)); n != want {
+		t.Fatalf("%d processes of deployment %s before the signal, want %d", n, id, want)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	werr := cmd.Wait()
+	if sig == syscall.SIGTERM && werr != nil {
+		t.Errorf("up exited with %v after SIGTERM, want status 0; stderr:\n%s", werr, stderr.String())
+	}
+	if sig == syscall.SIGKILL {
+		// Nothing was left to remove the deployment's temp dir;
+		// the next svclab to start does, as this sweep.
+		if _, err := tempdir.Sweep(""); err != nil {
+			t.Error(err)
+		}
+		if dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+"*", id+"-*")); len(dirs) > 0 {
+			t.Errorf("the sweep left %v of the killed deployer", dirs)
+		}
+	}
+	end := time.Now().Add(5 * time.Second)
+	for {
+		left := deploymentProcs(id)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("processes %v of deployment %s outlived the deployer", left, id)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

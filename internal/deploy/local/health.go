@@ -58,7 +58,7 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 		for _, c := range slices.Sorted(maps.Keys(p.listen)) {
 			ep := p.listen[c]
 			var tc *tls.Config // the gateway stays plaintext
-			if c != "gateway" {
+			if c != "gateway" && !d.plaintextBehindSidecar(p) {
 				tc = d.mesh.clientTLS(c)
 			}
 			checks++
@@ -72,9 +72,12 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 				}
 			}()
 		}
-		if checks == 0 {
+		if (checks == 0 && p.info.Role == deploy.RoleHost) || d.langHost(p) {
 			// No listener to probe: a group nobody calls across
-			// processes. Its ready line is the only sign of life.
+			// processes. Its ready line is the only sign of life. (A
+			// proxy with only outbound listeners has none to wait for.)
+			// A Java or Python host serves before it handles SIGTERM,
+			// which it does by the time it prints the ready line.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()

@@ -99,6 +99,7 @@ type Deployment struct {
 	opts        Options
 	as          autoscalers
 	clients     []entryClient // balancers over the entry's replicas (dial.go)
+	sidecars    *sidecarPlan  // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
@@ -109,6 +110,7 @@ type Deployment struct {
 	stopTimeout time.Duration
 	net         deploy.Network // nil: this machine's own network
 	spawn       *spawner
+	langs       map[string][]string // language → its host's command (languages.go)
 	stopOnce    sync.Once
 	stopErr     error
 	stopping    chan struct{}
@@ -202,6 +204,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	}
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
+	}
+	if d.langs, err = langHosts(p); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	d.spawn = newSpawner()
 	defer func() {
@@ -330,6 +335,9 @@ wait:
 		if err := d.ownBacking.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if d.sidecars != nil {
+		d.sidecars.release()
 	}
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -41,6 +42,10 @@ type mesh struct {
 	series     []deploy.Sample
 	seriesErr  error
 
+	// bySidecars: the sidecars carry mTLS, and the hosts talk plaintext
+	// to their own sidecar on loopback, as in Istio.
+	bySidecars bool
+
 	caFile string
 	certs  map[string]pki.Files
 	client *pki.Identity
@@ -61,6 +66,7 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 		m.jaeger = j
 	}
 	if p.Mesh.MTLS && !p.InProcess() {
+		m.bySidecars = p.Sidecar != "" && p.Sidecar != spec.SidecarNone
 		if err := m.makeCredentials(d.id, d.dir, p); err != nil {
 			return m, err
 		}
@@ -153,7 +159,7 @@ func (m *mesh) configure(hc *hostv1.HostConfig, i int, g runtime.Group) {
 	if m.jaeger != nil {
 		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: m.tracing, OtlpEndpoint: m.jaeger.otlp}
 	}
-	if !m.mtls {
+	if !m.mtls || m.bySidecars {
 		return
 	}
 	t := &hostv1.Tls{CaFile: m.caFile, Certs: map[string]*hostv1.CertKey{}}

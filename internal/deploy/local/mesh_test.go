@@ -31,12 +31,15 @@ import (
 // clients and by openssl s_client and curl.
 func TestMTLS(t *testing.T) {
 	for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
-		t.Run(tr, func(t *testing.T) { testMTLS(t, tr) })
+		t.Run(tr, func(t *testing.T) { testMTLS(t, tr, "none") })
 	}
 }
 
-func testMTLS(t *testing.T, tr string) {
-	p := resolve(t, fmt.Sprintf("[app]\nname = \"chain\"\nhops = 3\n[deploy]\ntransport = %q\nplacement = \"split\"\nmtls = true\n", tr))
+// testMTLS deploys a 3-hop chain with deploy.mtls over transport tr, the
+// hosts doing TLS themselves (sidecar "none") or their sidecars doing it
+// between each other.
+func testMTLS(t *testing.T, tr, sidecar string) {
+	p := resolve(t, fmt.Sprintf("[app]\nname = \"chain\"\nhops = 3\n[deploy]\ntransport = %q\nplacement = \"split\"\nmtls = true\nsidecar = %q\n", tr, sidecar))
 	if !p.Mesh.MTLS {
 		t.Fatal("deploy.mtls = true did not reach the topology")
 	}
@@ -83,7 +86,11 @@ func testMTLS(t *testing.T, tr string) {
 	} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
 		t.Errorf("large payload: %d characters, want %d", len(got), len(want))
 	}
-	checkDeadline(t, d, "chain", conn)
+	if sidecar == "none" {
+		checkDeadline(t, d, "chain", conn)
+	} else {
+		checkProxiedDeadline(t, d, conn)
+	}
 	// The gateway stays plaintext HTTP.
 	for _, r := range p.Requests() {
 		if err := postGateway(ctx, d.GatewayURL(), r); err != nil {
@@ -128,9 +135,14 @@ func testMTLS(t *testing.T, tr string) {
 	}
 	stranger.Roots = run.Roots
 	refused("a client with another CA's certificate", transport.DialOptions{TLS: pki.ClientConfig(stranger, p.Entry)})
+	noCert := pki.ClientConfig(run, p.Entry)
+	noCert.Certificates, noCert.GetClientCertificate = nil, nil
+	refused("a client with no certificate", transport.DialOptions{TLS: noCert})
 
 	if d.Entry().Network == "tcp" {
-		checkOpenSSL(t, d.Entry().Addr, files)
+		// nginx completes the handshake without a client certificate and
+		// refuses the request instead (HTTP 400, or a closed stream).
+		checkOpenSSL(t, d.Entry().Addr, files, sidecar != "nginx")
 		if tr == "http" {
 			checkCurl(t, d.Entry().Addr, req, files)
 		}
@@ -147,8 +159,8 @@ func testMTLS(t *testing.T, tr string) {
 
 // checkOpenSSL connects to addr with openssl s_client, a TLS client that
 // is not Go's: the run's certificate is accepted, and no certificate is
-// refused with TLS 1.3's certificate_required alert.
-func checkOpenSSL(t *testing.T, addr string, f pki.Files) {
+// refused with TLS 1.3's certificate_required alert (where alert is set).
+func checkOpenSSL(t *testing.T, addr string, f pki.Files, alert bool) {
 	t.Helper()
 	openssl, err := exec.LookPath("openssl")
 	if err != nil {
@@ -168,7 +180,7 @@ func checkOpenSSL(t *testing.T, addr string, f pki.Files) {
 	if out := run("-cert", f.Cert, "-key", f.Key); !strings.Contains(out, "CONNECTION ESTABLISHED") || !strings.Contains(out, "TLSv1.3") || strings.Contains(out, "alert") {
 		t.Errorf("openssl s_client with the run's certificate:\n%s", out)
 	}
-	if out := run(); !strings.Contains(out, "certificate required") {
+	if out := run(); alert && !strings.Contains(out, "certificate required") {
 		t.Errorf("openssl s_client without a certificate was not refused with certificate_required:\n%s", out)
 	}
 }

@@ -72,6 +72,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	name := d.replicaName(s.group, s.ordinal)
 	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
 	cmd := exec.Command(opts.Executable, args...)
+	d.langCommand(cmd, hc) // a Java or Python host instead (languages.go)
 	cmd.Env = append(os.Environ(), opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
 	cg, cgEnv, err := d.NewProcessCgroup(name, hc.Group)

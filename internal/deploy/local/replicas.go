@@ -324,6 +324,9 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 	if err != nil {
 		return err
 	}
+	if err := d.planSidecars(all); err != nil {
+		return fmt.Errorf("deployment %s: %w", d.id, err)
+	}
 	// Every config before any start: peersOf counts started processes.
 	hcs := make([]*hostv1.HostConfig, len(all))
 	for i, s := range all {
@@ -342,6 +345,9 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		d.mu.Lock()
 		d.processes = append(d.processes, p)
 		d.mu.Unlock()
+	}
+	if err := d.startSidecars(d.opts); err != nil {
+		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return nil
 }

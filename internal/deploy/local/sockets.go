@@ -58,6 +58,9 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 		}
 	}()
 	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
+		if p.GroupLanguage(g) != runtime.LangGo {
+			return bindByAddress(ep) // languages.go
+		}
 		var lis net.Listener
 		var err error
 		if ep.Network == "unix" {
@@ -143,6 +146,7 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 		},
 	}
 	setBalancer(hc, p.Balancer)
+	d.routeThroughSidecars(s.group, hc)
 	return hc
 }
 

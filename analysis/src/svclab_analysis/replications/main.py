@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from . import s0, s1, s2, s3, s4
+from . import s0, s1, s2, s2mesh, s3, s4
 from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
 from .store import latest_results, provenance, replicate_info, study_data, wall_time
@@ -47,6 +47,10 @@ STUDIES: dict[str, Study] = {
               s1.horizontal_section, required=False),
         Study("s1a", "s1-hpa", "experiments/s1-hpa.toml", s1.METRIC, s1.hpa_section,
               required=False),
+        Study("s2m", "s2-mesh", "experiments/s2-mesh.toml", s2mesh.METRIC, s2mesh.section,
+              required=False),
+        Study("s2mp", "s2-mesh-proxyless", "experiments/s2-mesh-proxyless.toml", s2mesh.METRIC,
+              s2mesh.proxyless_section, required=False),
     ]
 }
 

