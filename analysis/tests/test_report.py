@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import run_cli
 from synth import make_results
@@ -198,3 +199,14 @@ def test_isolation_line(tmp_path: Path) -> None:
     env = section((root / "report.md").read_text(), "Design and environment")
     assert ("CPU isolation: none (cgroups unavailable); the load generator and the system "
             "under test shared 2 cores (CPU 0-1).") in env
+
+
+def test_answer_cautions_when_the_generator_fell_behind() -> None:
+    from svclab_analysis.report.document import generator_caution
+
+    runs = pd.DataFrame({"status": ["ok", "ok", "ok", "failed"],
+                         "bottleneck": [True, False, True, True]})
+    text = generator_caution(runs)
+    assert "fell behind in 2 of 3 runs" in text
+    assert generator_caution(runs.assign(bottleneck=False)) == ""
+    assert generator_caution(runs.drop(columns="bottleneck")) == ""

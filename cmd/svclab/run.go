@@ -50,6 +50,9 @@ At the end it runs the analysis and prints the path of the report.`,
 			out, err := experiment.Execute(cmd.Context(), s, opts)
 			if out != nil && out.Dir != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
+				if out.Bottlenecked > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the load generator fell behind in %d of %d ok runs (generator_bottleneck): their latencies include its own lag; see each run.json's warnings, and give it its own CPUs (experiment.isolation) or a lower rate\n", out.Bottlenecked, out.OK)
+				}
 			}
 			if err != nil {
 				if errors.Is(err, experiment.ErrThresholdAbort) && out != nil && out.Dir != "" {
@@ -74,6 +77,11 @@ At the end it runs the analysis and prints the path of the report.`,
 			}
 			if noReport {
 				return breached
+			}
+			if out.OK == 0 && out.Resumed == 0 {
+				// Nothing to analyse: the reasons are in the lines above
+				// and in each run.json, not in a report that cannot be made.
+				return errors.Join(breached, fmt.Errorf("no run finished ok (%d failed; the reasons are above and in each run.json under %s)", out.Failed, out.Dir))
 			}
 			report, err := runAnalysis(cmd.Context(), out.Dir, "", "", cmd.ErrOrStderr())
 			if err != nil {

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -47,8 +48,11 @@ type Outcome struct {
 	// [load.thresholds]; they are committed and counted as OK or Failed
 	// too.
 	Breached int
-	Runs     int
-	Elapsed  time.Duration
+	// Bottlenecked counts the runs whose load generator fell behind
+	// (a generator_bottleneck warning): their latencies hold its lag.
+	Bottlenecked int
+	Runs         int
+	Elapsed      time.Duration
 }
 
 // RunFile is run.json.
@@ -200,6 +204,9 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if len(rf.Thresholds) > 0 {
 			out.Breached++
 			fmt.Fprintf(logw, "run %d/%d %s broke thresholds: %s\n", r.Index, len(p.Runs), r.ID, strings.Join(rf.Thresholds, "; "))
+		}
+		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "generator_bottleneck") }) {
+			out.Bottlenecked++
 		}
 		if rf.Status == "ok" {
 			out.OK++

@@ -103,6 +103,7 @@ def build(a: Analysis) -> Document:
                          f"{conf}% confidence; more repetitions would settle it.")
             elif err_pct == err_pct and err_pct > float(top["percent"]):
                 text += " Run-to-run noise outweighs every factor."
+    text += generator_caution(exp.runs)
     s.blocks.append(Para(text, "answer"))
     rows = []
     for i, r in enumerate(a.ranked.itertuples(), start=1):
@@ -354,6 +355,22 @@ def methods_text(a: Analysis) -> list[str]:
         f"Computed by svclab-analysis {__version__} with scipy, statsmodels and "
         "scikit-posthocs.",
     ]
+
+
+def generator_caution(runs: pd.DataFrame) -> str:
+    """A sentence for the answer when the load generator fell behind in
+    some runs: their latencies hold its own lag, and a reader who stops at
+    the answer must know before trusting the ranking."""
+    if runs.empty or "bottleneck" not in runs:
+        return ""
+    ok = runs[runs["status"] == "ok"]
+    n = int(ok["bottleneck"].fillna(False).astype(bool).sum())
+    if n == 0:
+        return ""
+    return (f" **Caution:** the load generator fell behind in {n} of {len(ok)} runs "
+            "(generator_bottleneck), so their latencies include its own lag; the "
+            "warnings below give each run's reason. Give the generator its own CPUs "
+            "(experiment.isolation) or a lower rate before relying on this ranking.")
 
 
 def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
