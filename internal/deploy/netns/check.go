@@ -44,6 +44,15 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 	if topo.Network == "unix" {
 		return nil, s.Errorf("deploy.network", "the %s deployer connects hosts over TCP; leave deploy.network out or write \"tcp\"", Name)
 	}
+	// Sidecars and the ingress are started by the local deployer beside
+	// svclab, outside the hosts' namespaces: refused until they are placed
+	// in them, rather than measured on the wrong side of every link.
+	if topo.Sidecar != "" && topo.Sidecar != spec.SidecarNone {
+		return nil, s.Errorf("deploy.sidecar", "the %s deployer does not run sidecars yet; leave deploy.sidecar out or use deploy.deployer = \"local\"", Name)
+	}
+	if ing := runtime.IngressOf(topo); ing != "" {
+		return nil, s.Errorf("app.ingress", "the %s deployer does not run an ingress (%s) yet; leave app.ingress out or use deploy.deployer = \"local\"", Name, ing)
+	}
 	p := &plan{s: s, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
 	for i := range p.hostOf {
 		p.hostOf[i] = -1

@@ -45,11 +45,16 @@ func TestBadInput(t *testing.T) {
 		{"too many cpus", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n", goruntime.NumCPU()+1),
 			"deploy.hosts.vm1.cpus", 9, "this machine has"},
 		{"unix sockets", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n", "deploy.network", 0, "over TCP"},
+		{"sidecars", ok, "deploy.sidecar", 0, "does not run sidecars"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := head + tc.body
 			if tc.name == "unix sockets" {
 				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\nnetwork = \"unix\"\n", 1)
+				tc.line = 7
+			}
+			if tc.name == "sidecars" {
+				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\nsidecar = \"envoy\"\n", 1)
 				tc.line = 7
 			}
 			path := filepath.Join(t.TempDir(), "spec.toml")
