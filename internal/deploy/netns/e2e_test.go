@@ -187,6 +187,7 @@ func TestChainTwoHosts(t *testing.T) {
 // back, so the p50 must grow by the link's 10 ms.
 func TestDeployedLinkLatency(t *testing.T) {
 	needRoot(t)
+	netns.NeedAccuracyRun(t)
 	p50 := func(link string) time.Duration {
 		dep, topo := deployed(t, twoHosts("grpc", link))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
