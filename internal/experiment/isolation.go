@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	goruntime "runtime"
 	"strings"
 
 	"github.com/svclab/svclab/internal/cgroup"
@@ -112,7 +113,14 @@ func (iso Isolation) Enter() (leave func() error, err error) {
 		_ = g.Remove()
 		return nil, err
 	}
-	return func() error { return errors.Join(back(), g.Remove()) }, nil
+	// The runtime sized GOMAXPROCS for every CPU at start; left so, two Ps
+	// would queue for one core and the audit would see the generator's own
+	// threads as a busy host.
+	prev := goruntime.GOMAXPROCS(max(iso.LoadgenCores, 1))
+	return func() error {
+		goruntime.GOMAXPROCS(prev)
+		return errors.Join(back(), g.Remove())
+	}, nil
 }
 
 // DeployCPUs is the CPU list a deployment is confined to

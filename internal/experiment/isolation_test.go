@@ -3,6 +3,7 @@ package experiment
 import (
 	"bytes"
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
@@ -68,6 +69,9 @@ func TestIsolationEnter(t *testing.T) {
 		t.Fatal(err)
 	}
 	during, _ := cgroup.Allowed()
+	if got := goruntime.GOMAXPROCS(0); got != iso.LoadgenCores {
+		t.Errorf("GOMAXPROCS %d inside the generator's cpuset, want its %d cores", got, iso.LoadgenCores)
+	}
 	if err := leave(); err != nil {
 		t.Fatal(err)
 	}
