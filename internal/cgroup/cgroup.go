@@ -97,6 +97,11 @@ func writable(dir string) error {
 	}
 	p := filepath.Join(dir, Parent)
 	err := os.Mkdir(p, 0o755)
+	if err == nil {
+		// A probe only: the parent is made again with the first group, and
+		// a command that makes none (every start's sweep) leaves nothing.
+		_ = os.Remove(p)
+	}
 	if errors.Is(err, os.ErrExist) {
 		// Made by an earlier svclab, perhaps another user's: the groups
 		// go inside it, so it is what must be writable.
@@ -413,17 +418,15 @@ func (m *Manager) Close() error {
 		errs = append(errs, g.Remove())
 	}
 	errs = append(errs, removeTree(ownerDirs(m.version, m.owner)))
+	removeEmptyParents(m.version)
 	return errors.Join(errs...)
 }
 
 // ownerDirs are an owner's parent groups, one per hierarchy.
 func ownerDirs(v Version, owner string) []string {
-	if v == V2 {
-		return []string{filepath.Join(Root, Parent, owner)}
+	dirs := parentDirs(v)
+	for i, d := range dirs {
+		dirs[i] = filepath.Join(d, owner)
 	}
-	var out []string
-	for _, c := range controllers {
-		out = append(out, filepath.Join(Root, string(c), Parent, owner))
-	}
-	return out
+	return dirs
 }

@@ -311,6 +311,36 @@ func TestSweepAfterKill9(t *testing.T) {
 	}
 }
 
+// TestParentsGoWithTheLastOwner checks that nothing of svclab stays in the
+// hierarchy once no owner group is left: the shared parents go too.
+func TestParentsGoWithTheLastOwner(t *testing.T) {
+	m := open(t)
+	if _, err := m.New("parent-check", Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range parentDirs(m.Version()) {
+		entries, err := os.ReadDir(d)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		others := 0
+		for _, e := range entries {
+			if _, ok := parseOwner(e.Name()); ok && e.IsDir() {
+				others++
+			}
+		}
+		if others == 0 {
+			t.Errorf("%s remains with no owner group in it", d)
+		}
+	}
+}
+
 func TestList(t *testing.T) {
 	for _, c := range []struct {
 		in   []int

@@ -33,13 +33,8 @@ func Sweep() ([]Removed, error) {
 	if err != nil {
 		return nil, nil
 	}
-	parents := []string{filepath.Join(Root, Parent)}
-	if v == V1 {
-		parents = parents[:0]
-		for _, c := range controllers {
-			parents = append(parents, filepath.Join(Root, string(c), Parent))
-		}
-	}
+	parents := parentDirs(v)
+	defer removeEmptyParents(v)
 	seen := map[string]bool{}
 	var out []Removed
 	var errs []error
@@ -68,6 +63,28 @@ func Sweep() ([]Removed, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// parentDirs are svclab's parent groups, one per hierarchy.
+func parentDirs(v Version) []string {
+	if v == V2 {
+		return []string{filepath.Join(Root, Parent)}
+	}
+	var out []string
+	for _, c := range controllers {
+		out = append(out, filepath.Join(Root, string(c), Parent))
+	}
+	return out
+}
+
+// removeEmptyParents removes svclab's parent groups once no owner group is
+// left in them, so that nothing of svclab stays in the hierarchy. An owner
+// still present (another svclab running) keeps its parent: rmdir of a
+// cgroup with subgroups fails, and that failure is the answer.
+func removeEmptyParents(v Version) {
+	for _, dir := range parentDirs(v) {
+		_ = os.Remove(dir)
+	}
 }
 
 // removeTree removes cgroup directories and the groups below them, deepest
