@@ -48,10 +48,16 @@ const upSpecEnv = "SVCLAB_TEST_UP_SPEC"
 // under test rather than a previously built svclab.
 func TestMain(m *testing.M) {
 	local.RunIfChild()
+	code := 0
 	if path := os.Getenv(upSpecEnv); path != "" {
-		os.Exit(runUp(path))
+		code = runUp(path)
+	} else {
+		code = m.Run()
 	}
-	os.Exit(m.Run())
+	// As svclab's commands do when they end (cmd/svclab/clean.go): the
+	// process's own temp root goes with it.
+	_ = tempdir.RemoveOwn()
+	os.Exit(code)
 }
 
 func runUp(path string) int {
