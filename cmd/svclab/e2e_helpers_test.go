@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // svclabBin is the binary the end-to-end tests run: $SVCLAB_BIN (the
@@ -23,12 +25,14 @@ func TestMain(m *testing.M) {
 			svclabBin = b
 			return m.Run()
 		}
-		dir, err := os.MkdirTemp("", "svclab-bin-")
+		// Under the process's owner-marked temp root, so that a killed
+		// test binary's build is swept by the next svclab start.
+		dir, err := tempdir.MkdirTemp("bin-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir)
+		defer tempdir.RemoveOwn()
 		svclabBin = filepath.Join(dir, "svclab")
 		out, err := exec.Command("go", "build", "-o", svclabBin, ".").CombinedOutput()
 		if err != nil {
