@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -87,40 +86,12 @@ func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, er
 	if err := os.WriteFile(conf, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2], jaegerMaxTraces), 0o600); err != nil {
 		return nil, fmt.Errorf("tracing backend: %w", err)
 	}
-	j := &jaeger{done: make(chan struct{}), log: filepath.Join(d.dir, "jaeger.log"), otlp: ports[2], query: "http://" + ports[0], start: time.Now()}
-	logf, err := os.OpenFile(j.log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("tracing backend: %w", err)
-	}
-	defer logf.Close() // the child holds its own copy
+	j := &jaeger{log: filepath.Join(d.dir, "jaeger.log"), otlp: ports[2], query: "http://" + ports[0], start: time.Now()}
 	j.cmd = exec.Command(bin, "--config", "file:"+conf)
-	j.cmd.Stdout, j.cmd.Stderr = logf, logf
-	j.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var startErr error
-	d.spawn.do(func() { startErr = j.cmd.Start() })
-	if startErr != nil {
-		return nil, fmt.Errorf("tracing backend: start %s: %w", bin, startErr)
+	if j.done, err = d.startBackend(ctx, "tracing backend", j.cmd, j.log, j.ready); err != nil {
+		return nil, err
 	}
-	go func() { _ = j.cmd.Wait(); close(j.done) }()
-	defer func() {
-		if err != nil {
-			j.stop()
-		}
-	}()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if j.ready(ctx) {
-			return j, nil
-		}
-		select {
-		case <-j.done:
-			return nil, fmt.Errorf("tracing backend %s exited at start (%s); its log:\n%s", bin, j.cmd.ProcessState, j.tail())
-		case <-ctx.Done():
-			return nil, fmt.Errorf("tracing backend %s not ready: %w; its log:\n%s", bin, context.Cause(ctx), j.tail())
-		case <-tick.C:
-		}
-	}
+	return j, nil
 }
 
 func (j *jaeger) ready(ctx context.Context) bool {

@@ -84,41 +84,14 @@ func (d *Deployment) startPrometheus(ctx context.Context, targets []string) (_ *
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("metrics backend: %w", err)
 	}
-	p := &prometheus{done: make(chan struct{}), log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), targets: len(targets)}
-	logf, err := os.OpenFile(p.log, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("metrics backend: %w", err)
-	}
-	defer logf.Close()
+	p := &prometheus{log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), targets: len(targets)}
 	p.cmd = exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+ports[0], "--log.level=warn")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	var startErr error
-	d.spawn.do(func() { startErr = p.cmd.Start() })
-	if startErr != nil {
-		return nil, fmt.Errorf("metrics backend: start %s: %w", bin, startErr)
+	ready := func(ctx context.Context) bool { return httpOK(ctx, p.web+"/-/ready") }
+	if p.done, err = d.startBackend(ctx, "metrics backend", p.cmd, p.log, ready); err != nil {
+		return nil, err
 	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	defer func() {
-		if err != nil {
-			p.stop()
-		}
-	}()
-	tick := time.NewTicker(50 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if httpOK(ctx, p.web+"/-/ready") {
-			return p, nil
-		}
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("metrics backend %s exited at start (%s); its log:\n%s", bin, p.cmd.ProcessState, logTail(p.log))
-		case <-ctx.Done():
-			return nil, fmt.Errorf("metrics backend %s not ready: %w; its log:\n%s", bin, context.Cause(ctx), logTail(p.log))
-		case <-tick.C:
-		}
-	}
+	return p, nil
 }
 
 func (p *prometheus) stop() { stopGroup(p.cmd, p.done) }
