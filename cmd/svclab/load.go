@@ -652,10 +652,13 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 	opt := load.Options{Dir: o.dir, Shard: sh}
 	if cfg.GeneratorCount() == 1 {
 		// Several generators calibrate each for itself.
-		opt.HostTimer = calibrateHost(ctx, o.quiet || o.progressJSON, stderr)
+		opt.HostTimer = calibrateHost(ctx, o.quiet, stderr)
 	}
 	if opt.StartAt, err = o.startTime(); err != nil {
 		return err
+	}
+	if o.shard != "" && !o.quiet {
+		fmt.Fprintf(stderr, "svclab load: generator %s: %s\n", sh, shareLine(cfg, opt.StartAt))
 	}
 	live := false
 	if f, ok := stderr.(*os.File); ok {

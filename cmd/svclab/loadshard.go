@@ -112,3 +112,23 @@ func jsonProgress(w io.Writer) func(load.Progress) {
 		_ = enc.Encode(p)
 	}
 }
+
+// shareLine says what a generator's share of the load is, for its log.
+func shareLine(cfg load.Config, at time.Time) string {
+	var what string
+	if cfg.Mode == load.Closed {
+		what = fmt.Sprintf("%d users", cfg.Users)
+	} else {
+		what = fmt.Sprintf("%s arrivals/s", strconv.FormatFloat(cfg.Rate, 'f', -1, 64))
+	}
+	if len(cfg.Stages) > 0 {
+		what += fmt.Sprintf(" and %d stages", len(cfg.Stages))
+	}
+	if cfg.Requests > 0 {
+		what += fmt.Sprintf(", at most %d requests", cfg.Requests)
+	}
+	if !at.IsZero() {
+		what += ", starting at " + at.UTC().Format(time.RFC3339Nano)
+	}
+	return what
+}
