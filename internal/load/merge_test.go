@@ -188,9 +188,9 @@ func TestMergeEqualsPooled(t *testing.T) {
 		if q.got != q.want {
 			t.Errorf("%s: merged %v ms, pooled HdrHistogram %v ms", q.name, q.got, q.want)
 		}
-		// The order statistic HdrHistogram reports: the smallest sample
-		// with at least p% of the samples at or below it.
-		k := max(int(math.Ceil(q.p/100*float64(len(lat))))-1, 0)
+		// The order statistic HdrHistogram reports: the sample of rank
+		// p/100·n rounded to the nearest (hdr's ValueAtPercentile).
+		k := min(max(int(q.p/100*float64(len(lat))+0.5)-1, 0), len(lat)-1)
 		exact := lat[k] / 1e3
 		if math.Abs(q.got-exact) > exact*1e-3+1e-3 {
 			t.Errorf("%s: merged %v ms, exact pooled order statistic %v ms (beyond 3 significant digits)", q.name, q.got, exact)
