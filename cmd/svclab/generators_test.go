@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,9 +203,9 @@ seed = 1
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gens.toml")
 	for _, bad := range []struct{ v, msg string }{
-		{"0", "gens.toml:13: load.generators: must be at least 1, got 0"},
-		{"-3", "gens.toml:13: load.generators: must be at least 1, got -3"},
-		{"1000", fmt.Sprintf("gens.toml:13: load.generators: must be at most %d generator processes, got 1000", load.MaxGenerators)},
+		{"0", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got 0", load.MaxGenerators)},
+		{"-3", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got -3", load.MaxGenerators)},
+		{"1000", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got 1000", load.MaxGenerators)},
 	} {
 		if err := os.WriteFile(path, []byte(strings.Replace(spec, "GENS", bad.v, 1)), 0o644); err != nil {
 			t.Fatal(err)
@@ -260,5 +261,31 @@ seed = 1
 	if !names["loadgen#0"] || !names["loadgen#1"] {
 		t.Errorf("run.json's processes lack the generators: %+v", rf.Processes)
 	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}
+
+// TestLoadGeneratorsDieWithParent: kill -9 of `svclab load --generators`
+// leaves no generator running.
+func TestLoadGeneratorsDieWithParent(t *testing.T) {
+	srv := newCountingServer(t, 0)
+	mark := marker(t)
+	cmd := exec.Command(svclabBin, "load", "-q", "--generators", "3", "--rate", "150", "-d", "30s", srv.URL+"/")
+	cmd.Env = append(os.Environ(), mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.served.Load() < 50 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the generators did not start: %d served", srv.served.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(processesWithEnv(mark)); n != 4 {
+		t.Errorf("%d processes marked, want svclab and its 3 generators", n)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
 	waitNoProcesses(t, mark, 5*time.Second)
 }

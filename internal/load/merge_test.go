@@ -57,9 +57,9 @@ func TestGeneratorsValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Rate: 10, Generators: intp(0)}, "load.generators: must be at least 1, got 0"},
-		{Config{Rate: 10, Generators: intp(-2)}, "load.generators: must be at least 1, got -2"},
-		{Config{Rate: 10, Generators: intp(MaxGenerators + 1)}, fmt.Sprintf("load.generators: must be at most %d generator processes, got %d", MaxGenerators, MaxGenerators+1)},
+		{Config{Rate: 10, Generators: intp(0)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got 0", MaxGenerators)},
+		{Config{Rate: 10, Generators: intp(-2)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got -2", MaxGenerators)},
+		{Config{Rate: 10, Generators: intp(MaxGenerators + 1)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got %d", MaxGenerators, MaxGenerators+1)},
 		{Config{Mode: Closed, Users: 2, Generators: intp(3)}, "load.generators: 2 closed-loop users cannot be split over 3 generators: give at least one user each"},
 		{Config{Rate: 10, Requests: 2, Generators: intp(3)}, "load.generators: a limit of 2 requests cannot be split over 3 generators: give at least one each"},
 		{Config{Rate: 10, Generators: intp(3)}, ""},
