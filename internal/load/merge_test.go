@@ -45,10 +45,10 @@ func TestShare(t *testing.T) {
 	if base.Stages[0].Users != 4 {
 		t.Errorf("Share changed the caller's stages: %+v", base.Stages)
 	}
-	open := Config{Rate: 300, Stages: []Stage{{Type: "step", Duration: Duration(time.Second), Rate: 90}}}
+	open := Config{Rate: 300, WarmupRate: 60, Warmup: Duration(time.Second), Stages: []Stage{{Type: "step", Duration: Duration(time.Second), Rate: 90}}}
 	got := open.Share(Shard{2, 3})
-	if got.Rate != 100 || got.Stages[0].Rate != 30 {
-		t.Errorf("open share: rate %v, stage rate %v; want 100 and 30", got.Rate, got.Stages[0].Rate)
+	if got.Rate != 100 || got.Stages[0].Rate != 30 || got.WarmupRate != 20 {
+		t.Errorf("open share: rate %v, stage rate %v, warm-up rate %v; want 100, 30 and 20", got.Rate, got.Stages[0].Rate, got.WarmupRate)
 	}
 }
 

@@ -76,7 +76,8 @@ func (c *Config) checkGenerators() []error {
 // Share is the configuration of generator s of s.Count: its part of the
 // load, such that the generators together offer what c asks.
 //
-//   - open loop: the rate (and every stage's) divided by N; with constant
+//   - open loop: the rate (the warm-up's and every stage's too) divided
+//     by N; with constant
 //     arrivals Options.Shard shifts each generator's schedule by I/N of
 //     its own gap, so that the N schedules interleave into one at the
 //     full rate; Poisson arrivals get independent streams (a seed of
@@ -106,6 +107,7 @@ func (c Config) Share(s Shard) Config {
 	out := c
 	out.Generators = nil
 	out.Rate = c.Rate / float64(n)
+	out.WarmupRate = c.WarmupRate / float64(n)
 	out.Users = int(split(int64(c.Users)))
 	out.Requests = split(c.Requests)
 	out.Connections = int(split(int64(c.Connections)))
