@@ -289,3 +289,59 @@ func TestLoadGeneratorsDieWithParent(t *testing.T) {
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	waitNoProcesses(t, mark, 5*time.Second)
 }
+
+// TestRunGeneratorFails: a generator killed during `svclab run` fails
+// that run, which is committed with the generator named and the end of
+// its stderr, and nothing is left running.
+func TestRunGeneratorFails(t *testing.T) {
+	const spec = `
+[app]
+name = "chain"
+hops = 2
+
+[load]
+rate = 100
+duration = "20s"
+generators = 2
+
+[experiment]
+name = "genfail"
+seed = 1
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "genfail.toml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	go func() {
+		// Kill generator 1 of 2 a second into its load.
+		for ctx.Err() == nil {
+			for _, pid := range processesWithEnv(mark) {
+				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if strings.Contains(string(cmd), "1/2") {
+					time.Sleep(load.StartDelay + time.Second)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	stdout, stderr, _ := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), path)
+	m, _ := filepath.Glob(filepath.Join(dir, "results", "genfail-*", "runs", "*", "run.json"))
+	if len(m) != 1 {
+		t.Fatalf("%d runs committed\n%s\n%s", len(m), stdout, stderr)
+	}
+	var rf struct{ Status, Reason string }
+	b, _ := os.ReadFile(m[0])
+	if err := json.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	if rf.Status != "failed" || !strings.Contains(rf.Reason, "generator 1/2 failed: signal: killed") || !strings.Contains(rf.Reason, "svclab load: generator 1/2: 50 arrivals/s") {
+		t.Errorf("run.json: status %q, reason %q; want failed, naming generator 1/2 with its stderr", rf.Status, rf.Reason)
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}
