@@ -315,7 +315,7 @@ placement = %q
 
 // TestCartStoreIsShared: with Redis, a cart outlives the cart store's
 // process set, as every deployment of one pool shares the server; each
-// deployment still starts empty, because the pool flushes it.
+// Redis server, and each starts with no carts, because the pool flushes it.
 func TestRedisFlushedPerDeployment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("deploys boutique; skipped with -short")
