@@ -313,8 +313,7 @@ placement = %q
 	}
 }
 
-// TestCartStoreIsShared: with Redis, a cart outlives the cart store's
-// process set, as every deployment of one pool shares the server; each
+// TestRedisFlushedPerDeployment: every deployment of one pool shares the
 // Redis server, and each starts with no carts, because the pool flushes it.
 func TestRedisFlushedPerDeployment(t *testing.T) {
 	if testing.Short() {
