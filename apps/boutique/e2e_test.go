@@ -33,7 +33,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func loadSpec(t *testing.T, src string) *spec.Spec {
+func loadSpec(t testing.TB, src string) *spec.Spec {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "spec.toml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
@@ -64,7 +64,7 @@ func up(t *testing.T, ctx context.Context, pool *backing.Pool, s *spec.Spec) dep
 	return d
 }
 
-func newPool(t *testing.T) *backing.Pool {
+func newPool(t testing.TB) *backing.Pool {
 	t.Helper()
 	pool := backing.NewPool(nil)
 	t.Cleanup(func() {
