@@ -363,12 +363,56 @@ placement = "monolith"
 // original load script's tasks) against a split deployment for a few
 // seconds: every task is run and none fails.
 func TestLocustFlow(t *testing.T) {
+	ops := runFlow(t, "boutique-flow.toml", nil, 300)
+	for _, name := range []string{"index", "setCurrency", "browseProduct", "addToCart", "viewCart", "checkout", "locust-user"} {
+		if op, ok := ops[name]; !ok || op.Count == 0 || op.Errors != 0 {
+			t.Errorf("%s: %+v, want requests and no errors", name, op)
+		}
+	}
+	// browseProduct has weight 10 of 19; in 300 iterations its share is
+	// within ±0.1 of 10/19 (3.4 binomial standard deviations).
+	if f, b := ops["locust-user"].Count, ops["browseProduct"].Count; f < 300 || abs(float64(b)/float64(f)-10.0/19) > 0.1 {
+		t.Errorf("browseProduct %d of %d iterations, want about 10/19", b, f)
+	}
+}
+
+// TestS0Flow runs experiments/s0-boutique.toml's ordered flow (S0's
+// scripted user) in placement (c): every step of every iteration answers.
+func TestS0Flow(t *testing.T) {
+	ops := runFlow(t, "s0-boutique.toml", map[string]any{"deploy.placement": "c"}, 20)
+	f := ops["s0-user"]
+	if f.Count == 0 || f.Errors != 0 {
+		t.Fatalf("flow: %+v", f)
+	}
+	for name, op := range ops {
+		// A step's count is the iterations that reached it: at least those
+		// that completed, as none failed.
+		if op.Kind == "request" && (op.Errors != 0 || op.Count < f.Count) {
+			t.Errorf("step %s: %d requests, %d errors; want ≥ %d and none", name, op.Count, op.Errors, f.Count)
+		}
+	}
+	if n := len(ops); n != 19+2 {
+		t.Errorf("%d operations, want 19 steps, the flow and total", n)
+	}
+}
+
+// runFlow deploys an experiment spec (with levels set) and runs n
+// iterations of its [load] flow with 8 busy users (at most a minute, so a
+// loaded machine slows the test rather than failing it), returning its
+// operations by name.
+func runFlow(t *testing.T, file string, levels map[string]any, n int64) map[string]load.Operation {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("deploys boutique; skipped with -short")
 	}
-	s, err := spec.Load(filepath.Join("..", "..", "experiments", "boutique-flow.toml"))
+	s, err := spec.Load(filepath.Join("..", "..", "experiments", file))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if levels != nil {
+		if s, err = s.With(levels); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -377,10 +421,10 @@ func TestLocustFlow(t *testing.T) {
 	if err := s.Decode("load", &cfg); err != nil {
 		t.Fatal(err)
 	}
-	// Short and busy: the flow's steps and weights are what is tested.
+	// Short and busy: the flow's steps are what is tested.
 	cfg.Target = d.GatewayURL()
 	cfg.Users, cfg.ThinkMin, cfg.ThinkMax = 8, load.Duration(time.Millisecond), load.Duration(5*time.Millisecond)
-	cfg.Warmup, cfg.Duration = 0, load.Duration(3*time.Second)
+	cfg.Warmup, cfg.Duration, cfg.Requests = 0, load.Duration(time.Minute), n
 	cfg.Seed = 12
 	tg, err := load.NewTarget(cfg)
 	if err != nil {
@@ -391,21 +435,11 @@ func TestLocustFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer res.Close()
-	byName := map[string]load.Operation{}
+	ops := map[string]load.Operation{}
 	for _, op := range res.Summary.Operations {
-		byName[op.Name] = op
+		ops[op.Name] = op
 	}
-	for _, name := range []string{"index", "setCurrency", "browseProduct", "addToCart", "viewCart", "checkout", "locust-user"} {
-		op, ok := byName[name]
-		if !ok || op.Count == 0 || op.Errors != 0 {
-			t.Errorf("%s: %+v, want requests and no errors", name, op)
-		}
-	}
-	// browseProduct has weight 10 of 19; with a few hundred iterations
-	// its share is within ±0.1 of 10/19.
-	if f, b := byName["locust-user"].Count, byName["browseProduct"].Count; f < 100 || abs(float64(b)/float64(f)-10.0/19) > 0.1 {
-		t.Errorf("browseProduct %d of %d iterations, want about 10/19", b, f)
-	}
+	return ops
 }
 
 func abs(x float64) float64 {
