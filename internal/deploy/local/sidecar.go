@@ -87,6 +87,7 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 			return err
 		}
 	}
+	d.traceProxies(plan)
 	d.sidecars = m
 	if !p.InProcess() {
 		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
