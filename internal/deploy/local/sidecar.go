@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/pki"
@@ -144,7 +145,11 @@ func (d *Deployment) startSidecars(opts Options) error {
 		cmd.Dir = c.Dir
 		cmd.Env = append(os.Environ(), opts.Env...)
 		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
-		proc, err := d.launchProxy(cmd, info, listen, opts)
+		cg, own, err := d.proxyCgroup(px)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		proc, err := d.launchProxy(cmd, info, listen, opts, cg, own)
 		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", c.Name, err)
 		}
@@ -164,23 +169,45 @@ func (d *Deployment) plaintextBehindSidecar(p *process) bool {
 
 // launchProxy starts a proxy program as a child of the deployment, as
 // start does a host: its own process group, a parent-death signal, its
-// output recorded. It belongs to no group's replicas (group -1), so
-// scaling and endpoint pushes never count it.
-func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
+// output recorded, and moved into cg when that is set (proxyCgroup; own
+// says the proxy's process removes it). It belongs to no group's replicas
+// (group -1), so scaling and endpoint pushes never count it.
+func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options, cg *cgroup.Group, own bool) (*process, error) {
+	dropCgroup := func() {
+		if cg != nil && own {
+			_ = cg.Remove()
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r, w, err := os.Pipe()
 	if err != nil {
+		dropCgroup()
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		// A proxy program cannot join a group itself, as a host does
+		// before it runs anything: it is moved in (all its threads) as
+		// soon as it exists, before it has read its configuration.
+		if startErr = cmd.Start(); startErr == nil && cg != nil {
+			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
+		dropCgroup()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
 	}
 	info.PID = cmd.Process.Pid
+	if cg != nil {
+		lim := cg.Limits()
+		info.Limits = &lim
+	}
 	proc := &process{
 		group:    -1,
 		info:     info,
@@ -191,6 +218,9 @@ func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen 
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
+	if cg != nil && own {
+		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
