@@ -4,13 +4,14 @@ import (
 	"fmt"
 
 	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 )
 
 // proxyCgroup is the control group a proxy joins, if any, and whether
 // the proxy owns it (and removes it when it is gone).
 //
-// A sidecar joins its host's own group: with `[deploy.resources]` the two
+// A sidecar joins the group of the host replica it sits beside: with `[deploy.resources]` the two
 // share the component's CPU quota and memory limit, as Istio counts the
 // sidecar in the pod's limits, so that a component's mesh costs it from
 // its own budget; under `experiment.isolation` the group also pins the
@@ -23,7 +24,7 @@ func (d *Deployment) proxyCgroup(px sidecar.Proxy) (*cgroup.Group, bool, error) 
 		d.mu.Lock()
 		defer d.mu.Unlock()
 		for _, p := range d.processes {
-			if p.group == px.Group && p.cg != nil && !p.retired.Load() {
+			if p.group == px.Group && p.ordinal == px.Replica && p.info.Role == deploy.RoleHost && p.cg != nil {
 				return p.cg, false, nil
 			}
 		}

@@ -1,11 +1,13 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -14,6 +16,8 @@ import (
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/balancer"
+	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -52,13 +56,19 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 		m.held[n] = l
 		return n, nil
 	}
-	appAddr := func(g int, c string) string {
+	appAddr := func(g int, c string) []string {
+		var ss []*sockets
 		for _, s := range all {
 			if s.group == g {
-				return s.listen[c].GetEndpoint().GetAddr()
+				ss = append(ss, s)
 			}
 		}
-		return ""
+		slices.SortFunc(ss, func(a, b *sockets) int { return a.ordinal - b.ordinal })
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.listen[c].GetEndpoint().GetAddr())
+		}
+		return out
 	}
 	dir := func(name string) (string, error) {
 		dir := filepath.Join(d.dir, name)
@@ -91,18 +101,18 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 	d.traceProxies(plan)
 	d.sidecars = m
 	if !p.InProcess() {
-		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
+		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry][0]}
 	}
 	return nil
 }
 
-// routeThroughSidecars makes group i's host call its peers through its own
-// sidecar's outbound listeners.
-func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
+// routeThroughSidecars makes the host of replica s call its peers through
+// its own sidecar's outbound listeners.
+func (d *Deployment) routeThroughSidecars(s *sockets, hc *hostv1.HostConfig) {
 	if d.sidecars == nil {
 		return
 	}
-	for dep, addr := range d.sidecars.Peers[i] {
+	for dep, addr := range d.sidecars.Peers[s.group][s.ordinal] {
 		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
 	}
 }
@@ -224,4 +234,33 @@ func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen 
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
+}
+
+// sidecarEntries are the entry's replicas' inbound listeners, where a
+// client reaches them through their sidecars (nil without sidecars).
+func (d *Deployment) sidecarEntries(opts transport.DialOptions) []balancer.Address {
+	if d.sidecars == nil || d.topo.InProcess() {
+		return nil
+	}
+	var out []balancer.Address
+	for _, addr := range d.sidecars.Inbound[d.topo.Entry] {
+		ep := runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: addr}
+		out = append(out, balancer.Address{
+			Addr: ep.String(),
+			Dial: func(ctx context.Context) (transport.Conn, error) {
+				return deploy.DialEndpoint(ctx, ep, opts)
+			},
+		})
+	}
+	return out
+}
+
+// sidecarsScale refuses to scale a deployment with sidecars: its proxies'
+// configuration is written once, for the replicas it starts with, and a
+// replica added later would have no sidecar (docs/DEPLOY.md).
+func (d *Deployment) sidecarsScale(group string) error {
+	if d.sidecars == nil {
+		return nil
+	}
+	return fmt.Errorf("scale group %s: the deployment has %s sidecars, which serve the replicas it started with; scaling with sidecars is not built yet", group, d.sidecars.Kind.Name())
 }

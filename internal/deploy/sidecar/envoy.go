@@ -121,7 +121,7 @@ func (envoy) Render(c Config) ([]byte, error) {
 			"connect_timeout": "2s",
 			"load_assignment": obj{
 				"cluster_name": cluster,
-				"endpoints":    []obj{{"lb_endpoints": []obj{{"endpoint": obj{"address": envoyAddr(l.Upstream)}}}}},
+				"endpoints":    []obj{{"lb_endpoints": envoyEndpoints(l.Upstreams)}},
 			},
 		}
 		if c.Protocol != TCP {
@@ -210,6 +210,16 @@ func envoyRoutes(cluster string, tracing bool) []obj {
 		},
 		all,
 	}
+}
+
+// envoyEndpoints are a cluster's endpoints, among which Envoy balances
+// round robin (its default).
+func envoyEndpoints(addrs []string) []obj {
+	out := make([]obj, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, obj{"endpoint": obj{"address": envoyAddr(a)}})
+	}
+	return out
 }
 
 // envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this
