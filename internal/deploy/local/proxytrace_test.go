@@ -10,6 +10,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -44,39 +45,7 @@ sidecar = "envoy"
 proxy_mode = %q
 tracing = 1.0
 `, tr, mode))
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	d, err := local.Deploy(ctx, p, local.Options{})
-	if err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	defer d.Stop(context.Background())
-	conn, err := d.Dial(ctx, transport.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const calls = 10
-	req := p.Requests()[0]
-	for range calls {
-		if _, err := req.Invoke(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn.Close()
-	if err := d.Stop(ctx); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	spans, err := d.Spans()
-	if err != nil {
-		t.Fatalf("spans: %v", err)
-	}
-	traces := map[string][]deploy.Span{}
-	for _, s := range spans {
-		traces[s.TraceID] = append(traces[s.TraceID], s)
-	}
-	if len(traces) != calls {
-		t.Fatalf("%d traces in Jaeger for %d calls (%d spans)", len(traces), calls, len(spans))
-	}
+	traces := tracesOf(t, p, 10)
 	proxy := func(group string) string {
 		if mode == "node" {
 			return "node.envoy"
@@ -130,4 +99,47 @@ tracing = 1.0
 			t.Errorf("trace %s:\n got %q\nwant %q", id, got, want)
 		}
 	}
+}
+
+// tracesOf deploys p (which has deploy.tracing), makes calls of its first
+// request, stops it and returns what its Jaeger received by trace, once it
+// holds one trace per call.
+func tracesOf(t *testing.T, p *runtime.Topology, calls int) map[string][]deploy.Span {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d, err := local.Deploy(ctx, p, local.Options{})
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	defer d.Stop(context.Background())
+	if _, err := d.Spans(); err == nil {
+		t.Error("Spans answered before the deployment stopped")
+	}
+	conn, err := d.Dial(ctx, transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := p.Requests()[0]
+	for range calls {
+		if _, err := req.Invoke(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	if err := d.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	spans, err := d.Spans()
+	if err != nil {
+		t.Fatalf("spans: %v", err)
+	}
+	traces := map[string][]deploy.Span{}
+	for _, s := range spans {
+		traces[s.TraceID] = append(traces[s.TraceID], s)
+	}
+	if len(traces) != calls {
+		t.Fatalf("%d traces in Jaeger for %d calls (%d spans)", len(traces), calls, len(spans))
+	}
+	return traces
 }
