@@ -42,6 +42,10 @@ type mesh struct {
 	series     []deploy.Sample
 	seriesErr  error
 
+	// proxies are the services (proxy names) under which sidecars that
+	// emit their own spans report them (proxytrace.go).
+	proxies []string
+
 	// bySidecars: the sidecars carry mTLS, and the hosts talk plaintext
 	// to their own sidecar on loopback, as in Istio.
 	bySidecars bool
@@ -194,6 +198,7 @@ func (m *mesh) beforeStop(ctx context.Context) {
 	if m != nil && m.prometheus != nil {
 		m.prometheus.finalScrape(ctx)
 	}
+	m.awaitProxySpans(ctx)
 }
 
 // collectSpans reads what Jaeger received, once every host has stopped
@@ -214,7 +219,8 @@ func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
 		for _, g := range groups {
 			services = append(services, g.Name)
 		}
-		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, services)
+		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, append(services, m.proxies...))
+		markProxySpans(m.spans, m.proxies)
 		m.jaeger.stop()
 	}
 }

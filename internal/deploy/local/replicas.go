@@ -162,6 +162,9 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	if err != nil {
 		return err
 	}
+	if err := d.sidecarsScale(group); err != nil {
+		return err
+	}
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
 	select {

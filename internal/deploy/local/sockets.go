@@ -146,7 +146,7 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 		},
 	}
 	setBalancer(hc, p.Balancer)
-	d.routeThroughSidecars(s.group, hc)
+	d.routeThroughSidecars(s, hc)
 	return hc
 }
 
