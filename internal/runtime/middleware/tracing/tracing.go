@@ -8,8 +8,10 @@
 // carries: gRPC metadata, HTTP headers, the netrpc and protorpc envelopes,
 // and inproc's hand-over of outgoing to incoming metadata. Sampling is
 // parent-based with the ratio at the root, so a trace is kept or dropped
-// whole. Spans are batched (batch.go: off the request path, with no
-// wake-up per span) and exported over OTLP/gRPC.
+// whole. Spans are batched off the request path by the SDK's batch span
+// processor and exported over OTLP/gRPC. (A batcher of svclab's own that
+// woke its exporter once per batch instead of once per span was tried
+// and measured no CPU gain, so the library's stays.)
 package tracing
 
 import (
@@ -100,7 +102,7 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 		timeout = DefaultBatchTimeout
 	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithSpanProcessor(newBatcher(exp, timeout, MaxExportBatch)),
+		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(timeout), sdktrace.WithMaxExportBatchSize(MaxExportBatch)),
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.Ratio))),
 	)
