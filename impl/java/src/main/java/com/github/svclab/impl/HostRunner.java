@@ -35,7 +35,8 @@ import svclab.host.v1.Host.UpdatePeersResponse;
  * component of its group, serves it on each of its listeners (grpc on
  * grpc-java/Netty, http on Spring Boot/Tomcat) with the health service
  * beside it, serves the gateway and the Control service when asked, and
- * calls its peers' endpoint sets round robin.
+ * spreads its calls over each peer's endpoint set by {@code
+ * transport_options.balancer} (PeerSet).
  */
 public final class HostRunner {
   /** Starts the line a host writes to stderr once it serves. */
@@ -49,6 +50,11 @@ public final class HostRunner {
   private final List<GrpcServing> grpcServers = new ArrayList<>();
   private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "svclab-deadlines");
+    t.setDaemon(true);
+    return t;
+  });
+  private final ScheduledExecutorService probes = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "svclab-health-probes");
     t.setDaemon(true);
     return t;
   });
@@ -76,6 +82,8 @@ public final class HostRunner {
       throw new IllegalArgumentException("transport \"" + tr
           + "\" is not spoken by the Java host (grpc, http; netrpc is Go-only, inproc cannot leave a process)");
     }
+    String policy = cfg.getTransportOptions().getBalancer();
+    PeerSet.checkPolicy(policy);
     try {
       Map<String, Caller> deps = new HashMap<>();
       for (String d : app.deps(component)) {
@@ -86,7 +94,7 @@ public final class HostRunner {
         }
         PeerSet p;
         try {
-          p = new PeerSet(d, set);
+          p = new PeerSet(d, set, policy, probes, timers);
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException("component " + component + ": peer " + d + ": " + e.getMessage(), e);
         }
@@ -289,6 +297,7 @@ public final class HostRunner {
     if (control != null) {
       control.close();
     }
+    probes.shutdownNow();
     timers.shutdownNow();
   }
 }
