@@ -194,7 +194,7 @@ class _Sub:
                 r = await self.caller.call("/grpc.health.v1.Health/Check",
                                            health_pb2.HealthCheckRequest(),
                                            health_pb2.HealthCheckResponse)
-            except Exception:  # noqa: BLE001 - any failure means not yet
+            except Exception:  # any failure means: not serving yet
                 continue
             if r.status == health_pb2.HealthCheckResponse.SERVING:
                 self.sick = False
