@@ -26,6 +26,9 @@ from .service import Service
 from .status import RpcError
 
 READY_MARKER = "svclab host ready:"
+#: Precedes, in the host's last line, the calls it admitted on its listeners
+#: and gateway (Go's runtime.ServedMarker): a replica's share.
+SERVED_MARKER = "served, on its listeners,"
 FAIL_COMPONENT_ENV = "SVCLAB_FAIL_COMPONENT"
 
 
@@ -39,6 +42,7 @@ class Host:
         self.peers: dict[str, PeerSet] = {}
         self.health = Health()
         self.in_flight = 0
+        self.served = 0
         self.draining = False
         self.idle = asyncio.Event()
         self.idle.set()
@@ -138,6 +142,7 @@ class Host:
         if self.draining:
             raise RpcError(grpc.StatusCode.UNAVAILABLE, f"group {self.cfg.group} is draining")
         self.in_flight += 1
+        self.served += 1
         self.idle.clear()
         try:
             if calls.propagate_enabled():
@@ -218,6 +223,7 @@ class Host:
             await self.done.wait()
         finally:
             await self.close()
+            calls.log(f"group {self.cfg.group}: {SERVED_MARKER} {self.served} calls")
 
     async def close(self) -> None:
         grace = 1.0 if self.graceful else None

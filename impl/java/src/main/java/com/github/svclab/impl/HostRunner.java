@@ -41,11 +41,17 @@ import svclab.host.v1.Host.UpdatePeersResponse;
 public final class HostRunner {
   /** Starts the line a host writes to stderr once it serves. */
   public static final String READY_MARKER = "svclab host ready:";
+  /**
+   * Precedes, in the host's last line, the calls it admitted on its
+   * listeners and gateway (Go's runtime.ServedMarker): a replica's share.
+   */
+  public static final String SERVED_MARKER = "served, on its listeners,";
 
   private final HostConfig cfg;
   private final String component;
   private final Map<String, PeerSet> peers = new TreeMap<>();
   private final InFlight calls = new InFlight();
+  private final java.util.concurrent.atomic.AtomicLong served = new java.util.concurrent.atomic.AtomicLong();
   private final Health health = new Health();
   private final List<GrpcServing> grpcServers = new ArrayList<>();
   private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(r -> {
@@ -187,6 +193,7 @@ public final class HostRunner {
     if (!calls.enter()) {
       throw Status.UNAVAILABLE.withDescription("group " + cfg.getGroup() + " is draining").asRuntimeException();
     }
+    served.incrementAndGet();
     try {
       if (propagate) {
         Context ctx = Context.current();
@@ -215,6 +222,7 @@ public final class HostRunner {
       }
     }
     close();
+    Log.printf("group %s: %s %d calls", cfg.getGroup(), SERVED_MARKER, served.get());
   }
 
   /** Ends run() at once, as SIGTERM does. */
