@@ -127,6 +127,7 @@ func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	defer d.pushMu.Unlock()
 	if g == d.topo.EntryGroup() {
 		d.pushClients()
+		d.pushGateway()
 	}
 	var errs []error
 	for _, j := range d.callers(g) {
