@@ -83,7 +83,8 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 
 // afterBind adds a metrics listener to the sockets of each of the first
 // replicas and starts the Prometheus that scrapes them (within ctx), for
-// deploy.metrics. Replicas an autoscaler adds later are not scraped.
+// deploy.metrics. Replicas added later get theirs from metricsFor, and
+// pushPeers points Prometheus at them (scrapetargets.go).
 func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	m := d.mesh
 	if m == nil || !m.metrics {
@@ -92,9 +93,9 @@ func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	if err := m.bindMetrics(s); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
-	var targets []string
-	for _, l := range m.metricsAt {
-		targets = append(targets, l.GetEndpoint().GetAddr())
+	var targets []scrapeTarget
+	for i, l := range m.metricsAt {
+		targets = append(targets, scrapeTarget{addr: l.GetEndpoint().GetAddr(), process: d.replicaName(s[i].group, s[i].ordinal)})
 	}
 	p, err := d.startPrometheus(ctx, targets)
 	if err != nil {
