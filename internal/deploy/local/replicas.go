@@ -213,6 +213,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		}
 		hc := d.hostConfig(d.cfgJSON, s, peers)
 		d.mesh.configure(hc, -1, d.topo.Groups[g])
+		d.configureResilience(hc)
 		p, err := d.start(hc, s, d.opts)
 		s.close()
 		if err != nil {
@@ -336,6 +337,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		}
 		hcs[i] = d.hostConfig(cfgJSON, s, peers)
 		d.mesh.configure(hcs[i], i, d.topo.Groups[s.group])
+		d.configureResilience(hcs[i])
 	}
 	for i, s := range all {
 		p, err := d.start(hcs[i], s, d.opts)
