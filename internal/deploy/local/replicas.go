@@ -374,7 +374,7 @@ func (p *process) removeCgroup() error {
 // g's host dials for each), or returns them as they are without one.
 func (d *Deployment) place(g int, peers map[string][]runtime.Endpoint) (map[string][]runtime.Endpoint, error) {
 	if d.net == nil {
-		return peers, nil
+		return d.faultPeers(peers)
 	}
 	out := make(map[string][]runtime.Endpoint, len(peers))
 	for c, eps := range peers {

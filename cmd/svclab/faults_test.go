@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/load"
+)
+
+// faultRun is one committed run of a fault experiment: its run.json and
+// its per-second totals.
+type faultRun struct {
+	file   experiment.RunFile
+	series map[int64]load.SeriesRow // second → the "total" row
+}
+
+// runFaults runs src (experiment name "f") and reads every run, keyed by
+// the value of the factor named key.
+func runFaults(t *testing.T, src, key string) map[string]faultRun {
+	t.Helper()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "f.toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if left := processesWithEnv(mark); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "f-*", "runs", "*"))
+	out := map[string]faultRun{}
+	for _, run := range runs {
+		var fr faultRun
+		b, err := os.ReadFile(filepath.Join(run, "run.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &fr.file); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := parquet.ReadFile[load.SeriesRow](filepath.Join(run, "timeseries.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr.series = map[int64]load.SeriesRow{}
+		for _, r := range rows {
+			if r.Operation == "total" {
+				fr.series[r.Second] = r
+			}
+		}
+		level, _ := json.Marshal(fr.file.Levels[key])
+		out[string(level)] = fr
+		t.Logf("run %s %s=%s status %s %s faults %+v", fr.file.ID, key, level, fr.file.Status, fr.file.Reason, fr.file.Faults)
+		for s := int64(0); s < int64(len(fr.series)); s++ {
+			r := fr.series[s]
+			t.Logf("  second %d: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms", s, r.Requests, r.Errors, r.P50Ms, r.P99Ms)
+		}
+	}
+	return out
+}
+
+// errorShare is the failed share of the requests of seconds [from, to).
+func (r faultRun) errorShare(from, to int64) float64 {
+	var n, e int64
+	for s := from; s < to; s++ {
+		n += r.series[s].Requests
+		e += r.series[s].Errors
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(e) / float64(n)
+}
+
+// TestRunLinkCut cuts the hop into hop2 for four seconds of a ten-second
+// measurement: the series shows errors in the window and none before it
+// or, a second after it, after it; run.json records the window. Calls
+// into the partition hang until their 1 s timeout, unless the circuit
+// breaker has opened: then they fail fast. (The series counts a request
+// in the second it ends, so a timed-out call counts a second late.)
+func TestRunLinkCut(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.link_cut]
+target = "hop2"
+start = "2s"
+duration = "4s"
+[deploy.resilience]
+timeout = "1s"
+[deploy.resilience.breaker]
+open = "500ms"
+[load]
+rate = 100
+warmup = "500ms"
+duration = "10s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.resilience.breaker.failures" = [0, 5]
+`
+	runs := runFaults(t, src, "deploy.resilience.breaker.failures")
+	for level, r := range runs {
+		if r.file.Status != "ok" {
+			t.Errorf("breaker failures=%s: run %s: %s", level, r.file.Status, r.file.Reason)
+			continue
+		}
+		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "link_cut" || r.file.Faults[0].Error != "" {
+			t.Fatalf("breaker failures=%s: faults %+v", level, r.file.Faults)
+		}
+		f := r.file.Faults[0]
+		if f.FromS < 1.8 || f.FromS > 2.3 || f.ToS-f.FromS < 3.9 || f.ToS-f.FromS > 4.3 {
+			t.Errorf("breaker failures=%s: window %.2f–%.2f s, want about 2–6 s", level, f.FromS, f.ToS)
+		}
+		if e := r.errorShare(0, 2); e > 0.01 {
+			t.Errorf("breaker failures=%s: %.1f%% errors before the cut", level, 100*e)
+		}
+		// The window's seconds may straddle its edges; the whole seconds
+		// inside it fail almost entirely.
+		if e := r.errorShare(int64(f.FromS)+1, int64(f.ToS)); e < 0.9 {
+			t.Errorf("breaker failures=%s: %.1f%% errors inside the cut, want nearly all", level, 100*e)
+		}
+		if e := r.errorShare(int64(f.ToS)+2, 10); e > 0.01 {
+			t.Errorf("breaker failures=%s: %.1f%% errors after the cut: no recovery", level, 100*e)
+		}
+	}
+	// Well inside the cut, the median call waits out its timeout without
+	// a breaker, and fails fast with one.
+	mid := func(level string) float64 { return runs[level].series[5].P50Ms }
+	if p50 := mid("0"); p50 < 900 {
+		t.Errorf("no breaker: p50 %.1f ms inside the cut, want about the 1 s timeout", p50)
+	}
+	if p50 := mid("5"); p50 > 50 {
+		t.Errorf("breaker: p50 %.1f ms inside the cut, want fast failures", p50)
+	}
+}
