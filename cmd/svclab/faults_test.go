@@ -151,3 +151,50 @@ seed = 1
 		t.Errorf("breaker: p50 %.1f ms inside the cut, want fast failures", p50)
 	}
 }
+
+// TestRunResetRetries resets the connection into hop2 at 1% of the chunks
+// callers send, for the whole run: a few percent of calls fail without
+// retries (each reset takes the calls in flight on the connection), and
+// retries with a backoff that outlasts the reconnection save them. (At 5%
+// the channel spends most of its time reconnecting, and retries only add
+// chunks to reset: they make it worse, which the experiment can show.)
+func TestRunResetRetries(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.reset]
+target = "hop2"
+fraction = 0.01
+[deploy.resilience]
+timeout = "1s"
+retry_budget = 1.0
+backoff = "50ms"
+[load]
+rate = 100
+warmup = "500ms"
+duration = "4s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.resilience.retries" = [0, 3]
+`
+	runs := runFaults(t, src, "deploy.resilience.retries")
+	none, some := runs["0"], runs["3"]
+	for level, r := range runs {
+		if r.file.Status != "ok" || len(r.file.Faults) != 1 || r.file.Faults[0].Error != "" {
+			t.Fatalf("retries=%s: run %s (%s), faults %+v", level, r.file.Status, r.file.Reason, r.file.Faults)
+		}
+	}
+	eNone, eSome := none.errorShare(0, 4), some.errorShare(0, 4)
+	t.Logf("errors: %.1f%% without retries, %.1f%% with 3", 100*eNone, 100*eSome)
+	if eNone < 0.005 {
+		t.Errorf("without retries only %.1f%% of requests failed: the resets do not show", 100*eNone)
+	}
+	if eSome > eNone/2 {
+		t.Errorf("with 3 retries %.1f%% failed, without %.1f%%: retries should at least halve the failures", 100*eSome, 100*eNone)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -14,15 +13,14 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hopfault"
 	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // Faults on the hops into a group ([deploy.faults]) need something on the
 // path to act: every endpoint of a targeted group is reached through a
 // toxiproxy proxy on loopback (toxiproxy used as a library), to which
-// each of the fault's windows adds a toxic: timeout for link_cut,
-// reset_peer for reset, latency for latency_spike. Groups no fault
+// each of the fault's windows adds its toxics (internal/deploy/hopfault). Groups no fault
 // targets are dialled directly, as without faults.
 
 // Kill ends a replica with SIGKILL, as a crash would, and then takes it
@@ -142,48 +140,7 @@ func (d *Deployment) StartFault(f runtime.Fault) (stop func() error, err error) 
 	if len(proxies) == 0 {
 		return nil, fmt.Errorf("deploy.faults.%s: no other group calls group %s, so its hop carries nothing to fault", f.Kind, d.topo.Groups[f.Group].Name)
 	}
-	var bodies []string
-	name := "fault_" + f.Kind
-	switch f.Kind {
-	case spec.FaultLinkCut:
-		// A partition: nothing passes either way, and nothing is
-		// refused either; what was sent is delivered when the link
-		// returns, as TCP retransmits it (toxiproxy's timeout toxic
-		// with no timeout holds the data until it is removed).
-		for _, dir := range []string{"upstream", "downstream"} {
-			bodies = append(bodies, fmt.Sprintf(`{"name":"%s_%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, name, dir, dir))
-		}
-	case spec.FaultReset:
-		// A reset on the first bytes the caller sends: the connection is
-		// refused with RST as it is used, as a crashed peer's kernel does.
-		bodies = append(bodies, fmt.Sprintf(`{"name":%q,"type":"reset_peer","stream":"upstream","toxicity":%g,"attributes":{"timeout":0}}`, name, f.Fraction))
-	case spec.FaultLatencySpike:
-		bodies = append(bodies, fmt.Sprintf(`{"name":%q,"type":"latency","stream":"downstream","toxicity":%g,"attributes":{"latency":%d,"jitter":0}}`, name, f.Fraction, f.Delay.Milliseconds()))
-	default:
-		return nil, fmt.Errorf("deploy.faults: %q does not act on a hop", f.Kind)
-	}
-	type added struct {
-		p    *toxiproxy.Proxy
-		name string
-	}
-	var done []added
-	remove := func() error {
-		var errs []error
-		for _, a := range done {
-			errs = append(errs, a.p.Toxics.RemoveToxic(context.Background(), a.name))
-		}
-		return errors.Join(errs...)
-	}
-	for _, p := range proxies {
-		for _, toxic := range bodies {
-			t, err := p.Toxics.AddToxicJson(strings.NewReader(toxic))
-			if err != nil {
-				return nil, errors.Join(fmt.Errorf("deploy.faults.%s on the hop to %s: %w", f.Kind, p.Upstream, err), remove())
-			}
-			done = append(done, added{p, t.Name})
-		}
-	}
-	return remove, nil
+	return hopfault.Start(f, proxies)
 }
 
 // closeHops stops every fault proxy.
