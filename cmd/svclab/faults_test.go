@@ -198,3 +198,48 @@ seed = 1
 		t.Errorf("with 3 retries %.1f%% failed, without %.1f%%: retries should at least halve the failures", 100*eSome, 100*eNone)
 	}
 }
+
+// TestRunKill kills a replica of hop2 two seconds into the measurement.
+// With two replicas, at most the calls in flight on the killed one fail,
+// and the survivor serves every call from the next second on; with one,
+// every call after the kill fails. Either way the run is no crash.
+func TestRunKill(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.kill]
+target = "hop2"
+start = "2s"
+replica = 0
+[load]
+rate = 100
+warmup = "500ms"
+duration = "5s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.replicas.hop2" = [1, 2]
+`
+	runs := runFaults(t, src, "deploy.replicas.hop2")
+	for level, r := range runs {
+		if r.file.Status != "ok" {
+			t.Fatalf("replicas=%s: run %s: %s (a killed replica is no crash of the run)", level, r.file.Status, r.file.Reason)
+		}
+		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "kill" || r.file.Faults[0].Process == "" || r.file.Faults[0].Error != "" {
+			t.Fatalf("replicas=%s: faults %+v", level, r.file.Faults)
+		}
+		if e := r.errorShare(0, 2); e > 0.01 {
+			t.Errorf("replicas=%s: %.1f%% errors before the kill", level, 100*e)
+		}
+	}
+	if e := runs["2"].errorShare(3, 5); e > 0.01 {
+		t.Errorf("two replicas: %.1f%% errors a second after the kill: the survivor should serve every call", 100*e)
+	}
+	if e := runs["1"].errorShare(3, 5); e < 0.99 {
+		t.Errorf("one replica: %.1f%% errors after the kill, want all", 100*e)
+	}
+}
