@@ -58,9 +58,10 @@ func toxicsOf(f runtime.Fault) ([]string, error) {
 	switch f.Kind {
 	case spec.FaultLinkCut:
 		// A partition: nothing passes either way and nothing is
-		// refused; what was sent is delivered when the link returns, as
-		// TCP retransmits it (toxiproxy's timeout toxic with no timeout
-		// holds the data until it is removed).
+		// refused; what is sent is lost, and when the cut ends
+		// toxiproxy's timeout toxic (with no timeout) closes the
+		// connections it held, so callers reconnect, as after a
+		// partition long enough for TCP to give up.
 		var out []string
 		for _, dir := range []string{"upstream", "downstream"} {
 			out = append(out, fmt.Sprintf(`{"name":"%s_%s","type":"timeout","stream":%q,"toxicity":1,"attributes":{"timeout":0}}`, name, dir, dir))
