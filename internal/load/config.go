@@ -78,6 +78,10 @@ type Config struct {
 	Flow *Flow `toml:"flow,omitempty" json:"flow,omitempty"`
 	// Thresholds are pass/fail criteria checked after the run.
 	Thresholds *Thresholds `toml:"thresholds,omitempty" json:"thresholds,omitempty"`
+	// Generators splits the load over this many generator processes
+	// (shard.go); nil means one. A pointer, so that a written 0 is an
+	// error rather than the default.
+	Generators *int `toml:"generators,omitempty" json:"generators,omitempty"`
 }
 
 // Stage is one step of a load profile.
@@ -402,6 +406,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Thresholds.validate(c.opNames())...)
+	errs = append(errs, c.checkGenerators()...)
 	return errors.Join(errs...)
 }
 
@@ -574,6 +579,13 @@ func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []er
 				if n := m[1]; n != "user" && n != "iteration" && !vars[n] {
 					bad(t.k, "uses {{%s}}, which no earlier step extracts", n)
 				}
+			}
+		}
+	}
+	for _, t := range []struct{ k, v string }{{"path", r.Path}, {"body", r.Body}} {
+		for _, m := range pickRef.FindAllStringSubmatch(t.v, -1) {
+			if slices.Contains(strings.Split(m[1], "|"), "") {
+				bad(t.k, "%s has an empty choice: write {{pick:a|b|c}}", spec.Echo(m[0]))
 			}
 		}
 	}
