@@ -76,6 +76,8 @@ type RunFile struct {
 	Processes  []deploy.ProcessInfo `json:"processes"`
 	// Traces is the check of a run with deploy.tracing (traces.go).
 	Traces *TraceCheck `json:"traces,omitempty"`
+	// Faults are the windows of [deploy.faults] as injected (faults.go).
+	Faults []FaultRecord `json:"faults,omitempty"`
 }
 
 // ErrInterrupted is returned when the context ends mid-experiment; the
@@ -338,6 +340,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
+	faults := startFaults(lctx, dep, pr.Runtime.Faults, measureStart, p.Duration)
 	res, lerr := gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
 	cancelLoad()
 	<-watchDone
@@ -353,7 +356,10 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		measureStart = res.Started.Add(p.Warmup)
 	}
 	sampler.SetZero(measureStart)
+	rf.Faults, err = faults.stop(measureStart)
 	switch {
+	case err != nil && crashed == nil:
+		fail(fmt.Sprintf("faults: %v", err), tails(dep))
 	case crashed != nil:
 		<-crashed.Done()
 		info := crashed.Info()

@@ -236,7 +236,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 func (h *host) addresses(peer string, set *hostv1.EndpointSet) ([]balancer.Address, error) {
 	dopts := h.dopts
 	dopts.TLS = h.tls.clientTLS(peer)
-	dopts.Interceptors = h.mesh.client(h.dopts.Interceptors, peer)
+	dopts.Interceptors = h.mesh.peerClient(h.dopts.Interceptors, peer)
 	var addrs []balancer.Address
 	for _, pe := range set.GetEndpoints() {
 		ep := EndpointOf(pe)

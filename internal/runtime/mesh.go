@@ -13,6 +13,7 @@ import (
 
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime/middleware/metrics"
+	"github.com/svclab/svclab/internal/runtime/middleware/resilience"
 	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -29,11 +30,14 @@ type Mesh struct {
 	Tracing float64
 	// Metrics is deploy.metrics: RED metrics on every component.
 	Metrics bool
+	// Resilience is deploy.resilience: retries, timeouts and a breaker on
+	// every call to another group.
+	Resilience spec.Resilience
 }
 
 // MeshOf reads the mesh keys of a validated [deploy] table.
 func MeshOf(d spec.Deploy) Mesh {
-	return Mesh{MTLS: d.MTLS, Tracing: d.Tracing, Metrics: d.Metrics}
+	return Mesh{MTLS: d.MTLS, Tracing: d.Tracing, Metrics: d.Metrics, Resilience: d.Resilience}
 }
 
 // meshTLS is a host's mutual TLS: a server configuration per component it
@@ -94,6 +98,9 @@ func (m *meshTLS) clientTLS(peer string) *tls.Config {
 type meshInterceptors struct {
 	tracer  *tracing.Tracer  // nil without deploy.tracing
 	metrics *metrics.Metrics // nil without deploy.metrics
+	// resilience wraps calls to other groups; nil without
+	// deploy.resilience.
+	resilience *resilience.Resilience
 	// metricsSrv serves metrics on HostConfig.mesh.metrics.listener.
 	metricsSrv *http.Server
 }
@@ -127,6 +134,18 @@ func newMeshInterceptors(ctx context.Context, cfg *hostv1.HostConfig) (*meshInte
 		}
 		m.tracer = tr
 	}
+	if r := cfg.GetMesh().GetResilience(); r != nil {
+		o, err := resilienceOptions(r)
+		if err != nil {
+			return nil, err
+		}
+		m.resilience = resilience.New(cfg.GetGroup(), o)
+		if m.metrics != nil {
+			if err := m.resilience.Register(m.metrics.Registerer()); err != nil {
+				return nil, fmt.Errorf("mesh.resilience: metrics: %w", err)
+			}
+		}
+	}
 	return m, nil
 }
 
@@ -148,6 +167,16 @@ func (m *meshInterceptors) client(own []grpc.UnaryClientInterceptor, peer string
 		return own
 	}
 	return append(append([]grpc.UnaryClientInterceptor{}, own...), m.tracer.Client(peer))
+}
+
+// peerClient are the interceptors of calls to peer in another group: the
+// resilience middleware outside the tracer, so that every attempt is a
+// span of its own, as Envoy traces each try.
+func (m *meshInterceptors) peerClient(own []grpc.UnaryClientInterceptor, peer string) []grpc.UnaryClientInterceptor {
+	if m.resilience == nil {
+		return m.client(own, peer)
+	}
+	return m.client(append(append([]grpc.UnaryClientInterceptor{}, own...), m.resilience.Client(peer)), peer)
 }
 
 // flushTimeout bounds how long a stopping host tries to export its last

@@ -65,6 +65,9 @@ type Topology struct {
 	// Languages maps each component not implemented in Go to its language
 	// (deploy.languages); see Language.
 	Languages map[string]string
+	// Faults are [deploy.faults], in the order latency_spike, reset,
+	// link_cut, kill (faults.go).
+	Faults []Fault
 
 	components map[string]Component
 }
@@ -234,6 +237,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, err
 	}
 	if err := p.resolveScaling(s); err != nil {
+		return nil, err
+	}
+	if err := p.resolveFaults(s); err != nil {
 		return nil, err
 	}
 	if err := p.resolveLanguages(s); err != nil {

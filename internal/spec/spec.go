@@ -146,6 +146,10 @@ type Deploy struct {
 	// Languages maps a component to the language of its implementation:
 	// "go" (the default), "java" or "python" (runtime checks the names).
 	Languages map[string]string `toml:"languages"`
+	// Faults and Resilience are faults injected during the measurement
+	// and the client middleware that rides them out (faults.go).
+	Faults     Faults     `toml:"faults"`
+	Resilience Resilience `toml:"resilience"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -376,6 +380,12 @@ func (s *Spec) decodeDeploy() error {
 		return err
 	}
 	if err := s.checkMesh(); err != nil {
+		return err
+	}
+	if err := s.checkFaults(); err != nil {
+		return err
+	}
+	if err := s.checkResilience(); err != nil {
 		return err
 	}
 	return s.checkScaling()

@@ -174,6 +174,49 @@ def scaling(ts: pd.DataFrame, replicas: pd.DataFrame, label_col: str, order: Seq
     return to_png(fig)
 
 
+def faults(success: pd.DataFrame, ts: pd.DataFrame, windows: pd.DataFrame, label_col: str,
+           order: Sequence[str], latency_col: str, latency_label: str, title: str) -> bytes:
+    """Success rate and latency per second, one thin line per run, with every
+    fault window shaded (a kill as a vertical line)."""
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.0, 4.8), sharex=True)
+    for i, lbl in enumerate(order):
+        runs = ts.loc[ts[label_col] == lbl, "run_id"].unique()
+        for j, run_id in enumerate(sorted(runs)):
+            kw = {"color": colour(i), "linewidth": 1.0, "alpha": 0.75,
+                  "label": lbl if j == 0 else None}
+            s = success[success["run_id"] == run_id]
+            ax1.plot(s["second"], 100 * s["success"], **kw)
+            r = ts[ts["run_id"] == run_id].sort_values("second")
+            ax2.plot(r["second"], r[latency_col], **kw)
+    kinds = sorted(windows["kind"].unique())
+    hatches = ["", "//", "\\\\", ".."]
+    # The same window in every run is drawn once; windows differ between
+    # runs only by milliseconds of scheduling.
+    seen: set[tuple[str, int, int]] = set()
+    for w in windows.itertuples():
+        key = (w.kind, round(w.from_s), round(w.to_s))
+        if key in seen:
+            continue
+        seen.add(key)
+        k = kinds.index(w.kind)
+        for ax in (ax1, ax2):
+            if w.to_s > w.from_s:
+                ax.axvspan(w.from_s, w.to_s, color=MUTED, alpha=0.18, hatch=hatches[k % 4],
+                           linewidth=0)
+            else:
+                ax.axvline(w.from_s, color=MUTED, linestyle="--", linewidth=1.0)
+    for k, kind in enumerate(kinds):
+        ax1.fill_between([], [], color=MUTED, alpha=0.18, hatch=hatches[k % 4],
+                         label=f"{kind} (shaded)")
+    ax1.set_ylabel("success rate (%)")
+    ax1.set_ylim(-5, 105)
+    ax2.set_ylabel(latency_label)
+    ax2.set_xlabel("second of the measurement window (s)")
+    ax1.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    ax1.set_title(title)
+    return to_png(fig)
+
+
 def interactions(means: pd.DataFrame, factors: Sequence[str], response: str, ylabel: str,
                  title: str) -> bytes:
     """Interaction plots: mean response per level of one factor, a line per

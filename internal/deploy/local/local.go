@@ -116,6 +116,7 @@ type Deployment struct {
 	stopErr     error
 	stopping    chan struct{}
 	exited      chan deploy.Process
+	hops        faultHops // proxies for [deploy.faults] (faults.go)
 }
 
 // ID marks every process of the deployment: it is in their arguments
@@ -327,6 +328,7 @@ wait:
 		}
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
+	d.closeHops()
 	d.mesh.collectSpans(ctx, d.topo.Groups)
 	if d.spawn != nil {
 		d.spawn.close()

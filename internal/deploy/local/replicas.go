@@ -225,6 +225,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		d.mesh.configure(hc, mi, d.topo.Groups[g])
+		d.configureResilience(hc)
 		p, err := d.start(hc, s, d.opts)
 		s.close()
 		if err != nil {
@@ -348,6 +349,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		}
 		hcs[i] = d.hostConfig(cfgJSON, s, peers)
 		d.mesh.configure(hcs[i], i, d.topo.Groups[s.group])
+		d.configureResilience(hcs[i])
 	}
 	for i, s := range all {
 		p, err := d.start(hcs[i], s, d.opts)
@@ -384,7 +386,7 @@ func (p *process) removeCgroup() error {
 // g's host dials for each), or returns them as they are without one.
 func (d *Deployment) place(g int, peers map[string][]runtime.Endpoint) (map[string][]runtime.Endpoint, error) {
 	if d.net == nil {
-		return peers, nil
+		return d.faultPeers(peers)
 	}
 	out := make(map[string][]runtime.Endpoint, len(peers))
 	for c, eps := range peers {

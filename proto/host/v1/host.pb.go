@@ -217,7 +217,11 @@ type Mesh struct {
 	Tracing *Tracing `protobuf:"bytes,2,opt,name=tracing,proto3" json:"tracing,omitempty"`
 	// Metrics, when set, counts every call the host serves (RED metrics per
 	// component and method) and serves them for Prometheus.
-	Metrics       *Metrics `protobuf:"bytes,3,opt,name=metrics,proto3" json:"metrics,omitempty"`
+	Metrics *Metrics `protobuf:"bytes,3,opt,name=metrics,proto3" json:"metrics,omitempty"`
+	// Resilience, when set, is the client middleware of every call the host
+	// makes to another group: retries, a per-attempt timeout, a circuit
+	// breaker per peer (deploy.resilience).
+	Resilience    *Resilience `protobuf:"bytes,4,opt,name=resilience,proto3" json:"resilience,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -273,6 +277,198 @@ func (x *Mesh) GetMetrics() *Metrics {
 	return nil
 }
 
+func (x *Mesh) GetResilience() *Resilience {
+	if x != nil {
+		return x.Resilience
+	}
+	return nil
+}
+
+// Resilience is deploy.resilience (docs/DEPLOY.md, "Faults and resilience").
+type Resilience struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Timeout bounds each attempt; unset, none.
+	Timeout *durationpb.Duration `protobuf:"bytes,1,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// Retries is the most retries of one call.
+	Retries int32 `protobuf:"varint,2,opt,name=retries,proto3" json:"retries,omitempty"`
+	// RetryBudget is the share of calls that may be retries, [0, 1].
+	RetryBudget float64 `protobuf:"fixed64,3,opt,name=retry_budget,json=retryBudget,proto3" json:"retry_budget,omitempty"`
+	// Backoff is the base of the full-jitter exponential backoff, capped at
+	// max_backoff.
+	Backoff    *durationpb.Duration `protobuf:"bytes,4,opt,name=backoff,proto3" json:"backoff,omitempty"`
+	MaxBackoff *durationpb.Duration `protobuf:"bytes,5,opt,name=max_backoff,json=maxBackoff,proto3" json:"max_backoff,omitempty"`
+	// RetryOn are the gRPC codes retried, in snake case ("unavailable").
+	RetryOn []string `protobuf:"bytes,6,rep,name=retry_on,json=retryOn,proto3" json:"retry_on,omitempty"`
+	// Breaker, when set, is a circuit breaker per peer.
+	Breaker       *Breaker `protobuf:"bytes,7,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resilience) Reset() {
+	*x = Resilience{}
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resilience) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resilience) ProtoMessage() {}
+
+func (x *Resilience) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resilience.ProtoReflect.Descriptor instead.
+func (*Resilience) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Resilience) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+func (x *Resilience) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *Resilience) GetRetryBudget() float64 {
+	if x != nil {
+		return x.RetryBudget
+	}
+	return 0
+}
+
+func (x *Resilience) GetBackoff() *durationpb.Duration {
+	if x != nil {
+		return x.Backoff
+	}
+	return nil
+}
+
+func (x *Resilience) GetMaxBackoff() *durationpb.Duration {
+	if x != nil {
+		return x.MaxBackoff
+	}
+	return nil
+}
+
+func (x *Resilience) GetRetryOn() []string {
+	if x != nil {
+		return x.RetryOn
+	}
+	return nil
+}
+
+func (x *Resilience) GetBreaker() *Breaker {
+	if x != nil {
+		return x.Breaker
+	}
+	return nil
+}
+
+// Breaker is deploy.resilience.breaker.
+type Breaker struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Failures      int32                  `protobuf:"varint,1,opt,name=failures,proto3" json:"failures,omitempty"`
+	Ratio         float64                `protobuf:"fixed64,2,opt,name=ratio,proto3" json:"ratio,omitempty"`
+	Window        *durationpb.Duration   `protobuf:"bytes,3,opt,name=window,proto3" json:"window,omitempty"`
+	MinCalls      int32                  `protobuf:"varint,4,opt,name=min_calls,json=minCalls,proto3" json:"min_calls,omitempty"`
+	Open          *durationpb.Duration   `protobuf:"bytes,5,opt,name=open,proto3" json:"open,omitempty"`
+	Probes        int32                  `protobuf:"varint,6,opt,name=probes,proto3" json:"probes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Breaker) Reset() {
+	*x = Breaker{}
+	mi := &file_host_v1_host_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Breaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Breaker) ProtoMessage() {}
+
+func (x *Breaker) ProtoReflect() protoreflect.Message {
+	mi := &file_host_v1_host_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
+func (*Breaker) Descriptor() ([]byte, []int) {
+	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Breaker) GetFailures() int32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *Breaker) GetRatio() float64 {
+	if x != nil {
+		return x.Ratio
+	}
+	return 0
+}
+
+func (x *Breaker) GetWindow() *durationpb.Duration {
+	if x != nil {
+		return x.Window
+	}
+	return nil
+}
+
+func (x *Breaker) GetMinCalls() int32 {
+	if x != nil {
+		return x.MinCalls
+	}
+	return 0
+}
+
+func (x *Breaker) GetOpen() *durationpb.Duration {
+	if x != nil {
+		return x.Open
+	}
+	return nil
+}
+
+func (x *Breaker) GetProbes() int32 {
+	if x != nil {
+		return x.Probes
+	}
+	return 0
+}
+
 // Metrics is deploy.metrics.
 type Metrics struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -285,7 +481,7 @@ type Metrics struct {
 
 func (x *Metrics) Reset() {
 	*x = Metrics{}
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -297,7 +493,7 @@ func (x *Metrics) String() string {
 func (*Metrics) ProtoMessage() {}
 
 func (x *Metrics) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[2]
+	mi := &file_host_v1_host_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -310,7 +506,7 @@ func (x *Metrics) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Metrics.ProtoReflect.Descriptor instead.
 func (*Metrics) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{2}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Metrics) GetListener() *Listener {
@@ -335,7 +531,7 @@ type Tracing struct {
 
 func (x *Tracing) Reset() {
 	*x = Tracing{}
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -347,7 +543,7 @@ func (x *Tracing) String() string {
 func (*Tracing) ProtoMessage() {}
 
 func (x *Tracing) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[3]
+	mi := &file_host_v1_host_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -360,7 +556,7 @@ func (x *Tracing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tracing.ProtoReflect.Descriptor instead.
 func (*Tracing) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{3}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Tracing) GetRatio() float64 {
@@ -394,7 +590,7 @@ type Tls struct {
 
 func (x *Tls) Reset() {
 	*x = Tls{}
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -406,7 +602,7 @@ func (x *Tls) String() string {
 func (*Tls) ProtoMessage() {}
 
 func (x *Tls) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[4]
+	mi := &file_host_v1_host_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -419,7 +615,7 @@ func (x *Tls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tls.ProtoReflect.Descriptor instead.
 func (*Tls) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{4}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Tls) GetCaFile() string {
@@ -447,7 +643,7 @@ type CertKey struct {
 
 func (x *CertKey) Reset() {
 	*x = CertKey{}
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -459,7 +655,7 @@ func (x *CertKey) String() string {
 func (*CertKey) ProtoMessage() {}
 
 func (x *CertKey) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[5]
+	mi := &file_host_v1_host_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -472,7 +668,7 @@ func (x *CertKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CertKey.ProtoReflect.Descriptor instead.
 func (*CertKey) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{5}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CertKey) GetCertFile() string {
@@ -510,7 +706,7 @@ type TransportOptions struct {
 
 func (x *TransportOptions) Reset() {
 	*x = TransportOptions{}
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +718,7 @@ func (x *TransportOptions) String() string {
 func (*TransportOptions) ProtoMessage() {}
 
 func (x *TransportOptions) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[6]
+	mi := &file_host_v1_host_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +731,7 @@ func (x *TransportOptions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TransportOptions.ProtoReflect.Descriptor instead.
 func (*TransportOptions) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{6}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TransportOptions) GetHttpCodec() string {
@@ -575,7 +771,7 @@ type HttpLimits struct {
 
 func (x *HttpLimits) Reset() {
 	*x = HttpLimits{}
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +783,7 @@ func (x *HttpLimits) String() string {
 func (*HttpLimits) ProtoMessage() {}
 
 func (x *HttpLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[7]
+	mi := &file_host_v1_host_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +796,7 @@ func (x *HttpLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HttpLimits.ProtoReflect.Descriptor instead.
 func (*HttpLimits) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{7}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HttpLimits) GetMaxBodyBytes() int64 {
@@ -653,7 +849,7 @@ type Endpoint struct {
 
 func (x *Endpoint) Reset() {
 	*x = Endpoint{}
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -665,7 +861,7 @@ func (x *Endpoint) String() string {
 func (*Endpoint) ProtoMessage() {}
 
 func (x *Endpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[8]
+	mi := &file_host_v1_host_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -678,7 +874,7 @@ func (x *Endpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Endpoint.ProtoReflect.Descriptor instead.
 func (*Endpoint) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{8}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Endpoint) GetTransport() string {
@@ -717,7 +913,7 @@ type Listener struct {
 
 func (x *Listener) Reset() {
 	*x = Listener{}
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -729,7 +925,7 @@ func (x *Listener) String() string {
 func (*Listener) ProtoMessage() {}
 
 func (x *Listener) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[9]
+	mi := &file_host_v1_host_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -742,7 +938,7 @@ func (x *Listener) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Listener.ProtoReflect.Descriptor instead.
 func (*Listener) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{9}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Listener) GetEndpoint() *Endpoint {
@@ -770,7 +966,7 @@ type EndpointSet struct {
 
 func (x *EndpointSet) Reset() {
 	*x = EndpointSet{}
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +978,7 @@ func (x *EndpointSet) String() string {
 func (*EndpointSet) ProtoMessage() {}
 
 func (x *EndpointSet) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[10]
+	mi := &file_host_v1_host_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +991,7 @@ func (x *EndpointSet) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EndpointSet.ProtoReflect.Descriptor instead.
 func (*EndpointSet) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{10}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *EndpointSet) GetEndpoints() []*Endpoint {
@@ -814,7 +1010,7 @@ type UpdatePeersRequest struct {
 
 func (x *UpdatePeersRequest) Reset() {
 	*x = UpdatePeersRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[11]
+	mi := &file_host_v1_host_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -826,7 +1022,7 @@ func (x *UpdatePeersRequest) String() string {
 func (*UpdatePeersRequest) ProtoMessage() {}
 
 func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[11]
+	mi := &file_host_v1_host_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -839,7 +1035,7 @@ func (x *UpdatePeersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersRequest.ProtoReflect.Descriptor instead.
 func (*UpdatePeersRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{11}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UpdatePeersRequest) GetPeers() map[string]*EndpointSet {
@@ -857,7 +1053,7 @@ type UpdatePeersResponse struct {
 
 func (x *UpdatePeersResponse) Reset() {
 	*x = UpdatePeersResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[12]
+	mi := &file_host_v1_host_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -869,7 +1065,7 @@ func (x *UpdatePeersResponse) String() string {
 func (*UpdatePeersResponse) ProtoMessage() {}
 
 func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[12]
+	mi := &file_host_v1_host_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -882,7 +1078,7 @@ func (x *UpdatePeersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdatePeersResponse.ProtoReflect.Descriptor instead.
 func (*UpdatePeersResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{12}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{14}
 }
 
 type DrainRequest struct {
@@ -893,7 +1089,7 @@ type DrainRequest struct {
 
 func (x *DrainRequest) Reset() {
 	*x = DrainRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[13]
+	mi := &file_host_v1_host_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +1101,7 @@ func (x *DrainRequest) String() string {
 func (*DrainRequest) ProtoMessage() {}
 
 func (x *DrainRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[13]
+	mi := &file_host_v1_host_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +1114,7 @@ func (x *DrainRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainRequest.ProtoReflect.Descriptor instead.
 func (*DrainRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{13}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{15}
 }
 
 type DrainResponse struct {
@@ -929,7 +1125,7 @@ type DrainResponse struct {
 
 func (x *DrainResponse) Reset() {
 	*x = DrainResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[14]
+	mi := &file_host_v1_host_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -941,7 +1137,7 @@ func (x *DrainResponse) String() string {
 func (*DrainResponse) ProtoMessage() {}
 
 func (x *DrainResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[14]
+	mi := &file_host_v1_host_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1150,7 @@ func (x *DrainResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DrainResponse.ProtoReflect.Descriptor instead.
 func (*DrainResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{14}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{16}
 }
 
 type StopRequest struct {
@@ -965,7 +1161,7 @@ type StopRequest struct {
 
 func (x *StopRequest) Reset() {
 	*x = StopRequest{}
-	mi := &file_host_v1_host_proto_msgTypes[15]
+	mi := &file_host_v1_host_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -977,7 +1173,7 @@ func (x *StopRequest) String() string {
 func (*StopRequest) ProtoMessage() {}
 
 func (x *StopRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[15]
+	mi := &file_host_v1_host_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -990,7 +1186,7 @@ func (x *StopRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopRequest.ProtoReflect.Descriptor instead.
 func (*StopRequest) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{15}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{17}
 }
 
 type StopResponse struct {
@@ -1001,7 +1197,7 @@ type StopResponse struct {
 
 func (x *StopResponse) Reset() {
 	*x = StopResponse{}
-	mi := &file_host_v1_host_proto_msgTypes[16]
+	mi := &file_host_v1_host_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1013,7 +1209,7 @@ func (x *StopResponse) String() string {
 func (*StopResponse) ProtoMessage() {}
 
 func (x *StopResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_host_v1_host_proto_msgTypes[16]
+	mi := &file_host_v1_host_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1026,7 +1222,7 @@ func (x *StopResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StopResponse.ProtoReflect.Descriptor instead.
 func (*StopResponse) Descriptor() ([]byte, []int) {
-	return file_host_v1_host_proto_rawDescGZIP(), []int{16}
+	return file_host_v1_host_proto_rawDescGZIP(), []int{18}
 }
 
 var File_host_v1_host_proto protoreflect.FileDescriptor
@@ -1061,11 +1257,31 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\n" +
 	"PeersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
-	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"\x93\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.svclab.host.v1.EndpointSetR\x05value:\x028\x01\"\xcf\x01\n" +
 	"\x04Mesh\x12%\n" +
 	"\x03tls\x18\x01 \x01(\v2\x13.svclab.host.v1.TlsR\x03tls\x121\n" +
 	"\atracing\x18\x02 \x01(\v2\x17.svclab.host.v1.TracingR\atracing\x121\n" +
-	"\ametrics\x18\x03 \x01(\v2\x17.svclab.host.v1.MetricsR\ametrics\"?\n" +
+	"\ametrics\x18\x03 \x01(\v2\x17.svclab.host.v1.MetricsR\ametrics\x12:\n" +
+	"\n" +
+	"resilience\x18\x04 \x01(\v2\x1a.svclab.host.v1.ResilienceR\n" +
+	"resilience\"\xbd\x02\n" +
+	"\n" +
+	"Resilience\x123\n" +
+	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x18\n" +
+	"\aretries\x18\x02 \x01(\x05R\aretries\x12!\n" +
+	"\fretry_budget\x18\x03 \x01(\x01R\vretryBudget\x123\n" +
+	"\abackoff\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\abackoff\x12:\n" +
+	"\vmax_backoff\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"maxBackoff\x12\x19\n" +
+	"\bretry_on\x18\x06 \x03(\tR\aretryOn\x121\n" +
+	"\abreaker\x18\a \x01(\v2\x17.svclab.host.v1.BreakerR\abreaker\"\xd2\x01\n" +
+	"\aBreaker\x12\x1a\n" +
+	"\bfailures\x18\x01 \x01(\x05R\bfailures\x12\x14\n" +
+	"\x05ratio\x18\x02 \x01(\x01R\x05ratio\x121\n" +
+	"\x06window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12\x1b\n" +
+	"\tmin_calls\x18\x04 \x01(\x05R\bminCalls\x12-\n" +
+	"\x04open\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04open\x12\x16\n" +
+	"\x06probes\x18\x06 \x01(\x05R\x06probes\"?\n" +
 	"\aMetrics\x124\n" +
 	"\blistener\x18\x01 \x01(\v2\x18.svclab.host.v1.ListenerR\blistener\"D\n" +
 	"\aTracing\x12\x14\n" +
@@ -1132,65 +1348,74 @@ func file_host_v1_host_proto_rawDescGZIP() []byte {
 	return file_host_v1_host_proto_rawDescData
 }
 
-var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_host_v1_host_proto_goTypes = []any{
 	(*HostConfig)(nil),          // 0: svclab.host.v1.HostConfig
 	(*Mesh)(nil),                // 1: svclab.host.v1.Mesh
-	(*Metrics)(nil),             // 2: svclab.host.v1.Metrics
-	(*Tracing)(nil),             // 3: svclab.host.v1.Tracing
-	(*Tls)(nil),                 // 4: svclab.host.v1.Tls
-	(*CertKey)(nil),             // 5: svclab.host.v1.CertKey
-	(*TransportOptions)(nil),    // 6: svclab.host.v1.TransportOptions
-	(*HttpLimits)(nil),          // 7: svclab.host.v1.HttpLimits
-	(*Endpoint)(nil),            // 8: svclab.host.v1.Endpoint
-	(*Listener)(nil),            // 9: svclab.host.v1.Listener
-	(*EndpointSet)(nil),         // 10: svclab.host.v1.EndpointSet
-	(*UpdatePeersRequest)(nil),  // 11: svclab.host.v1.UpdatePeersRequest
-	(*UpdatePeersResponse)(nil), // 12: svclab.host.v1.UpdatePeersResponse
-	(*DrainRequest)(nil),        // 13: svclab.host.v1.DrainRequest
-	(*DrainResponse)(nil),       // 14: svclab.host.v1.DrainResponse
-	(*StopRequest)(nil),         // 15: svclab.host.v1.StopRequest
-	(*StopResponse)(nil),        // 16: svclab.host.v1.StopResponse
-	nil,                         // 17: svclab.host.v1.HostConfig.ListenersEntry
-	nil,                         // 18: svclab.host.v1.HostConfig.PeersEntry
-	nil,                         // 19: svclab.host.v1.Tls.CertsEntry
-	nil,                         // 20: svclab.host.v1.UpdatePeersRequest.PeersEntry
-	(*durationpb.Duration)(nil), // 21: google.protobuf.Duration
+	(*Resilience)(nil),          // 2: svclab.host.v1.Resilience
+	(*Breaker)(nil),             // 3: svclab.host.v1.Breaker
+	(*Metrics)(nil),             // 4: svclab.host.v1.Metrics
+	(*Tracing)(nil),             // 5: svclab.host.v1.Tracing
+	(*Tls)(nil),                 // 6: svclab.host.v1.Tls
+	(*CertKey)(nil),             // 7: svclab.host.v1.CertKey
+	(*TransportOptions)(nil),    // 8: svclab.host.v1.TransportOptions
+	(*HttpLimits)(nil),          // 9: svclab.host.v1.HttpLimits
+	(*Endpoint)(nil),            // 10: svclab.host.v1.Endpoint
+	(*Listener)(nil),            // 11: svclab.host.v1.Listener
+	(*EndpointSet)(nil),         // 12: svclab.host.v1.EndpointSet
+	(*UpdatePeersRequest)(nil),  // 13: svclab.host.v1.UpdatePeersRequest
+	(*UpdatePeersResponse)(nil), // 14: svclab.host.v1.UpdatePeersResponse
+	(*DrainRequest)(nil),        // 15: svclab.host.v1.DrainRequest
+	(*DrainResponse)(nil),       // 16: svclab.host.v1.DrainResponse
+	(*StopRequest)(nil),         // 17: svclab.host.v1.StopRequest
+	(*StopResponse)(nil),        // 18: svclab.host.v1.StopResponse
+	nil,                         // 19: svclab.host.v1.HostConfig.ListenersEntry
+	nil,                         // 20: svclab.host.v1.HostConfig.PeersEntry
+	nil,                         // 21: svclab.host.v1.Tls.CertsEntry
+	nil,                         // 22: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*durationpb.Duration)(nil), // 23: google.protobuf.Duration
 }
 var file_host_v1_host_proto_depIdxs = []int32{
-	17, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
-	9,  // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
-	18, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
-	9,  // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
-	6,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
+	19, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
+	11, // 1: svclab.host.v1.HostConfig.gateway:type_name -> svclab.host.v1.Listener
+	20, // 2: svclab.host.v1.HostConfig.peers:type_name -> svclab.host.v1.HostConfig.PeersEntry
+	11, // 3: svclab.host.v1.HostConfig.control:type_name -> svclab.host.v1.Listener
+	8,  // 4: svclab.host.v1.HostConfig.transport_options:type_name -> svclab.host.v1.TransportOptions
 	1,  // 5: svclab.host.v1.HostConfig.mesh:type_name -> svclab.host.v1.Mesh
-	4,  // 6: svclab.host.v1.Mesh.tls:type_name -> svclab.host.v1.Tls
-	3,  // 7: svclab.host.v1.Mesh.tracing:type_name -> svclab.host.v1.Tracing
-	2,  // 8: svclab.host.v1.Mesh.metrics:type_name -> svclab.host.v1.Metrics
-	9,  // 9: svclab.host.v1.Metrics.listener:type_name -> svclab.host.v1.Listener
-	19, // 10: svclab.host.v1.Tls.certs:type_name -> svclab.host.v1.Tls.CertsEntry
-	7,  // 11: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
-	21, // 12: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
-	21, // 13: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
-	21, // 14: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
-	8,  // 15: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
-	8,  // 16: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
-	20, // 17: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
-	9,  // 18: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
-	10, // 19: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	5,  // 20: svclab.host.v1.Tls.CertsEntry.value:type_name -> svclab.host.v1.CertKey
-	10, // 21: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	11, // 22: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
-	13, // 23: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
-	15, // 24: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
-	12, // 25: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
-	14, // 26: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
-	16, // 27: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
-	25, // [25:28] is the sub-list for method output_type
-	22, // [22:25] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	6,  // 6: svclab.host.v1.Mesh.tls:type_name -> svclab.host.v1.Tls
+	5,  // 7: svclab.host.v1.Mesh.tracing:type_name -> svclab.host.v1.Tracing
+	4,  // 8: svclab.host.v1.Mesh.metrics:type_name -> svclab.host.v1.Metrics
+	2,  // 9: svclab.host.v1.Mesh.resilience:type_name -> svclab.host.v1.Resilience
+	23, // 10: svclab.host.v1.Resilience.timeout:type_name -> google.protobuf.Duration
+	23, // 11: svclab.host.v1.Resilience.backoff:type_name -> google.protobuf.Duration
+	23, // 12: svclab.host.v1.Resilience.max_backoff:type_name -> google.protobuf.Duration
+	3,  // 13: svclab.host.v1.Resilience.breaker:type_name -> svclab.host.v1.Breaker
+	23, // 14: svclab.host.v1.Breaker.window:type_name -> google.protobuf.Duration
+	23, // 15: svclab.host.v1.Breaker.open:type_name -> google.protobuf.Duration
+	11, // 16: svclab.host.v1.Metrics.listener:type_name -> svclab.host.v1.Listener
+	21, // 17: svclab.host.v1.Tls.certs:type_name -> svclab.host.v1.Tls.CertsEntry
+	9,  // 18: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
+	23, // 19: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
+	23, // 20: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
+	23, // 21: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
+	10, // 22: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
+	10, // 23: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
+	22, // 24: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
+	11, // 25: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
+	12, // 26: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	7,  // 27: svclab.host.v1.Tls.CertsEntry.value:type_name -> svclab.host.v1.CertKey
+	12, // 28: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	13, // 29: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
+	15, // 30: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
+	17, // 31: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
+	14, // 32: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
+	16, // 33: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
+	18, // 34: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
+	32, // [32:35] is the sub-list for method output_type
+	29, // [29:32] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_host_v1_host_proto_init() }
@@ -1204,7 +1429,7 @@ func file_host_v1_host_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_host_v1_host_proto_rawDesc), len(file_host_v1_host_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

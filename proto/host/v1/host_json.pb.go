@@ -409,6 +409,12 @@ func (x *Mesh) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if x.Resilience != nil {
+		b = append(b, ",\"resilience\":"...)
+		if b, err = x.Resilience.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -477,6 +483,356 @@ func (x *Mesh) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.Metrics = v
+			}
+		case "resilience":
+			if seen[0]&(1<<3) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 3
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Resilience)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Resilience = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Resilience) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.Timeout != nil {
+		b = append(b, ",\"timeout\":"...)
+		if b, err = pbjson.AppendMessage(b, x.Timeout); err != nil {
+			return b, err
+		}
+	}
+	if x.Retries != 0 {
+		b = append(b, ",\"retries\":"...)
+		b = strconv.AppendInt(b, int64(x.Retries), 10)
+	}
+	if math.Float64bits(x.RetryBudget) != 0 {
+		b = append(b, ",\"retryBudget\":"...)
+		b = pbjson.AppendFloat(b, x.RetryBudget, 64)
+	}
+	if x.Backoff != nil {
+		b = append(b, ",\"backoff\":"...)
+		if b, err = pbjson.AppendMessage(b, x.Backoff); err != nil {
+			return b, err
+		}
+	}
+	if x.MaxBackoff != nil {
+		b = append(b, ",\"maxBackoff\":"...)
+		if b, err = pbjson.AppendMessage(b, x.MaxBackoff); err != nil {
+			return b, err
+		}
+	}
+	if len(x.RetryOn) > 0 {
+		b = append(b, ",\"retryOn\":"...)
+		if b, err = pbjson.AppendStrings(b, x.RetryOn); err != nil {
+			return b, err
+		}
+	}
+	if x.Breaker != nil {
+		b = append(b, ",\"breaker\":"...)
+		if b, err = x.Breaker.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Resilience) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "timeout":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.Timeout = v
+			}
+		case "retries":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int32()
+				if err != nil {
+					return err
+				}
+				x.Retries = v
+			}
+		case "retryBudget", "retry_budget":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Float64()
+				if err != nil {
+					return err
+				}
+				x.RetryBudget = v
+			}
+		case "backoff":
+			if seen[0]&(1<<3) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 3
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.Backoff = v
+			}
+		case "maxBackoff", "max_backoff":
+			if seen[0]&(1<<4) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 4
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.MaxBackoff = v
+			}
+		case "retryOn", "retry_on":
+			if seen[0]&(1<<5) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 5
+			if d.Null() {
+				continue
+			}
+			if x.RetryOn, err = d.Strings(x.RetryOn); err != nil {
+				return err
+			}
+		case "breaker":
+			if seen[0]&(1<<6) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 6
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Breaker)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Breaker = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Breaker) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.Failures != 0 {
+		b = append(b, ",\"failures\":"...)
+		b = strconv.AppendInt(b, int64(x.Failures), 10)
+	}
+	if math.Float64bits(x.Ratio) != 0 {
+		b = append(b, ",\"ratio\":"...)
+		b = pbjson.AppendFloat(b, x.Ratio, 64)
+	}
+	if x.Window != nil {
+		b = append(b, ",\"window\":"...)
+		if b, err = pbjson.AppendMessage(b, x.Window); err != nil {
+			return b, err
+		}
+	}
+	if x.MinCalls != 0 {
+		b = append(b, ",\"minCalls\":"...)
+		b = strconv.AppendInt(b, int64(x.MinCalls), 10)
+	}
+	if x.Open != nil {
+		b = append(b, ",\"open\":"...)
+		if b, err = pbjson.AppendMessage(b, x.Open); err != nil {
+			return b, err
+		}
+	}
+	if x.Probes != 0 {
+		b = append(b, ",\"probes\":"...)
+		b = strconv.AppendInt(b, int64(x.Probes), 10)
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Breaker) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "failures":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int32()
+				if err != nil {
+					return err
+				}
+				x.Failures = v
+			}
+		case "ratio":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Float64()
+				if err != nil {
+					return err
+				}
+				x.Ratio = v
+			}
+		case "window":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.Window = v
+			}
+		case "minCalls", "min_calls":
+			if seen[0]&(1<<3) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 3
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int32()
+				if err != nil {
+					return err
+				}
+				x.MinCalls = v
+			}
+		case "open":
+			if seen[0]&(1<<4) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 4
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(durationpb.Duration)
+				if err := d.Message(v); err != nil {
+					return err
+				}
+				x.Open = v
+			}
+		case "probes":
+			if seen[0]&(1<<5) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 5
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Int32()
+				if err != nil {
+					return err
+				}
+				x.Probes = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {

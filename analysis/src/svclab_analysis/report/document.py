@@ -236,6 +236,9 @@ def build(a: Analysis) -> Document:
         "scaling": "Per-second latency and throughput of every run above the replicas of "
                    "each autoscaled group after each autoscaler decision (scaling.parquet), "
                    "on one time axis.",
+        "faults": "Per-second success rate and latency of every run, with the windows of "
+                  "[deploy.faults] shaded as they were injected (run.json) and a kill as a "
+                  "dashed line; a request counts in the second it ended.",
         "interactions": f"Mean {a.mlabel} ({u}); lines that are not parallel show an "
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
@@ -244,7 +247,7 @@ def build(a: Analysis) -> Document:
                 "the component's own work, and the wire on the way to it (the caller's "
                 "client span less the server span: encoding, network, TLS).",
     }
-    for key in ["box", "cdf", "timeseries", "scaling", "hops", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "scaling", "faults", "hops", "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from .. import plots
+from ..faults import load_faults, success_over_time
 from ..metrics import label_of
 from ..results import (
     hdr_quantiles,
@@ -56,6 +57,12 @@ def figures(a: Analysis) -> dict[str, bytes]:
                                                 f"{label_of(col)} (ms)",
                                                 "Autoscaling: replicas beside latency and "
                                                 "throughput, per run")
+            windows = load_faults(a.exp)
+            if not windows.empty:
+                figs["faults"] = plots.faults(success_over_time(ts), ts, windows, CONFIG,
+                                              order, col, f"{label_of(col)} (ms)",
+                                              "Faults: success rate and latency around "
+                                              "each fault, per run")
     hops = hop_summary(load_hops(a.exp), a)
     if not hops.empty:
         figs["hops"] = plots.hop_breakdown(hops, CONFIG, order,

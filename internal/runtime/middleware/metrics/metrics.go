@@ -75,6 +75,10 @@ func (m *Metrics) Server(component string) grpc.UnaryServerInterceptor {
 	}
 }
 
+// Registerer is where other middleware of the host registers its metrics,
+// to be served beside these.
+func (m *Metrics) Registerer() prometheus.Registerer { return m.reg }
+
 // Handler serves the metrics in Prometheus's exposition format.
 func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})

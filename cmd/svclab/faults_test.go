@@ -1,0 +1,245 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/load"
+)
+
+// faultRun is one committed run of a fault experiment: its run.json and
+// its per-second totals.
+type faultRun struct {
+	file   experiment.RunFile
+	series map[int64]load.SeriesRow // second → the "total" row
+}
+
+// runFaults runs src (experiment name "f") and reads every run, keyed by
+// the value of the factor named key.
+func runFaults(t *testing.T, src, key string) map[string]faultRun {
+	t.Helper()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "f.toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if left := processesWithEnv(mark); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "f-*", "runs", "*"))
+	out := map[string]faultRun{}
+	for _, run := range runs {
+		var fr faultRun
+		b, err := os.ReadFile(filepath.Join(run, "run.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &fr.file); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := parquet.ReadFile[load.SeriesRow](filepath.Join(run, "timeseries.parquet"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fr.series = map[int64]load.SeriesRow{}
+		for _, r := range rows {
+			if r.Operation == "total" {
+				fr.series[r.Second] = r
+			}
+		}
+		level, _ := json.Marshal(fr.file.Levels[key])
+		out[string(level)] = fr
+		t.Logf("run %s %s=%s status %s %s faults %+v", fr.file.ID, key, level, fr.file.Status, fr.file.Reason, fr.file.Faults)
+		for s := int64(0); s < int64(len(fr.series)); s++ {
+			r := fr.series[s]
+			t.Logf("  second %d: %d requests, %d errors, p50 %.2f ms, p99 %.2f ms", s, r.Requests, r.Errors, r.P50Ms, r.P99Ms)
+		}
+	}
+	return out
+}
+
+// errorShare is the failed share of the requests of seconds [from, to).
+func (r faultRun) errorShare(from, to int64) float64 {
+	var n, e int64
+	for s := from; s < to; s++ {
+		n += r.series[s].Requests
+		e += r.series[s].Errors
+	}
+	if n == 0 {
+		return 0
+	}
+	return float64(e) / float64(n)
+}
+
+// TestRunLinkCut cuts the hop into hop2 for four seconds of a ten-second
+// measurement: the series shows errors in the window and none before it
+// or, a second after it, after it; run.json records the window. Calls
+// into the partition hang until their 1 s timeout, unless the circuit
+// breaker has opened: then they fail fast. (The series counts a request
+// in the second it ends, so a timed-out call counts a second late.)
+func TestRunLinkCut(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.link_cut]
+target = "hop2"
+start = "2s"
+duration = "4s"
+[deploy.resilience]
+timeout = "1s"
+[deploy.resilience.breaker]
+open = "500ms"
+[load]
+rate = 100
+warmup = "500ms"
+duration = "10s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.resilience.breaker.failures" = [0, 5]
+`
+	runs := runFaults(t, src, "deploy.resilience.breaker.failures")
+	for level, r := range runs {
+		if r.file.Status != "ok" {
+			t.Errorf("breaker failures=%s: run %s: %s", level, r.file.Status, r.file.Reason)
+			continue
+		}
+		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "link_cut" || r.file.Faults[0].Error != "" {
+			t.Fatalf("breaker failures=%s: faults %+v", level, r.file.Faults)
+		}
+		f := r.file.Faults[0]
+		if f.FromS < 1.8 || f.FromS > 2.3 || f.ToS-f.FromS < 3.9 || f.ToS-f.FromS > 4.3 {
+			t.Errorf("breaker failures=%s: window %.2f–%.2f s, want about 2–6 s", level, f.FromS, f.ToS)
+		}
+		if e := r.errorShare(0, 2); e > 0.01 {
+			t.Errorf("breaker failures=%s: %.1f%% errors before the cut", level, 100*e)
+		}
+		// The window's seconds may straddle its edges; the whole seconds
+		// inside it fail almost entirely.
+		if e := r.errorShare(int64(f.FromS)+1, int64(f.ToS)); e < 0.9 {
+			t.Errorf("breaker failures=%s: %.1f%% errors inside the cut, want nearly all", level, 100*e)
+		}
+		if e := r.errorShare(int64(f.ToS)+2, 10); e > 0.01 {
+			t.Errorf("breaker failures=%s: %.1f%% errors after the cut: no recovery", level, 100*e)
+		}
+	}
+	// Well inside the cut, the median call waits out its timeout without
+	// a breaker, and fails fast with one.
+	mid := func(level string) float64 { return runs[level].series[5].P50Ms }
+	if p50 := mid("0"); p50 < 900 {
+		t.Errorf("no breaker: p50 %.1f ms inside the cut, want about the 1 s timeout", p50)
+	}
+	if p50 := mid("5"); p50 > 50 {
+		t.Errorf("breaker: p50 %.1f ms inside the cut, want fast failures", p50)
+	}
+}
+
+// TestRunResetRetries resets the connection into hop2 at 1% of the chunks
+// callers send, for the whole run: a few percent of calls fail without
+// retries (each reset takes the calls in flight on the connection), and
+// retries with a backoff that outlasts the reconnection save them. (At 5%
+// the channel spends most of its time reconnecting, and retries only add
+// chunks to reset: they make it worse, which the experiment can show.)
+func TestRunResetRetries(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.reset]
+target = "hop2"
+fraction = 0.01
+[deploy.resilience]
+timeout = "1s"
+retry_budget = 1.0
+backoff = "50ms"
+[load]
+rate = 100
+warmup = "500ms"
+duration = "4s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.resilience.retries" = [0, 3]
+`
+	runs := runFaults(t, src, "deploy.resilience.retries")
+	none, some := runs["0"], runs["3"]
+	for level, r := range runs {
+		if r.file.Status != "ok" || len(r.file.Faults) != 1 || r.file.Faults[0].Error != "" {
+			t.Fatalf("retries=%s: run %s (%s), faults %+v", level, r.file.Status, r.file.Reason, r.file.Faults)
+		}
+	}
+	eNone, eSome := none.errorShare(0, 4), some.errorShare(0, 4)
+	t.Logf("errors: %.1f%% without retries, %.1f%% with 3", 100*eNone, 100*eSome)
+	if eNone < 0.005 {
+		t.Errorf("without retries only %.1f%% of requests failed: the resets do not show", 100*eNone)
+	}
+	if eSome > eNone/2 {
+		t.Errorf("with 3 retries %.1f%% failed, without %.1f%%: retries should at least halve the failures", 100*eSome, 100*eNone)
+	}
+}
+
+// TestRunKill kills a replica of hop2 two seconds into the measurement.
+// With two replicas, at most the calls in flight on the killed one fail,
+// and the survivor serves every call from the next second on; with one,
+// every call after the kill fails. Either way the run is no crash.
+func TestRunKill(t *testing.T) {
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.kill]
+target = "hop2"
+start = "2s"
+replica = 0
+[load]
+rate = 100
+warmup = "500ms"
+duration = "5s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.replicas.hop2" = [1, 2]
+`
+	runs := runFaults(t, src, "deploy.replicas.hop2")
+	for level, r := range runs {
+		if r.file.Status != "ok" {
+			t.Fatalf("replicas=%s: run %s: %s (a killed replica is no crash of the run)", level, r.file.Status, r.file.Reason)
+		}
+		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "kill" || r.file.Faults[0].Process == "" || r.file.Faults[0].Error != "" {
+			t.Fatalf("replicas=%s: faults %+v", level, r.file.Faults)
+		}
+		if e := r.errorShare(0, 2); e > 0.01 {
+			t.Errorf("replicas=%s: %.1f%% errors before the kill", level, 100*e)
+		}
+	}
+	if e := runs["2"].errorShare(3, 5); e > 0.01 {
+		t.Errorf("two replicas: %.1f%% errors a second after the kill: the survivor should serve every call", 100*e)
+	}
+	if e := runs["1"].errorShare(3, 5); e < 0.99 {
+		t.Errorf("one replica: %.1f%% errors after the kill, want all", 100*e)
+	}
+}

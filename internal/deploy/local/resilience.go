@@ -1,0 +1,19 @@
+package local
+
+import (
+	"github.com/svclab/svclab/internal/runtime"
+	hostv1 "github.com/svclab/svclab/proto/host/v1"
+)
+
+// configureResilience gives hc deploy.resilience, the client middleware
+// of its calls to other groups.
+func (d *Deployment) configureResilience(hc *hostv1.HostConfig) {
+	r := runtime.ResilienceProto(d.topo.Mesh.Resilience)
+	if r == nil {
+		return
+	}
+	if hc.Mesh == nil {
+		hc.Mesh = &hostv1.Mesh{}
+	}
+	hc.Mesh.Resilience = r
+}
