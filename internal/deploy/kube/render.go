@@ -191,11 +191,15 @@ func (r *renderer) render() ([]Object, error) {
 		}
 	}
 	out = append(out, r.istioObjects()...)
-	load, err := r.loadConfigMap()
+	cfg, target, err := r.loadConfig()
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, load, r.loadJob())
+	lcm, err := r.loadConfigMap(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, lcm, r.loadJob(cfg, target))
 	return out, nil
 }
 

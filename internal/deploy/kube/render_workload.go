@@ -208,7 +208,7 @@ func (r *renderer) probe(g int, period int32) *corev1.Probe {
 	exposed := r.topo.Exposed(g)
 	switch {
 	case r.topo.Transport == "grpc" && len(exposed) > 0:
-		p.GRPC = &corev1.GRPCAction{Port: r.ports[exposed[0]]}
+		p.GRPC = &corev1.GRPCAction{Port: r.ports[exposed[0]], Service: ptr.To("")}
 	case len(exposed) > 0:
 		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(r.ports[exposed[0]])}
 	default:
