@@ -50,7 +50,9 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 		add("app.ingress = %q is not rendered: the load pods call the entry's Service", ing)
 	}
 	for _, b := range runtime.BackingsOf(topo) {
-		add("backing service %q (%s) of app %s is not rendered: give the hosts its address in %s", b.Name, b.Kind, topo.App.Name, runtime.BackingEnv(b.Name))
+		if b.Kind == runtime.BackingPostgres {
+			add("backing service %q runs the image %s, one pod, seeded from the app's setup SQL", b.Name, PostgresImage)
+		}
 	}
 	if _, ok := s.Lookup("load"); !ok {
 		add("the spec has no [load] table: no load Job is rendered")

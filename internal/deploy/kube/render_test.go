@@ -430,3 +430,44 @@ func TestDNSName(t *testing.T) {
 		t.Error("dnsName(+++) made a name")
 	}
 }
+
+// TestRenderBacking checks the shop's PostgreSQL: seeded from the app's
+// own setup SQL, reached by the hosts at the address in the variable the
+// local deployer sets, never scaled.
+func TestRenderBacking(t *testing.T) {
+	src := `
+[app]
+name = "shop"
+products = 7
+[deploy]
+placement = "s1"
+[deploy.placements]
+s1 = [["gateway"], ["products", "orders"]]
+[deploy.replicas]
+products = 3
+`
+	objs := render(t, src, RenderOptions{RunID: "b1"})
+	cm := find[*corev1.ConfigMap](objs)["backing-db-init"]
+	if cm == nil || !strings.Contains(cm.Data["setup.sql"], "CREATE TABLE products") {
+		t.Fatalf("setup ConfigMap %+v", cm)
+	}
+	deps := find[*appsv1.Deployment](objs)
+	db := deps["backing-db"]
+	if db == nil || *db.Spec.Replicas != 1 || db.Spec.Template.Spec.Containers[0].Image != PostgresImage {
+		t.Fatalf("database Deployment %+v", db)
+	}
+	if svc := find[*corev1.Service](objs)["backing-db"]; svc == nil || svc.Spec.Ports[0].Port != 5432 || svc.Spec.Selector[LabelGroup] != "backing-db" {
+		t.Errorf("database Service %+v", svc)
+	}
+	want := "host=backing-db.svclab-b1.svc port=5432 user=svclab dbname=svclab sslmode=disable"
+	for _, g := range []string{"gateway", "products-orders"} {
+		env := deps[g].Spec.Template.Spec.Containers[0].Env
+		i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "SVCLAB_BACKING_DB" })
+		if i < 0 || env[i].Value != want {
+			t.Errorf("%s: env %v, want SVCLAB_BACKING_DB=%s", g, env, want)
+		}
+	}
+	if *deps["products-orders"].Spec.Replicas != 3 {
+		t.Errorf("products+orders replicas %d, want 3", *deps["products-orders"].Spec.Replicas)
+	}
+}

@@ -116,7 +116,9 @@ func TestManifestsValidate(t *testing.T) {
 	}
 	write("s2-mesh-ambient-http", ambient)
 
-	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	// About 20 s of CPU for the lot; the bound leaves room for a machine
+	// shared with other work.
+	ctx, cancel := context.WithTimeout(t.Context(), 8*time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, bin, append([]string{"-k", schemaVersion, "--strict", "--quiet"}, files...)...).CombinedOutput()
 	if err != nil {
