@@ -471,3 +471,25 @@ products = 3
 		t.Errorf("products+orders replicas %d, want 3", *deps["products-orders"].Spec.Replicas)
 	}
 }
+
+// BenchmarkRender renders S2's largest point with Istio, and writes it as
+// YAML, as `svclab kube render` does per design point.
+func BenchmarkRender(b *testing.B) {
+	s, err := spec.Load("../../../experiments/s2-mesh.toml", "deploy.deployer=kube", "deploy.sidecar=istio", "deploy.mtls=true")
+	if err != nil {
+		b.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		objs, err := Render(s, topo, RenderOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := YAML(objs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
