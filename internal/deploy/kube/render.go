@@ -10,6 +10,8 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -224,9 +226,15 @@ var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 
 // dnsName turns a group or component name ("hop2+hop3", "product_catalog")
 // into a DNS-1123 label ("hop2-hop3", "product-catalog"), the shape of a
-// Service's and a Deployment's name.
+// Service's and a Deployment's name and of a label value. A name longer
+// than a label's 63 characters (a group of many components) keeps its
+// start and ends in a hash of the whole name, so it stays unique.
 func dnsName(name string) (string, error) {
 	n := strings.Trim(notDNS.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(n) > validation.DNS1123LabelMaxLength {
+		sum := sha256.Sum256([]byte(name))
+		n = strings.TrimRight(n[:validation.DNS1123LabelMaxLength-9], "-") + "-" + hex.EncodeToString(sum[:4])
+	}
 	if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
 		return "", fmt.Errorf("no Kubernetes name can be made of it (%s)", strings.Join(errs, "; "))
 	}

@@ -426,6 +426,14 @@ func TestDNSName(t *testing.T) {
 			t.Errorf("dnsName(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
+	long := strings.Repeat("component+", 10) + "last"
+	a, err := dnsName(long)
+	if err != nil || len(a) != 63 || !strings.HasPrefix(a, "component-component-") {
+		t.Errorf("dnsName(%d characters) = %q (%d), %v; want 63 characters keeping the start", len(long), a, len(a), err)
+	}
+	if b, _ := dnsName(long + "2"); b == a || len(b) != 63 {
+		t.Errorf("two long names share %q", a)
+	}
 	if _, err := dnsName("+++"); err == nil {
 		t.Error("dnsName(+++) made a name")
 	}
