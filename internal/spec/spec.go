@@ -150,6 +150,8 @@ type Deploy struct {
 	// and the client middleware that rides them out (faults.go).
 	Faults     Faults     `toml:"faults"`
 	Resilience Resilience `toml:"resilience"`
+	// Kube is [deploy.kube], the kube deployer's keys (kube.go).
+	Kube Kube `toml:"kube"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -374,6 +376,9 @@ func (s *Spec) decodeDeploy() error {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkKube(); err != nil {
 		return err
 	}
 	if err := s.checkSidecar(); err != nil {
