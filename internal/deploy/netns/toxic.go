@@ -69,7 +69,7 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			due := c.Timestamp.Add(t.delay())
+			due := c.Timestamp.Add(t.delay() - arrivalLate()) // from the chunk's arrival (arrival.go)
 			if due.Before(last) {
 				due = last
 			}
@@ -84,8 +84,14 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 					return
 				}
 			}
-			sleepUntil(due.Add(-time.Duration(lateness.Load())))
-			learnLateness(time.Since(due))
+			wake := due.Add(-time.Duration(lateness.Load()))
+			// Only a sleep teaches how late sleeps end: a chunk already
+			// due when it got here (a hand-off slower than the link) says
+			// nothing of it, and would push every link's chunks early.
+			if time.Until(wake) > 0 {
+				sleepUntil(wake)
+				learnLateness(time.Since(due))
+			}
 			stub.Output <- c
 		}
 	}
