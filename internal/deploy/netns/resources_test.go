@@ -2,6 +2,7 @@ package netns_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -135,6 +136,13 @@ func TestHostCPUs(t *testing.T) {
 	}
 	if sets["vm1"] == sets["vm2"] {
 		t.Errorf("both hosts run on CPU %s; want disjoint cores", sets["vm1"])
+	}
+	var desc bytes.Buffer
+	deploy.Describe(&desc, dep)
+	for _, h := range nd.Hosts() {
+		if want := "groups " + map[string]string{"vm1": "hop1", "vm2": "hop2"}[h] + ", CPU " + sets[h]; !strings.Contains(desc.String(), want) {
+			t.Errorf("svclab up's listing lacks %q:\n%s", want, desc.String())
+		}
 	}
 	var dirs []string
 	var spinner deploy.Process
