@@ -33,7 +33,7 @@ declare -A SPEC=(
 # s3c is S3's design with back-to-back calls (one closed-loop user) instead
 # of the open loop at 3 req/s: the same question under the other load shape.
 declare -A ARGS=(
-  [s3c]="--set load.mode=closed --set load.rate=0 --set load.users=1 --set load.warmup=2s --set load.duration=8s --set experiment.name=s3-style-closed"
+  [s3c]="--set load.mode=closed --set load.rate=0 --set load.warmup_rate=0 --set load.users=1 --set load.warmup=2s --set load.duration=8s --set experiment.name=s3-style-closed"
 )
 ORDER=(s3 s3c s4 s2 s0)
 

@@ -44,6 +44,10 @@ type Config struct {
 	Requests int64 `toml:"requests,omitempty" json:"requests,omitempty"`
 	// Warmup runs load before the measurement window and discards it.
 	Warmup Duration `toml:"warmup,omitempty" json:"warmup,omitempty"`
+	// WarmupRate is the open-loop arrival rate during the warm-up; 0 means
+	// the starting level. A JIT compiler warms up by calls, not seconds, so
+	// a run measured at a few requests per second needs a faster warm-up.
+	WarmupRate float64 `toml:"warmup_rate,omitempty" json:"warmup_rate,omitempty"`
 	// Users is the number of closed-loop virtual users.
 	Users int `toml:"users,omitempty" json:"users,omitempty"`
 	// ThinkTime is a fixed pause after each request of a closed-loop user.
@@ -275,6 +279,14 @@ func (c *Config) Validate() error {
 		bad("rate", "applies to mode \"open\" only, got %s with mode \"closed\"", spec.Echo(c.Rate))
 	case mode == Open:
 		number("rate", c.Rate, 0, MaxRate, len(c.Stages) == 0)
+	}
+	switch {
+	case mode == Closed && c.WarmupRate != 0:
+		bad("warmup_rate", "applies to mode \"open\" only, got %s with mode \"closed\"", spec.Echo(c.WarmupRate))
+	case c.WarmupRate != 0 && c.Warmup == 0:
+		bad("warmup_rate", "needs a warmup duration to apply to, got %s with no warmup", spec.Echo(c.WarmupRate))
+	case mode == Open:
+		number("warmup_rate", c.WarmupRate, 0, MaxRate, false)
 	}
 	switch {
 	case c.Users < 0 || (mode == Closed && c.Users == 0 && len(c.Stages) == 0):
