@@ -577,6 +577,13 @@ func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []er
 			}
 		}
 	}
+	for _, t := range []struct{ k, v string }{{"path", r.Path}, {"body", r.Body}} {
+		for _, m := range pickRef.FindAllStringSubmatch(t.v, -1) {
+			if slices.Contains(strings.Split(m[1], "|"), "") {
+				bad(t.k, "%s has an empty choice: write {{pick:a|b|c}}", spec.Echo(m[0]))
+			}
+		}
+	}
 	return errs
 }
 
