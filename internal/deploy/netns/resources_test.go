@@ -167,11 +167,13 @@ func TestHostCPUs(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // past the spinner's start
 	ctx := context.Background()
+	// Wall time spans both samples, so a test descheduled between a
+	// sample and its clock reading can only make the figure smaller.
+	t0 := time.Now()
 	u0, err := spinner.Resources().Sample(ctx)
 	if err != nil || u0.Cgroup == nil {
 		t.Fatalf("sample of %s: %+v, %v; want its cgroup's counters", spinner.Info(), u0, err)
 	}
-	t0 := time.Now()
 	time.Sleep(2 * time.Second)
 	u1, err := spinner.Resources().Sample(ctx)
 	if err != nil || u1.Cgroup == nil {
