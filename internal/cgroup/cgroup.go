@@ -217,18 +217,32 @@ type Group struct {
 
 // New makes a group named name (unique within the manager) with limits l.
 func (m *Manager) New(name string, l Limits) (*Group, error) {
+	if err := checkNew(name, l); err != nil {
+		return nil, err
+	}
+	return m.create(name, "/"+Parent+"/"+m.owner+"/"+name, l)
+}
+
+// checkNew checks a new group's name and limits.
+func checkNew(name string, l Limits) error {
 	if name == "" || strings.ContainsAny(name, "/\x00") || name == "." || name == ".." {
-		return nil, fmt.Errorf("cgroup name %q: must be a non-empty file name", name)
+		return fmt.Errorf("cgroup name %q: must be a non-empty file name", name)
 	}
 	if l.CPU < 0 || math.IsNaN(l.CPU) || math.IsInf(l.CPU, 0) || l.Memory < 0 {
-		return nil, fmt.Errorf("cgroup %s: limits must be positive: %+v", name, l)
+		return fmt.Errorf("cgroup %s: limits must be positive: %+v", name, l)
 	}
+	return nil
+}
+
+// create makes the group at path (below a hierarchy's root), known to the
+// manager as key.
+func (m *Manager) create(key, path string, l Limits) (*Group, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if _, ok := m.groups[name]; ok {
-		return nil, fmt.Errorf("cgroup %s exists already", name)
+	if _, ok := m.groups[key]; ok {
+		return nil, fmt.Errorf("cgroup %s exists already", key)
 	}
-	g := &Group{m: m, name: name, path: "/" + Parent + "/" + m.owner + "/" + name, lim: l}
+	g := &Group{m: m, name: key, path: path, lim: l}
 	var err error
 	switch m.version {
 	case V1:
@@ -240,7 +254,7 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 		g.removeDirs()
 		return nil, fmt.Errorf("create cgroup %s (%s): %w", g.path, m.version, err)
 	}
-	m.groups[name] = g
+	m.groups[key] = g
 	return g, nil
 }
 
@@ -380,7 +394,12 @@ func oomKills(path string) (uint64, error) {
 // started may outlive its deployment.
 func (g *Group) Remove() error {
 	g.m.mu.Lock()
-	delete(g.m.groups, g.name)
+	for key := range g.m.groups {
+		// Its children go with it (NewChild).
+		if key == g.name || strings.HasPrefix(key, g.name+"/") {
+			delete(g.m.groups, key)
+		}
+	}
 	g.m.mu.Unlock()
 	return removeTree(g.dirs())
 }

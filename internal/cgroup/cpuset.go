@@ -51,3 +51,28 @@ func List(cpus []int) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// ParseList reads the kernel's CPU list format ("0-3,6"), as List writes
+// it; "" is no CPU.
+func ParseList(s string) ([]int, error) {
+	var out []int
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b < a {
+			return nil, fmt.Errorf("CPU list %q: bad part %q", s, part)
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}

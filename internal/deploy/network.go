@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -27,4 +28,13 @@ type Network interface {
 	// Dial opens a connection from the deployer to a listener, for its
 	// health checks.
 	Dial(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// HostCgroups is a Network whose hosts confine their processes: the
+// deployer makes each process's control group inside the one Cgroup names
+// for its group (a host's CPU set and memory budget, shared by the host's
+// processes), in place of the deployment's CPUs.
+type HostCgroups interface {
+	// Cgroup is the group of group g's host, or nil for none.
+	Cgroup(g int) *cgroup.Group
 }

@@ -19,6 +19,9 @@ type Host struct {
 	CPUs int `toml:"cpus"`
 	// Memory is the host's memory budget; 0 for none.
 	Memory ByteSize `toml:"memory"`
+	// Exclusive keeps the host's cores its own: no other host's CPU set
+	// may overlap it (cpuset.cpu_exclusive's meaning).
+	Exclusive bool `toml:"exclusive"`
 }
 
 // Link is [deploy.link] (every pair of hosts) or one [deploy.links."a-b"]

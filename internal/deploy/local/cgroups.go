@@ -26,8 +26,18 @@ const cgroupProcsEnv = "SVCLAB_CGROUP_PROCS"
 // be added to the process's environment; the caller moves the process in
 // with Group.Add once it has started and removes the group when the
 // process is gone.
+//
+// When the deployment's Network confines its hosts (deploy.HostCgroups),
+// the process's group is made inside its host's, whose CPU set replaces
+// the deployment's.
 func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env []string, err error) {
 	res, cpus := d.groupResources(group), d.cpus
+	if host := d.hostCgroup(group); host != nil {
+		if g, err = host.NewChild(d.id+"-"+name, cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory)}); err != nil {
+			return nil, nil, fmt.Errorf("process %s: %w", name, err)
+		}
+		return g, []string{cgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
+	}
 	if res.IsZero() && cpus == "" {
 		return nil, nil, nil
 	}
@@ -40,6 +50,21 @@ func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env 
 		return nil, nil, err
 	}
 	return g, []string{cgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
+}
+
+// hostCgroup is the group of group's host, when the Network has hosts
+// that confine their processes.
+func (d *Deployment) hostCgroup(group string) *cgroup.Group {
+	hc, ok := d.net.(deploy.HostCgroups)
+	if !ok {
+		return nil
+	}
+	for i, g := range d.topo.Groups {
+		if g.Name == group {
+			return hc.Cgroup(i)
+		}
+	}
+	return nil
 }
 
 // groupResources are the limits of the topology's group named group.
@@ -114,4 +139,26 @@ func hogIfAsked(group string) {
 		}
 		_ = keep
 	}()
+}
+
+// SpinEnv is a test knob: the host of the group it names burns CPU on
+// four goroutines (for 2 minutes at most), a CPU-bound component, so that
+// a test can watch a CPU set or quota hold it.
+const SpinEnv = "SVCLAB_TEST_SPIN_GROUP"
+
+// spinIfAsked starts the SpinEnv knob when it names group.
+func spinIfAsked(group string) {
+	if os.Getenv(SpinEnv) != group {
+		return
+	}
+	end := time.Now().Add(2 * time.Minute)
+	for range 4 {
+		go func() {
+			for n := 0; time.Now().Before(end); n++ {
+				for i := 0; i < 1e6; i++ {
+					n ^= i
+				}
+			}
+		}()
+	}
 }

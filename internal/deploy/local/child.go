@@ -31,6 +31,7 @@ func RunHost(ctx context.Context, cfg *hostv1.HostConfig) error {
 		return err
 	}
 	hogIfAsked(cfg.GetGroup())
+	spinIfAsked(cfg.GetGroup())
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return runtime.RunHost(ctx, cfg, runtime.Middleware{})

@@ -125,6 +125,9 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 			return nil, err
 		}
 	}
+	if err := checkHostResources(s, p); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 

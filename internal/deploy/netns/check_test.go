@@ -44,6 +44,12 @@ func TestBadInput(t *testing.T) {
 		{"bad bandwidth", ok + "[deploy.link]\nbandwidth = \"fast\"\n", "deploy.link.bandwidth", 12, "not a bandwidth"},
 		{"too many cpus", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n", goruntime.NumCPU()+1),
 			"deploy.hosts.vm1.cpus", 9, "this machine has"},
+		{"exclusive without cpus", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nexclusive = true\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
+			"deploy.hosts.vm1.exclusive", 9, "no cores of its own"},
+		{"exclusive hosts sharing cores", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\ncpus = 1\nexclusive = true\n", goruntime.NumCPU()),
+			"deploy.hosts.vm2.exclusive", 13, "some must share"},
+		{"memory below the least", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nmemory = \"1MiB\"\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
+			"deploy.hosts.vm1.memory", 9, "must be at least 8MiB"},
 		{"unix sockets", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n", "deploy.network", 0, "over TCP"},
 		{"sidecars", ok, "deploy.sidecar", 0, "does not run sidecars"},
 	} {

@@ -39,6 +39,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -99,6 +100,9 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 			err = errors.Join(err, dep.teardown())
 		}
 	}()
+	if dep.hostcg, err = hostCgroups(p, opts.CPUs); err != nil {
+		return nil, fmt.Errorf("deployer %s: %w", Name, err)
+	}
 	opts.Network = (*placement)(dep)
 	inner, err := local.Deploy(ctx, topo, opts)
 	if err != nil {
@@ -121,6 +125,7 @@ type Deployment struct {
 	plan   *plan
 	net    *network
 	shaper *shaper
+	hostcg []*cgroup.Group // per host; nil entries for hosts without cpus or memory (hostcg.go)
 
 	mu    sync.Mutex
 	peers map[string]*proxy // "from→addr" → the proxy for that path
@@ -208,6 +213,7 @@ func (d *Deployment) teardown() error {
 	d.peers, d.others = nil, nil
 	d.mu.Unlock()
 	d.shaper.close()
+	errs = append(errs, removeHostCgroups(d.hostcg))
 	errs = append(errs, d.net.close())
 	return errors.Join(errs...)
 }
@@ -345,7 +351,7 @@ func (d *Deployment) DescribeMore(w io.Writer) {
 		groups[h] = append(groups[h], d.Topology().Groups[g].Name)
 	}
 	for i, h := range d.plan.hosts {
-		fmt.Fprintf(w, "host %s: %s, groups %s (namespace %s)\n", h, d.net.hosts[i].ip, strings.Join(groups[i], ", "), d.net.names.host(i))
+		fmt.Fprintf(w, "host %s: %s, groups %s%s (namespace %s)\n", h, d.net.hosts[i].ip, strings.Join(groups[i], ", "), limitsText(d.HostLimits()[i]), d.net.names.host(i))
 	}
 	names := append([]string{clientName}, d.plan.hosts...)
 	for i, a := range names {

@@ -28,8 +28,14 @@ func namespacesOf(t *testing.T, pid int) []string {
 // spec, and returns once the deployment is up.
 func startUp(t *testing.T) *exec.Cmd {
 	t.Helper()
+	return startUpSpec(t, twoHosts("grpc", `latency = "1ms"`))
+}
+
+// startUpSpec runs `svclab up` on the spec body.
+func startUpSpec(t *testing.T, body string) *exec.Cmd {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "spec.toml")
-	if err := os.WriteFile(path, []byte(twoHosts("grpc", `latency = "1ms"`)), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0])

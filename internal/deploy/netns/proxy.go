@@ -88,6 +88,9 @@ type tracked struct {
 	net.Conn
 	p    *proxy
 	once sync.Once
+	// stampOnce asks the socket for arrival stamps, once (arrival.go).
+	stampOnce sync.Once
+	stamped   bool
 }
 
 func (c *tracked) Close() error {

@@ -39,6 +39,10 @@ type linkToxic struct {
 	// Spread is half the link's jitter, in nanoseconds.
 	Spread int64   `json:"spread_ns"`
 	Loss   float64 `json:"loss"`
+
+	// late is how late this link's sleeps end (see lateness below): per
+	// link, as a 10 ms link's sleeps end later than a 1 ms link's.
+	late atomic.Int64
 }
 
 func (t *linkToxic) GetBufferSize() int { return 1024 }
@@ -69,12 +73,16 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			due := c.Timestamp.Add(t.delay())
+			due := c.Timestamp.Add(t.delay() - arrivalLate()) // from the chunk's arrival (arrival.go)
 			if due.Before(last) {
 				due = last
 			}
 			last = due
-			if wait := time.Until(due) - coarse; wait > 0 {
+			// A chunk already due when it got here (a hand-off slower
+			// than the link) says nothing of how late sleeps end, and
+			// would push the link's chunks early.
+			pending := time.Until(due) > 0
+			if wait := time.Until(due) - coarse; pending && wait > 0 {
 				timer.Reset(wait)
 				select {
 				case <-timer.C:
@@ -84,8 +92,10 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 					return
 				}
 			}
-			sleepUntil(due.Add(-time.Duration(lateness.Load())))
-			learnLateness(time.Since(due))
+			if pending {
+				sleepUntil(due.Add(-time.Duration(t.late.Load())))
+				t.learnLateness(time.Since(due))
+			}
 			stub.Output <- c
 		}
 	}
@@ -130,26 +140,28 @@ func sleepUntil(t time.Time) {
 	}
 }
 
-// lateness is how late, on this machine now, a sleep in the kernel ends:
+// lateness: how late, on this machine now, a sleep in the kernel ends is
 // the timer slack plus the wait for a CPU, a few tens of microseconds idle
-// and hundreds on a loaded machine. Toxics wake that much early, so that a
-// chunk leaves when it is due; every wake-up updates the estimate (an
-// exponentially weighted mean, weight 1/8), so it follows the load.
-var lateness atomic.Int64
+// and hundreds on a loaded machine (more after a longer sleep). Each link
+// wakes that much early (linkToxic.late), so that a chunk leaves when it
+// is due; every chunk that was pending updates the estimate (an
+// exponentially weighted mean, weight 1/8), so it follows the load, and a
+// chunk sent early (no sleep was needed) teaches it down.
 
 // maxEarly bounds the estimate: a wake-up that a busy machine delays by
-// milliseconds is noise to ride out, not a bias to correct, and a chunk
-// must never leave far ahead of its time.
+// more is noise to ride out, not a bias to correct; and no chunk leaves
+// earlier than a quarter of its link's one-way delay ahead of its time.
 const maxEarly = 300 * time.Microsecond
 
-func learnLateness(late time.Duration) {
+func (t *linkToxic) learnLateness(late time.Duration) {
+	limit := min(int64(maxEarly), t.OneWay/4)
 	for {
-		old := lateness.Load()
+		old := t.late.Load()
 		// late is measured against the due time, after waking early by
 		// old: the sleep itself ended old+late after it was asked to.
 		next := old + (int64(late))/8
-		next = min(max(next, 0), int64(maxEarly))
-		if lateness.CompareAndSwap(old, next) {
+		next = min(max(next, 0), limit)
+		if t.late.CompareAndSwap(old, next) {
 			return
 		}
 	}

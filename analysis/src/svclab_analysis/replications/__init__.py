@@ -24,7 +24,7 @@ fresh clone does not erase the committed tables.
 directory (the command, its wall time and the load average around it);
 the regions quote it when it is there.
 
-One module per study (s3, s4, s2, s0), each going compute → dataclass →
+One module per study (s3, s4, s4hosts, s2, s0, …), each going compute → dataclass →
 render: ``compute(StudyData)`` fits and judges into a frozen dataclass with
 no I/O and no formatting, ``render`` writes that as Markdown and returns it
 with the claims it tested as a ``Section``, with no statistics. common.py

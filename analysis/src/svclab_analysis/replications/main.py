@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from . import s0, s1, s2, s2mesh, s3, s4
+from . import s0, s1, s2, s2mesh, s3, s4, s4hosts
 from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
 from .store import latest_results, provenance, replicate_info, study_data, wall_time
@@ -39,6 +39,9 @@ STUDIES: dict[str, Study] = {
         # with one closed-loop user and experiment.name = "s3-style-closed".
         Study("s3c", "s3-style-closed", "experiments/s3-style.toml", s3.METRIC, s3.section),
         Study("s4", "s4-rpc", "experiments/s4-rpc.toml", s4.METRIC, s4.section),
+        # Needs root (the netns deployer's emulated hosts).
+        Study("s4h", "s4-hosts", "experiments/s4-hosts.toml", s4hosts.METRIC, s4hosts.section,
+              required=False),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", s2.METRIC, s2.section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", s0.METRIC, s0.section),
         Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", s1.METRIC,
