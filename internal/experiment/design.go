@@ -262,3 +262,7 @@ func (d *Design) Describe(p Point) string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// Levels maps each factor's name to its level at point p, as Spec.With
+// takes them.
+func (d *Design) Levels(p Point) map[string]any { return d.levels(p) }

@@ -1,13 +1,16 @@
 package runtime
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -96,4 +99,46 @@ func HTTPLimitsOf(p *hostv1.HttpLimits) transport.HTTPLimits {
 		ReadTimeout:       p.GetReadTimeout().AsDuration(),
 		IdleTimeout:       p.GetIdleTimeout().AsDuration(),
 	}
+}
+
+// HostConfig is the part of group g's HostConfig that every deployer
+// gives alike: the app, its config, the group, the transport and its
+// options. A deployer adds where the host listens (Listeners, Gateway,
+// Control) and where its peers are (Peers), which only it knows.
+func (p *Topology) HostConfig(g int, deployment string, cfgJSON json.RawMessage) *hostv1.HostConfig {
+	grp := p.Groups[g]
+	hc := &hostv1.HostConfig{
+		Deployment: deployment,
+		App:        p.App.Name,
+		ConfigJson: string(cfgJSON),
+		Transport:  p.Transport,
+		Group:      grp.Name,
+		Components: grp.Components,
+		Entry:      p.Entry,
+		TransportOptions: &hostv1.TransportOptions{
+			HttpCodec:  p.HTTPCodec,
+			HttpLimits: HTTPLimitsProto(p.HTTPLimits),
+		},
+	}
+	// The default (round robin) stays unset, so that a host that
+	// predates the field still reads the config.
+	if p.Balancer != spec.BalancerRoundRobin {
+		hc.TransportOptions.Balancer = p.Balancer
+	}
+	return hc
+}
+
+// Peers lists the components of other groups that group g calls, sorted:
+// the keys of its HostConfig's peers.
+func (p *Topology) Peers(g int) []string {
+	var out []string
+	for _, name := range p.Groups[g].Components {
+		for _, dep := range p.components[name].Deps {
+			if p.GroupOf(dep) != g && !slices.Contains(out, dep) {
+				out = append(out, dep)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

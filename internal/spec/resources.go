@@ -47,14 +47,14 @@ var machineMemory = physicalMemory()
 // cores this machine has, every memory a positive size. Whether each name
 // is a group or component is the topology's to check.
 func (s *Spec) checkResources() error {
-	cores := float64(goruntime.NumCPU())
+	cores := s.maxCores(float64(goruntime.NumCPU()))
 	for _, name := range s.resourceNames() {
 		r := s.Deploy.Resources[name]
 		key := "deploy.resources." + name
 		if s.written(key+".cpu") && (r.CPU < MinCPU || math.IsNaN(r.CPU) || r.CPU > cores) {
 			return s.Errorf(key+".cpu", "must be a number of cores from %g to this machine's %g, got %g", MinCPU, cores, r.CPU)
 		}
-		if s.written(key+".memory") && (r.Memory < MinMemory || (machineMemory > 0 && r.Memory > machineMemory)) {
+		if s.written(key+".memory") && (r.Memory < MinMemory || (machineMemory > 0 && r.Memory > machineMemory && s.Deploy.Deployer != DeployerKube)) {
 			limit := "this machine's memory"
 			if machineMemory > 0 {
 				limit = "this machine's " + humanize.IBytes(uint64(machineMemory))

@@ -38,8 +38,11 @@ func (s *Spec) checkSidecar() error {
 	if !s.written("deploy.sidecar") {
 		d.Sidecar = SidecarNone
 	}
+	if d.Sidecar == SidecarIstio {
+		return s.checkIstio() // kube.go
+	}
 	if !slices.Contains(Sidecars, d.Sidecar) {
-		return s.Errorf("deploy.sidecar", "unknown sidecar %q%s", d.Sidecar, suggestValue(d.Sidecar, Sidecars))
+		return s.Errorf("deploy.sidecar", "unknown sidecar %q%s", d.Sidecar, suggestValue(d.Sidecar, append(slices.Clip(Sidecars), SidecarIstio)))
 	}
 	if !s.written("deploy.proxy_mode") {
 		d.ProxyMode = ProxyModeSidecar

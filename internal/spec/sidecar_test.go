@@ -26,7 +26,7 @@ func TestSidecarKeys(t *testing.T) {
 func TestSidecarErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
 		{"near miss", "[deploy]\n\nsidecar = \"envoi\"\n", `x.toml:3: deploy.sidecar: unknown sidecar "envoi" (did you mean "envoy"?)`},
-		{"far miss", "[deploy]\nsidecar = \"linkerd2-proxy\"\n", `x.toml:2: deploy.sidecar: unknown sidecar "linkerd2-proxy" (valid: none, envoy, nginx, haproxy)`},
+		{"far miss", "[deploy]\nsidecar = \"linkerd2-proxy\"\n", `x.toml:2: deploy.sidecar: unknown sidecar "linkerd2-proxy" (valid: none, envoy, nginx, haproxy, istio)`},
 		{"empty", "[deploy]\nsidecar = \"\"\n", `x.toml:2: deploy.sidecar: unknown sidecar ""`},
 		{"mode", "[deploy]\nproxy_mode = \"nodes\"\n", `x.toml:2: deploy.proxy_mode: unknown proxy mode "nodes" (did you mean "node"?)`},
 		{"inproc", "[deploy]\ntransport = \"inproc\"\nsidecar = \"nginx\"\n", `x.toml:3: deploy.sidecar: sidecar "nginx" needs a network transport`},

@@ -146,6 +146,8 @@ type Deploy struct {
 	// Languages maps a component to the language of its implementation:
 	// "go" (the default), "java" or "python" (runtime checks the names).
 	Languages map[string]string `toml:"languages"`
+	// Kube is [deploy.kube], the kube deployer's keys (kube.go).
+	Kube Kube `toml:"kube"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -370,6 +372,9 @@ func (s *Spec) decodeDeploy() error {
 		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
 	}
 	if err := s.checkResources(); err != nil {
+		return err
+	}
+	if err := s.checkKube(); err != nil {
 		return err
 	}
 	if err := s.checkSidecar(); err != nil {

@@ -61,24 +61,18 @@ func (d *Deployment) Replicas(group string) (int, error) {
 func (d *Deployment) peersOf(g int, extra []*sockets) map[string][]runtime.Endpoint {
 	p := d.topo
 	out := map[string][]runtime.Endpoint{}
-	for _, name := range p.Groups[g].Components {
-		c, _ := p.Component(name)
-		for _, dep := range c.Deps {
-			j := p.GroupOf(dep)
-			if j == g {
-				continue
-			}
-			eps := []runtime.Endpoint{}
-			for _, r := range d.live(j) {
-				eps = append(eps, r.listen[dep])
-			}
-			for _, s := range extra {
-				if s.group == j {
-					eps = append(eps, runtime.EndpointOf(s.listen[dep].GetEndpoint()))
-				}
-			}
-			out[dep] = eps
+	for _, dep := range p.Peers(g) {
+		j := p.GroupOf(dep)
+		eps := []runtime.Endpoint{}
+		for _, r := range d.live(j) {
+			eps = append(eps, r.listen[dep])
 		}
+		for _, s := range extra {
+			if s.group == j {
+				eps = append(eps, runtime.EndpointOf(s.listen[dep].GetEndpoint()))
+			}
+		}
+		out[dep] = eps
 	}
 	return out
 }

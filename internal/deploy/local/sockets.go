@@ -10,7 +10,6 @@ import (
 	"strconv"
 
 	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -126,35 +125,11 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 // maps each component it calls in another group to its replicas'
 // endpoints.
 func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[string][]runtime.Endpoint) *hostv1.HostConfig {
-	p := d.topo
-	g := p.Groups[s.group]
-	hc := &hostv1.HostConfig{
-		Deployment: d.id,
-		App:        p.App.Name,
-		ConfigJson: string(cfgJSON),
-		Transport:  p.Transport,
-		Group:      g.Name,
-		Components: g.Components,
-		Listeners:  s.listen,
-		Entry:      p.Entry,
-		Peers:      endpointSets(peers),
-		Control:    s.control,
-		Gateway:    s.gateway,
-		TransportOptions: &hostv1.TransportOptions{
-			HttpCodec:  p.HTTPCodec,
-			HttpLimits: runtime.HTTPLimitsProto(p.HTTPLimits),
-		},
-	}
-	setBalancer(hc, p.Balancer)
+	hc := d.topo.HostConfig(s.group, d.id, cfgJSON)
+	hc.Listeners = s.listen
+	hc.Peers = endpointSets(peers)
+	hc.Control = s.control
+	hc.Gateway = s.gateway
 	d.routeThroughSidecars(s.group, hc)
 	return hc
-}
-
-// setBalancer names the caller's balancing policy in hc, leaving the
-// default (round robin) unset so that a host that predates the field
-// still reads the config.
-func setBalancer(hc *hostv1.HostConfig, policy string) {
-	if policy != spec.BalancerRoundRobin {
-		hc.TransportOptions.Balancer = policy
-	}
 }

@@ -1,0 +1,59 @@
+package kube
+
+import (
+	"fmt"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// Notes lists what s asks for that the rendered objects do not do as the
+// local deployer would, one sentence each, naming the key: `svclab kube
+// render` prints them in its header, and a deployer may refuse them.
+func Notes(s *spec.Spec, topo *runtime.Topology) []string {
+	d := s.Deploy
+	var out []string
+	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
+	if d.Kube.Image == "" {
+		add("deploy.kube.image is not set: the pods run %q; push one with `svclab image --push` and name it", DefaultImage)
+	}
+	if d.Network == "unix" {
+		add("deploy.network = \"unix\": pods reach each other over TCP only")
+	}
+	switch d.Sidecar {
+	case spec.SidecarNone, spec.SidecarIstio:
+	default:
+		add("deploy.sidecar = %q is a local proxy program and is not rendered; on a cluster choose \"istio\"", d.Sidecar)
+	}
+	if d.Sidecar != spec.SidecarIstio {
+		if d.MTLS {
+			add("deploy.mtls without deploy.sidecar = \"istio\" is not rendered: the in-process mTLS needs the local deployer's per-run CA")
+		}
+		if d.Tracing > 0 {
+			add("deploy.tracing without deploy.sidecar = \"istio\" is not rendered: the in-process tracing needs the local deployer's collector")
+		}
+		if d.Metrics {
+			add("deploy.metrics without deploy.sidecar = \"istio\" is not rendered: the in-process metrics need the local deployer's Prometheus")
+		}
+	}
+	for _, g := range topo.Groups {
+		if a := g.Autoscale; a != nil && a.SyncPeriod.D() != spec.DefaultSyncPeriod {
+			add("deploy.autoscale %s: sync_period %s is kube-controller-manager's --horizontal-pod-autoscaler-sync-period, one for the whole cluster, and is not rendered", g.Name, a.SyncPeriod)
+		}
+	}
+	for c, lang := range topo.Languages {
+		if lang != runtime.LangGo {
+			add("deploy.languages: %s runs its Go implementation, as the svclab image holds no %s host", c, lang)
+		}
+	}
+	if ing := runtime.IngressOf(topo); ing != "" {
+		add("app.ingress = %q is not rendered: the load pods call the entry's Service", ing)
+	}
+	for _, b := range runtime.BackingsOf(topo) {
+		add("backing service %q (%s) of app %s is not rendered: give the hosts its address in %s", b.Name, b.Kind, topo.App.Name, runtime.BackingEnv(b.Name))
+	}
+	if len(d.Hosts) > 0 {
+		add("deploy.hosts are the netns deployer's emulated machines and are not rendered: place groups on nodes with deploy.kube.node_selector")
+	}
+	return out
+}
