@@ -76,6 +76,7 @@ broken, as k6 does. See docs/LOAD.md.`,
 	f.StringVar(&o.dir, "dir", "", "write every result file here: summary.json, timeseries.parquet, latency.hlog, service_time.hlog, samples.parquet")
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not on this machine")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live progress line")
+	o.addShardFlags(f)
 	return c
 }
 
@@ -95,6 +96,10 @@ type loadOptions struct {
 	notices []string                                 // printed to stderr before the run
 	by      setters                                  // what set each key, once config has run
 	spec    *spec.Spec                               // the file read with -f, or nil
+
+	shard        string // --shard I/N (loadshard.go)
+	startAt      string // --start-at
+	progressJSON bool   // --progress-json
 }
 
 // keyFlag is a flag of `svclab load` that stands for a key of the [load]
@@ -134,6 +139,7 @@ var loadKeyFlags = []keyFlag{
 	{"requests", "n", "requests", "stop after this many requests (or flows)", nil, nil},
 	{"raw-samples", "", "raw_samples", "write every request to samples.parquet (needs --dir)", nil, nil},
 	{"seed", "", "seed", "seed for Poisson arrivals, think times and weighted picks (0: from the clock)", nil, nil},
+	{"generators", "", "generators", "split the load over this many generator processes, started together (default 1)", nil, nil},
 	{"stage", "", "stages", `load stage TYPE:DURATION:LEVEL, e.g. ramp:30s:500 (rate, or users in a closed loop); repeatable`, stagesValue, nil},
 	{"call", "", "request.method", "gRPC method package.Service/Method, as ghz's --call (implies --protocol grpc)", nil, nil},
 	{"method", "X", "request.method", "HTTP method (default GET); for a gRPC method use --call", nil, nil},
@@ -200,6 +206,9 @@ func (o *loadOptions) addKeyFlags(fs *pflag.FlagSet) {
 		t, ok := spec.FieldType(&load.Config{}, kf.key)
 		if !ok {
 			panic("svclab load: flag --" + kf.name + " names load." + kf.key + ", which load.Config has no field for")
+		}
+		if t.Kind() == reflect.Pointer { // a key whose written zero differs from its absence
+			t = t.Elem()
 		}
 		v := &keyValue{field: t, repeatable: kf.value != nil}
 		o.keys = append(o.keys, v)
@@ -636,12 +645,28 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 		return usageError{o.by.name(err, o.spec)}
 	}
 	defer target.Close()
-	opt := load.Options{Dir: o.dir, HostTimer: calibrateHost(ctx, o.quiet, stderr)}
+	sh, err := o.shardOf(&cfg)
+	if err != nil {
+		return err
+	}
+	opt := load.Options{Dir: o.dir, Shard: sh}
+	if cfg.GeneratorCount() == 1 {
+		// Several generators calibrate each for itself.
+		opt.HostTimer = calibrateHost(ctx, o.quiet, stderr)
+	}
+	if opt.StartAt, err = o.startTime(); err != nil {
+		return err
+	}
+	if o.shard != "" && !o.quiet {
+		fmt.Fprintf(stderr, "svclab load: generator %s: %s\n", sh, shareLine(cfg, opt.StartAt))
+	}
 	live := false
 	if f, ok := stderr.(*os.File); ok {
 		live = term.IsTerminal(int(f.Fd()))
 	}
-	if !o.quiet {
+	if o.progressJSON {
+		opt.Progress = jsonProgress(stdout)
+	} else if !o.quiet {
 		opt.Progress = func(p load.Progress) {
 			if live {
 				fmt.Fprintf(stderr, "\r\033[K%s", p)
@@ -650,7 +675,7 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 			}
 		}
 	}
-	res, runErr := load.Run(ctx, cfg, target, opt)
+	res, runErr := o.run(ctx, cfg, target, opt)
 	if live && !o.quiet {
 		fmt.Fprintln(stderr)
 	}
@@ -658,6 +683,9 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 		return runErr
 	}
 	defer res.Close()
+	if o.shard != "" {
+		return o.finishShard(res, sh, runErr, stdout)
+	}
 	if err := res.Table(stdout); err != nil {
 		return err
 	}

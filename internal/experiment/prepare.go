@@ -36,6 +36,9 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 	if err := lc.Validate(); err != nil {
 		return nil, s.Locate("load", err)
 	}
+	if err := checkGenerators(s, lc); err != nil {
+		return nil, err
+	}
 	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
 }
 

@@ -290,8 +290,9 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Processes = append(rf.Processes, s.Process)
 	}
 	sampler := NewResourceSampler(sampled, time.Second)
-	if autoscaled(dep) {
-		sampler.Follow(func() []Sampled { return sampledOf(dep) })
+	gens := newGenerators(iso)
+	if autoscaled(dep) || pr.Load.GeneratorCount() > 1 {
+		sampler.Follow(gens.follow(dep, autoscaled(dep)))
 	}
 	sctx, cancelSampler := context.WithCancel(ctx)
 	defer cancelSampler()
@@ -332,7 +333,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
-	res, lerr := load.Run(lctx, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
+	res, lerr := gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
 	cancelLoad()
 	<-watchDone
 	cancelSampler()

@@ -75,6 +75,19 @@ func targetFor(ctx context.Context, pr *Prepared, dep deploy.Deployment, sent *c
 
 // gatewayTarget posts each request's JSON to the HTTP/JSON gateway.
 func gatewayTarget(ctx context.Context, cfg load.Config, url string, reqs []runtime.Request) (*load.Target, error) {
+	cfg, err := gatewayConfig(cfg, url, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return load.NewTarget(cfg)
+}
+
+// gatewayConfig is cfg with each request's JSON posted to the HTTP/JSON
+// gateway at url.
+func gatewayConfig(cfg load.Config, url string, reqs []runtime.Request) (load.Config, error) {
+	if len(reqs) == 0 {
+		return cfg, fmt.Errorf("the app has no default request; give one in [load.request]")
+	}
 	cfg.Target = url
 	cfg.Protocol = "http"
 	steps := make([]load.Request, 0, len(reqs))
@@ -94,5 +107,5 @@ func gatewayTarget(ctx context.Context, cfg load.Config, url string, reqs []runt
 	} else {
 		cfg.Flow = &load.Flow{Order: "weighted", Steps: steps}
 	}
-	return load.NewTarget(cfg)
+	return cfg, nil
 }

@@ -74,6 +74,10 @@ type Config struct {
 	Flow *Flow `toml:"flow,omitempty" json:"flow,omitempty"`
 	// Thresholds are pass/fail criteria checked after the run.
 	Thresholds *Thresholds `toml:"thresholds,omitempty" json:"thresholds,omitempty"`
+	// Generators splits the load over this many generator processes
+	// (shard.go); nil means one. A pointer, so that a written 0 is an
+	// error rather than the default.
+	Generators *int `toml:"generators,omitempty" json:"generators,omitempty"`
 }
 
 // Stage is one step of a load profile.
@@ -390,6 +394,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Thresholds.validate(c.opNames())...)
+	errs = append(errs, c.checkGenerators()...)
 	return errors.Join(errs...)
 }
 

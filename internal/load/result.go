@@ -125,6 +125,10 @@ type Generator struct {
 	Reason string `json:"reason"`
 	// HostTimer is the floor the lag was judged against, when measured.
 	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
+	// PerGenerator holds each generator's own audit when the load was
+	// split over several (load.generators; Merge); the fields above are
+	// then the whole's.
+	PerGenerator []Generator `json:"generators,omitempty"`
 }
 
 func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {

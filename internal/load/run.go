@@ -30,6 +30,13 @@ type Options struct {
 	// (hostclock.Calibrate): the floor the generator's send lag is judged
 	// against. Without it the audit falls back to a fixed 1 ms rule.
 	HostTimer *hostclock.Calibration
+	// Shard, for one generator of several, shifts its constant-rate
+	// schedule by Index/Count of its own gap (see Config.Share, which
+	// gives it its share of the load).
+	Shard Shard
+	// StartAt, when set, is the wall-clock moment the run starts, so that
+	// several generators start together (svclab load --start-at).
+	StartAt time.Time
 }
 
 // Run drives t as cfg says and returns what it measured. It returns when
@@ -162,6 +169,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("load: temporary directory for HDR logs: %w", err)
 		}
 		r.dir, r.tempDir = d, d
+	}
+	if !r.opt.StartAt.IsZero() {
+		if err := waitUntil(ctx, r.opt.StartAt); err != nil {
+			return nil, r.abandon(err)
+		}
 	}
 	started := time.Now()
 	r.base = started
@@ -313,7 +325,10 @@ func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	// Arrival n is where the rate's integral from the start reaches
 	// `area`; solving from the start each time, rather than stepping from
 	// the previous arrival, keeps rounding from drifting the schedule.
-	area := 0.0
+	area := r.opt.Shard.phase()
+	if poisson {
+		area = 0
+	}
 	prev := int64(0)
 	stopped := r.mend
 loop:
