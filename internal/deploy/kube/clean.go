@@ -142,4 +142,3 @@ func hostname() string {
 	}
 	return h
 }
-

@@ -155,4 +155,3 @@ func (dep *Deployment) metricsWarning() string {
 	}
 	return "resources: the cluster serves no metrics API (metrics.k8s.io, e.g. metrics-server); no resource samples of the pods"
 }
-
