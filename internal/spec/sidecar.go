@@ -38,10 +38,7 @@ func (s *Spec) checkSidecar() error {
 	if !s.written("deploy.sidecar") {
 		d.Sidecar = SidecarNone
 	}
-	if d.Sidecar == SidecarIstio {
-		return s.checkIstio() // kube.go
-	}
-	if !slices.Contains(Sidecars, d.Sidecar) {
+	if d.Sidecar != SidecarIstio && !slices.Contains(Sidecars, d.Sidecar) {
 		return s.Errorf("deploy.sidecar", "unknown sidecar %q%s", d.Sidecar, suggestValue(d.Sidecar, append(slices.Clip(Sidecars), SidecarIstio)))
 	}
 	if !s.written("deploy.proxy_mode") {
@@ -50,8 +47,11 @@ func (s *Spec) checkSidecar() error {
 	if !slices.Contains(ProxyModes, d.ProxyMode) {
 		return s.Errorf("deploy.proxy_mode", "unknown proxy mode %q%s", d.ProxyMode, suggestValue(d.ProxyMode, ProxyModes))
 	}
-	if d.Sidecar == SidecarNone {
+	switch d.Sidecar {
+	case SidecarNone:
 		return nil
+	case SidecarIstio:
+		return s.checkIstio() // kube.go
 	}
 	if d.Transport == "inproc" {
 		return s.Errorf("deploy.sidecar", "sidecar %q needs a network transport, but deploy.transport is \"inproc\", which never leaves its process; choose grpc, http, netrpc or protorpc, or sidecar \"none\"", d.Sidecar)

@@ -191,6 +191,9 @@ func (r *renderer) render() ([]Object, error) {
 		}
 	}
 	out = append(out, r.istioObjects()...)
+	if !r.hasLoad() {
+		return out, nil
+	}
 	cfg, target, err := r.loadConfig()
 	if err != nil {
 		return nil, err

@@ -20,6 +20,13 @@ import (
 // LoadFile is the [load] table's file in LoadConfigMap.
 const LoadFile = "load.toml"
 
+// hasLoad reports whether the spec has a [load] table: one without (a
+// spec for `svclab up`) renders the system under test alone.
+func (r *renderer) hasLoad() bool {
+	_, ok := r.s.Lookup("load")
+	return ok
+}
+
 // loadConfig is the [load] table the generator pods run: the spec's own,
 // with the app's default requests added when it names none, as the
 // runner adds them locally (experiment.TargetFor). Over grpc they are

@@ -52,6 +52,9 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	for _, b := range runtime.BackingsOf(topo) {
 		add("backing service %q (%s) of app %s is not rendered: give the hosts its address in %s", b.Name, b.Kind, topo.App.Name, runtime.BackingEnv(b.Name))
 	}
+	if _, ok := s.Lookup("load"); !ok {
+		add("the spec has no [load] table: no load Job is rendered")
+	}
 	if len(d.Hosts) > 0 {
 		add("deploy.hosts are the netns deployer's emulated machines and are not rendered: place groups on nodes with deploy.kube.node_selector")
 	}

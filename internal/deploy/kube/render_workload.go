@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport/httptransport"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -200,22 +201,32 @@ func (r *renderer) resources(g runtime.Group) corev1.ResourceRequirements {
 	return corev1.ResourceRequirements{Requests: list, Limits: list.DeepCopy()}
 }
 
-// probe checks group g's health service every period seconds: over gRPC
-// (the kubelet's own gRPC health probe) when the transport is grpc, and
-// otherwise the gateway or the first listener's port.
+// probe checks group g's health service every period seconds, on its
+// first listener, or on the gateway when nothing else listens (inproc):
+// over gRPC (the kubelet's own gRPC health probe) for grpc, as a GET for
+// http (httptransport.HealthPath), and as a TCP connect for net/rpc and
+// protorpc, whose wire no kubelet probe speaks.
 func (r *renderer) probe(g int, period int32) *corev1.Probe {
 	p := &corev1.Probe{PeriodSeconds: period, FailureThreshold: 3, TimeoutSeconds: 1}
-	exposed := r.topo.Exposed(g)
-	switch {
-	case r.topo.Transport == "grpc" && len(exposed) > 0:
-		p.GRPC = &corev1.GRPCAction{Port: r.ports[exposed[0]], Service: ptr.To("")}
-	case len(exposed) > 0:
-		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(r.ports[exposed[0]])}
+	transport, port := r.topo.Transport, int32(GatewayPort)
+	if exposed := r.topo.Exposed(g); len(exposed) > 0 {
+		port = r.ports[exposed[0]]
+	} else {
+		transport = runtime.GatewayTransport
+	}
+	switch transport {
+	case "grpc":
+		p.GRPC = &corev1.GRPCAction{Port: port, Service: ptr.To("")}
+	case "http":
+		p.HTTPGet = &corev1.HTTPGetAction{Path: HealthPath, Port: intstr.FromInt32(port)}
 	default:
-		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(GatewayPort)}
+		p.TCPSocket = &corev1.TCPSocketAction{Port: intstr.FromInt32(port)}
 	}
 	return p
 }
+
+// HealthPath is where the http transport answers a probe's GET.
+var HealthPath = httptransport.HealthPath
 
 // servicesOf is a ClusterIP Service per exposed component, selecting its
 // group's pods; the entry's also carries the HTTP/JSON gateway.

@@ -178,6 +178,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, http.StatusNotFound, status.New(codes.Unimplemented, "http: unknown method "+r.URL.Path))
 		return
 	}
+	if r.Method == http.MethodGet && r.URL.Path == HealthPath {
+		s.serveProbe(w, r, m) // probe.go
+		return
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeStatus(w, http.StatusMethodNotAllowed, status.New(codes.Unimplemented, "http: "+r.URL.Path+" takes POST, not "+r.Method))
