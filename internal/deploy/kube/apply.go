@@ -24,6 +24,7 @@ func (dep *Deployment) apply(ctx context.Context) error {
 	if err := dep.ensureNamespace(ctx); err != nil {
 		return err
 	}
+	dep.touched = true
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dep.client.Typed.Discovery()))
 	for _, o := range dep.objects {
 		if o.GetObjectKind().GroupVersionKind().Kind == "Namespace" {

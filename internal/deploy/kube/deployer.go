@@ -165,6 +165,9 @@ func (d Deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 
 // failed cleans up after a failed Deploy and returns err.
 func (dep *Deployment) failed(err error) error {
+	if !dep.touched {
+		return fmt.Errorf("kube: %w", err) // nothing made, nothing to delete
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), deleteTimeout)
 	defer cancel()
 	if cerr := dep.Stop(sctx); cerr != nil {
@@ -185,6 +188,8 @@ type Deployment struct {
 	// ownNamespace is set when Deploy created the namespace: Stop deletes
 	// it; otherwise Stop deletes the objects it applied.
 	ownNamespace bool
+	// touched is set once anything may have been made in the cluster.
+	touched bool
 
 	stopOnce sync.Once
 	stopErr  error
