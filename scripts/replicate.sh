@@ -5,6 +5,8 @@
 #   bash scripts/replicate.sh             # the same, builds what is missing
 #   bash scripts/replicate.sh s3 s4       # only these studies (s3 s3c s4 s2 s0), then their tables
 #   RESULTS=/tmp/r bash scripts/replicate.sh s0 -- --set experiment.repetitions=2
+#   S3_SPEC=experiments/s3-style-go.toml bash scripts/replicate.sh s3 s3c
+#                                         # S3's Go cells alone (20 minutes)
 #                                         # extra arguments after -- go to `svclab run`
 #
 # For each spec it records, in <results dir>/replicate.json, the exact
@@ -24,8 +26,8 @@ RESULTS=${RESULTS:-results}
 DOC=${DOC:-docs/REPLICATIONS.md}
 
 declare -A SPEC=(
-  [s3]=experiments/s3-style.toml
-  [s3c]=experiments/s3-style.toml
+  [s3]=${S3_SPEC:-experiments/s3-style.toml}
+  [s3c]=${S3_SPEC:-experiments/s3-style.toml}
   [s4]=experiments/s4-rpc.toml
   [s2]=experiments/s2-payload.toml
   [s0]=experiments/s0-granularity.toml
@@ -43,7 +45,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
     s0|s2|s3|s3c|s4) studies+=("$1"); shift ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "replicate.sh: unknown argument '$1' (studies: ${ORDER[*]}; svclab run flags after --)" >&2; exit 2 ;;
   esac
 done

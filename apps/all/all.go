@@ -5,8 +5,9 @@
 package all
 
 import (
-	_ "github.com/svclab/svclab/apps/chain"  // registers "chain"
-	_ "github.com/svclab/svclab/apps/rpcops" // registers "rpcops"
-	_ "github.com/svclab/svclab/apps/select" // registers "select"
-	_ "github.com/svclab/svclab/apps/shop"   // registers "shop"
+	_ "github.com/svclab/svclab/apps/boutique" // registers "boutique"
+	_ "github.com/svclab/svclab/apps/chain"    // registers "chain"
+	_ "github.com/svclab/svclab/apps/rpcops"   // registers "rpcops"
+	_ "github.com/svclab/svclab/apps/select"   // registers "select"
+	_ "github.com/svclab/svclab/apps/shop"     // registers "shop"
 )

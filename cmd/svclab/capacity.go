@@ -261,7 +261,11 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	}
 	defer func() { _ = leave() }()
 	started := time.Now()
-	dep, err := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
+	var dep deploy.Deployment
+	err = iso.AsSUT(func() (err error) {
+		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}

@@ -128,6 +128,7 @@ var loadKeyFlags = []keyFlag{
 	{"arrival", "", "arrival", `open loop: "constant" or "poisson"; default constant`, nil, nil},
 	{"duration", "d", "duration", "measurement window (default 10s, or the stages' total)", nil, nil},
 	{"warmup", "", "warmup", "load before the measurement, not recorded", nil, nil},
+	{"warmup-rate", "", "warmup_rate", "open loop: arrivals per second during the warm-up (default: --rate)", nil, nil},
 	{"users", "u", "users", "closed loop: virtual users (implies --mode closed)", nil, nil},
 	{"think", "", "think_time", "closed loop: fixed think time after each iteration", nil, nil},
 	{"think-min", "", "think_min", "closed loop: think time drawn uniformly from [think-min, think-max]", nil, nil},

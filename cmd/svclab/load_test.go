@@ -158,9 +158,9 @@ func TestLoadFlagsAreKeys(t *testing.T) {
 		{"Go number and bool forms", []string{"--rate", ".5", "--raw-samples=1", "--dir", dir},
 			[]string{"load.rate=0.5", "load.raw_samples=true"}, "rate = 0.5\nraw_samples = true"},
 		{"open loop",
-			[]string{"--mode", "open", "--protocol", "h2c", "--rate", "7.5", "--arrival", "poisson", "-d", "2s", "--warmup", "500ms",
+			[]string{"--mode", "open", "--protocol", "h2c", "--rate", "7.5", "--arrival", "poisson", "-d", "2s", "--warmup", "500ms", "--warmup-rate", "40",
 				"-c", "3", "--max-inflight", "10", "--timeout", "1s", "-n", "100", "--seed", "-7", "--raw-samples"},
-			[]string{"load.mode=open", "load.protocol=h2c", "load.rate=7.5", "load.arrival=poisson", `load.duration="2s"`, "load.warmup=500ms",
+			[]string{"load.mode=open", "load.protocol=h2c", "load.rate=7.5", "load.arrival=poisson", `load.duration="2s"`, "load.warmup=500ms", "load.warmup_rate=40",
 				"load.connections=3", "load.max_inflight=10", "load.timeout=1s", "load.requests=100", "load.seed=-7", "load.raw_samples=true"},
 			`mode = "open"
 protocol = "h2c"
@@ -168,6 +168,7 @@ rate = 7.5
 arrival = "poisson"
 duration = "2s"
 warmup = "500ms"
+warmup_rate = 40
 connections = 3
 max_inflight = 10
 timeout = "1s"

@@ -29,6 +29,9 @@ type Isolation struct {
 	SUTCores     int `json:"sut_cores"`
 	// Cgroup is the cgroup version in use ("v1", "v2"), empty without.
 	Cgroup string `json:"cgroup,omitempty"`
+
+	// loadgen and sut are the groups of Enter, while the generator is in.
+	loadgen, sut *cgroup.Group
 }
 
 // DecideIsolation checks that the spec's resource limits can be had
@@ -95,8 +98,8 @@ func checkCgroups(s *spec.Spec) error {
 
 // Enter moves the calling process, the load generator, onto its CPUs for
 // the experiment; the returned function moves it back and removes its
-// group. Under "none" it does nothing.
-func (iso Isolation) Enter() (leave func() error, err error) {
+// groups. Under "none" it does nothing.
+func (iso *Isolation) Enter() (leave func() error, err error) {
 	if iso.Mode != spec.IsolationCPUSet {
 		return func() error { return nil }, nil
 	}
@@ -104,23 +107,54 @@ func (iso Isolation) Enter() (leave func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	g, err := m.New("loadgen", cgroup.Limits{CPUs: iso.LoadgenCPUs})
+	gen, err := m.New("loadgen", cgroup.Limits{CPUs: iso.LoadgenCPUs})
 	if err != nil {
 		return nil, err
 	}
-	back, err := g.Enter()
+	sut, err := m.New("sut", cgroup.Limits{CPUs: iso.SUTCPUs})
 	if err != nil {
-		_ = g.Remove()
+		_ = gen.Remove()
 		return nil, err
 	}
+	back, err := gen.Enter()
+	if err != nil {
+		_ = errors.Join(gen.Remove(), sut.Remove())
+		return nil, err
+	}
+	iso.loadgen, iso.sut = gen, sut
 	// The runtime sized GOMAXPROCS for every CPU at start; left so, two Ps
 	// would queue for one core and the audit would see the generator's own
 	// threads as a busy host.
 	prev := goruntime.GOMAXPROCS(max(iso.LoadgenCores, 1))
 	return func() error {
 		goruntime.GOMAXPROCS(prev)
-		return errors.Join(back(), g.Remove())
+		iso.loadgen, iso.sut = nil, nil
+		return errors.Join(back(), gen.Remove(), sut.Remove())
 	}, nil
+}
+
+// AsSUT runs start with the calling process on the system under test's
+// CPUs instead of the generator's, and moves it back after. Everything a
+// deployment starts (an ingress, sidecars, the tracing and metrics
+// backends, a database server) inherits the cpuset of the process that
+// forks it, and some fork at once (nginx its workers, PostgreSQL its
+// helpers), so a move afterwards would leave processes of the system
+// under test on the generator's core. No load runs while a deployment
+// starts, so the generator loses nothing. Outside Enter, or under "none",
+// it just runs start.
+func (iso *Isolation) AsSUT(start func() error) error {
+	if iso == nil || iso.sut == nil {
+		return start()
+	}
+	back, err := iso.sut.Enter()
+	if err != nil {
+		return fmt.Errorf("move svclab onto the system under test's CPUs to start it: %w", err)
+	}
+	err = start()
+	if berr := back(); berr != nil {
+		return errors.Join(err, fmt.Errorf("move the load generator back onto its CPUs: %w", berr))
+	}
+	return err
 }
 
 // DeployCPUs is the CPU list a deployment is confined to

@@ -3,9 +3,14 @@ package experiment
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
 	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/spec"
@@ -71,6 +76,30 @@ func TestIsolationEnter(t *testing.T) {
 	during, _ := cgroup.Allowed()
 	if got := goruntime.GOMAXPROCS(0); got != iso.LoadgenCores {
 		t.Errorf("GOMAXPROCS %d inside the generator's cpuset, want its %d cores", got, iso.LoadgenCores)
+	}
+	// What starts under AsSUT stays on the system under test's CPUs after
+	// the generator has gone back to its own.
+	var kid *exec.Cmd
+	if err := iso.AsSUT(func() error {
+		if got, _ := cgroup.Allowed(); cgroup.List(got) != iso.SUTCPUs {
+			t.Errorf("inside AsSUT on CPUs %v, want %s", got, iso.SUTCPUs)
+		}
+		kid = exec.Command("sh", "-c", "sleep 0.3; exec sleep 30")
+		return kid.Start()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kid.Process.Kill(); _ = kid.Wait() })
+	if got, _ := cgroup.Allowed(); cgroup.List(got) != iso.LoadgenCPUs {
+		t.Errorf("after AsSUT the generator runs on %v, want %s", got, iso.LoadgenCPUs)
+	}
+	time.Sleep(600 * time.Millisecond) // past the move back, and the child's own exec
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", kid.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`Cpus_allowed_list:\s*(\S+)`).FindSubmatch(status); m == nil || string(m[1]) != iso.SUTCPUs {
+		t.Errorf("a process started under AsSUT runs on CPUs %q, want the system under test's %s", m, iso.SUTCPUs)
 	}
 	if err := leave(); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
@@ -165,18 +166,18 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
-	// Backing services (a database) start before the generator moves onto
-	// its CPUs: a process svclab starts inherits its cgroups.
-	pool, err := startBacking(ctx, prepared, logw)
-	if err != nil {
-		return out, err
-	}
-	defer closeBacking(pool, logw)
 	leave, err := iso.Enter()
 	if err != nil {
 		return out, fmt.Errorf("isolate the load generator: %w", err)
 	}
 	defer func() { err = errors.Join(err, leave()) }()
+	// Backing services (a database) are part of the system under test: they
+	// start on its CPUs, as every deployment does (Isolation.AsSUT).
+	var pool *backing.Pool
+	if err := iso.AsSUT(func() (err error) { pool, err = startBacking(ctx, prepared, logw); return err }); err != nil {
+		return out, err
+	}
+	defer closeBacking(pool, logw)
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
@@ -256,7 +257,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		}
 	}
 
-	dep, derr := pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
+	var dep deploy.Deployment
+	derr := iso.AsSUT(func() (err error) {
+		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
+		return err
+	})
 	if derr != nil {
 		if ctx.Err() != nil {
 			w.Abort()

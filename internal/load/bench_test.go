@@ -28,7 +28,7 @@ func BenchmarkRecord(b *testing.B) {
 // BenchmarkNextArrival is the cost of planning one open-loop arrival.
 func BenchmarkNextArrival(b *testing.B) {
 	cfg := Config{Rate: 1000, Stages: []Stage{{Type: "ramp", Duration: Duration(time.Hour), Rate: 5000}}}
-	segs := profile(&cfg, cfg.Rate, func(s Stage) float64 { return s.Rate })
+	segs := profile(&cfg, cfg.Rate, 0, func(s Stage) float64 { return s.Rate })
 	area := 0.0
 	for b.Loop() {
 		area++

@@ -44,6 +44,10 @@ type Config struct {
 	Requests int64 `toml:"requests,omitempty" json:"requests,omitempty"`
 	// Warmup runs load before the measurement window and discards it.
 	Warmup Duration `toml:"warmup,omitempty" json:"warmup,omitempty"`
+	// WarmupRate is the open-loop arrival rate during the warm-up; 0 means
+	// the starting level. A JIT compiler warms up by calls, not seconds, so
+	// a run measured at a few requests per second needs a faster warm-up.
+	WarmupRate float64 `toml:"warmup_rate,omitempty" json:"warmup_rate,omitempty"`
 	// Users is the number of closed-loop virtual users.
 	Users int `toml:"users,omitempty" json:"users,omitempty"`
 	// ThinkTime is a fixed pause after each request of a closed-loop user.
@@ -279,6 +283,14 @@ func (c *Config) Validate() error {
 		bad("rate", "applies to mode \"open\" only, got %s with mode \"closed\"", spec.Echo(c.Rate))
 	case mode == Open:
 		number("rate", c.Rate, 0, MaxRate, len(c.Stages) == 0)
+	}
+	switch {
+	case mode == Closed && c.WarmupRate != 0:
+		bad("warmup_rate", "applies to mode \"open\" only, got %s with mode \"closed\"", spec.Echo(c.WarmupRate))
+	case c.WarmupRate != 0 && c.Warmup == 0:
+		bad("warmup_rate", "needs a warmup duration to apply to, got %s with no warmup", spec.Echo(c.WarmupRate))
+	case mode == Open:
+		number("warmup_rate", c.WarmupRate, 0, MaxRate, false)
 	}
 	switch {
 	case c.Users < 0 || (mode == Closed && c.Users == 0 && len(c.Stages) == 0):
@@ -567,6 +579,13 @@ func (c *Config) checkRequest(key string, r *Request, vars map[string]bool) []er
 				if n := m[1]; n != "user" && n != "iteration" && !vars[n] {
 					bad(t.k, "uses {{%s}}, which no earlier step extracts", n)
 				}
+			}
+		}
+	}
+	for _, t := range []struct{ k, v string }{{"path", r.Path}, {"body", r.Body}} {
+		for _, m := range pickRef.FindAllStringSubmatch(t.v, -1) {
+			if slices.Contains(strings.Split(m[1], "|"), "") {
+				bad(t.k, "%s has an empty choice: write {{pick:a|b|c}}", spec.Echo(m[0]))
 			}
 		}
 	}

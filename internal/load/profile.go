@@ -10,14 +10,17 @@ type segment struct {
 	from, to   float64
 }
 
-// profile lays out the level over time: the warm-up at the starting level,
-// then each stage, then the last level held to the end.
-func profile(cfg *Config, level float64, stageLevel func(Stage) float64) []segment {
+// profile lays out the level over time: the warm-up at warmLevel (0: the
+// starting level), then each stage, then the last level held to the end.
+func profile(cfg *Config, level, warmLevel float64, stageLevel func(Stage) float64) []segment {
 	warm := cfg.Warmup.D().Seconds()
 	start := level
 	if start == 0 && len(cfg.Stages) > 0 {
 		// A warm-up at level 0 would warm nothing up.
 		start = stageLevel(cfg.Stages[0])
+	}
+	if warmLevel > 0 {
+		start = warmLevel
 	}
 	var segs []segment
 	if warm > 0 {

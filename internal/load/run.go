@@ -147,9 +147,9 @@ func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
 		r.cum = append(r.cum, sum)
 	}
 	if r.closed {
-		r.segs = profile(&cfg, float64(cfg.Users), func(s Stage) float64 { return float64(s.Users) })
+		r.segs = profile(&cfg, float64(cfg.Users), 0, func(s Stage) float64 { return float64(s.Users) })
 	} else {
-		r.segs = profile(&cfg, cfg.Rate, func(s Stage) float64 { return s.Rate })
+		r.segs = profile(&cfg, cfg.Rate, cfg.WarmupRate, func(s Stage) float64 { return s.Rate })
 	}
 	r.mstart = int64(cfg.Warmup)
 	r.mend = r.mstart + int64(cfg.MeasureDuration())

@@ -14,7 +14,7 @@ type Backing struct {
 	// Name tells the app's backing services apart, e.g. "db"; it names
 	// the environment variable that carries the address.
 	Name string
-	// Kind is what runs: BackingPostgres.
+	// Kind is what runs: BackingPostgres or BackingRedis.
 	Kind string
 	// Setup is what the service holds at the start of every deployment:
 	// for PostgreSQL, SQL that creates the schema and seeds it. The
@@ -26,6 +26,11 @@ type Backing struct {
 // BackingPostgres is the Kind of a PostgreSQL database; its address is a
 // libpq connection string (keyword=value) that pgx accepts.
 const BackingPostgres = "postgres"
+
+// BackingRedis is the Kind of a Redis server; its address is a URL that
+// go-redis's ParseURL accepts (unix:///path/redis.sock). Its Setup must be
+// empty: every deployment starts with the server flushed.
+const BackingRedis = "redis"
 
 // BackingUser is a Config whose components need backing services. A
 // deployer that cannot run one of them refuses the topology before

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/backing/postgres"
+	"github.com/svclab/svclab/internal/deploy/backing/redis"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -36,7 +37,7 @@ const (
 )
 
 // Kinds lists the backing kinds this package can run.
-func Kinds() []string { return []string{runtime.BackingPostgres} }
+func Kinds() []string { return []string{runtime.BackingPostgres, runtime.BackingRedis} }
 
 // Check reports, without starting anything, whether every backing service
 // topo's app declares can run on this machine. Its error names the app
@@ -48,6 +49,10 @@ func Check(topo *runtime.Topology) error {
 		case runtime.BackingPostgres:
 			if err := postgres.Check(); err != nil {
 				errs = append(errs, fmt.Errorf("app %s needs PostgreSQL for its backing service %q: %w", topo.App.Name, b.Name, err))
+			}
+		case runtime.BackingRedis:
+			if err := checkRedis(topo, b); err != nil {
+				errs = append(errs, err)
 			}
 		default:
 			errs = append(errs, fmt.Errorf("app %s: backing service %q has kind %q, which svclab cannot run (known: %s)", topo.App.Name, b.Name, b.Kind, strings.Join(Kinds(), ", ")))
@@ -63,6 +68,7 @@ type Pool struct {
 
 	mu        sync.Mutex
 	pg        *postgres.Server
+	redis     *redis.Server
 	templates map[string]bool // template database names made in pg
 	closed    bool
 }
@@ -82,6 +88,12 @@ func NewPool(log io.Writer) *Pool {
 func (p *Pool) Prepare(ctx context.Context, topos ...*runtime.Topology) error {
 	for _, t := range topos {
 		for _, b := range runtime.BackingsOf(t) {
+			if b.Kind == runtime.BackingRedis {
+				if _, err := p.startRedis(ctx, b); err != nil {
+					return err
+				}
+				continue
+			}
 			if _, err := p.template(ctx, b); err != nil {
 				return err
 			}
@@ -96,6 +108,14 @@ func (p *Pool) Prepare(ctx context.Context, topos ...*runtime.Topology) error {
 func (p *Pool) Acquire(ctx context.Context, topo *runtime.Topology) ([]string, error) {
 	var env []string
 	for _, b := range runtime.BackingsOf(topo) {
+		if b.Kind == runtime.BackingRedis {
+			addr, err := p.acquireRedis(ctx, b)
+			if err != nil {
+				return nil, err
+			}
+			env = append(env, runtime.BackingEnv(b.Name)+"="+addr)
+			continue
+		}
 		tmpl, err := p.template(ctx, b)
 		if err != nil {
 			return nil, err
@@ -149,10 +169,14 @@ func (p *Pool) template(ctx context.Context, b runtime.Backing) (string, error) 
 func (p *Pool) Servers() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.pg == nil {
-		return nil
+	var pids []int
+	if p.pg != nil {
+		pids = append(pids, p.pg.PID())
 	}
-	return []int{p.pg.PID()}
+	if p.redis != nil {
+		pids = append(pids, p.redis.PID())
+	}
+	return pids
 }
 
 // Close stops every server and removes its files. It is safe to call more
@@ -161,10 +185,11 @@ func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
+	err := p.closeRedis(ctx)
 	if p.pg == nil {
-		return nil
+		return err
 	}
-	err := p.pg.Stop(ctx)
+	err = errors.Join(err, p.pg.Stop(ctx))
 	fmt.Fprintf(p.log, "backing: PostgreSQL (pid %d) stopped\n", p.pg.PID())
 	p.pg = nil
 	clear(p.templates)
@@ -175,7 +200,8 @@ func (p *Pool) Close(ctx context.Context) error {
 // svclab command calls it when it starts (see postgres.Sweep).
 func Sweep() ([]string, error) {
 	rs, err := postgres.Sweep()
-	var out []string
+	out, rerr := sweepRedis()
+	err = errors.Join(err, rerr)
 	for _, r := range rs {
 		s := fmt.Sprintf("%s (its svclab, %s, is gone)", r.Path, r.Owner)
 		if r.Killed > 0 {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/tls"
 	"net"
+	"net/http"
 	"time"
 
 	"github.com/svclab/svclab/internal/registry"
@@ -49,6 +50,10 @@ type ServerOptions struct {
 	// HTTPLimits bound what one client can make an HTTP server hold; only
 	// the http transport reads them.
 	HTTPLimits HTTPLimits
+	// Web, when set, answers the HTTP requests whose path is no method's
+	// route (an entry component's own pages, runtime.WebHandler); only
+	// the http transport reads it.
+	Web http.Handler
 }
 
 // HTTPLimits are the limits of a production net/http server. A zero field

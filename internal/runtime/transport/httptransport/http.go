@@ -101,8 +101,9 @@ type Server struct {
 	intercept grpc.UnaryServerInterceptor
 	tls       *tls.Config
 	codec     codec
-	codecErr  error // an unknown ServerOptions.Codec, which Serve reports
-	maxBody   int64 // 0: MaxMessageSize alone
+	codecErr  error        // an unknown ServerOptions.Codec, which Serve reports
+	maxBody   int64        // 0: MaxMessageSize alone
+	web       http.Handler // transport.ServerOptions.Web
 	hs        *http.Server
 	// stop ends every handler's context at Stop, even one whose connection
 	// the close has not yet been noticed on.
@@ -112,7 +113,7 @@ type Server struct {
 
 // NewServer returns a Server with no services.
 func NewServer(opts transport.ServerOptions) *Server {
-	s := &Server{intercept: dispatch.ChainServer(opts.Interceptors)}
+	s := &Server{intercept: dispatch.ChainServer(opts.Interceptors), web: opts.Web}
 	s.codec, s.codecErr = codecNamed(opts.Codec)
 	s.base, s.stop = context.WithCancel(context.Background())
 	if opts.TLS != nil {
@@ -174,6 +175,10 @@ func (s *Server) Stop() {
 // ServeHTTP answers one call.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := s.table.Lookup(r.URL.Path)
+	if m == nil && s.web != nil {
+		s.web.ServeHTTP(w, r)
+		return
+	}
 	if m == nil {
 		writeStatus(w, http.StatusNotFound, status.New(codes.Unimplemented, "http: unknown method "+r.URL.Path))
 		return
