@@ -70,3 +70,34 @@ def test_no_hops_no_figure(tmp_path: Path) -> None:
                         p99={("grpc",): 2.0, ("http",): 3.0}, failed_cell=None)
     build_report(root)
     assert not (root / "figures" / "hops.png").exists()
+
+
+def test_hop_summary_proxies(tmp_path: Path) -> None:
+    """With proxy spans, the wire splits into the proxies' part (proxy_us)
+    and the legs they do not see; the entry's proxy has no wire around it."""
+    root = make_results(tmp_path / "proxied", factors=FACTORS,
+                        p99={("grpc",): 2.0, ("http",): 3.0}, failed_cell=None)
+    write_hops(root, {"grpc": 300.0, "http": 900.0})
+    for d in (root / "runs").iterdir():
+        p = d / "hops.parquet"
+        if not p.exists():
+            continue
+        df = pd.read_parquet(p)
+        # Entry: its proxy took 40 µs; hop2: 250 µs of the wire in proxies.
+        df["proxy_us"] = [40.0 if h == "client→hop1" else 250.0 for h in df["hop"]]
+        df.to_parquet(p, index=False)
+    exp = load_experiment(root)
+
+    class A:
+        factors = exp.factor_names
+
+    s = hop_summary(load_hops(exp), A()).set_index([CONFIG, "hop"])  # type: ignore[arg-type]
+    labels = config_labels(pd.DataFrame({"deploy.transport": ["grpc", "http"]}), exp.factor_names)
+    grpc, _ = labels.tolist()
+    # Worked by hand: grpc's wire to hop2 is 300 + (0, 10, 20) µs, 250 of it proxies.
+    assert s.loc[(grpc, "hop1→hop2"), "proxy_ms"] == 0.25
+    assert abs(s.loc[(grpc, "hop1→hop2"), "wire_ms"] - 0.06) < 1e-12
+    assert s.loc[(grpc, "client→hop1"), "wire_ms"] == 0.0
+    assert s.loc[(grpc, "client→hop1"), "proxy_ms"] == 0.04
+    build_report(root)
+    assert (root / "figures" / "hops.png").stat().st_size > 1000

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -202,9 +203,9 @@ seed = 1
 	dir := t.TempDir()
 	path := filepath.Join(dir, "gens.toml")
 	for _, bad := range []struct{ v, msg string }{
-		{"0", "gens.toml:13: load.generators: must be at least 1, got 0"},
-		{"-3", "gens.toml:13: load.generators: must be at least 1, got -3"},
-		{"1000", fmt.Sprintf("gens.toml:13: load.generators: must be at most %d generator processes, got 1000", load.MaxGenerators)},
+		{"0", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got 0", load.MaxGenerators)},
+		{"-3", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got -3", load.MaxGenerators)},
+		{"1000", fmt.Sprintf("gens.toml:13: load.generators: must be between 1 and %d generator processes, got 1000", load.MaxGenerators)},
 	} {
 		if err := os.WriteFile(path, []byte(strings.Replace(spec, "GENS", bad.v, 1)), 0o644); err != nil {
 			t.Fatal(err)
@@ -259,6 +260,88 @@ seed = 1
 	}
 	if !names["loadgen#0"] || !names["loadgen#1"] {
 		t.Errorf("run.json's processes lack the generators: %+v", rf.Processes)
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}
+
+// TestLoadGeneratorsDieWithParent: kill -9 of `svclab load --generators`
+// leaves no generator running.
+func TestLoadGeneratorsDieWithParent(t *testing.T) {
+	srv := newCountingServer(t, 0)
+	mark := marker(t)
+	cmd := exec.Command(svclabBin, "load", "-q", "--generators", "3", "--rate", "150", "-d", "30s", srv.URL+"/")
+	cmd.Env = append(os.Environ(), mark)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	deadline := time.Now().Add(20 * time.Second)
+	for srv.served.Load() < 50 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the generators did not start: %d served", srv.served.Load())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := len(processesWithEnv(mark)); n != 4 {
+		t.Errorf("%d processes marked, want svclab and its 3 generators", n)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	waitNoProcesses(t, mark, 5*time.Second)
+}
+
+// TestRunGeneratorFails: a generator killed during `svclab run` fails
+// that run, which is committed with the generator named and the end of
+// its stderr, and nothing is left running.
+func TestRunGeneratorFails(t *testing.T) {
+	const spec = `
+[app]
+name = "chain"
+hops = 2
+
+[load]
+rate = 100
+duration = "20s"
+generators = 2
+
+[experiment]
+name = "genfail"
+seed = 1
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "genfail.toml")
+	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	go func() {
+		// Kill generator 1 of 2 a second into its load.
+		for ctx.Err() == nil {
+			for _, pid := range processesWithEnv(mark) {
+				cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+				if strings.Contains(string(cmd), "1/2") {
+					time.Sleep(load.StartDelay + time.Second)
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	stdout, stderr, _ := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), path)
+	m, _ := filepath.Glob(filepath.Join(dir, "results", "genfail-*", "runs", "*", "run.json"))
+	if len(m) != 1 {
+		t.Fatalf("%d runs committed\n%s\n%s", len(m), stdout, stderr)
+	}
+	var rf struct{ Status, Reason string }
+	b, _ := os.ReadFile(m[0])
+	if err := json.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	if rf.Status != "failed" || !strings.Contains(rf.Reason, "generator 1/2 failed: signal: killed") || !strings.Contains(rf.Reason, "svclab load: generator 1/2: 50 arrivals/s") {
+		t.Errorf("run.json: status %q, reason %q; want failed, naming generator 1/2 with its stderr", rf.Status, rf.Reason)
 	}
 	waitNoProcesses(t, mark, 5*time.Second)
 }

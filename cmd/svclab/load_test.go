@@ -154,6 +154,7 @@ func TestLoadFlagsAreKeys(t *testing.T) {
 		toml  string
 	}{
 		{"rate", []string{"--rate", "50"}, []string{"load.rate=50"}, "rate = 50"},
+		{"generators", []string{"--rate", "50", "--generators", "3"}, []string{"load.rate=50", "load.generators=3"}, "rate = 50\ngenerators = 3"},
 		// Numbers and booleans read as Go's flag package reads them.
 		{"Go number and bool forms", []string{"--rate", ".5", "--raw-samples=1", "--dir", dir},
 			[]string{"load.rate=0.5", "load.raw_samples=true"}, "rate = 0.5\nraw_samples = true"},
@@ -364,7 +365,7 @@ var errorClasses = map[string]*regexp.Regexp{
 	"target":   regexp.MustCompile(`URL|host:port|has no host|not on this machine|user info|space or control|out of range 1-65535|not supported|give one target`),
 	"conflict": regexp.MustCompile(`applies to|not both|either|give one|both name|but the protocol|but the file has`),
 	"missing":  regexp.MustCompile(`needs --dir|no target|needs a method`),
-	"syntax":   regexp.MustCompile(`want TYPE:DURATION:LEVEL|want "Name: value"|not a header name|want an HTTP method|not base64`),
+	"syntax":   regexp.MustCompile(`want I/N|want TYPE:DURATION:LEVEL|want "Name: value"|not a header name|want an HTTP method|not base64`),
 	"io":       regexp.MustCompile(`no such file|is a directory|not a directory|cannot write|read-only|permission denied`),
 	"unknown":  regexp.MustCompile(`unknown key|unknown flag|reads only the \[load\] table|no operation of this run`),
 }
@@ -581,6 +582,14 @@ func badFlagCorpus(url, dir, aFile, nanFile string) []badFlag {
 		{[]string{"--rate", "1", "--protocol", "ftp", url}, "enum", "--protocol"},
 		{[]string{"--rate", "1", "--arrival", "burst", url}, "enum", "--arrival"},
 		{[]string{"--users", "0", url}, "range", "--users"},
+		{[]string{"--rate", "1", "--generators", "0", url}, "range", "--generators"},
+		{[]string{"--rate", "1", "--generators", "-2", url}, "range", "--generators"},
+		{[]string{"--rate", "1", "--generators", "65", url}, "range", "--generators"},
+		{[]string{"--rate", "1", "--generators", "two", url}, "type", "--generators"},
+		{[]string{"--rate", "1", "--shard", "2/2", "--dir", dir, url}, "range", "--shard"},
+		{[]string{"--rate", "1", "--shard", "0/0", "--dir", dir, url}, "range", "--shard"},
+		{[]string{"--rate", "1", "--shard", "half", "--dir", dir, url}, "syntax", "--shard"},
+		{[]string{"--rate", "1", "--shard", "0/2", url}, "missing", "--shard"},
 		{[]string{"--users", "2.5", url}, "type", "--users"},
 		{[]string{"--users", "20000", url}, "range", "--users"},
 		{[]string{"-u", "-3", url}, "range", "--users"},

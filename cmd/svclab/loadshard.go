@@ -85,7 +85,11 @@ func (o *loadOptions) run(ctx context.Context, cfg load.Config, target *load.Tar
 	if err != nil {
 		return nil, fmt.Errorf("--generators: the svclab binary to start them: %w", err)
 	}
-	return load.RunGenerators(ctx, cfg, load.GeneratorsOptions{Executable: exe, Progress: opt.Progress})
+	gopt := load.GeneratorsOptions{Executable: exe, Progress: opt.Progress}
+	if o.allowRemote {
+		gopt.Args = append(gopt.Args, "--allow-remote")
+	}
+	return load.RunGenerators(ctx, cfg, gopt)
 }
 
 // finishShard writes a generator's directory for the merge. A generator

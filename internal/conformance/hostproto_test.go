@@ -61,6 +61,9 @@ func TestBadConfig(t *testing.T) {
 			c.Listeners = map[string]*hostv1.Listener{selectapp.Frontend: c.Listeners[selectapp.Selector]}
 		}), nil, selectapp.Selector},
 		{"component failing at start", with(func(*hostv1.HostConfig) {}), []string{runtime.FailComponentEnv + "=" + selectapp.Selector}, selectapp.Selector},
+		{"unknown balancer", with(func(c *hostv1.HostConfig) {
+			c.TransportOptions = &hostv1.TransportOptions{Balancer: "random_walk"}
+		}), nil, `unknown balancer "random_walk"`},
 		{"grpc port in use", with(func(c *hostv1.HostConfig) {
 			c.Listeners[selectapp.Selector].Endpoint.Addr = busy.Addr().String()
 		}), nil, fmt.Sprint(busyPort)},

@@ -20,6 +20,10 @@ type Span struct {
 	Start           time.Time
 	Duration        time.Duration
 	Error           bool
+
+	// Proxy marks a span a sidecar or node proxy made (Envoy's own, under
+	// deploy.tracing), as opposed to a host's; Service is then the proxy.
+	Proxy bool
 }
 
 // TraceSource is a deployment with deploy.tracing: once stopped (when

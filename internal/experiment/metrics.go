@@ -28,6 +28,8 @@ type MetricRow struct {
 	Le        string  `parquet:"le"`
 	Instance  string  `parquet:"instance"`
 	Value     float64 `parquet:"value"`
+	// Process is the replica scraped (`hop2#1`), as run.json names it.
+	Process string `parquet:"process"`
 }
 
 // writeMetrics writes the series of a stopped deployment with
@@ -46,7 +48,7 @@ func writeMetrics(dir string, dep deploy.Deployment, on bool, zero time.Time) er
 		rows = append(rows, MetricRow{
 			TS: s.T.Sub(zero).Seconds(), Name: s.Name, Group: s.Labels["group"],
 			Component: s.Labels["component"], Method: s.Labels["method"], Code: s.Labels["code"],
-			Le: s.Labels["le"], Instance: s.Labels["instance"], Value: s.Value,
+			Le: s.Labels["le"], Instance: s.Labels["instance"], Value: s.Value, Process: s.Labels["process"],
 		})
 	}
 	if err := parquet.WriteFile(filepath.Join(dir, MetricsFile), rows); err != nil {

@@ -361,7 +361,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		w.Abort()
 		return nil, ctx.Err()
 	}
-	if !res.Started.IsZero() {
+	if res != nil && !res.Started.IsZero() { // nil: several generators failed
 		measureStart = res.Started.Add(p.Warmup)
 	}
 	sampler.SetZero(measureStart)

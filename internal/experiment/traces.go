@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +38,16 @@ type HopRow struct {
 	ClientUS float64 `parquet:"client_us"`
 	WireUS   float64 `parquet:"wire_us"`
 	Error    bool    `parquet:"error"`
+	// With proxies that emit their own spans (Envoy sidecars under
+	// deploy.tracing): ProxyOutUS is the caller's proxy's span, ProxyInUS
+	// the callee's (node mode: the one proxy's two spans), and ProxyUS the
+	// time from the first proxy's span start to its end, less the server
+	// span: what the proxies and the legs between them took of WireUS
+	// (at the entry, where the client is not traced, of nothing: the
+	// entry proxy's own time). All 0 without proxy spans.
+	ProxyOutUS float64 `parquet:"proxy_out_us"`
+	ProxyInUS  float64 `parquet:"proxy_in_us"`
+	ProxyUS    float64 `parquet:"proxy_us"`
 }
 
 // TraceCheck is what svclab verifies of a run's traces: that the backend
@@ -69,7 +78,7 @@ func (c TraceCheck) Problems() []string {
 		out = append(out, fmt.Sprintf("%d span(s) lost their parent: spans were dropped", c.Orphans))
 	}
 	if c.Unanswered > 0 {
-		out = append(out, fmt.Sprintf("%d client span(s) have no server span: spans were dropped", c.Unanswered))
+		out = append(out, fmt.Sprintf("%d client or proxy span(s) have no server span under them: spans were dropped", c.Unanswered))
 	}
 	if c.Roots != c.Traces {
 		out = append(out, fmt.Sprintf("%d trace(s) but %d root span(s)", c.Traces, c.Roots))
@@ -126,10 +135,10 @@ func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, 
 		} else if byTrace[s.TraceID][s.ParentID] == nil {
 			c.Orphans++
 		}
-		if s.Kind == "client" && !slices.ContainsFunc(kids, func(k *deploy.Span) bool { return k.Kind == "server" }) {
+		if (s.Kind == "client" || s.Proxy) && !answered(s, children) {
 			c.Unanswered++
 		}
-		if s.Kind != "server" {
+		if s.Kind != "server" || s.Proxy {
 			continue
 		}
 		r := HopRow{
@@ -138,12 +147,23 @@ func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, 
 			ServerUS: us(s.Duration), SelfUS: us(s.Duration), Error: s.Error,
 		}
 		for _, k := range kids {
-			if k.Kind == "client" {
+			if k.Kind == "client" && !k.Proxy {
 				r.SelfUS -= us(k.Duration)
 			}
 		}
 		caller := "client"
-		if p := byTrace[s.TraceID][s.ParentID]; p != nil && p.Kind == "client" {
+		p, proxies := appParent(byTrace[s.TraceID], s)
+		for _, px := range proxies {
+			if px.Kind == "client" {
+				r.ProxyOutUS = us(px.Duration)
+			} else {
+				r.ProxyInUS = us(px.Duration)
+			}
+		}
+		if n := len(proxies); n > 0 {
+			r.ProxyUS = us(proxies[n-1].Duration) - r.ServerUS
+		}
+		if p != nil && p.Kind == "client" {
 			r.ClientUS = us(p.Duration)
 			r.WireUS = r.ClientUS - r.ServerUS
 			if gp := byTrace[s.TraceID][p.ParentID]; gp != nil && gp.Component != "" {
@@ -157,15 +177,44 @@ func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, 
 	return c, rows
 }
 
-// depth counts the server spans above s.
+// depth counts the hosts' server spans above s.
 func depth(trace map[string]*deploy.Span, s *deploy.Span) int32 {
 	var d int32
 	for p := trace[s.ParentID]; p != nil && d < 1000; p = trace[p.ParentID] {
-		if p.Kind == "server" {
+		if p.Kind == "server" && !p.Proxy {
 			d++
 		}
 	}
 	return d
+}
+
+// appParent is the nearest ancestor of s a host made (nil at the root),
+// and the proxies' spans between them, nearest first.
+func appParent(trace map[string]*deploy.Span, s *deploy.Span) (*deploy.Span, []*deploy.Span) {
+	var proxies []*deploy.Span
+	p := trace[s.ParentID]
+	for ; p != nil && p.Proxy && len(proxies) < 100; p = trace[p.ParentID] {
+		proxies = append(proxies, p)
+	}
+	return p, proxies
+}
+
+// answered reports whether a host's server span is under s, directly or
+// through proxies' spans: a client span, or a proxy's, that reaches no
+// server lost the spans below it.
+func answered(s *deploy.Span, children map[string][]*deploy.Span) bool {
+	return answeredWithin(s, children, 100)
+}
+
+// answeredWithin is answered through at most n proxies' spans, so that
+// spans whose parents loop end the walk.
+func answeredWithin(s *deploy.Span, children map[string][]*deploy.Span, n int) bool {
+	for _, k := range children[s.TraceID+"/"+s.SpanID] {
+		if k.Kind == "server" && !k.Proxy || k.Proxy && n > 0 && answeredWithin(k, children, n-1) {
+			return true
+		}
+	}
+	return false
 }
 
 func spans0(spans []deploy.Span) (t0 time.Time) {

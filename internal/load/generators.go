@@ -33,6 +33,8 @@ type GeneratorsOptions struct {
 	Progress func(Progress)
 	// Env is added to each generator's environment.
 	Env []string
+	// Args are added to each generator's command line (--allow-remote).
+	Args []string
 	// Started, when set, is called with each generator's PID once it
 	// runs (for resource sampling).
 	Started func(shard Shard, pid int)
@@ -177,8 +179,9 @@ type generatorProc struct {
 }
 
 func startGenerator(opt GeneratorsOptions, s Shard, file, dir, target string, startAt time.Time) (*generatorProc, error) {
-	cmd := exec.Command(opt.Executable, "load", "-f", file, "--shard", s.String(), "--dir", dir,
-		"--start-at", strconv.FormatInt(startAt.UnixNano(), 10), "--progress-json", target)
+	args := append([]string{"load", "-f", file, "--shard", s.String(), "--dir", dir,
+		"--start-at", strconv.FormatInt(startAt.UnixNano(), 10), "--progress-json"}, opt.Args...)
+	cmd := exec.Command(opt.Executable, append(args, target)...)
 	cmd.Env = append(os.Environ(), opt.Env...)
 	// Its own process group, killed with svclab: a generator must never
 	// outlive the run that started it, even one ended by kill -9.

@@ -45,10 +45,10 @@ func TestShare(t *testing.T) {
 	if base.Stages[0].Users != 4 {
 		t.Errorf("Share changed the caller's stages: %+v", base.Stages)
 	}
-	open := Config{Rate: 300, Stages: []Stage{{Type: "step", Duration: Duration(time.Second), Rate: 90}}}
+	open := Config{Rate: 300, WarmupRate: 60, Warmup: Duration(time.Second), Stages: []Stage{{Type: "step", Duration: Duration(time.Second), Rate: 90}}}
 	got := open.Share(Shard{2, 3})
-	if got.Rate != 100 || got.Stages[0].Rate != 30 {
-		t.Errorf("open share: rate %v, stage rate %v; want 100 and 30", got.Rate, got.Stages[0].Rate)
+	if got.Rate != 100 || got.Stages[0].Rate != 30 || got.WarmupRate != 20 {
+		t.Errorf("open share: rate %v, stage rate %v, warm-up rate %v; want 100, 30 and 20", got.Rate, got.Stages[0].Rate, got.WarmupRate)
 	}
 }
 
@@ -57,9 +57,9 @@ func TestGeneratorsValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Rate: 10, Generators: intp(0)}, "load.generators: must be at least 1, got 0"},
-		{Config{Rate: 10, Generators: intp(-2)}, "load.generators: must be at least 1, got -2"},
-		{Config{Rate: 10, Generators: intp(MaxGenerators + 1)}, fmt.Sprintf("load.generators: must be at most %d generator processes, got %d", MaxGenerators, MaxGenerators+1)},
+		{Config{Rate: 10, Generators: intp(0)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got 0", MaxGenerators)},
+		{Config{Rate: 10, Generators: intp(-2)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got -2", MaxGenerators)},
+		{Config{Rate: 10, Generators: intp(MaxGenerators + 1)}, fmt.Sprintf("load.generators: must be between 1 and %d generator processes, got %d", MaxGenerators, MaxGenerators+1)},
 		{Config{Mode: Closed, Users: 2, Generators: intp(3)}, "load.generators: 2 closed-loop users cannot be split over 3 generators: give at least one user each"},
 		{Config{Rate: 10, Requests: 2, Generators: intp(3)}, "load.generators: a limit of 2 requests cannot be split over 3 generators: give at least one each"},
 		{Config{Rate: 10, Generators: intp(3)}, ""},

@@ -33,10 +33,10 @@ func ParseShard(v string) (Shard, error) {
 		return Shard{}, fmt.Errorf("want I/N, this generator's number from 0 and how many there are (e.g. 0/2), got %q", v)
 	}
 	if n < 1 || n > MaxGenerators {
-		return Shard{}, fmt.Errorf("N must be 1 to %d, got %q", MaxGenerators, v)
+		return Shard{}, fmt.Errorf("N must be between 1 and %d, got %q", MaxGenerators, v)
 	}
 	if i < 0 || i >= n {
-		return Shard{}, fmt.Errorf("I must be 0 to N-1 (%d), got %q", n-1, v)
+		return Shard{}, fmt.Errorf("I must be between 0 and N-1 (%d), got %q", n-1, v)
 	}
 	return Shard{Index: i, Count: n}, nil
 }
@@ -61,10 +61,8 @@ func (c *Config) checkGenerators() []error {
 		return []error{keyErr("generators", format, args...)}
 	}
 	switch {
-	case n < 1:
-		return bad("must be at least 1, got %d", n)
-	case n > MaxGenerators:
-		return bad("must be at most %d generator processes, got %d", MaxGenerators, n)
+	case n < 1 || n > MaxGenerators:
+		return bad("must be between 1 and %d generator processes, got %d", MaxGenerators, n)
 	case c.mode() == Closed && c.Users > 0 && c.Users < n:
 		return bad("%d closed-loop users cannot be split over %d generators: give at least one user each", c.Users, n)
 	case c.Requests > 0 && c.Requests < int64(n):
@@ -78,7 +76,8 @@ func (c *Config) checkGenerators() []error {
 // Share is the configuration of generator s of s.Count: its part of the
 // load, such that the generators together offer what c asks.
 //
-//   - open loop: the rate (and every stage's) divided by N; with constant
+//   - open loop: the rate (the warm-up's and every stage's too) divided
+//     by N; with constant
 //     arrivals Options.Shard shifts each generator's schedule by I/N of
 //     its own gap, so that the N schedules interleave into one at the
 //     full rate; Poisson arrivals get independent streams (a seed of
@@ -108,6 +107,7 @@ func (c Config) Share(s Shard) Config {
 	out := c
 	out.Generators = nil
 	out.Rate = c.Rate / float64(n)
+	out.WarmupRate = c.WarmupRate / float64(n)
 	out.Users = int(split(int64(c.Users)))
 	out.Requests = split(c.Requests)
 	out.Connections = int(split(int64(c.Connections)))

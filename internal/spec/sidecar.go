@@ -56,13 +56,8 @@ func (s *Spec) checkSidecar() error {
 	if d.Transport == "inproc" {
 		return s.Errorf("deploy.sidecar", "sidecar %q needs a network transport, but deploy.transport is \"inproc\", which never leaves its process; choose grpc, http, netrpc or protorpc, or sidecar \"none\"", d.Sidecar)
 	}
-	for g, n := range d.Replicas {
-		if n > 1 {
-			return s.Errorf("deploy.replicas."+g, "sidecars serve one replica per group for now; with deploy.sidecar = %q keep every group at 1", d.Sidecar)
-		}
-	}
 	if len(d.Autoscale) > 0 {
-		return s.Errorf("deploy.autoscale", "sidecars serve one replica per group for now; deploy.autoscale needs deploy.sidecar = \"none\"")
+		return s.Errorf("deploy.autoscale", "sidecars serve a fixed count of replicas for now (deploy.replicas); deploy.autoscale needs deploy.sidecar = \"none\"")
 	}
 	if d.Network == "unix" {
 		return s.Errorf("deploy.network", "sidecars listen on loopback TCP, as Istio's do; leave deploy.network out or set deploy.sidecar = \"none\"")

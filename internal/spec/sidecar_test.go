@@ -30,7 +30,7 @@ func TestSidecarErrors(t *testing.T) {
 		{"empty", "[deploy]\nsidecar = \"\"\n", `x.toml:2: deploy.sidecar: unknown sidecar ""`},
 		{"mode", "[deploy]\nproxy_mode = \"nodes\"\n", `x.toml:2: deploy.proxy_mode: unknown proxy mode "nodes" (did you mean "node"?)`},
 		{"inproc", "[deploy]\ntransport = \"inproc\"\nsidecar = \"nginx\"\n", `x.toml:3: deploy.sidecar: sidecar "nginx" needs a network transport`},
-		{"replicas", "[deploy]\nsidecar = \"envoy\"\n[deploy.replicas]\nhop2 = 2\n", `x.toml:4: deploy.replicas.hop2: sidecars serve one replica per group for now`},
+		{"autoscale", "[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `deploy.autoscale: sidecars serve a fixed count of replicas for now`},
 		{"unix", "[deploy]\nnetwork = \"unix\"\nsidecar = \"envoy\"\n", `x.toml:2: deploy.network: sidecars listen on loopback TCP`},
 		{"factor level", "[deploy]\n[experiment.factors]\n\"deploy.sidecar\" = [\"envoy\", \"enovy\"]\n", `x.toml:3: deploy.sidecar: unknown sidecar "enovy" (did you mean "envoy"?)`},
 	}

@@ -235,11 +235,12 @@ def response_curve(summary: pd.DataFrame, x: str, series: str | None, xlabel: st
 def hop_breakdown(summary: pd.DataFrame, label_col: str, order: Sequence[str],
                   title: str) -> bytes:
     """Where a request's time goes, hop by hop: one stacked bar per
-    configuration, a solid segment per hop for the component's own work and a
-    hatched one for the wire (encoding, network, TLS) on the way to it.
+    configuration, a solid segment per hop for the component's own work, a
+    hatched one for the wire (encoding, network, TLS) on the way to it, and
+    a cross-hatched one for the proxies on that way (when they emit spans).
 
     summary has one row per configuration and hop: label_col, hop, depth,
-    self_ms and wire_ms.
+    self_ms, wire_ms and optionally proxy_ms.
     """
     hops = (summary.sort_values(["depth", "hop"])["hop"].drop_duplicates().tolist())
     labels = [lbl for lbl in order if lbl in set(summary[label_col])]
@@ -252,10 +253,16 @@ def hop_breakdown(summary: pd.DataFrame, label_col: str, order: Sequence[str],
         ax.barh(labels, wire, left=left, color=colour(i), alpha=0.35, hatch="//",
                 edgecolor=colour(i), linewidth=0.0)
         left += wire
+        if "proxy_ms" in sub:
+            proxy = sub["proxy_ms"].fillna(0).to_numpy()
+            ax.barh(labels, proxy, left=left, color=colour(i), alpha=0.6, hatch="xx",
+                    edgecolor=colour(i), linewidth=0.0)
+            left += proxy
         ax.barh(labels, own, left=left, color=colour(i), label=hop)
         left += own
     ax.invert_yaxis()
-    ax.set_xlabel("median time per request (ms): hatched = wire, solid = the component's own")
+    ax.set_xlabel("median time per request (ms): hatched = wire, crossed = proxies, "
+                  "solid = the component's own")
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="hop")
     ax.set_title(title)
     return to_png(fig)

@@ -36,7 +36,7 @@ func (d *Deployment) startIngress(ctx context.Context) error {
 	case "":
 		return nil
 	case nginx.Name:
-		s, err := nginx.Start(ctx, d.gateway.Addr)
+		s, err := nginx.Start(ctx, d.gatewayAddr())
 		if err != nil {
 			return fmt.Errorf("deployment %s: %w", d.id, err)
 		}

@@ -43,6 +43,9 @@ type entryClient struct {
 
 // entryAddresses are the live entry replicas, as a balancer dials them.
 func (d *Deployment) entryAddresses(opts transport.DialOptions) []balancer.Address {
+	if out := d.sidecarEntries(opts); out != nil {
+		return out
+	}
 	var out []balancer.Address
 	for _, p := range d.live(d.topo.EntryGroup()) {
 		ep := p.listen[d.topo.Entry]

@@ -106,6 +106,7 @@ type Deployment struct {
 	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
+	front       *gatewayFront    // the gateway of a replicated entry (gatewayfront.go)
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	net         deploy.Network // nil: this machine's own network
@@ -239,6 +240,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.meshReady(readyCtx); err != nil {
 		return nil, err
 	}
+	if err := d.startGatewayFront(); err != nil {
+		return nil, err
+	}
 	if err := d.startIngress(readyCtx); err != nil {
 		return nil, err
 	}
@@ -283,6 +287,9 @@ func (d *Deployment) stop(ctx context.Context) error {
 		if err := d.ingress.Stop(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := d.stopGatewayFront(); err != nil {
+		errs = append(errs, err)
 	}
 	d.mu.Lock()
 	procs := slices.Clone(d.processes)

@@ -42,6 +42,10 @@ type mesh struct {
 	series     []deploy.Sample
 	seriesErr  error
 
+	// proxies are the services (proxy names) under which sidecars that
+	// emit their own spans report them (proxytrace.go).
+	proxies []string
+
 	// bySidecars: the sidecars carry mTLS, and the hosts talk plaintext
 	// to their own sidecar on loopback, as in Istio.
 	bySidecars bool
@@ -79,7 +83,8 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 
 // afterBind adds a metrics listener to the sockets of each of the first
 // replicas and starts the Prometheus that scrapes them (within ctx), for
-// deploy.metrics. Replicas an autoscaler adds later are not scraped.
+// deploy.metrics. Replicas added later get theirs from metricsFor, and
+// pushPeers points Prometheus at them (scrapetargets.go).
 func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	m := d.mesh
 	if m == nil || !m.metrics {
@@ -88,9 +93,9 @@ func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	if err := m.bindMetrics(s); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
-	var targets []string
-	for _, l := range m.metricsAt {
-		targets = append(targets, l.GetEndpoint().GetAddr())
+	var targets []scrapeTarget
+	for i, l := range m.metricsAt {
+		targets = append(targets, scrapeTarget{addr: l.GetEndpoint().GetAddr(), process: d.replicaName(s[i].group, s[i].ordinal)})
 	}
 	p, err := d.startPrometheus(ctx, targets)
 	if err != nil {
@@ -194,6 +199,7 @@ func (m *mesh) beforeStop(ctx context.Context) {
 	if m != nil && m.prometheus != nil {
 		m.prometheus.finalScrape(ctx)
 	}
+	m.awaitProxySpans(ctx)
 }
 
 // collectSpans reads what Jaeger received, once every host has stopped
@@ -214,7 +220,8 @@ func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
 		for _, g := range groups {
 			services = append(services, g.Name)
 		}
-		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, services)
+		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, append(services, m.proxies...))
+		markProxySpans(m.spans, m.proxies)
 		m.jaeger.stop()
 	}
 }

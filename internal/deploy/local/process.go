@@ -33,9 +33,11 @@ type process struct {
 
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
-	res    deploy.ResourceSource
-	cg     *cgroup.Group // nil when the process has no limits
-	oom    bool          // the OOM killer ended it
+	// metrics is its metrics listener's address, with deploy.metrics.
+	metrics string
+	res     deploy.ResourceSource
+	cg      *cgroup.Group // nil when the process has no limits
+	oom     bool          // the OOM killer ended it
 
 	cmd      *exec.Cmd
 	tail     *ring
@@ -148,6 +150,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	if hc.Gateway != nil {
 		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
+	proc.metrics = hc.GetMesh().GetMetrics().GetListener().GetEndpoint().GetAddr()
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,7 +34,8 @@ type prometheus struct {
 	log     string
 	web     string // base URL
 	start   time.Time
-	targets int
+	dir     string
+	targets atomic.Int64 // how many targets the targets file lists
 }
 
 // bindMetrics makes a metrics listener among the inherited sockets of each
@@ -61,7 +63,7 @@ func (m *mesh) bindMetrics(ss []*sockets) error {
 
 // startPrometheus starts Prometheus scraping every host's metrics every
 // ScrapeInterval, and waits until it is ready or ctx ends.
-func (d *Deployment) startPrometheus(ctx context.Context, targets []string) (_ *prometheus, err error) {
+func (d *Deployment) startPrometheus(ctx context.Context, targets []scrapeTarget) (_ *prometheus, err error) {
 	bin, err := deploy.PrometheusPath()
 	if err != nil {
 		return nil, err
@@ -74,17 +76,18 @@ func (d *Deployment) startPrometheus(ctx context.Context, targets []string) (_ *
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("metrics backend: %w", err)
 	}
-	quoted := make([]string, len(targets))
-	for i, t := range targets {
-		quoted[i] = strconv.Quote(t)
-	}
-	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\nscrape_configs:\n  - job_name: svclab\n    static_configs:\n      - targets: [%s]\n",
-		ScrapeInterval, ScrapeInterval*9/10, strings.Join(quoted, ", "))
+	// The targets come from a file the deployer rewrites on every scale
+	// (scrapetargets.go).
+	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\nscrape_configs:\n  - job_name: svclab\n    file_sd_configs:\n      - files: [%s]\n        refresh_interval: 1s\n",
+		ScrapeInterval, ScrapeInterval*9/10, strconv.Quote(filepath.Join(dir, targetsFile)))
 	confPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("metrics backend: %w", err)
 	}
-	p := &prometheus{log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), targets: len(targets)}
+	p := &prometheus{log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), dir: dir}
+	if err := p.writeTargets(targets); err != nil {
+		return nil, err
+	}
 	p.cmd = exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+ports[0], "--log.level=warn")
 	ready := func(ctx context.Context) bool { return httpOK(ctx, p.web+"/-/ready") }
@@ -175,8 +178,8 @@ func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, s
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
 		return false, err.Error()
 	}
-	if len(body.Data.ActiveTargets) != p.targets {
-		return false, fmt.Sprintf("%d of %d targets known", len(body.Data.ActiveTargets), p.targets)
+	if n := p.targets.Load(); int64(len(body.Data.ActiveTargets)) != n {
+		return false, fmt.Sprintf("%d of %d targets known", len(body.Data.ActiveTargets), n)
 	}
 	for _, t := range body.Data.ActiveTargets {
 		if t.Health != "up" {

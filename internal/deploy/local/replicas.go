@@ -121,6 +121,10 @@ func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	defer d.pushMu.Unlock()
 	if g == d.topo.EntryGroup() {
 		d.pushClients()
+		d.pushGateway()
+	}
+	if err := d.pushScrapeTargets(); err != nil {
+		d.logf("deployment %s: %v", d.id, err)
 	}
 	var errs []error
 	for _, j := range d.callers(g) {
@@ -154,6 +158,9 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	}
 	g, err := d.groupIndex(group)
 	if err != nil {
+		return err
+	}
+	if err := d.sidecarsScale(group); err != nil {
 		return err
 	}
 	d.scaleMu.Lock()
@@ -206,7 +213,12 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		hc := d.hostConfig(d.cfgJSON, s, peers)
-		d.mesh.configure(hc, -1, d.topo.Groups[g])
+		mi, err := d.mesh.metricsFor(s)
+		if err != nil {
+			s.close()
+			return err
+		}
+		d.mesh.configure(hc, mi, d.topo.Groups[g])
 		p, err := d.start(hc, s, d.opts)
 		s.close()
 		if err != nil {

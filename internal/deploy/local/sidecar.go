@@ -1,18 +1,23 @@
 package local
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/balancer"
+	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -51,13 +56,19 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 		m.held[n] = l
 		return n, nil
 	}
-	appAddr := func(g int, c string) string {
+	appAddr := func(g int, c string) []string {
+		var ss []*sockets
 		for _, s := range all {
 			if s.group == g {
-				return s.listen[c].GetEndpoint().GetAddr()
+				ss = append(ss, s)
 			}
 		}
-		return ""
+		slices.SortFunc(ss, func(a, b *sockets) int { return a.ordinal - b.ordinal })
+		var out []string
+		for _, s := range ss {
+			out = append(out, s.listen[c].GetEndpoint().GetAddr())
+		}
+		return out
 	}
 	dir := func(name string) (string, error) {
 		dir := filepath.Join(d.dir, name)
@@ -87,20 +98,21 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 			return err
 		}
 	}
+	d.traceProxies(plan)
 	d.sidecars = m
 	if !p.InProcess() {
-		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry]}
+		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry][0]}
 	}
 	return nil
 }
 
-// routeThroughSidecars makes group i's host call its peers through its own
-// sidecar's outbound listeners.
-func (d *Deployment) routeThroughSidecars(i int, hc *hostv1.HostConfig) {
+// routeThroughSidecars makes the host of replica s call its peers through
+// its own sidecar's outbound listeners.
+func (d *Deployment) routeThroughSidecars(s *sockets, hc *hostv1.HostConfig) {
 	if d.sidecars == nil {
 		return
 	}
-	for dep, addr := range d.sidecars.Peers[i] {
+	for dep, addr := range d.sidecars.Peers[s.group][s.ordinal] {
 		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
 	}
 }
@@ -143,7 +155,11 @@ func (d *Deployment) startSidecars(opts Options) error {
 		cmd.Dir = c.Dir
 		cmd.Env = append(os.Environ(), opts.Env...)
 		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
-		proc, err := d.launchProxy(cmd, info, listen, opts)
+		cg, own, err := d.proxyCgroup(px)
+		if err != nil {
+			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+		}
+		proc, err := d.launchProxy(cmd, info, listen, opts, cg, own)
 		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", c.Name, err)
 		}
@@ -163,23 +179,45 @@ func (d *Deployment) plaintextBehindSidecar(p *process) bool {
 
 // launchProxy starts a proxy program as a child of the deployment, as
 // start does a host: its own process group, a parent-death signal, its
-// output recorded. It belongs to no group's replicas (group -1), so
-// scaling and endpoint pushes never count it.
-func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options) (*process, error) {
+// output recorded, and moved into cg when that is set (proxyCgroup; own
+// says the proxy's process removes it). It belongs to no group's replicas
+// (group -1), so scaling and endpoint pushes never count it.
+func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options, cg *cgroup.Group, own bool) (*process, error) {
+	dropCgroup := func() {
+		if cg != nil && own {
+			_ = cg.Remove()
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r, w, err := os.Pipe()
 	if err != nil {
+		dropCgroup()
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
 	var startErr error
-	d.spawn.do(func() { startErr = cmd.Start() })
+	d.spawn.do(func() {
+		// A proxy program cannot join a group itself, as a host does
+		// before it runs anything: it is moved in (all its threads) as
+		// soon as it exists, before it has read its configuration.
+		if startErr = cmd.Start(); startErr == nil && cg != nil {
+			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
+		dropCgroup()
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
 	}
 	info.PID = cmd.Process.Pid
+	if cg != nil {
+		lim := cg.Limits()
+		info.Limits = &lim
+	}
 	proc := &process{
 		group:    -1,
 		info:     info,
@@ -190,7 +228,39 @@ func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen 
 		done:     make(chan struct{}),
 	}
 	proc.res = d.proc.Process(proc.info.PID)
+	if cg != nil && own {
+		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+	}
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
+}
+
+// sidecarEntries are the entry's replicas' inbound listeners, where a
+// client reaches them through their sidecars (nil without sidecars).
+func (d *Deployment) sidecarEntries(opts transport.DialOptions) []balancer.Address {
+	if d.sidecars == nil || d.topo.InProcess() {
+		return nil
+	}
+	var out []balancer.Address
+	for _, addr := range d.sidecars.Inbound[d.topo.Entry] {
+		ep := runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: addr}
+		out = append(out, balancer.Address{
+			Addr: ep.String(),
+			Dial: func(ctx context.Context) (transport.Conn, error) {
+				return deploy.DialEndpoint(ctx, ep, opts)
+			},
+		})
+	}
+	return out
+}
+
+// sidecarsScale refuses to scale a deployment with sidecars: its proxies'
+// configuration is written once, for the replicas it starts with, and a
+// replica added later would have no sidecar (docs/DEPLOY.md).
+func (d *Deployment) sidecarsScale(group string) error {
+	if d.sidecars == nil {
+		return nil
+	}
+	return fmt.Errorf("scale group %s: the deployment has %s sidecars, which serve the replicas it started with; scaling with sidecars is not built yet", group, d.sidecars.Kind.Name())
 }

@@ -99,12 +99,16 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 		}
 		s.listen[c] = l
 	}
-	if g == p.EntryGroup() && ordinal == 0 {
+	if g == p.EntryGroup() {
+		// Every replica serves the gateway; gatewayfront.go spreads over them.
 		l, err := add(runtime.Endpoint{Transport: runtime.GatewayTransport, Network: "tcp"})
 		if err != nil {
 			return nil, err
 		}
 		s.gateway = l
+	}
+	if g == p.EntryGroup() && ordinal == 0 {
+		l := s.gateway
 		d.gateway = runtime.EndpointOf(l.GetEndpoint())
 		d.gatewayURL = "http://" + d.gateway.Addr
 		if p.InProcess() {
@@ -130,6 +134,6 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 	hc.Peers = endpointSets(peers)
 	hc.Control = s.control
 	hc.Gateway = s.gateway
-	d.routeThroughSidecars(s.group, hc)
+	d.routeThroughSidecars(s, hc)
 	return hc
 }

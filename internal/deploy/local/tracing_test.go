@@ -13,7 +13,6 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/local"
-	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
 // TestTracingJaeger deploys a three-hop chain with deploy.tracing = 1 and
@@ -42,42 +41,7 @@ tracing = 1.0
 [deploy.placements]
 pair = [["hop1", "hop2"], ["hop3"]]
 `, tr))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	d, err := local.Deploy(ctx, p, local.Options{})
-	if err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	defer d.Stop(context.Background())
-	if _, err := d.Spans(); err == nil {
-		t.Error("Spans answered before the deployment stopped")
-	}
-	conn, err := d.Dial(ctx, transport.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	const calls = 20
-	req := p.Requests()[0]
-	for range calls {
-		if _, err := req.Invoke(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
-	conn.Close()
-	if err := d.Stop(ctx); err != nil {
-		t.Fatalf("stop: %v", err)
-	}
-	spans, err := d.Spans()
-	if err != nil {
-		t.Fatalf("spans: %v", err)
-	}
-	traces := map[string][]deploy.Span{}
-	for _, s := range spans {
-		traces[s.TraceID] = append(traces[s.TraceID], s)
-	}
-	if len(traces) != calls {
-		t.Fatalf("%d traces in Jaeger for %d calls (%d spans)", len(traces), calls, len(spans))
-	}
+	traces := tracesOf(t, p, 20)
 	for id, tr := range traces {
 		byID := map[string]deploy.Span{}
 		for _, s := range tr {

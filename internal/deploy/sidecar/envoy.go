@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"strconv"
+	"time"
 )
 
 // EnvoyVersion is the Envoy release `make envoy` installs from PyPI's
@@ -70,7 +71,7 @@ func (envoy) Render(c Config) ([]byte, error) {
 				"stream_idle_timeout": "0s",
 				"route_config": obj{"virtual_hosts": []obj{{
 					"name": "all", "domains": []string{"*"},
-					"routes": []obj{{"match": obj{"prefix": "/"}, "route": obj{"cluster": cluster, "timeout": "0s"}}},
+					"routes": envoyRoutes(cluster, c.Tracing != nil),
 				}}},
 				"http_filters": []obj{{
 					"name":         "envoy.filters.http.router",
@@ -102,10 +103,17 @@ func (envoy) Render(c Config) ([]byte, error) {
 			ctx["require_client_certificate"] = true
 			chain["transport_socket"] = obj{"name": "envoy.transport_sockets.tls", "typed_config": ctx}
 		}
+		// The direction makes Envoy's span a server span (inbound) or a
+		// client span (outbound), as Istio marks its listeners.
+		direction := "OUTBOUND"
+		if l.Inbound {
+			direction = "INBOUND"
+		}
 		listeners = append(listeners, obj{
-			"name":          l.Name,
-			"address":       envoyAddr(loopback(l.Port)),
-			"filter_chains": []obj{chain},
+			"name":              l.Name,
+			"address":           envoyAddr(loopback(l.Port)),
+			"traffic_direction": direction,
+			"filter_chains":     []obj{chain},
 		})
 		cl := obj{
 			"name":            cluster,
@@ -113,7 +121,7 @@ func (envoy) Render(c Config) ([]byte, error) {
 			"connect_timeout": "2s",
 			"load_assignment": obj{
 				"cluster_name": cluster,
-				"endpoints":    []obj{{"lb_endpoints": []obj{{"endpoint": obj{"address": envoyAddr(l.Upstream)}}}}},
+				"endpoints":    []obj{{"lb_endpoints": envoyEndpoints(l.Upstreams)}},
 			},
 		}
 		if c.Protocol != TCP {
@@ -153,10 +161,65 @@ func (envoy) Render(c Config) ([]byte, error) {
 			},
 		})
 	}
-	return json.MarshalIndent(obj{
+	boot := obj{
 		"node":             obj{"id": c.Name, "cluster": c.Name},
 		"static_resources": obj{"listeners": listeners, "clusters": clusters},
-	}, "", "  ")
+	}
+	if c.Tracing != nil && c.Protocol != TCP {
+		// Envoy exports a worker's spans once it holds min_flush_spans of
+		// them, or every flush_interval_ms: batched as the hosts' SDK
+		// batches, and flushed often enough that the deployer can wait
+		// out the last batch before it stops the proxy (EnvoyFlushInterval).
+		boot["layered_runtime"] = obj{"layers": []obj{{
+			"name": "svclab_tracing",
+			"static_layer": obj{
+				"tracing.opentelemetry.min_flush_spans":   envoyMinFlushSpans,
+				"tracing.opentelemetry.flush_interval_ms": EnvoyFlushInterval.Milliseconds(),
+			},
+		}}}
+	}
+	return json.MarshalIndent(boot, "", "  ")
+}
+
+// EnvoyFlushInterval is how often a tracing Envoy exports the spans it
+// holds; a deployer lets this much time pass after the last request before
+// it stops the proxies, so that no span is lost.
+const EnvoyFlushInterval = 250 * time.Millisecond
+
+// envoyMinFlushSpans is the batch at which a worker exports at once.
+const envoyMinFlushSpans = 256
+
+// healthPrefix is the path of gRPC's health service, which the deployer's
+// readiness probes call on every inbound listener.
+const healthPrefix = "/grpc.health.v1.Health/"
+
+// envoyRoutes send everything to cluster. With tracing, the deployer's
+// health probes are left out of traces, as the hosts leave them out: a
+// probe is not a request.
+func envoyRoutes(cluster string, tracing bool) []obj {
+	all := obj{"match": obj{"prefix": "/"}, "route": obj{"cluster": cluster, "timeout": "0s"}}
+	if !tracing {
+		return []obj{all}
+	}
+	zero := obj{"numerator": 0} // a FractionalPercent
+	return []obj{
+		{
+			"match":   obj{"prefix": healthPrefix},
+			"route":   obj{"cluster": cluster, "timeout": "0s"},
+			"tracing": obj{"client_sampling": zero, "random_sampling": zero, "overall_sampling": zero},
+		},
+		all,
+	}
+}
+
+// envoyEndpoints are a cluster's endpoints, among which Envoy balances
+// round robin (its default).
+func envoyEndpoints(addrs []string) []obj {
+	out := make([]obj, 0, len(addrs))
+	for _, a := range addrs {
+		out = append(out, obj{"endpoint": obj{"address": envoyAddr(a)}})
+	}
+	return out
 }
 
 // envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this

@@ -73,7 +73,10 @@ func (haproxy) Render(c Config) ([]byte, error) {
 		p("  bind %s%s", loopback(l.Port), bind)
 		p("  default_backend to_%s", l.Name)
 		p("backend to_%s", l.Name)
-		p("  server s %s%s", l.Upstream, server)
+		p("  balance roundrobin")
+		for i, u := range l.Upstreams {
+			p("  server s%d %s%s", i, u, server)
+		}
 	}
 	return b.Bytes(), nil
 }

@@ -59,11 +59,11 @@ func TestEnvoyChecksCalleeIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitServing(ctx, plan.Inbound["hop2"], credentials.NewTLS(pki.ClientConfig(id, "hop2"))); err != nil {
+	if err := waitServing(ctx, plan.Inbound["hop2"][0], credentials.NewTLS(pki.ClientConfig(id, "hop2"))); err != nil {
 		t.Fatalf("hop2's inbound listener: %v", err)
 	}
 	// ...and hop1's accepts connections...
-	out := plan.Peers[0]["hop2"]
+	out := plan.Peers[0][0]["hop2"]
 	for {
 		c, err := net.Dial("tcp", out)
 		if err == nil {
@@ -91,10 +91,10 @@ func testMutualTLS(t *testing.T, k Kind, bin string) {
 	defer cancel()
 	// hop1's app calls hop2 through its own proxy, in plaintext; the
 	// proxies speak mutual TLS to each other.
-	if err := waitServing(ctx, plan.Peers[0]["hop2"], insecure.NewCredentials()); err != nil {
+	if err := waitServing(ctx, plan.Peers[0][0]["hop2"], insecure.NewCredentials()); err != nil {
 		t.Fatalf("hop1 → hop2 through the proxies: %v", err)
 	}
-	in := plan.Inbound["hop2"]
+	in := plan.Inbound["hop2"][0]
 	id, err := pki.Load(files["svclab.client"])
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func securedPlan(t *testing.T, k Kind, peerID func(string) string) (*Plan, map[s
 	}
 	app := startHealthServer(t)
 	root := t.TempDir()
-	plan, err := NewPlan(topo, func(int, string) string { return app }, freePort, func(n string) (string, error) {
+	plan, err := NewPlan(topo, func(int, string) []string { return []string{app} }, freePort, func(n string) (string, error) {
 		d := filepath.Join(root, n)
 		return d, os.Mkdir(d, 0o700)
 	})

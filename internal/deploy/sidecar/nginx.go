@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 )
 
 func init() { register(nginx{}) }
@@ -58,13 +59,14 @@ func (nginx) Render(c Config) ([]byte, error) {
 	if c.Protocol == TCP {
 		p("stream {")
 		for _, l := range c.Listeners {
+			p("  upstream %s { %s}", l.Name, nginxServers(l.Upstreams))
 			switch t := l.TLS; {
 			case t == nil:
-				p("  server { listen %s; proxy_pass %s; }", loopback(l.Port), l.Upstream)
+				p("  server { listen %s; proxy_pass %s; }", loopback(l.Port), l.Name)
 			case l.Inbound:
-				p("  server { listen %s ssl; %s proxy_pass %s; }", loopback(l.Port), nginxServerTLS(t), l.Upstream)
+				p("  server { listen %s ssl; %s proxy_pass %s; }", loopback(l.Port), nginxServerTLS(t), l.Name)
 			default:
-				p("  server { listen %s; proxy_pass %s; %s }", loopback(l.Port), l.Upstream, nginxUpstreamTLS("proxy", true, t))
+				p("  server { listen %s; proxy_pass %s; %s }", loopback(l.Port), l.Name, nginxUpstreamTLS("proxy", true, t))
 			}
 		}
 		p("}")
@@ -85,7 +87,7 @@ func (nginx) Render(c Config) ([]byte, error) {
 	// underscores too, as a metadata key may have them.
 	p("  underscores_in_headers on;")
 	for _, l := range c.Listeners {
-		p("  upstream %s { server %s; keepalive 64; keepalive_requests 1000000; keepalive_timeout 1h; }", l.Name, l.Upstream)
+		p("  upstream %s { %skeepalive 64; keepalive_requests 1000000; keepalive_timeout 1h; }", l.Name, nginxServers(l.Upstreams))
 		ssl, serverTLS, scheme, upstreamTLS := "", "", "", ""
 		if t := l.TLS; t != nil && l.Inbound {
 			ssl, serverTLS = " ssl", "    "+nginxServerTLS(t)
@@ -126,6 +128,16 @@ func (nginx) Render(c Config) ([]byte, error) {
 func nginxServerTLS(t *TLS) string {
 	return fmt.Sprintf("ssl_certificate %s; ssl_certificate_key %s; ssl_client_certificate %s; ssl_verify_client on; ssl_verify_depth 2; ssl_protocols TLSv1.3;",
 		t.Cert, t.Key, t.CA)
+}
+
+// nginxServers are an upstream block's servers, among which nginx
+// balances round robin (its default).
+func nginxServers(addrs []string) string {
+	var b strings.Builder
+	for _, a := range addrs {
+		fmt.Fprintf(&b, "server %s; ", a)
+	}
+	return b.String()
 }
 
 // nginxUpstreamTLS presents t's certificate to the callee's proxy and

@@ -49,8 +49,9 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 	bin := binaryOrSkip(t, k)
 	dir := t.TempDir()
 	c := Config{Name: "hop1." + name, Protocol: proto, Dir: dir, Threads: 2, Listeners: []Listener{
-		{Name: "in_hop1", Port: 41001, Upstream: "127.0.0.1:41002", Inbound: true, Component: "hop1"},
-		{Name: "out_0_hop2", Port: 41003, Upstream: "127.0.0.1:41004", Component: "hop2"},
+		{Name: "in_hop1", Port: 41001, Upstreams: []string{"127.0.0.1:41002"}, Inbound: true, Component: "hop1"},
+		// Two replicas of hop2, balanced.
+		{Name: "out_0_hop2", Port: 41003, Upstreams: []string{"127.0.0.1:41004", "127.0.0.1:41006"}, Component: "hop2"},
 	}}
 	if withTLS {
 		ca, cert, key := writeTestPKI(t, dir)
@@ -70,7 +71,7 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"41001", "41002", "41003", "41004"} {
+	for _, want := range []string{"41001", "41002", "41003", "41004", "41006"} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("configuration lacks %s:\n%s", want, text)
 		}

@@ -60,9 +60,10 @@ type Listener struct {
 	Name string
 	// Port is the loopback port to listen on.
 	Port int
-	// Upstream is host:port of the app (inbound) or of the remote proxy's
-	// inbound listener (outbound).
-	Upstream string
+	// Upstreams are host:port of the app (inbound: its own replica) or of
+	// the inbound listeners of the remote proxies, one per replica of the
+	// callee (outbound), among which the proxy balances (round robin).
+	Upstreams []string
 	// Inbound marks a listener in front of the app, as opposed to one
 	// the app calls out through.
 	Inbound bool
@@ -247,9 +248,10 @@ func CacheDir() string {
 // Proxy is one proxy process of a plan.
 type Proxy struct {
 	// Group is the index of the group it sits beside, or -1 for a node
-	// proxy that serves every group.
-	Group  int
-	Config Config
+	// proxy that serves every group; Replica is the ordinal of the
+	// group's replica it sits beside (0 for a node proxy).
+	Group, Replica int
+	Config         Config
 }
 
 // Plan is a topology's proxies and the way its hosts reach each other
@@ -257,18 +259,25 @@ type Proxy struct {
 type Plan struct {
 	Kind    Kind
 	Proxies []Proxy
-	// Peers maps group → component it calls in another group → the
-	// address of its outbound listener for that component.
-	Peers []map[string]string
-	// Inbound maps each exposed component to its inbound listener's
-	// address, where clients (and remote proxies) reach it.
-	Inbound map[string]string
+	// Peers maps group → replica → component it calls in another group →
+	// the address of its outbound listener for that component.
+	Peers [][]map[string]string
+	// Inbound maps each exposed component to the address of each of its
+	// replicas' inbound listeners, where clients (and remote proxies)
+	// reach it.
+	Inbound map[string][]string
 }
 
 // NewPlan lays out the proxies of topo. appAddr gives the loopback
-// host:port where group g serves component c; port reserves a free
-// loopback port; dir makes a private directory for one proxy.
-func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port func() (int, error), dir func(name string) (string, error)) (*Plan, error) {
+// host:port where each replica of group g serves component c, in replica
+// order (topo's Replicas of each group); port reserves a free loopback
+// port; dir makes a private directory for one proxy.
+//
+// In sidecar mode every replica has its own proxy, whose outbound
+// listeners balance over the callee's replicas' proxies; in node mode the
+// one proxy has an inbound listener per replica and outbound listeners
+// that balance over them.
+func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, port func() (int, error), dir func(name string) (string, error)) (*Plan, error) {
 	if topo.Sidecar == "" || topo.Sidecar == spec.SidecarNone {
 		return nil, errors.New("sidecar: the topology has no sidecar")
 	}
@@ -281,37 +290,65 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 		return nil, err
 	}
 	node := topo.ProxyMode == spec.ProxyModeNode
-	pl := &Plan{Kind: k, Peers: make([]map[string]string, len(topo.Groups)), Inbound: map[string]string{}}
-	listeners := make([][]Listener, len(topo.Groups))
+	replicas := func(g int) int { return max(1, topo.Groups[g].Replicas) }
+	pl := &Plan{Kind: k, Peers: make([][]map[string]string, len(topo.Groups)), Inbound: map[string][]string{}}
+	// listeners[g][r] are those of replica r of group g.
+	listeners := make([][][]Listener, len(topo.Groups))
+	for g := range topo.Groups {
+		listeners[g] = make([][]Listener, replicas(g))
+		pl.Peers[g] = make([]map[string]string, replicas(g))
+	}
 	// Inbound first: outbound listeners point at them.
 	for g := range topo.Groups {
 		for _, c := range topo.Exposed(g) {
-			p, err := port()
-			if err != nil {
-				return nil, err
+			apps := appAddr(g, c)
+			if len(apps) != replicas(g) {
+				return nil, fmt.Errorf("sidecar: group %s has %d replicas but %d addresses of %s", topo.Groups[g].Name, replicas(g), len(apps), c)
 			}
-			listeners[g] = append(listeners[g], Listener{Name: "in_" + c, Port: p, Upstream: appAddr(g, c), Inbound: true, Component: c, Group: g})
-			pl.Inbound[c] = loopback(p)
-		}
-	}
-	for g, grp := range topo.Groups {
-		pl.Peers[g] = map[string]string{}
-		for _, name := range grp.Components {
-			c, _ := topo.Component(name)
-			for _, dep := range c.Deps {
-				if topo.GroupOf(dep) == g || pl.Peers[g][dep] != "" {
-					continue
-				}
+			for r, app := range apps {
 				p, err := port()
 				if err != nil {
 					return nil, err
 				}
-				listeners[g] = append(listeners[g], Listener{Name: fmt.Sprintf("out_%d_%s", g, dep), Port: p, Upstream: pl.Inbound[dep], Component: dep, Group: g})
-				pl.Peers[g][dep] = loopback(p)
+				name := "in_" + c
+				if node && len(apps) > 1 {
+					name = fmt.Sprintf("in_%s_%d", c, r)
+				}
+				listeners[g][r] = append(listeners[g][r], Listener{Name: name, Port: p, Upstreams: []string{app}, Inbound: true, Component: c, Group: g})
+				pl.Inbound[c] = append(pl.Inbound[c], loopback(p))
 			}
 		}
 	}
-	add := func(group int, name string, ls []Listener) error {
+	for g, grp := range topo.Groups {
+		for r := range replicas(g) {
+			pl.Peers[g][r] = map[string]string{}
+			if node && r > 0 {
+				// One proxy: every replica of the group calls out
+				// through the same listeners.
+				pl.Peers[g][r] = pl.Peers[g][0]
+				continue
+			}
+			for _, name := range grp.Components {
+				c, _ := topo.Component(name)
+				for _, dep := range c.Deps {
+					if topo.GroupOf(dep) == g || pl.Peers[g][r][dep] != "" {
+						continue
+					}
+					p, err := port()
+					if err != nil {
+						return nil, err
+					}
+					lname := fmt.Sprintf("out_%d_%s", g, dep)
+					if !node && r > 0 {
+						lname = fmt.Sprintf("out_%d_%d_%s", g, r, dep)
+					}
+					listeners[g][r] = append(listeners[g][r], Listener{Name: lname, Port: p, Upstreams: pl.Inbound[dep], Component: dep, Group: g})
+					pl.Peers[g][r][dep] = loopback(p)
+				}
+			}
+		}
+	}
+	add := func(group, replica int, name string, ls []Listener) error {
 		if len(ls) == 0 {
 			return nil // a group nobody calls and that calls nobody
 		}
@@ -319,18 +356,30 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) string, port 
 		if err != nil {
 			return err
 		}
-		pl.Proxies = append(pl.Proxies, Proxy{Group: group, Config: Config{Name: name, Protocol: proto, Listeners: ls, Dir: d, Threads: 2}})
+		pl.Proxies = append(pl.Proxies, Proxy{Group: group, Replica: replica, Config: Config{Name: name, Protocol: proto, Listeners: ls, Dir: d, Threads: 2}})
 		return nil
 	}
 	if node {
-		if err := add(-1, "node."+k.Name(), slices.Concat(listeners...)); err != nil {
+		var all []Listener
+		for g := range listeners {
+			for _, ls := range listeners[g] {
+				all = append(all, ls...)
+			}
+		}
+		if err := add(-1, 0, "node."+k.Name(), all); err != nil {
 			return nil, err
 		}
 		return pl, nil
 	}
 	for g, grp := range topo.Groups {
-		if err := add(g, grp.Name+"."+k.Name(), listeners[g]); err != nil {
-			return nil, err
+		for r, ls := range listeners[g] {
+			name := grp.Name + "." + k.Name()
+			if replicas(g) > 1 {
+				name = fmt.Sprintf("%s#%d.%s", grp.Name, r, k.Name()) // the replica's name, as the deployer names its host
+			}
+			if err := add(g, r, name, ls); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return pl, nil

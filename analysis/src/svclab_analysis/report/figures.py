@@ -127,9 +127,17 @@ def hop_summary(hops: pd.DataFrame, a: Analysis) -> pd.DataFrame:
         return hops
     hops = hops.copy()
     hops[CONFIG] = config_labels(hops, a.factors)
+    # Proxies that emit their own spans (Envoy) take proxy_us of the wire;
+    # the rest of it is the legs the proxies do not see. Runs without them
+    # (or written before the column existed) have none.
+    proxy = hops["proxy_us"].fillna(0.0) if "proxy_us" in hops else pd.Series(0.0, index=hops.index)
+    hops["proxy_us"] = proxy.clip(lower=0)
+    hops["legs_us"] = (hops["wire_us"] - hops["proxy_us"]).clip(lower=0)
+    hops.loc[hops["wire_us"] <= 0, "legs_us"] = 0.0  # the entry: its client is not traced
     g = hops.groupby([CONFIG, "hop"], sort=False)
     out = g.agg(depth=("depth", "min"), self_us=("self_us", "median"),
-                wire_us=("wire_us", "median")).reset_index()
+                wire_us=("legs_us", "median"), proxy_us=("proxy_us", "median")).reset_index()
     out["self_ms"] = out["self_us"].clip(lower=0) / 1e3
     out["wire_ms"] = out["wire_us"].clip(lower=0) / 1e3
-    return out[[CONFIG, "hop", "depth", "self_ms", "wire_ms"]]
+    out["proxy_ms"] = out["proxy_us"] / 1e3
+    return out[[CONFIG, "hop", "depth", "self_ms", "wire_ms", "proxy_ms"]]

@@ -1,19 +1,20 @@
 """Clients of peer components: one per endpoint over its transport, and the
-endpoint set of a peer called round robin. A call takes its deadline and
+endpoint set of a peer with its balancer. A call takes its deadline and
 outgoing metadata from the context (calls.deadline, calls.outgoing) and
 fails with an RpcError bearing the peer's code and message."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+import random
 from typing import Any, Protocol, TypeVar
 
 import grpc
 import httpx
 from google.protobuf import json_format
 from google.protobuf.message import Message
+from grpc_health.v1 import health_pb2
 
 from . import calls, timeouts
 from ._gen.host.v1 import host_pb2
@@ -146,15 +147,85 @@ def response_status(r: httpx.Response) -> RpcError:
     return RpcError(CODES[code_of_http(r.status_code)], f"http: {r.status_code}: {text}")
 
 
-class PeerSet:
-    """The endpoint set of one peer component, called round robin; the deployer
-    may replace it while calls run (Control.UpdatePeers)."""
+ROUND_ROBIN = "round_robin"
+LEAST_OUTSTANDING = "least_outstanding"
+PROBE_MIN = 0.02
+PROBE_MAX = 1.0
+PROBE_TIMEOUT = 1.0
 
-    def __init__(self, component: str, endpoints: host_pb2.EndpointSet) -> None:
+
+def check_policy(policy: str) -> None:
+    """Fails, naming the known ones, on a balancer the host does not have."""
+    if policy not in ("", ROUND_ROBIN, LEAST_OUTSTANDING):
+        raise ValueError(f'transport_options.balancer: unknown balancer "{policy}" '
+                         f"(known: {LEAST_OUTSTANDING}, {ROUND_ROBIN})")
+
+
+class _Sub:
+    """One endpoint of a set: its client, calls in flight, picks and health."""
+
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+        self.outstanding = 0
+        self.picks = 0
+        self.sick = False
+        self.retired = False
+        self.probe: asyncio.Task[None] | None = None
+
+    def eject(self) -> None:
+        """Takes the endpoint out of the choice and starts its probe, once."""
+        if self.sick or self.retired:
+            return
+        self.sick = True
+        self.probe = asyncio.ensure_future(self._probe())
+
+    async def _probe(self) -> None:
+        wait = PROBE_MIN
+        # The task has a context of its own: this deadline and the empty
+        # metadata are the probe's only.
+        calls.outgoing.set(())
+        while not self.retired:
+            await asyncio.sleep(wait)
+            wait = min(2 * wait, PROBE_MAX)
+            if self.retired:
+                return
+            calls.deadline.set(asyncio.get_running_loop().time() + PROBE_TIMEOUT)
+            try:
+                r = await self.caller.call("/grpc.health.v1.Health/Check",
+                                           health_pb2.HealthCheckRequest(),
+                                           health_pb2.HealthCheckResponse)
+            except Exception:  # any failure means: not serving yet
+                continue
+            if r.status == health_pb2.HealthCheckResponse.SERVING:
+                self.sick = False
+                return
+
+    async def close(self) -> None:
+        self.retired = True
+        if self.probe is not None:
+            self.probe.cancel()
+        await self.caller.close()
+
+
+class PeerSet:
+    """The endpoint set of one peer component and the balancer over it, as the
+    Go host's internal/runtime/balancer does it (docs/DEPLOY.md, "Replicas,
+    load balancing and autoscaling"): round robin from a random start, or
+    least outstanding (fewest of this host's calls in flight, ties to the
+    endpoint picked least often). A call that fails UNAVAILABLE takes its
+    endpoint out of the choice until its health service answers SERVING,
+    asked with a backoff from 20 ms to 1 s; while every endpoint is out,
+    calls go to them in turn. The deployer may replace the set while calls
+    run (Control.UpdatePeers)."""
+
+    def __init__(self, component: str, endpoints: host_pb2.EndpointSet,
+                 policy: str = "") -> None:
+        check_policy(policy)
         self.component = component
-        self._by_addr: dict[str, Caller] = {}
-        self._callers: list[Caller] = []
-        self._next = itertools.count()
+        self._least = policy == LEAST_OUTSTANDING
+        self._by_addr: dict[str, _Sub] = {}
+        self._subs: list[_Sub] = []
+        self._next = 0
         self.update(endpoints)
 
     @staticmethod
@@ -167,28 +238,70 @@ class PeerSet:
                 raise ValueError(f"endpoint {s} is listed twice")
             seen.add(s)
 
-    def update(self, endpoints: host_pb2.EndpointSet) -> list[Caller]:
-        """Replaces the set; returns the callers dropped from it, to close."""
+    def update(self, endpoints: host_pb2.EndpointSet) -> list[_Sub]:
+        """Replaces the set, keeping the connections and health of endpoints
+        listed again; returns those dropped from it, to close."""
         self.check(endpoints)
-        now: dict[str, Caller] = {}
+        now: dict[str, _Sub] = {}
         for e in endpoints.endpoints:
             s = endpoint_string(e)
             old = self._by_addr.pop(s, None)
-            now[s] = old if old is not None else dial(e)
+            now[s] = old if old is not None else _Sub(dial(e))
         gone = list(self._by_addr.values())
+        for g in gone:
+            g.retired = True
         self._by_addr = now
-        self._callers = list(now.values())
+        self._subs = list(now.values())
+        # A random start, as grpc-go's round_robin: replicas of one caller
+        # started together do not all send their first call to one endpoint.
+        self._next = random.randrange(len(self._subs)) if self._subs else 0
         return gone
 
+    def _round_robin(self) -> _Sub:
+        subs, i = self._subs, self._next
+        n = len(subs)
+        for k in range(n):
+            s = subs[(i + k) % n]
+            if not s.sick:
+                self._next = i + k + 1
+                return s
+        self._next = i + 1
+        return subs[i % n]  # every endpoint is sick: try them in turn
+
+    def _least_outstanding(self) -> _Sub:
+        subs = self._subs
+        n = len(subs)
+        start = self._next % n
+        self._next += 1
+        best: _Sub | None = None
+        for k in range(n):
+            s = subs[(start + k) % n]
+            if s.sick:
+                continue
+            if best is None or (s.outstanding, s.picks) < (best.outstanding, best.picks):
+                best = s
+        if best is None:
+            best = subs[start]  # every endpoint is sick: try them in turn
+        best.picks += 1
+        return best
+
     async def call(self, method: str, request: Message, response: type[R]) -> R:
-        cs = self._callers
-        if not cs:
+        if not self._subs:
             raise RpcError(grpc.StatusCode.UNAVAILABLE,
                            f"no endpoints for component {self.component}")
-        return await cs[next(self._next) % len(cs)].call(method, request, response)
+        s = self._least_outstanding() if self._least else self._round_robin()
+        s.outstanding += 1
+        try:
+            return await s.caller.call(method, request, response)
+        except RpcError as e:
+            if e.code == grpc.StatusCode.UNAVAILABLE:
+                s.eject()
+            raise
+        finally:
+            s.outstanding -= 1
 
     async def close(self) -> None:
-        for c in self._by_addr.values():
-            await c.close()
+        for s in self._by_addr.values():
+            await s.close()
         self._by_addr = {}
-        self._callers = []
+        self._subs = []

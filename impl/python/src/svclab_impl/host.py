@@ -1,8 +1,8 @@
 """A svclab host in Python (docs/DEPLOY.md, "Host protocol"): it runs the one
 component of its group, serves it on each of its listeners (grpc on grpcio,
 http on uvicorn) with the health service beside it, serves the gateway and
-the Control service when asked, and calls its peers' endpoint sets round
-robin."""
+the Control service when asked, and spreads its calls over each peer's
+endpoint set by transport_options.balancer (callers.PeerSet)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from google.protobuf.message import Message
 
 from . import apps, calls
 from ._gen.host.v1 import host_pb2
-from .callers import Caller, PeerSet, check_endpoint, endpoint_string
+from .callers import Caller, PeerSet, check_endpoint, check_policy, endpoint_string
 from .grpc_serving import GrpcServing
 from .health import Health
 from .http_serving import HttpApp, HttpServing, bind
@@ -26,6 +26,9 @@ from .service import Service
 from .status import RpcError
 
 READY_MARKER = "svclab host ready:"
+#: Precedes, in the host's last line, the calls it admitted on its listeners
+#: and gateway (Go's runtime.ServedMarker): a replica's share.
+SERVED_MARKER = "served, on its listeners,"
 FAIL_COMPONENT_ENV = "SVCLAB_FAIL_COMPONENT"
 
 
@@ -39,6 +42,7 @@ class Host:
         self.peers: dict[str, PeerSet] = {}
         self.health = Health()
         self.in_flight = 0
+        self.served = 0
         self.draining = False
         self.idle = asyncio.Event()
         self.idle.set()
@@ -65,13 +69,18 @@ class Host:
         if cfg.transport not in ("grpc", "http"):
             raise ConfigError(f'transport "{cfg.transport}" is not spoken by the Python host '
                               "(grpc, http; netrpc is Go-only, inproc cannot leave a process)")
+        policy = cfg.transport_options.balancer
+        try:
+            check_policy(policy)
+        except ValueError as err:
+            raise ConfigError(str(err)) from err
         deps: dict[str, Caller] = {}
         for d in app.deps.get(comp, ()):
             if d not in cfg.peers:
                 raise ConfigError(f"component {comp}: no endpoints for component {d}, which is "
                                   f"outside group {cfg.group}")
             try:
-                self.peers[d] = deps[d] = PeerSet(d, cfg.peers[d])
+                self.peers[d] = deps[d] = PeerSet(d, cfg.peers[d], policy)
             except ValueError as err:
                 raise ConfigError(f"component {comp}: peer {d}: {err}") from err
         for p in cfg.peers:
@@ -133,6 +142,7 @@ class Host:
         if self.draining:
             raise RpcError(grpc.StatusCode.UNAVAILABLE, f"group {self.cfg.group} is draining")
         self.in_flight += 1
+        self.served += 1
         self.idle.clear()
         try:
             if calls.propagate_enabled():
@@ -213,6 +223,7 @@ class Host:
             await self.done.wait()
         finally:
             await self.close()
+            calls.log(f"group {self.cfg.group}: {SERVED_MARKER} {self.served} calls")
 
     async def close(self) -> None:
         grace = 1.0 if self.graceful else None

@@ -108,7 +108,14 @@ def main(argv: list[str] | None = None) -> None:
     except (ConfigError, AppConfigError, OSError, ValueError) as e:
         sys.stderr.write(f"svclab python host: group {cfg.group}: {e}\n")
         sys.exit(1)
-    sys.exit(0)
+    # Everything is closed and said: leave without the interpreter's
+    # finalization, where grpcio's core sometimes blocks for good after a
+    # run that served many HTTP calls (seen as a host that logged its
+    # served count and then ignored SIGTERM's grace, with no Python frame
+    # left on its stack).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":

@@ -35,20 +35,32 @@ import svclab.host.v1.Host.UpdatePeersResponse;
  * component of its group, serves it on each of its listeners (grpc on
  * grpc-java/Netty, http on Spring Boot/Tomcat) with the health service
  * beside it, serves the gateway and the Control service when asked, and
- * calls its peers' endpoint sets round robin.
+ * spreads its calls over each peer's endpoint set by {@code
+ * transport_options.balancer} (PeerSet).
  */
 public final class HostRunner {
   /** Starts the line a host writes to stderr once it serves. */
   public static final String READY_MARKER = "svclab host ready:";
+  /**
+   * Precedes, in the host's last line, the calls it admitted on its
+   * listeners and gateway (Go's runtime.ServedMarker): a replica's share.
+   */
+  public static final String SERVED_MARKER = "served, on its listeners,";
 
   private final HostConfig cfg;
   private final String component;
   private final Map<String, PeerSet> peers = new TreeMap<>();
   private final InFlight calls = new InFlight();
+  private final java.util.concurrent.atomic.AtomicLong served = new java.util.concurrent.atomic.AtomicLong();
   private final Health health = new Health();
   private final List<GrpcServing> grpcServers = new ArrayList<>();
   private final ScheduledExecutorService timers = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "svclab-deadlines");
+    t.setDaemon(true);
+    return t;
+  });
+  private final ScheduledExecutorService probes = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "svclab-health-probes");
     t.setDaemon(true);
     return t;
   });
@@ -76,6 +88,8 @@ public final class HostRunner {
       throw new IllegalArgumentException("transport \"" + tr
           + "\" is not spoken by the Java host (grpc, http; netrpc is Go-only, inproc cannot leave a process)");
     }
+    String policy = cfg.getTransportOptions().getBalancer();
+    PeerSet.checkPolicy(policy);
     try {
       Map<String, Caller> deps = new HashMap<>();
       for (String d : app.deps(component)) {
@@ -86,7 +100,7 @@ public final class HostRunner {
         }
         PeerSet p;
         try {
-          p = new PeerSet(d, set);
+          p = new PeerSet(d, set, policy, probes, timers);
         } catch (IllegalArgumentException e) {
           throw new IllegalArgumentException("component " + component + ": peer " + d + ": " + e.getMessage(), e);
         }
@@ -179,6 +193,7 @@ public final class HostRunner {
     if (!calls.enter()) {
       throw Status.UNAVAILABLE.withDescription("group " + cfg.getGroup() + " is draining").asRuntimeException();
     }
+    served.incrementAndGet();
     try {
       if (propagate) {
         Context ctx = Context.current();
@@ -207,6 +222,7 @@ public final class HostRunner {
       }
     }
     close();
+    Log.printf("group %s: %s %d calls", cfg.getGroup(), SERVED_MARKER, served.get());
   }
 
   /** Ends run() at once, as SIGTERM does. */
@@ -289,6 +305,7 @@ public final class HostRunner {
     if (control != null) {
       control.close();
     }
+    probes.shutdownNow();
     timers.shutdownNow();
   }
 }

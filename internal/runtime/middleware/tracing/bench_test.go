@@ -1,0 +1,144 @@
+package tracing_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+
+	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/proto/echo"
+)
+
+// collector is an OTLP/gRPC trace receiver that counts the spans it gets
+// and keeps none, so that a benchmark pays for the real exporter (batching,
+// protobuf encoding, the gRPC call) and not for a backend's storage.
+type collector struct {
+	collectorpb.UnimplementedTraceServiceServer
+	spans atomic.Int64
+}
+
+func (c *collector) Export(_ context.Context, req *collectorpb.ExportTraceServiceRequest) (*collectorpb.ExportTraceServiceResponse, error) {
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			c.spans.Add(int64(len(ss.GetSpans())))
+		}
+	}
+	return &collectorpb.ExportTraceServiceResponse{}, nil
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func startCollector(b *testing.B) (*collector, string) {
+	b.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &collector{}
+	srv := grpc.NewServer()
+	collectorpb.RegisterTraceServiceServer(srv, c)
+	go srv.Serve(lis)
+	b.Cleanup(srv.Stop)
+	return c, lis.Addr().String()
+}
+
+// BenchmarkHop is one grpc hop (over a unix socket, as in a host) without
+// tracing and with every call traced: a client and a server span, batched
+// and exported over OTLP/gRPC to a collector in the same process. The
+// difference is what tracing costs a hop's CPU, spans and export included
+// (and the collector's decoding, which Jaeger would do on the same cores):
+// cpu-ns/op is the process's CPU time per call, which other work on the
+// machine does not inflate as it does ns/op. Run with -count and compare
+// with benchstat, or -cpuprofile for where it goes.
+func BenchmarkHop(b *testing.B) {
+	for _, traced := range []bool{false, true} {
+		name := "off"
+		if traced {
+			name = "on"
+		}
+		b.Run(name, func(b *testing.B) {
+			var sopts transport.ServerOptions
+			var dopts transport.DialOptions
+			var tr *tracing.Tracer
+			var col *collector
+			if traced {
+				var addr string
+				col, addr = startCollector(b)
+				var err error
+				tr, err = tracing.New(context.Background(), tracing.Options{Service: "bench", Deployment: "b1", Ratio: 1, Endpoint: addr})
+				if err != nil {
+					b.Fatal(err)
+				}
+				sopts.Interceptors = []grpc.UnaryServerInterceptor{tr.Server("echo")}
+				dopts.Interceptors = []grpc.UnaryClientInterceptor{tr.Client("echo")}
+			}
+			tp, err := transport.Lookup("grpc")
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := tp.NewServer(sopts)
+			echo.RegisterEchoServer(srv, echo.Service{})
+			dir, err := os.MkdirTemp("", "svclab-tracing-bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer os.RemoveAll(dir)
+			lis, err := net.Listen("unix", filepath.Join(dir, "s.sock"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			go srv.Serve(lis)
+			defer srv.Stop()
+			cc, err := tp.Dial(context.Background(), "unix", lis.Addr().String(), dopts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer cc.Close()
+			c := echo.NewEchoClient(cc)
+			req := &echo.EchoRequest{Payload: make([]byte, 100)}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := cpuTime(b)
+			for range b.N {
+				if _, err := c.Echo(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if tr != nil {
+				// The spans' export is part of the cost.
+				if err := tr.Flush(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			// CPU time, unlike ns/op, holds on a machine other work loads.
+			b.ReportMetric(float64(cpuTime(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			b.StopTimer()
+			if tr != nil {
+				if err := tr.Shutdown(ctx); err != nil {
+					b.Fatal(err)
+				}
+				// None dropped: every call's two spans reached the collector.
+				if got, want := col.spans.Load(), 2*int64(b.N); got != want {
+					b.Fatalf("collector got %d spans, want %d", got, want)
+				}
+			}
+		})
+	}
+}
