@@ -32,11 +32,14 @@ KUBE_VALIDATE := $(CACHE)/kubernetes-validate/$(KUBE_VALIDATE_VERSION)/venv/bin/
 
 JAEGER_VERSION := v1.76.0
 JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
+KUBE_VERSION := v1.35.4
+KUBE_DIR := $(CACHE)/kube-$(KUBE_VERSION)
+KUBE_TOOLS := $(KUBE_DIR)/etcd $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler $(KUBE_DIR)/kwok
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: kube-validate envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger quickstart replicate clean
+.PHONY: kube-validate envoy all build test test-go test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools quickstart replicate clean
 
 all: build
 
@@ -110,6 +113,23 @@ $(JAEGER):
 	cd tools/jaeger && $(GO) build -trimpath -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
 	mv $@.tmp $@
 
+## kube-tools: the control plane internal/deploy/kube/kubetest starts (etcd,
+## kube-apiserver, kube-controller-manager, kube-scheduler, kwok; tools/kube),
+## built once per machine into $(KUBE_DIR) (~3 min each)
+kube-tools: $(KUBE_TOOLS)
+$(KUBE_DIR)/etcd:
+	mkdir -p $(dir $@)
+	cd tools/kube/etcd && $(GO) build -trimpath -o $@.tmp go.etcd.io/etcd/server/v3
+	mv $@.tmp $@
+$(KUBE_DIR)/kube-%:
+	mkdir -p $(dir $@)
+	cd tools/kube/kubernetes && $(GO) build -trimpath -o $@.tmp k8s.io/kubernetes/cmd/kube-$*
+	mv $@.tmp $@
+$(KUBE_DIR)/kwok:
+	mkdir -p $(dir $@)
+	cd tools/kube/kwok && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
+	mv $@.tmp $@
+
 ## lint: gofmt, go vet, ruff and mypy
 lint: venv
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
@@ -127,6 +147,9 @@ test: build venv lint java pyimpl test-pyimpl test-go test-py
 # Python hosts) run alone, one at a time; the rest, two packages at once on
 # 2 cores, which took the Go tests from 11.5 to about 7 minutes.
 TIMED_PKGS := ./internal/load/... ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/... ./cmd/svclab/...
+# The control plane (make kube-tools) is not yet built by make test: its
+# tests have never run against it, so they skip, naming the target, until
+# they have (issue 15).
 test-go: build java pyimpl envoy jaeger kube-validate
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 1 -count=1 -timeout 30m $(TIMED_PKGS)
 	SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -p 2 -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /cmd/svclab$$)

@@ -43,7 +43,9 @@ func init() {
 }
 
 func newCleanCmd() *cobra.Command {
-	return &cobra.Command{
+	var kubeToo bool
+	var kctx string
+	c := &cobra.Command{
 		Use:   "clean [RESULTS_DIR...]",
 		Short: "Remove temporary state left by svclab processes that died",
 		Long: `clean removes what svclab processes killed with -9 (or by a crash) left
@@ -59,17 +61,30 @@ behind, and lists it:
     cpu, cpuacct, cpuset and memory hierarchies) of svclab processes that
     are dead, after killing anything still in them;
   - the network namespaces of the netns deployer (svclab-PID-*, with
-    their veths, bridge and shaping) whose svclab is dead (needs root).
+    their veths, bridge and shaping) whose svclab is dead (needs root);
+  - with --kube, the namespaces of kube runs (labelled
+    app.kubernetes.io/managed-by=svclab, made from this machine) whose
+    svclab is dead, on the cluster of the kubeconfig's current context or
+    --context.
 
 Each directory records the PID and start time of its owner, so state of a
 live process is never removed. Every svclab command does the $TMPDIR and cgroup parts
 when it starts; clean does it on demand.`,
 		Example: `  svclab clean
-  svclab clean results/`,
+  svclab clean results/
+  svclab clean --kube --context prod-lab`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return clean(cmd.OutOrStdout(), args)
+			err := clean(cmd.OutOrStdout(), args)
+			if kubeToo {
+				_, kerr := cleanKube(cmd.Context(), cmd.OutOrStdout(), kctx)
+				err = errors.Join(err, kerr)
+			}
+			return err
 		},
 	}
+	c.Flags().BoolVar(&kubeToo, "kube", false, "also delete the namespaces of kube runs whose svclab is dead")
+	c.Flags().StringVar(&kctx, "context", "", "the kubeconfig context of --kube (default: the current one)")
+	return c
 }
 
 func clean(w io.Writer, resultsDirs []string) error {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/load"
 )
 
@@ -102,6 +103,12 @@ func (o *loadOptions) finishShard(res *load.Result, sh load.Shard, runErr error,
 	}
 	if err := res.WriteShard(o.dir, sh); err != nil {
 		return fmt.Errorf("--dir: %w", err)
+	}
+	if os.Getenv(kube.ResultsEnv) != "" {
+		// A load pod: its log is how the results leave it.
+		if err := kube.EmitResults(stdout, o.dir, sh.String()); err != nil {
+			return err
+		}
 	}
 	return runErr
 }

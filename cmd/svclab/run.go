@@ -44,6 +44,11 @@ At the end it runs the analysis and prints the path of the report.`,
 			if err != nil {
 				return err
 			}
+			if opts.ResumeDir != "" {
+				if err := resumeKube(cmd.Context(), cmd.ErrOrStderr(), s); err != nil {
+					return err
+				}
+			}
 			opts.Version, opts.Commit = version, commit
 			opts.Log = cmd.ErrOrStderr()
 			opts.Live = term.IsTerminal(int(os.Stderr.Fd()))

@@ -306,7 +306,13 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	sampler.Start(sctx, time.Now().Add(p.Warmup))
 
 	sent := &callCounter{}
-	target, err := targetFor(ctx, pr, dep, sent)
+	// A deployment that runs the load itself (a cluster's Job) needs no
+	// target here: the entry is reachable only from inside.
+	inside, _ := dep.(deploy.LoadRunner)
+	var target *load.Target
+	if inside == nil {
+		target, err = targetFor(ctx, pr, dep, sent)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			w.Abort()
@@ -315,7 +321,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		fail(fmt.Sprintf("load target: %v", err), tails(dep))
 		return rf, commitRun(w, rf)
 	}
-	if target.Close != nil {
+	if target != nil && target.Close != nil {
 		defer target.Close()
 	}
 
@@ -341,7 +347,13 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
 	faults := startFaults(lctx, dep, pr.Runtime.Faults, measureStart, p.Duration)
-	res, lerr := gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
+	var res *load.Result
+	var lerr error
+	if inside != nil {
+		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
+	} else {
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
+	}
 	cancelLoad()
 	<-watchDone
 	cancelSampler()

@@ -5,6 +5,7 @@
 package all
 
 import (
+	_ "github.com/svclab/svclab/internal/deploy/kube"  // registers "kube"
 	_ "github.com/svclab/svclab/internal/deploy/local" // registers "local"
 	_ "github.com/svclab/svclab/internal/deploy/netns" // registers "netns"
 )

@@ -107,6 +107,8 @@ func (r *renderer) loadJob(cfg load.Config, target string) Object {
 		Args: []string{"load", "-f", ConfigDir + "/" + LoadFile,
 			"--shard", "$(JOB_COMPLETION_INDEX)/" + strconv.Itoa(int(n)),
 			"--dir", OutDir, "--allow-remote", "--quiet", target},
+		// The pod's log carries its results to svclab (results.go).
+		Env: []corev1.EnvVar{{Name: ResultsEnv, Value: "1"}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "config", MountPath: ConfigDir, ReadOnly: true},
 			{Name: "out", MountPath: OutDir},

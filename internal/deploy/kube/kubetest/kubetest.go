@@ -1,0 +1,503 @@
+// Package kubetest starts a real Kubernetes control plane on loopback for
+// tests: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok, whose fake nodes let pods be scheduled and marked Running without
+// a kubelet. The binaries are the ones `make kube-tools` builds from the Go
+// module proxy (tools/kube) into the per-user cache.
+//
+// A control plane takes seconds to start, so a test binary starts one in
+// TestMain (Main) and its tests share it (Get), each in namespaces of its
+// own. Everything it starts runs in its own process group with a
+// parent-death SIGKILL (internal/deploy/child), and its files (certificates,
+// keys, etcd's data, logs) live in the test process's owner-marked temp dir
+// (internal/tempdir), so a test binary killed with -9 leaves no process, and
+// the next svclab sweeps its files.
+package kubetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/tempdir"
+)
+
+// Version is the Kubernetes version of the control plane `make kube-tools`
+// builds; the cache directory is named after it.
+const Version = "v1.35.4"
+
+// ToolsEnv names the directory of the binaries; `make test` sets it, and a
+// missing binary is then an error rather than a skip.
+const ToolsEnv = "SVCLAB_KUBE_TOOLS"
+
+// Binaries are the programs the harness starts.
+var Binaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+
+// Contexts of the kubeconfig the harness writes.
+const (
+	// AdminContext is a cluster administrator (group system:masters).
+	AdminContext = "svclab-kubetest"
+	// NoRBACContext is an authenticated user with no permission at all,
+	// for tests of a run without the RBAC it needs.
+	NoRBACContext = "svclab-kubetest-norbac"
+)
+
+// FakeNodeAnnotation marks the nodes kwok manages.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// ErrNoTools is returned by ToolsDir when a binary is missing and the
+// caller did not ask for them (ToolsEnv unset): tests skip.
+var ErrNoTools = errors.New("kubetest: the control plane is not built")
+
+// ToolsDir returns the directory holding every binary of Binaries:
+// $SVCLAB_KUBE_TOOLS, or ${XDG_CACHE_HOME:-~/.cache}/svclab/kube-<Version>.
+func ToolsDir() (string, error) {
+	dir := os.Getenv(ToolsEnv)
+	asked := dir != ""
+	if !asked {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("%w: no cache directory: %v", ErrNoTools, err)
+		}
+		dir = filepath.Join(cache, "svclab", "kube-"+Version)
+	}
+	var missing []string
+	for _, b := range Binaries {
+		if st, err := os.Stat(filepath.Join(dir, b)); err != nil || st.Mode()&0o111 == 0 {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) == 0 {
+		return dir, nil
+	}
+	err := fmt.Errorf("%s missing in %s; `make kube-tools` builds them", strings.Join(missing, ", "), dir)
+	if asked {
+		return "", fmt.Errorf("kubetest: %s=%s: %w", ToolsEnv, dir, err)
+	}
+	return "", fmt.Errorf("%w: %w", ErrNoTools, err)
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	// Dir holds the certificates, keys, kubeconfig, etcd data and logs.
+	Dir string
+	// Kubeconfig is the path of a kubeconfig with AdminContext (current)
+	// and NoRBACContext.
+	Kubeconfig string
+	// Server is the API server's URL.
+	Server string
+	// Config and Client are the administrator's.
+	Config *rest.Config
+	Client kubernetes.Interface
+	// Nodes are the names of the kwok nodes, labelled
+	// "svclab.dev/kubetest-node" with their index.
+	Nodes []string
+
+	procs []*process
+}
+
+type process struct {
+	name string
+	log  string
+	c    *child.Child
+}
+
+// Start starts a control plane with nodes kwok nodes and returns once the
+// nodes are Ready and the controllers run. On error nothing is left.
+func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
+	tools, err := ToolsDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := tempdir.MkdirTemp("kubetest-")
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{Dir: dir}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	c.Server = "https://127.0.0.1:" + strconv.Itoa(ports[2])
+	f, err := c.writeFiles()
+	if err != nil {
+		return nil, err
+	}
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	if err := c.start(tools, "etcd",
+		"--name=kubetest",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=kubetest="+peerURL,
+		"--unsafe-no-fsync", // a test's data need not survive a power cut
+		"--log-level=warn"); err != nil {
+		return nil, err
+	}
+	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", http.DefaultClient); err != nil {
+		return nil, err
+	}
+	if err := c.start(tools, "kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(ports[2]),
+		"--cert-dir="+filepath.Join(dir, "apiserver"),
+		"--tls-cert-file="+f.serverCert, "--tls-private-key-file="+f.serverKey,
+		"--client-ca-file="+f.ca,
+		"--service-account-key-file="+f.saKey,
+		"--service-account-signing-key-file="+f.saKey,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-cluster-ip-range=10.96.0.0/16",
+		"--authorization-mode=RBAC",
+		// The endpoints of the "kubernetes" Service may not be loopback.
+		"--endpoint-reconciler-type=none",
+		"--enable-priority-and-fairness=false",
+		"--allow-privileged=true",
+		"--profiling=false"); err != nil {
+		return nil, err
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return nil, fmt.Errorf("kubetest: read %s: %w", c.Kubeconfig, err)
+	}
+	if c.Client, err = kubernetes.NewForConfig(c.Config); err != nil {
+		return nil, fmt.Errorf("kubetest: client: %w", err)
+	}
+	hc, err := rest.HTTPClientFor(c.Config)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: client: %w", err)
+	}
+	if err := c.waitHTTP(ctx, "kube-apiserver", c.Server+"/readyz", hc); err != nil {
+		return nil, err
+	}
+	common := []string{"--kubeconfig=" + c.Kubeconfig, "--leader-elect=false", "--secure-port=0"}
+	if err := c.start(tools, "kube-controller-manager", append(common,
+		"--root-ca-file="+f.ca,
+		"--service-account-private-key-file="+f.saKey,
+		"--controllers=*",
+		// The HPA's own period: 15 s by default, too slow for a test.
+		"--horizontal-pod-autoscaler-sync-period=2s")...); err != nil {
+		return nil, err
+	}
+	if err := c.start(tools, "kube-scheduler", common[:2]...); err != nil {
+		return nil, err
+	}
+	if err := c.start(tools, "kwok",
+		"--kubeconfig="+c.Kubeconfig,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
+		"--node-ip=127.0.0.1",
+		"--server-address=127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	for i := range nodes {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		if err := c.addNode(ctx, name, i); err != nil {
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, name)
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// files are the paths writeFiles made.
+type files struct {
+	ca, serverCert, serverKey, saKey string
+}
+
+// writeFiles makes the CA, the API server's certificate, a client
+// certificate per kubeconfig user and the service-account key.
+func (c *Cluster) writeFiles() (files, error) {
+	var f files
+	ca, err := newCertAuthority()
+	if err != nil {
+		return f, err
+	}
+	server, err := ca.issue("kube-apiserver", nil, true)
+	if err != nil {
+		return f, err
+	}
+	admin, err := ca.issue("kubetest-admin", []string{"system:masters"}, false)
+	if err != nil {
+		return f, err
+	}
+	norbac, err := ca.issue("kubetest-norbac", nil, false)
+	if err != nil {
+		return f, err
+	}
+	sa, err := serviceAccountKey()
+	if err != nil {
+		return f, err
+	}
+	for _, w := range []struct {
+		name string
+		b    []byte
+		p    *string
+	}{
+		{"ca.crt", ca.certPEM(), &f.ca},
+		{"apiserver.crt", server.CertPEM, &f.serverCert},
+		{"apiserver.key", server.KeyPEM, &f.serverKey},
+		{"sa.key", sa, &f.saKey},
+	} {
+		if *w.p, err = writePrivate(c.Dir, w.name, w.b); err != nil {
+			return f, err
+		}
+	}
+	return f, c.writeKubeconfig(ca.certPEM(), admin, norbac)
+}
+
+func (c *Cluster) writeKubeconfig(caPEM []byte, admin, norbac keyPair) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["kubetest"] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: caPEM}
+	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: admin.CertPEM, ClientKeyData: admin.KeyPEM}
+	cfg.AuthInfos["norbac"] = &clientcmdapi.AuthInfo{ClientCertificateData: norbac.CertPEM, ClientKeyData: norbac.KeyPEM}
+	cfg.Contexts[AdminContext] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "admin"}
+	cfg.Contexts[NoRBACContext] = &clientcmdapi.Context{Cluster: "kubetest", AuthInfo: "norbac"}
+	cfg.CurrentContext = AdminContext
+	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, c.Kubeconfig); err != nil {
+		return fmt.Errorf("kubetest: write kubeconfig: %w", err)
+	}
+	return nil
+}
+
+// start starts tools/name with args, its output in Dir/name.log.
+func (c *Cluster) start(tools, name string, args ...string) error {
+	logPath := filepath.Join(c.Dir, name+".log")
+	out, err := os.Create(logPath)
+	if err != nil {
+		return fmt.Errorf("kubetest: %s log: %w", name, err)
+	}
+	defer out.Close()
+	cmd := exec.Command(filepath.Join(tools, name), args...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.Dir = c.Dir
+	ch, err := child.Start(cmd)
+	if err != nil {
+		return fmt.Errorf("kubetest: start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, &process{name: name, log: logPath, c: ch})
+	return nil
+}
+
+// startTimeout bounds each wait of Start; the API server's first start
+// (its storage and bootstrap policy) takes the longest, under load many
+// seconds.
+const startTimeout = 2 * time.Minute
+
+// waitHTTP polls url until it answers 200, the process dies or the time
+// is up.
+func (c *Cluster) waitHTTP(ctx context.Context, name, url string, hc *http.Client) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	p := c.procs[len(c.procs)-1]
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err == nil {
+			b := make([]byte, 512)
+			n, _ := resp.Body.Read(b)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Sprintf("%s: %s", resp.Status, bytes.TrimSpace(b[:n]))
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.c.Done():
+			return fmt.Errorf("kubetest: %s exited (%v) before ready:\n%s", name, p.c.Err(), tail(p.log))
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: %s not ready at %s within %s (last: %s):\n%s", name, url, startTimeout, last, tail(p.log))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// addNode registers a node kwok keeps Ready, with room for many pods.
+func (c *Cluster) addNode(ctx context.Context, name string, i int) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+			Labels: map[string]string{
+				"kubernetes.io/hostname":   name,
+				"kubernetes.io/os":         "linux",
+				"type":                     "kwok",
+				"svclab.dev/kubetest-node": strconv.Itoa(i),
+			},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	if _, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("kubetest: create node %s: %w", name, err)
+	}
+	return nil
+}
+
+// waitReady waits for every node to be Ready (kwok runs) and for the
+// default namespace's service account (the controller manager runs).
+func (c *Cluster) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	var last string
+	for {
+		last = c.notReady(ctx)
+		if last == "" {
+			return nil
+		}
+		for _, p := range c.procs {
+			select {
+			case <-p.c.Done():
+				return fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), tail(p.log))
+			default:
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kubetest: cluster not ready within %s: %s", startTimeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// notReady says what is not ready yet, or "".
+func (c *Cluster) notReady(ctx context.Context) string {
+	for _, name := range c.Nodes {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		ready := false
+		for _, cond := range n.Status.Conditions {
+			ready = ready || cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue
+		}
+		if !ready {
+			return "node " + name + " not Ready (kwok)"
+		}
+	}
+	if _, err := c.Client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err != nil {
+		return "service account default/default: " + err.Error() + " (kube-controller-manager)"
+	}
+	return ""
+}
+
+// Stop ends every process (SIGTERM, then the group's SIGKILL) and removes
+// Dir. Safe to call more than once.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		if err := p.c.Stop(context.Background(), syscall.SIGTERM, 5*time.Second); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	c.procs = nil
+	if c.Dir != "" {
+		if err := os.RemoveAll(c.Dir); err != nil {
+			errs = append(errs, err)
+		}
+		c.Dir = ""
+	}
+	return errors.Join(errs...)
+}
+
+// PIDs lists the processes' ids, for tests that check nothing is left.
+func (c *Cluster) PIDs() []int {
+	var out []int
+	for _, p := range c.procs {
+		out = append(out, p.c.Process.Pid)
+	}
+	return out
+}
+
+// Log returns the last lines of one process's log (for a failing test).
+func (c *Cluster) Log(name string) string {
+	for _, p := range c.procs {
+		if p.name == name {
+			return tail(p.log)
+		}
+	}
+	return ""
+}
+
+// tail returns the last lines of a log file.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// freePorts returns n loopback ports free now. Another process could take
+// one before the server binds it; the servers then fail to start, loudly.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("kubetest: free port: %w", err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// ClientFor returns a client of the kubeconfig's context name.
+func (c *Cluster) ClientFor(t testing.TB, name string) kubernetes.Interface {
+	t.Helper()
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
+		&clientcmd.ClientConfigLoadingRules{ExplicitPath: c.Kubeconfig},
+		&clientcmd.ConfigOverrides{CurrentContext: name}).ClientConfig()
+	if err != nil {
+		t.Fatalf("kubetest: context %s: %v", name, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatalf("kubetest: client of context %s: %v", name, err)
+	}
+	return cs
+}

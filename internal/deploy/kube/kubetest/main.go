@@ -1,0 +1,60 @@
+package kubetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/svclab/svclab/internal/tempdir"
+)
+
+// shared is the test binary's cluster, and skip why it has none.
+var (
+	shared *Cluster
+	skip   string
+)
+
+// Nodes is how many kwok nodes Main's cluster has: two, as study S0's two
+// machines.
+const Nodes = 2
+
+// Main is a TestMain for a package whose tests share one cluster: it
+// starts the cluster, runs the tests and stops it, and returns the exit
+// code. Without the binaries (ErrNoTools) the tests that call Get skip,
+// saying how to build them; with ToolsEnv set, a missing binary fails.
+func Main(m *testing.M) int {
+	c, err := Start(context.Background(), Nodes)
+	switch {
+	case errors.Is(err, ErrNoTools):
+		skip = err.Error()
+	case err != nil:
+		fmt.Fprintln(os.Stderr, err)
+		tempdir.RemoveOwn()
+		return 1
+	default:
+		shared = c
+	}
+	code := m.Run()
+	if shared != nil {
+		if err := shared.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
+		}
+	}
+	tempdir.RemoveOwn()
+	return code
+}
+
+// Get returns the cluster Main started, or skips t with the reason there
+// is none.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	if shared == nil {
+		if skip == "" {
+			t.Fatal("kubetest: Get without kubetest.Main in TestMain")
+		}
+		t.Skip(skip)
+	}
+	return shared
+}

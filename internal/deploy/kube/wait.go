@@ -1,0 +1,146 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// pollEvery is how often a wait reads the cluster's state.
+const pollEvery = 500 * time.Millisecond
+
+// runSelector selects the run's objects.
+func (dep *Deployment) runSelector() string { return LabelRun + "=" + dep.id }
+
+// waitRollout waits until every Deployment of the run has all its replicas
+// updated and available, or ctx ends; then it says why not, in the
+// cluster's words (the pods' conditions and waiting reasons, the
+// namespace's warning events: FailedScheduling, ImagePullBackOff,
+// FailedCreate, ...).
+func (dep *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {
+	start := time.Now()
+	for {
+		pending, err := dep.notRolledOut(ctx)
+		if err == nil && len(pending) == 0 {
+			dep.logf("rolled out in %s", time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			// The reasons are read with a fresh deadline: ctx has none left.
+			rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+			defer cancel()
+			if err != nil {
+				return apiError(dep.client, "rollout", err)
+			}
+			return fmt.Errorf("rollout not complete within %s (deploy.start_timeout): %s%s",
+				timeout, strings.Join(pending, "; "), dep.reasons(rctx))
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// notRolledOut lists the Deployments not yet rolled out, with their counts.
+func (dep *Deployment) notRolledOut(ctx context.Context) ([]string, error) {
+	var want []string
+	for _, o := range dep.objects {
+		if _, ok := o.(*appsv1.Deployment); ok {
+			want = append(want, o.GetName())
+		}
+	}
+	var pending []string
+	for _, name := range want {
+		d, err := dep.client.Typed.AppsV1().Deployments(dep.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		replicas := int32(1)
+		if d.Spec.Replicas != nil {
+			replicas = *d.Spec.Replicas
+		}
+		st := d.Status
+		if st.ObservedGeneration < d.Generation || st.UpdatedReplicas < replicas || st.AvailableReplicas < replicas || st.Replicas > replicas {
+			pending = append(pending, fmt.Sprintf("deployment %s: %d of %d replicas available", name, st.AvailableReplicas, replicas))
+		}
+	}
+	return pending, nil
+}
+
+// reasons is what the cluster says about the run's pods that are not
+// ready, and the namespace's warning events, as ": ..." (or "").
+func (dep *Deployment) reasons(ctx context.Context) string {
+	var out []string
+	pods, err := dep.client.Typed.CoreV1().Pods(dep.ns).List(ctx, metav1.ListOptions{LabelSelector: dep.runSelector()})
+	if err == nil {
+		for _, p := range pods.Items {
+			if r := podReason(&p); r != "" {
+				out = append(out, "pod "+p.Name+": "+r)
+			}
+		}
+	}
+	out = append(out, dep.warnings(ctx, 5)...)
+	if len(out) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(out, "; ")
+}
+
+// podReason is why a pod is not ready, or "".
+func podReason(p *corev1.Pod) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return c.Reason + ": " + c.Message
+		}
+	}
+	for _, cs := range append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...) {
+		if w := cs.State.Waiting; w != nil && w.Reason != "" && w.Reason != "ContainerCreating" && w.Reason != "PodInitializing" {
+			return fmt.Sprintf("container %s: %s: %s", cs.Name, w.Reason, w.Message)
+		}
+		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+			return fmt.Sprintf("container %s: %s (exit %d): %s", cs.Name, t.Reason, t.ExitCode, t.Message)
+		}
+	}
+	return ""
+}
+
+// warnings are the namespace's latest warning events, "Reason: message
+// (object)", at most n, each once.
+func (dep *Deployment) warnings(ctx context.Context, n int) []string {
+	evs, err := dep.client.Typed.CoreV1().Events(dep.ns).List(ctx, metav1.ListOptions{FieldSelector: "type=" + corev1.EventTypeWarning})
+	if err != nil {
+		return nil
+	}
+	items := evs.Items
+	slices.SortFunc(items, func(a, b corev1.Event) int { return eventTime(b).Compare(eventTime(a)) })
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range items {
+		line := fmt.Sprintf("%s: %s (%s %s)", e.Reason, strings.TrimSpace(e.Message), strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name)
+		key := e.Reason + e.Message
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		out = append(out, line)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}

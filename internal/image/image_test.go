@@ -1,0 +1,192 @@
+package image
+
+import (
+	"archive/tar"
+	"context"
+	"io"
+	"log"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// buildHello builds testdata/hello (a stand-in for svclab that builds in
+// seconds) with Build, stamped with version.
+func buildHello(t *testing.T, version string) string {
+	t.Helper()
+	mod := t.TempDir()
+	src, err := os.ReadFile("testdata/hello/main.go.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"go.mod":  []byte("module example.com/hello\n\ngo 1.22\n"),
+		"main.go": src,
+	} {
+		if err := os.WriteFile(filepath.Join(mod, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	bin, err := Build(context.Background(), mod, ".", plat, "-X main.version="+version, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// runFromImage extracts the image's file system and runs its entrypoint
+// with args, as a container runtime would (without the isolation).
+func runFromImage(t *testing.T, img v1.Image, args ...string) string {
+	t.Helper()
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, filepath.Clean("/"+h.Name))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(f, tr); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	ep := cf.Config.Entrypoint
+	out, err := exec.Command(filepath.Join(root, ep[0]), append(ep[1:], args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v %v in the image: %v\n%s", ep, args, err, out)
+	}
+	return string(out)
+}
+
+func TestPushPullRun(t *testing.T) {
+	bin := buildHello(t, "v9.8.7")
+	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	img, err := New(bin, Options{Platform: plat, Labels: map[string]string{"org.opencontainers.image.version": "v9.8.7"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer reg.Close()
+	ref := strings.TrimPrefix(reg.URL, "http://") + "/svclab/svclab:test"
+	pinned, err := Push(context.Background(), img, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(pinned, "@sha256:") {
+		t.Fatalf("Push returned %q, want a digest reference", pinned)
+	}
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pulled, err := remote.Image(r)
+	if err != nil {
+		t.Fatalf("pull %s: %v", ref, err)
+	}
+	want, _ := img.Digest()
+	if got, _ := pulled.Digest(); got != want {
+		t.Fatalf("pulled digest %s, pushed %s", got, want)
+	}
+	mt, _ := pulled.MediaType()
+	if mt != types.OCIManifestSchema1 {
+		t.Errorf("manifest media type %s, want OCI", mt)
+	}
+	layers, _ := pulled.Layers()
+	if len(layers) != 1 {
+		t.Fatalf("%d layers, want one (the binary)", len(layers))
+	}
+	cf, err := pulled.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
+		t.Errorf("platform %s/%s, want linux/%s", cf.OS, cf.Architecture, runtime.GOARCH)
+	}
+	if cf.Config.User != NonRoot || cf.Config.Labels["org.opencontainers.image.version"] != "v9.8.7" {
+		t.Errorf("config user %q labels %v", cf.Config.User, cf.Config.Labels)
+	}
+	if out := runFromImage(t, pulled, "--version"); !strings.Contains(out, "hello version v9.8.7") {
+		t.Fatalf("the image's binary says %q", out)
+	}
+}
+
+// TestReproducible: the same binary makes the same digest, so a push of an
+// unchanged build changes nothing in the cluster.
+func TestReproducible(t *testing.T) {
+	bin := buildHello(t, "v1")
+	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	a, err := New(bin, Options{Platform: plat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(bin, Options{Platform: plat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	da, _ := a.Digest()
+	db, _ := b.Digest()
+	if da != db {
+		t.Fatalf("two images of one binary: %s and %s", da, db)
+	}
+}
+
+func TestTarball(t *testing.T) {
+	bin := buildHello(t, "v2")
+	img, err := New(bin, Options{Platform: v1.Platform{OS: "linux", Architecture: runtime.GOARCH}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "svclab.tar")
+	if err := WriteTarball(img, "example.com/svclab:v2", p); err != nil {
+		t.Fatal(err)
+	}
+	tag, _ := name.NewTag("example.com/svclab:v2")
+	back, err := tarball.ImageFromPath(p, &tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := runFromImage(t, back, "--version"); !strings.Contains(out, "hello version v2") {
+		t.Fatalf("the tarball's binary says %q", out)
+	}
+}
+
+// TestRefusesDynamic: a binary that needs a loader would not start in an
+// image without a base; New says so.
+func TestRefusesDynamic(t *testing.T) {
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to stand for a dynamic binary")
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	_, err = New(sh, Options{Platform: v1.Platform{OS: "linux", Architecture: runtime.GOARCH}})
+	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Fatalf("New(%s) = %v, want a dynamic-linking error", sh, err)
+	}
+}
