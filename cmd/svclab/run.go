@@ -56,7 +56,14 @@ At the end it runs the analysis and prints the path of the report.`,
 			if out != nil && out.Dir != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
 				if out.Bottlenecked > 0 {
-					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the load generator fell behind in %d of %d ok runs (generator_bottleneck): their latencies include its own lag; see each run.json's warnings, and give it its own CPUs (experiment.isolation) or a lower rate\n", out.Bottlenecked, out.OK)
+					advice := "give it its own CPUs (experiment.isolation) or a lower rate"
+					if out.Isolated {
+						// Its own CPUs did not suffice: the reasons in run.json
+						// say whether other work held them or the rate is
+						// more than one generator sends.
+						advice = "it had CPUs of its own, so lower the rate, split it over load.generators, or run on a quieter machine"
+					}
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the load generator fell behind in %d of %d ok runs (generator_bottleneck): their latencies include its own lag; see each run.json's warnings; %s\n", out.Bottlenecked, out.OK, advice)
 				}
 			}
 			if err != nil {

@@ -52,8 +52,11 @@ type Outcome struct {
 	// Bottlenecked counts the runs whose load generator fell behind
 	// (a generator_bottleneck warning): their latencies hold its lag.
 	Bottlenecked int
-	Runs         int
-	Elapsed      time.Duration
+	// Isolated says the generator had CPUs of its own
+	// (experiment.isolation = "cpuset").
+	Isolated bool
+	Runs     int
+	Elapsed  time.Duration
 }
 
 // RunFile is run.json.
@@ -165,7 +168,7 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 }
 
 func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation, floor *hostclock.Calibration) (_ *Outcome, err error) {
-	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs)}
+	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs), Isolated: iso.DeployCPUs() != ""}
 	start := time.Now()
 	prog := newProgress(logw, opts.Live, p, start)
 	leave, err := iso.Enter()
