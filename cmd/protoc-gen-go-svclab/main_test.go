@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/pluginpb"
 
+	"github.com/svclab/svclab/proto/boutique"
 	"github.com/svclab/svclab/proto/chain"
 	"github.com/svclab/svclab/proto/echo"
 	"github.com/svclab/svclab/proto/kinds"
@@ -60,7 +61,8 @@ func plugin(t *testing.T) string {
 func TestPlugin(t *testing.T) {
 	bin := plugin(t)
 	req := request(echo.File_echo_echo_proto, chain.File_chain_chain_proto, kinds.File_kinds_kinds_proto,
-		rpcops.File_rpcops_rpcops_proto, selector.File_selector_selector_proto, shop.File_shop_shop_proto)
+		rpcops.File_rpcops_rpcops_proto, selector.File_selector_selector_proto, shop.File_shop_shop_proto,
+		boutique.File_boutique_boutique_proto)
 	in, err := proto.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
