@@ -180,16 +180,25 @@ func RemoveOwn() error {
 	return err
 }
 
-// Removed is a directory Sweep removed.
+// Removed is a directory Sweep or SweepPrefix removed.
 type Removed struct {
 	Path  string
 	Owner Owner
+	// Killed is the PID of a server that still ran in it (SweepPrefix's
+	// kill); 0 for none.
+	Killed int
 }
 
 // Sweep removes the process directories in parent ($TMPDIR when empty)
 // whose owner is dead, and returns them. A directory a live process owns,
 // the caller's own included, is never touched.
-func Sweep(parent string) ([]Removed, error) {
+func Sweep(parent string) ([]Removed, error) { return SweepPrefix(parent, Prefix, nil) }
+
+// SweepPrefix is Sweep for the directories named prefix<pid>-<random>
+// (a backing server's, say): before removing one whose owner is dead it
+// calls kill, when not nil, to end what still runs there; kill returns
+// that process's PID, or 0.
+func SweepPrefix(parent, prefix string, kill func(dir string) int) ([]Removed, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
@@ -200,7 +209,7 @@ func Sweep(parent string) ([]Removed, error) {
 	var out []Removed
 	var errs []error
 	for _, e := range entries {
-		pid, ok := namePID(e.Name())
+		pid, ok := namePID(e.Name(), prefix)
 		if !ok || !e.IsDir() {
 			continue
 		}
@@ -209,19 +218,23 @@ func Sweep(parent string) ([]Removed, error) {
 		if !dead {
 			continue
 		}
+		r := Removed{Path: dir, Owner: o}
+		if kill != nil {
+			r.Killed = kill(dir)
+		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s (owner %s is dead): %w", dir, o, err))
 			continue
 		}
-		out = append(out, Removed{Path: dir, Owner: o})
+		out = append(out, r)
 	}
 	return out, errors.Join(errs...)
 }
 
 // namePID reads the PID from a process directory's name,
-// "svclab-<pid>-<random>".
-func namePID(name string) (int, bool) {
-	rest, ok := strings.CutPrefix(name, Prefix)
+// "<prefix><pid>-<random>".
+func namePID(name, prefix string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, prefix)
 	if !ok {
 		return 0, false
 	}

@@ -144,7 +144,7 @@ func TestDir(t *testing.T) {
 	if filepath.Dir(sub) != root || filepath.Dir(root) != os.TempDir() {
 		t.Fatalf("%s is not in %s, in $TMPDIR %s", sub, root, os.TempDir())
 	}
-	if pid, ok := namePID(filepath.Base(root)); !ok || pid != os.Getpid() {
+	if pid, ok := namePID(filepath.Base(root), Prefix); !ok || pid != os.Getpid() {
 		t.Errorf("%s does not carry the PID %d", root, os.Getpid())
 	}
 	if o, err := ReadOwner(root); err != nil || o != Self() {

@@ -377,50 +377,22 @@ func (s *Server) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Removed is a cluster Sweep removed.
-type Removed struct {
-	Path  string
-	Owner tempdir.Owner
-	// Killed is the PID of a postmaster that still served it; 0 for none.
-	Killed int
-}
+// Removed is a directory Sweep removed, with the PID of a server it
+// killed there (Killed; 0 for none).
+type Removed = tempdir.Removed
 
 // Sweep removes the cluster directories in $TMPDIR whose svclab is dead,
 // after killing a postmaster (with its backends) that still serves one.
 // Clusters of live processes are never touched.
 func Sweep() ([]Removed, error) {
-	parent := os.TempDir()
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", parent, err)
-	}
-	var out []Removed
-	var errs []error
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), DirPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		p, _, _ := strings.Cut(rest, "-")
-		pid, _ := strconv.Atoi(p)
-		dir := filepath.Join(parent, e.Name())
-		dead, o := tempdir.Orphaned(dir, pid)
-		if !dead {
-			continue
-		}
-		r := Removed{Path: dir, Owner: o}
-		if pm := postmaster(filepath.Join(dir, "data")); pm > 0 {
+	return tempdir.SweepPrefix(os.TempDir(), DirPrefix, func(dir string) int {
+		pm := postmaster(filepath.Join(dir, "data"))
+		if pm > 0 {
 			_ = syscall.Kill(-pm, syscall.SIGKILL)
 			_ = syscall.Kill(pm, syscall.SIGKILL)
-			r.Killed = pm
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s (owner %s is dead): %w", dir, o, err))
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, errors.Join(errs...)
+		return pm
+	})
 }
 
 // postmaster returns the PID of a live postmaster serving data, from its

@@ -214,49 +214,22 @@ func (s *Server) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Removed is a server directory Sweep removed.
-type Removed struct {
-	Path  string
-	Owner tempdir.Owner
-	// Killed is the PID of a server that still ran in it; 0 for none.
-	Killed int
-}
+// Removed is a directory Sweep removed, with the PID of a server it
+// killed there (Killed; 0 for none).
+type Removed = tempdir.Removed
 
 // Sweep removes the server directories in $TMPDIR whose svclab is dead,
 // after killing a server that still runs in one. Directories of live
 // processes are never touched.
 func Sweep() ([]Removed, error) {
-	parent := os.TempDir()
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return nil, fmt.Errorf("sweep %s: %w", parent, err)
-	}
-	var out []Removed
-	var errs []error
-	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), DirPrefix)
-		if !ok || !e.IsDir() {
-			continue
-		}
-		p, _, _ := strings.Cut(rest, "-")
-		pid, _ := strconv.Atoi(p)
-		dir := filepath.Join(parent, e.Name())
-		dead, o := tempdir.Orphaned(dir, pid)
-		if !dead {
-			continue
-		}
-		r := Removed{Path: dir, Owner: o}
+	return tempdir.SweepPrefix(os.TempDir(), DirPrefix, func(dir string) int {
+		killed := 0
 		for _, srv := range serversIn(dir) {
 			_ = syscall.Kill(srv, syscall.SIGKILL)
-			r.Killed = srv
+			killed = srv
 		}
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove %s (owner %s is dead): %w", dir, o, err))
-			continue
-		}
-		out = append(out, r)
-	}
-	return out, errors.Join(errs...)
+		return killed
+	})
 }
 
 // serversIn returns the PIDs of redis-server processes whose working
