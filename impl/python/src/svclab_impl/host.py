@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import socket
+import time
 from collections.abc import Awaitable, Callable
 
 import grpc
@@ -22,6 +23,7 @@ from .callers import Caller, PeerSet, check_endpoint, check_policy, endpoint_str
 from .grpc_serving import GrpcServing
 from .health import Health
 from .http_serving import HttpApp, HttpServing, bind
+from .metrics import Metrics, code_of
 from .service import Service
 from .status import RpcError
 
@@ -51,6 +53,7 @@ class Host:
         self.grpc: GrpcServing | None = None
         self.http: HttpServing | None = None
         self.control: GrpcServing | None = None
+        self.metrics: Metrics | None = None  # None without mesh.metrics
         self.where: list[str] = []
         self._sockets: list[socket.socket] = []
         self._closing: set[asyncio.Future[None]] = set()
@@ -89,6 +92,7 @@ class Host:
         if os.environ.get(FAIL_COMPONENT_ENV) == comp:
             raise ConfigError(f"component {comp}: failing at start because "
                               f"{FAIL_COMPONENT_ENV}={comp} (a test knob)")
+        self._start_metrics()
         svc = app.build(comp, deps).intercept(self._admit)
         services = [svc, self.health.service()]
 
@@ -138,17 +142,41 @@ class Host:
             self.control = GrpcServing([self._control_service()])
             self.where.append(f"control on {self.control.listen(cfg.control.endpoint)}")
 
+    def _start_metrics(self) -> None:
+        """Serves mesh.metrics; refuses the mesh features this host does not have rather
+        than ignore them."""
+        mesh = self.cfg.mesh
+        for other in ("tls", "tracing", "resilience"):
+            if mesh.HasField(other):
+                raise ConfigError("mesh: the Python host serves metrics alone of the mesh "
+                                  f"features, but the config asks for {other}")
+        if not mesh.HasField("metrics"):
+            return
+        try:
+            self.metrics = Metrics(self.cfg.group, mesh.metrics)
+        except (ValueError, OSError) as e:
+            raise ConfigError(str(e)) from e
+        self.where.append(f"metrics on {self.metrics.where()}")
+
     async def _admit(self, method: str, call: Callable[[], Awaitable[Message]]) -> Message:
         if self.draining:
             raise RpcError(grpc.StatusCode.UNAVAILABLE, f"group {self.cfg.group} is draining")
         self.in_flight += 1
         self.served += 1
         self.idle.clear()
+        start = time.perf_counter()
+        code = grpc.StatusCode.OK
         try:
             if calls.propagate_enabled():
                 calls.outgoing.set(calls.propagated(calls.incoming.get()))
             return await call()
+        except BaseException as e:
+            code = code_of(e)
+            raise
         finally:
+            if self.metrics is not None:
+                self.metrics.observe(self.component, method.lstrip("/"),
+                                     time.perf_counter() - start, code)
             self.in_flight -= 1
             if self.in_flight == 0:
                 self.idle.set()
@@ -237,6 +265,8 @@ class Host:
             await p.close()
         if self.control is not None:
             await self.control.stop(None)
+        if self.metrics is not None:
+            self.metrics.close()
 
 
 def _check_listener(what: str, lis: host_pb2.Listener) -> None:

@@ -25,6 +25,7 @@ import svclab.host.v1.Host.DrainResponse;
 import svclab.host.v1.Host.EndpointSet;
 import svclab.host.v1.Host.HostConfig;
 import svclab.host.v1.Host.Listener;
+import svclab.host.v1.Host.Mesh;
 import svclab.host.v1.Host.StopRequest;
 import svclab.host.v1.Host.StopResponse;
 import svclab.host.v1.Host.UpdatePeersRequest;
@@ -66,6 +67,7 @@ public final class HostRunner {
   });
   private ConfigurableApplicationContext web;
   private GrpcServing control;
+  private Metrics metrics; // null without mesh.metrics
   private final List<String> where = new ArrayList<>();
   private final CountDownLatch done = new CountDownLatch(1);
   private volatile boolean graceful;
@@ -116,6 +118,7 @@ public final class HostRunner {
         throw new IllegalArgumentException("component " + component + ": failing at start because SVCLAB_FAIL_COMPONENT="
             + component + " (a test knob)");
       }
+      startMetrics();
       boolean propagate = "1".equals(System.getenv(Calls.PROPAGATE_ENV));
       Service svc = app.build(component, deps).intercept((method, call) -> admit(method, call, propagate));
       List<Service> services = List.of(svc, health.service());
@@ -162,6 +165,22 @@ public final class HostRunner {
     }
   }
 
+  /** Serves mesh.metrics; refuses the mesh features this host does not have rather than ignore them. */
+  private void startMetrics() throws IOException {
+    if (!cfg.hasMesh()) {
+      return;
+    }
+    Mesh m = cfg.getMesh();
+    if (m.hasTls() || m.hasTracing() || m.hasResilience()) {
+      throw new IllegalArgumentException("mesh: the Java host serves metrics alone of the mesh features, but the config"
+          + " asks for " + (m.hasTls() ? "tls" : m.hasTracing() ? "tracing" : "resilience"));
+    }
+    if (m.hasMetrics()) {
+      metrics = new Metrics(cfg.getGroup(), m.getMetrics());
+      where.add("metrics on " + metrics.where());
+    }
+  }
+
   private void listen(Listener l, String what, List<Service> services, List<WebApp.Listen> httpListens,
       List<String> httpWhat) throws IOException {
     checkListener(l, what);
@@ -194,6 +213,8 @@ public final class HostRunner {
       throw Status.UNAVAILABLE.withDescription("group " + cfg.getGroup() + " is draining").asRuntimeException();
     }
     served.incrementAndGet();
+    long start = System.nanoTime();
+    Status.Code code = Status.Code.OK;
     try {
       if (propagate) {
         Context ctx = Context.current();
@@ -206,7 +227,13 @@ public final class HostRunner {
         }
       }
       return call.get();
+    } catch (RuntimeException e) {
+      code = Status.fromThrowable(e).getCode();
+      throw e;
     } finally {
+      if (metrics != null) {
+        metrics.observe(component, method, (System.nanoTime() - start) / 1e9, code);
+      }
       calls.leave();
     }
   }
@@ -304,6 +331,9 @@ public final class HostRunner {
     }
     if (control != null) {
       control.close();
+    }
+    if (metrics != null) {
+      metrics.close();
     }
     probes.shutdownNow();
     timers.shutdownNow();
