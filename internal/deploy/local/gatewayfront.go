@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -50,6 +51,9 @@ func startGatewayFront(addrs []string) (*gatewayFront, error) {
 			r.Out.Host = r.In.Host
 		},
 		Transport: tr,
+		// Without a pool, ReverseProxy allocates (and zeroes) a 32 KiB
+		// copy buffer per request.
+		BufferPool: copyBuffers{},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			// UNAVAILABLE in the http transport's mapping: a replica that
 			// went away between its death and the deployer's update.
@@ -82,6 +86,14 @@ func (f *gatewayFront) update(addrs []string) {
 	}
 	f.targets.Store(&ts)
 }
+
+// copyBuffers lends the proxy its body copy buffers.
+type copyBuffers struct{}
+
+var copyBufferPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+func (copyBuffers) Get() []byte  { return *copyBufferPool.Get().(*[]byte) }
+func (copyBuffers) Put(b []byte) { copyBufferPool.Put(&b) }
 
 // addr is where clients reach the front.
 func (f *gatewayFront) addr() string { return f.lis.Addr().String() }

@@ -11,6 +11,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/middleware/metrics"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -36,6 +37,9 @@ type mesh struct {
 	collected chan struct{}
 
 	metrics bool
+	// byAddress says whether group g's host binds its own listeners (Java,
+	// Python), so that its metrics listener is an address, not a socket.
+	byAddress func(g int) bool
 	// metricsAt is each group's metrics listener.
 	metricsAt  []*hostv1.Listener
 	prometheus *prometheus
@@ -62,6 +66,7 @@ type mesh struct {
 // mesh feature; on error the caller's Stop cleans up.
 func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, error) {
 	m := &mesh{tracing: p.Mesh.Tracing, metrics: p.Mesh.Metrics, collected: make(chan struct{})}
+	m.byAddress = func(g int) bool { return p.GroupLanguage(g) != runtime.LangGo }
 	if p.Mesh.Tracing > 0 {
 		j, err := d.startJaeger(ctx, deploy.JaegerPath())
 		if err != nil {
@@ -159,7 +164,7 @@ func (m *mesh) configure(hc *hostv1.HostConfig, i int, g runtime.Group) {
 	}
 	hc.Mesh = &hostv1.Mesh{}
 	if m.metrics && i >= 0 && i < len(m.metricsAt) {
-		hc.Mesh.Metrics = &hostv1.Metrics{Listener: m.metricsAt[i]}
+		hc.Mesh.Metrics = &hostv1.Metrics{Listener: m.metricsAt[i], Buckets: metrics.Buckets}
 	}
 	if m.jaeger != nil {
 		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: m.tracing, OtlpEndpoint: m.jaeger.otlp}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
@@ -39,9 +41,18 @@ type prometheus struct {
 }
 
 // bindMetrics makes a metrics listener among the inherited sockets of each
-// replica in ss, in ss's order.
+// replica in ss, in ss's order; a Java or Python host, which binds its own
+// listeners, gets an address instead (languages.go).
 func (m *mesh) bindMetrics(ss []*sockets) error {
 	for _, s := range ss {
+		if m.byAddress != nil && m.byAddress(s.group) {
+			l, err := bindByAddress(runtime.Endpoint{Transport: "http", Network: "tcp"})
+			if err != nil {
+				return fmt.Errorf("deploy.metrics: %w", err)
+			}
+			m.metricsAt = append(m.metricsAt, l)
+			continue
+		}
 		lis, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			return fmt.Errorf("deploy.metrics: listen: %w", err)
@@ -237,6 +248,9 @@ func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
 				labels[k] = v
 			}
 		}
+		if le, ok := labels["le"]; ok {
+			labels["le"] = canonicalLe(le)
+		}
 		for _, v := range r.Values {
 			ts, _ := v[0].(float64)
 			s, _ := v[1].(string)
@@ -248,6 +262,21 @@ func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
 		}
 	}
 	return out, nil
+}
+
+// canonicalLe writes a histogram bound as Go's client does ("5e-05",
+// "0.001"), whatever host served it: the Java client writes "5.0E-5", and
+// Prometheus 2 keeps the label as scraped, so the same bucket of a Java and
+// a Go host would be two series.
+func canonicalLe(le string) string {
+	f, err := strconv.ParseFloat(le, 64)
+	if err != nil {
+		return le
+	}
+	if math.IsInf(f, +1) {
+		return "+Inf"
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
 // httpOK reports whether GET u answers 200 within a second.

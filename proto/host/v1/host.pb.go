@@ -474,7 +474,11 @@ type Metrics struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Listener is where the host serves GET /metrics (HTTP, the Prometheus
 	// exposition format).
-	Listener      *Listener `protobuf:"bytes,1,opt,name=listener,proto3" json:"listener,omitempty"`
+	Listener *Listener `protobuf:"bytes,1,opt,name=listener,proto3" json:"listener,omitempty"`
+	// Buckets are the upper bounds (seconds) of the call duration histogram,
+	// ascending, without +Inf: the deployer sends the Go host's, so that a
+	// host in any language serves the same `le` labels.
+	Buckets       []float64 `protobuf:"fixed64,2,rep,packed,name=buckets,proto3" json:"buckets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -512,6 +516,13 @@ func (*Metrics) Descriptor() ([]byte, []int) {
 func (x *Metrics) GetListener() *Listener {
 	if x != nil {
 		return x.Listener
+	}
+	return nil
+}
+
+func (x *Metrics) GetBuckets() []float64 {
+	if x != nil {
+		return x.Buckets
 	}
 	return nil
 }
@@ -1281,9 +1292,10 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\x06window\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06window\x12\x1b\n" +
 	"\tmin_calls\x18\x04 \x01(\x05R\bminCalls\x12-\n" +
 	"\x04open\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x04open\x12\x16\n" +
-	"\x06probes\x18\x06 \x01(\x05R\x06probes\"?\n" +
+	"\x06probes\x18\x06 \x01(\x05R\x06probes\"Y\n" +
 	"\aMetrics\x124\n" +
-	"\blistener\x18\x01 \x01(\v2\x18.svclab.host.v1.ListenerR\blistener\"D\n" +
+	"\blistener\x18\x01 \x01(\v2\x18.svclab.host.v1.ListenerR\blistener\x12\x18\n" +
+	"\abuckets\x18\x02 \x03(\x01R\abuckets\"D\n" +
 	"\aTracing\x12\x14\n" +
 	"\x05ratio\x18\x01 \x01(\x01R\x05ratio\x12#\n" +
 	"\rotlp_endpoint\x18\x02 \x01(\tR\fotlpEndpoint\"\xa7\x01\n" +

@@ -855,6 +855,10 @@ func (x *Metrics) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if len(x.Buckets) > 0 {
+		b = append(b, ",\"buckets\":"...)
+		b = pbjson.AppendFloat64s(b, x.Buckets)
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -893,6 +897,17 @@ func (x *Metrics) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.Listener = v
+			}
+		case "buckets":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			if x.Buckets, err = d.Float64s(x.Buckets); err != nil {
+				return err
 			}
 		default:
 			if err := d.Unknown(name); err != nil {
