@@ -24,8 +24,9 @@ import svclab.host.v1.Host;
  * {@code process_resident_memory_bytes}).
  */
 public final class Metrics implements AutoCloseable {
-  static final String REQUESTS = "svclab_requests_total";
-  static final String ERRORS = "svclab_request_errors_total";
+  // The client adds _total to a counter's name.
+  static final String REQUESTS = "svclab_requests";
+  static final String ERRORS = "svclab_request_errors";
   static final String DURATION = "svclab_request_duration_seconds";
 
   /** grpc-go's names of the codes (codes.Code.String()), which label errors on every host. */
