@@ -101,3 +101,61 @@ func TestMetricsBackendFails(t *testing.T) {
 		t.Errorf("processes of deployment %s left running: %v", m[1], procs)
 	}
 }
+
+// TestMetricsScaledAwayReplica serves calls on 2 replicas of hop2 with
+// deploy.metrics, scales hop2 down to 1 right after the last call, and
+// checks that what Prometheus scraped counts every call hop2 served: the
+// replica scaled away stayed in the targets until it had drained and been
+// scraped once more, so its last counters reached the series that
+// metrics.parquet is written from, under its own process label.
+func TestMetricsScaledAwayReplica(t *testing.T) {
+	if _, err := deploy.PrometheusPath(); err != nil {
+		t.Skipf("no Prometheus to scrape with: %v", err)
+	}
+	p := resolve(t, "[app]\nname = \"chain\"\nhops = 2\n[deploy]\nplacement = \"split\"\ntransport = \"grpc\"\nmetrics = true\n[deploy.replicas]\nhop2 = 2\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	d, err := local.Deploy(ctx, p, local.Options{})
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	defer d.Stop(context.Background())
+	conn, err := d.Dial(ctx, transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const calls = 60
+	req := p.Requests()[0]
+	for range calls {
+		if _, err := req.Invoke(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close()
+	if err := d.Scale(ctx, "hop2", 1); err != nil {
+		t.Fatalf("scale down: %v", err)
+	}
+	if err := d.Stop(ctx); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	series, err := d.Series()
+	if err != nil {
+		t.Fatalf("series: %v", err)
+	}
+	last := map[string]float64{} // process → its last svclab_requests_total of hop2
+	for _, s := range series {
+		if s.Name == "svclab_requests_total" && s.Labels["component"] == "hop2" {
+			last[s.Labels["process"]] = s.Value
+		}
+	}
+	var total float64
+	for _, v := range last {
+		total += v
+	}
+	if total != calls {
+		t.Errorf("hop2's replicas counted %v calls (%v), want %d", total, last, calls)
+	}
+	if last["hop2#1"] == 0 {
+		t.Errorf("the replica scaled away (hop2#1) has no count: %v", last)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -38,6 +39,11 @@ type prometheus struct {
 	start   time.Time
 	dir     string
 	targets atomic.Int64 // how many targets the targets file lists
+
+	// lingering are replicas being scaled away that stay in the targets
+	// until their last counters are scraped (scrapedrain.go).
+	lingerMu  sync.Mutex
+	lingering map[*process]bool
 }
 
 // bindMetrics makes a metrics listener among the inherited sockets of each
@@ -162,37 +168,49 @@ func (p *prometheus) allUp(ctx context.Context) (bool, string) {
 	return p.scrapedSince(ctx, time.Time{})
 }
 
-// scrapedSince reports whether every target is up and was last scraped
-// after since, and what is missing when not.
-func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, string) {
+// activeTarget is one of Prometheus's active targets, as its API says.
+type activeTarget struct {
+	ScrapeURL  string    `json:"scrapeUrl"`
+	Health     string    `json:"health"`
+	LastError  string    `json:"lastError"`
+	LastScrape time.Time `json:"lastScrape"`
+}
+
+// activeTargets asks Prometheus for its active targets.
+func (p *prometheus) activeTargets(ctx context.Context) ([]activeTarget, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.web+"/api/v1/targets?state=active", nil)
 	if err != nil {
-		return false, err.Error()
+		return nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return false, err.Error()
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Data struct {
-			ActiveTargets []struct {
-				ScrapeURL  string    `json:"scrapeUrl"`
-				Health     string    `json:"health"`
-				LastError  string    `json:"lastError"`
-				LastScrape time.Time `json:"lastScrape"`
-			} `json:"activeTargets"`
+			ActiveTargets []activeTarget `json:"activeTargets"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, err
+	}
+	return body.Data.ActiveTargets, nil
+}
+
+// scrapedSince reports whether every target is up and was last scraped
+// after since, and what is missing when not.
+func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, string) {
+	targets, err := p.activeTargets(ctx)
+	if err != nil {
 		return false, err.Error()
 	}
-	if n := p.targets.Load(); int64(len(body.Data.ActiveTargets)) != n {
-		return false, fmt.Sprintf("%d of %d targets known", len(body.Data.ActiveTargets), n)
+	if n := p.targets.Load(); int64(len(targets)) != n {
+		return false, fmt.Sprintf("%d of %d targets known", len(targets), n)
 	}
-	for _, t := range body.Data.ActiveTargets {
+	for _, t := range targets {
 		if t.Health != "up" {
 			return false, fmt.Sprintf("%s is %s %s", t.ScrapeURL, t.Health, t.LastError)
 		}

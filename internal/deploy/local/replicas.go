@@ -256,12 +256,14 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	for _, p := range victims {
 		p.retired.Store(true)
 	}
+	d.mesh.linger(victims)
 	var errs []error
 	if err := d.pushPeers(ctx, g); err != nil {
 		// A caller that still sends to a victim finds it draining
 		// (UNAVAILABLE) and its health check takes it out.
 		errs = append(errs, err)
 	}
+	d.lastScrape(ctx, victims)
 	for _, p := range victims {
 		if err := d.stopReplica(ctx, p); err != nil {
 			errs = append(errs, err)

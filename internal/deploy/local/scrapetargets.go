@@ -59,7 +59,7 @@ func (d *Deployment) scrapeTargets() []scrapeTarget {
 	defer d.mu.Unlock()
 	var out []scrapeTarget
 	for _, p := range d.processes {
-		if p.metrics != "" && !p.retired.Load() && !p.exited() {
+		if p.metrics != "" && !p.exited() && (!p.retired.Load() || d.mesh.lingers(p)) {
 			out = append(out, scrapeTarget{addr: p.metrics, process: p.info.Name})
 		}
 	}
