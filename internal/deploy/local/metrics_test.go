@@ -2,6 +2,7 @@ package local_test
 
 import (
 	"context"
+	"maps"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -10,6 +11,8 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/middleware/metrics"
 	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
@@ -157,5 +160,77 @@ func TestMetricsScaledAwayReplica(t *testing.T) {
 	}
 	if last["hop2#1"] == 0 {
 		t.Errorf("the replica scaled away (hop2#1) has no count: %v", last)
+	}
+}
+
+// TestMetricsLanguages deploys select with deploy.metrics, its selector a
+// Java or a Python host behind the Go frontend, and a real Prometheus:
+// what it scraped counts every call at both components, under the same
+// names, labels and bucket bounds as the Go host's, and has the Java or
+// Python process's CPU and memory.
+func TestMetricsLanguages(t *testing.T) {
+	if _, err := deploy.PrometheusPath(); err != nil {
+		t.Skipf("no Prometheus to scrape with: %v", err)
+	}
+	for _, lang := range []string{runtime.LangJava, runtime.LangPython} {
+		t.Run(lang, func(t *testing.T) {
+			needLanguage(t, lang)
+			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\ntransport = \"grpc\"\nmetrics = true\nstart_timeout = \"90s\"\n[deploy.languages]\nselector = \""+lang+"\"\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+			defer cancel()
+			d, err := local.Deploy(ctx, p, local.Options{})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			defer d.Stop(context.Background())
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			const calls = 25
+			req := p.Requests()[0]
+			for range calls {
+				if _, err := req.Invoke(ctx, conn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			conn.Close()
+			if err := d.Stop(ctx); err != nil {
+				t.Fatalf("stop: %v", err)
+			}
+			series, err := d.Series()
+			if err != nil {
+				t.Fatalf("series: %v", err)
+			}
+			last := map[string]float64{}
+			bounds := map[string]map[string]bool{} // component → le labels
+			for _, s := range series {
+				c := s.Labels["component"]
+				switch s.Name {
+				case "svclab_requests_total", "svclab_request_duration_seconds_count":
+					last[s.Name+"/"+c] = s.Value
+				case "svclab_request_duration_seconds_bucket":
+					if bounds[c] == nil {
+						bounds[c] = map[string]bool{}
+					}
+					bounds[c][s.Labels["le"]] = true
+				case "process_resident_memory_bytes", "process_cpu_seconds_total":
+					last[s.Name+"/"+s.Labels["process"]] = s.Value
+				}
+			}
+			for _, c := range []string{"frontend", "selector"} {
+				for _, name := range []string{"svclab_requests_total", "svclab_request_duration_seconds_count"} {
+					if got := last[name+"/"+c]; got != calls {
+						t.Errorf("%s{component=%q} = %v, want %d", name, c, got, calls)
+					}
+				}
+			}
+			if len(bounds["selector"]) != len(metrics.Buckets)+1 || !maps.Equal(bounds["selector"], bounds["frontend"]) {
+				t.Errorf("the %s selector's bucket bounds %v differ from the Go frontend's %v", lang, bounds["selector"], bounds["frontend"])
+			}
+			if last["process_resident_memory_bytes/selector"] < 1<<20 {
+				t.Errorf("the %s selector's resident memory: %v", lang, last["process_resident_memory_bytes/selector"])
+			}
+		})
 	}
 }

@@ -73,6 +73,10 @@ public final class Metrics implements AutoCloseable {
       throw new IllegalArgumentException("mesh.metrics: listener fd " + cfg.getListener().getFd()
           + ": the Java host cannot serve an inherited socket; give fd 0 and the address to listen on");
     }
+    // One exposition now loads the client's classes, which the first
+    // scrape would otherwise do within Prometheus's scrape timeout (0.9 s),
+    // too short for a JVM on a loaded machine.
+    registry.scrape();
     at = Addresses.inet(ep.getAddr());
     server = HTTPServer.builder().inetAddress(at.getAddress()).port(at.getPort()).registry(registry)
         .buildAndStart();
