@@ -100,3 +100,18 @@ func TestLanguages(t *testing.T) {
 		t.Errorf("a spec without deploy.languages: %v, group language %q, want all Go", mono.Languages, mono.GroupLanguage(0))
 	}
 }
+
+// TestLanguageMetrics checks that deploy.metrics, which the Java and
+// Python hosts serve, resolves with a component in either language.
+func TestLanguageMetrics(t *testing.T) {
+	for _, lang := range []string{runtime.LangJava, runtime.LangPython} {
+		s := parse(t, selectSplit+"metrics = true\n[deploy.languages]\nselector = \""+lang+"\"\n")
+		p, err := runtime.Resolve(s)
+		if err != nil {
+			t.Fatalf("%s: %v", lang, err)
+		}
+		if !p.Mesh.Metrics || p.Language("selector") != lang {
+			t.Errorf("%s: metrics %v, selector in %s", lang, p.Mesh.Metrics, p.Language("selector"))
+		}
+	}
+}

@@ -87,9 +87,9 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(REQUESTS, "Calls served, by component and method.",
                                 ["group", "component", "method"], registry=self.registry)
-        self.errors = Counter(ERRORS,
-                              "Calls served that failed, by component, method and gRPC status code.",
-                              ["group", "component", "method", "code"], registry=self.registry)
+        self.errors = Counter(
+            ERRORS, "Calls served that failed, by component, method and gRPC status code.",
+            ["group", "component", "method", "code"], registry=self.registry)
         self.duration = Histogram(DURATION, "Time to serve a call, by component and method.",
                                   ["group", "component", "method"],
                                   buckets=buckets(cfg.buckets), registry=self.registry)
@@ -101,8 +101,9 @@ class Metrics:
         self._thread: threading.Thread = thread
 
     def where(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"[{host}]:{port}" if ":" in str(host) else f"{host}:{port}"
+        addr = self._server.server_address
+        host, port = str(addr[0]), int(addr[1])
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
     def observe(self, component: str, method: str, seconds: float,
                 code: grpc.StatusCode) -> None:
