@@ -9,22 +9,23 @@ import (
 
 // The tracing backend stands for a mesh's telemetry service, which runs on
 // machines of its own in a real cluster; here it shares the two cores with
-// the system under test, and at 500 spans/s its ingest competed with the
-// hops for a core, which measured as tracing's cost on the request path
-// (docs/PERFORMANCE.md, "Mesh: what tracing costs"). It runs at the lowest
-// CPU priority instead: it takes the CPU the system under test leaves, and
-// yields it at once when a hop wakes. Spans queue in the hosts' batchers
-// and its receiver meanwhile; a backend starved long enough to lose some
-// shows in the run's trace check, as any loss does.
+// the system under test, and its ingest of every span competes with the
+// hops for a core, which a run measures as tracing's cost on the request
+// path. Running it at a low CPU priority would let a hop that wakes take
+// the core from it at once, while spans wait in the hosts' batchers. On
+// 2026-11-23, at load average 19–24 from other work, nice 19 measured no
+// gain over nice 0 (docs/PERFORMANCE.md, "Mesh: what tracing costs"), so
+// the backend keeps the system under test's priority unless asked.
 
-// BackendNiceEnv sets the backend's nice value, 19 when unset; 0 runs it
-// at the system under test's priority, as before (measurements).
+// BackendNiceEnv sets the tracing backend's nice value (0 to 19; 0, the
+// system under test's own, when unset), to measure what its competition
+// for the CPU costs the hops.
 const BackendNiceEnv = "SVCLAB_BACKEND_NICE"
 
 // backendCommand runs bin with args at the backend's priority: under
 // nice(1), so that every thread the program starts inherits it.
 func backendCommand(bin string, args ...string) *exec.Cmd {
-	n := 19
+	n := 0
 	if v, err := strconv.Atoi(os.Getenv(BackendNiceEnv)); err == nil && v >= 0 && v <= 19 {
 		n = v
 	}

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// TestBackendNice: a backend started by backendCommand runs at nice 19,
-// every thread of it, unless SVCLAB_BACKEND_NICE says otherwise; messages
+// TestBackendNice: a backend started by backendCommand runs at the nice
+// value SVCLAB_BACKEND_NICE gives (0 when unset or out of range); messages
 // name the program, not nice(1).
 func TestBackendNice(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
@@ -21,7 +21,7 @@ func TestBackendNice(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
 		want int
-	}{{"", 19}, {"10", 10}, {"0", 0}} {
+	}{{"", 0}, {"19", 19}, {"10", 10}, {"0", 0}, {"40", 0}} {
 		t.Run("env="+tc.env, func(t *testing.T) {
 			t.Setenv(BackendNiceEnv, tc.env)
 			cmd := backendCommand(sleep, "10")

@@ -194,8 +194,9 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 	d.mu.Unlock()
 	defer func() {
 		if err != nil {
-			// Not yet anyone's peer: killed, and left out of Processes.
-			for _, p := range started {
+			// Not yet anyone's peer: killed, and left out of Processes;
+			// a sidecar (after its host) first, as it is in its host's cgroup.
+			for _, p := range slices.Backward(started) {
 				p.retired.Store(true)
 				signalGroup(p, syscall.SIGKILL)
 				<-p.done

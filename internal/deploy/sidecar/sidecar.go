@@ -421,10 +421,11 @@ func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca,
 }
 
 // proxyName names the sidecar of replica r of group g after the replica,
-// as the deployer names its host.
+// as the deployer names its host; a replica added to a group that started
+// with one is numbered too, as its sidecar needs a directory of its own.
 func proxyName(topo *runtime.Topology, g, r int, k Kind) string {
 	grp := topo.Groups[g]
-	if grp.Replicas > 1 || grp.Autoscale != nil {
+	if grp.Replicas > 1 || grp.Autoscale != nil || r > 0 {
 		return fmt.Sprintf("%s#%d.%s", grp.Name, r, k.Name())
 	}
 	return grp.Name + "." + k.Name()
