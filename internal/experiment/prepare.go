@@ -50,14 +50,11 @@ func (p *Prepared) Timing() Timing {
 // PlanSpec is NewPlan with every design point prepared; the prepared points
 // are returned keyed by run ID.
 func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
-	if err := needLoad(s); err != nil {
-		return nil, nil, err
-	}
 	bySpec := map[*spec.Spec]*Prepared{}
 	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
 		pr, err := Prepare(rs)
 		if err != nil {
-			return Timing{}, err
+			return Timing{}, noLoad(s, err)
 		}
 		bySpec[rs] = pr
 		return pr.Timing(), nil
