@@ -44,6 +44,9 @@ DIR), and exits 0, unless --report asked for the report.`,
   svclab run --set experiment.repetitions=2 --set load.duration=2s experiments/quickstart.toml`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab run experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantReport && noReport {
+				return usageError{errors.New("--report and --no-report: give one")}
+			}
 			s, err := loadSpec(args[0], sets)
 			if err != nil {
 				return err

@@ -49,6 +49,11 @@ func TestBadInputExitsTwo(t *testing.T) {
 			})
 		}
 	}
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel0()
+	if _, stderr, code := svclab(t, ctx0, nil, "run", "--report", "--no-report", "--results", results, good); code != 2 || !strings.Contains(stderr, "--report and --no-report") {
+		t.Errorf("run --report --no-report: exit %d, %q; want 2", code, stderr)
+	}
 	if _, err := os.Stat(results); !os.IsNotExist(err) {
 		t.Errorf("a refused run made %s (%v)", results, err)
 	}
