@@ -52,6 +52,8 @@ def overall(verdicts: Sequence[str]) -> str:
         return "holds"
     if failed == n:
         return "does not hold"
+    if held == failed == 0:
+        return "inconclusive" if n == 1 else f"inconclusive in all {n} cells"
     return f"holds in {held} of {n} cells, does not hold in {failed}"
 
 
