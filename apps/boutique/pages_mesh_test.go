@@ -2,6 +2,7 @@ package boutique_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -43,7 +44,14 @@ metrics = true
 	for range products {
 		b.do("GET", "/product/OLJCESPC7Z", nil, 200)
 	}
-	b.do("GET", "/no-such-page", nil, 404)
+	resp, err := b.c.Get(d.GatewayURL() + "/no-such-page")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("GET /no-such-page: %s, want 404", resp.Status)
+	}
 	if err := d.Stop(ctx); err != nil {
 		t.Fatalf("stop: %v", err)
 	}

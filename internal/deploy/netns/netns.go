@@ -17,8 +17,10 @@
 // used as a library, with a toxic of this package's that works in
 // nanoseconds), listening in the router namespace that holds the bridge.
 // An unshaped link has no proxy: traffic goes host to host over the
-// bridge. Bandwidth is limited in the kernel, with htb classes on the
-// caller's veth (shape.go).
+// bridge, except on the paths into a group a hop fault of
+// [deploy.faults] targets, which always carry one (hopfaults.go).
+// Bandwidth is limited in the kernel, with htb classes on the caller's
+// veth (shape.go).
 //
 // Namespaces carry their owner's PID and start time in their names
 // (ns.go), so what a svclab killed with -9 left is removed by the next
