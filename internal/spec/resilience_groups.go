@@ -1,6 +1,9 @@
 package spec
 
-import "sort"
+import (
+	"maps"
+	"slices"
+)
 
 // [deploy.resilience.groups.NAME] sets the policy of calls into one group
 // (NAME is the group, or a component of it, as deploy.faults targets are
@@ -59,12 +62,7 @@ func (r Resilience) groupsOn() bool {
 
 // GroupNames are the names of [deploy.resilience.groups], sorted.
 func (r Resilience) GroupNames() []string {
-	out := make([]string, 0, len(r.Groups))
-	for n := range r.Groups {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(r.Groups))
 }
 
 // checkResilienceGroups checks each group's policy, after the hop-wide
