@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -42,13 +41,7 @@ type auditor struct {
 // the time spent stopping, which is most of a pause on a busy host).
 const metricPauses = "/sched/pauses/total/gc:seconds"
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return hostclock.ProcessCPU() }
 
 // runQueueWait is how long the kernel has kept the process's threads
 // runnable but waiting for a CPU (the second field of each thread's
