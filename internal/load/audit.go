@@ -189,8 +189,10 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 		return warnings
 	}
 	var reasons []string
+	lagOK := true
 	if !in.closed {
-		reasons = append(reasons, lagReasons(g, in)...)
+		lr := lagReasons(g, in)
+		reasons, lagOK = append(reasons, lr...), len(lr) == 0
 	}
 	if in.cpuPercent > 90*float64(in.cores) {
 		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", in.cpuPercent, in.cores))
@@ -207,7 +209,7 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 		g.Reason = strings.Join(reasons, "; ")
 		warnings = append(warnings, "generator_bottleneck: "+g.Reason)
 	}
-	if w := hostLateWarning(g, in); w != "" {
+	if w := hostLateWarning(g, in); w != "" && lagOK {
 		warnings = append(warnings, w)
 	}
 	if !in.closed {
@@ -325,7 +327,7 @@ func ownWork(in auditInput) string {
 }
 
 // hostLateWarning is the note of a run whose lag the window's floor
-// excuses: the sentinel was late too, so the latencies hold the host's
+// excuses (judge gives it only then): the sentinel was late too, so the latencies hold the host's
 // lateness, which no generator on those CPUs could have avoided.
 func hostLateWarning(g *Generator, in auditInput) string {
 	if in.closed || !hostLate(in) || g.LagP99Ms <= float64(lateNs)/1e6 {

@@ -86,7 +86,7 @@ func TestJudge(t *testing.T) {
 		// Both late, the generator beyond the host's lateness: flagged,
 		// and the reason gives the host its share.
 		{name: "both late, generator later", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 9000), floor: floor, window: &hostclock.Calibration{P99Ms: 2, P999Ms: 4}, wall: time.Second, cores: 1, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "the host was late in this window too (the timer loop beside it p99 2.000 ms), but the generator was later still"},
+			verdict: VerdictBottleneck, reason: "the host was late in this window too (the timer loop beside it p99 2.000 ms), but the generator was later still", nowarn: "host_late"},
 		// A sentinel that failed: the experiment's floor, and the note why.
 		{name: "sentinel failed", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, windowErr: errors.New("start /nope: no such file"), total: Operation{Latency: quiet}},
 			verdict: VerdictBottleneck, reason: "no timer loop ran beside the run (start /nope: no such file)"},
