@@ -49,8 +49,9 @@ type SentinelOptions struct {
 	// Poisson draws each wait from an exponential distribution of mean
 	// Gap (clamped too), as a Poisson open loop asks.
 	Poisson bool
-	// StartAt is when the window starts (now when zero or past);
-	// Duration is its length.
+	// StartAt is when the window starts (now when zero); Duration is its
+	// length. A sentinel that starts late (a slow process start on a busy
+	// host) still ends at StartAt + Duration, with the run's window.
 	StartAt  time.Time
 	Duration time.Duration
 }
@@ -100,7 +101,11 @@ func Sentinel(ctx context.Context, opt SentinelOptions) (Window, error) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	cpu0 := ProcessCPU()
 	start := time.Now()
-	h := bareLoop(ctx, s, start.Add(opt.Duration), MinGap, restPeriod, func(int64) time.Duration {
+	end := start.Add(opt.Duration)
+	if !opt.StartAt.IsZero() {
+		end = opt.StartAt.Add(opt.Duration)
+	}
+	h := bareLoop(ctx, s, end, MinGap, restPeriod, func(int64) time.Duration {
 		if !opt.Poisson {
 			return gap
 		}

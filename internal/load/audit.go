@@ -347,7 +347,11 @@ const (
 // saturation warns when an open loop completed far fewer requests than it
 // offered, or many timed out: the system under test did not keep up, and
 // its latencies describe a growing queue, not the service. offered is the
-// arrivals of the window (sent or dropped) per second.
+// arrivals of the window (sent or dropped) per second. Completed counts
+// the answers that came within the window to its own arrivals, so a
+// healthy service with mean latency W answers all but about the last W's
+// (Little's law): completed is held to that share of offered, and not
+// to answers the window's end cut off.
 func saturation(closed bool, s Summary, sends int64) string {
 	if closed || sends < minSends || s.DurationS <= 0 || len(s.Operations) == 0 {
 		return ""
@@ -355,10 +359,12 @@ func saturation(closed bool, s Summary, sends int64) string {
 	tot := s.Operations[0]
 	offered := float64(sends+s.Dropped) / s.DurationS
 	timeouts := tot.ErrorsByClass["timeout"]
-	if tot.CompletedRPS >= saturationShare*offered && float64(timeouts) <= timeoutShare*float64(sends) {
+	inWindow := max(1-tot.Latency.MeanMs/1e3/s.DurationS, 0)
+	if tot.CompletedRPS >= saturationShare*inWindow*offered && float64(timeouts) <= timeoutShare*float64(sends) {
 		return ""
 	}
-	return fmt.Sprintf("saturated: completed %.1f req/s of %.1f offered (%.0f%%), %d requests timed out, %d arrivals dropped: the system under test did not keep up with the rate, so the latencies describe its queue", tot.CompletedRPS, offered, 100*tot.CompletedRPS/offered, timeouts, s.Dropped)
+	return fmt.Sprintf("saturated: completed %.1f req/s of %.1f offered (%.0f%%; at its mean latency of %.1f ms a service that kept up would have completed about %.0f%% within the window), %d requests timed out, %d arrivals dropped: the system under test did not keep up with the rate, so the latencies describe its queue",
+		tot.CompletedRPS, offered, 100*tot.CompletedRPS/offered, tot.Latency.MeanMs, 100*inWindow, timeouts, s.Dropped)
 }
 
 // lagAccounts names the reported latency percentiles that the

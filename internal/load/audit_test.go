@@ -159,6 +159,13 @@ func TestSaturation(t *testing.T) {
 		return Summary{DurationS: 10, Dropped: dropped, Operations: []Operation{{Name: "total", CompletedRPS: completed,
 			ErrorsByClass: map[string]int64{"timeout": timeouts}}}}
 	}
+	// slow is sum with a mean latency of meanMs: a service that kept up
+	// completes all but the last meanMs of the 10 s window's arrivals.
+	slow := func(completed, meanMs float64) Summary {
+		s := sum(completed, 0, 0)
+		s.Operations[0].Latency.MeanMs = meanMs
+		return s
+	}
 	for _, tc := range []struct {
 		name   string
 		closed bool
@@ -167,16 +174,22 @@ func TestSaturation(t *testing.T) {
 		want   string
 	}{
 		// 2,000 sends over 10 s offer 200/s; 18.7 completed is 9%.
-		{"fell over", false, sum(18.7, 0, 0), 2000, "saturated: completed 18.7 req/s of 200.0 offered (9%), 0 requests timed out, 0 arrivals dropped"},
+		{"fell over", false, sum(18.7, 0, 0), 2000, "saturated: completed 18.7 req/s of 200.0 offered (9%"},
 		{"kept up", false, sum(199, 0, 0), 2000, ""},
 		// 180/s of 200 is exactly 90%: kept up; 179 is not.
 		{"at 90%", false, sum(180, 0, 0), 2000, ""},
-		{"just under 90%", false, sum(179, 0, 0), 2000, "completed 179.0 req/s of 200.0 offered (90%)"},
+		{"just under 90%", false, sum(179, 0, 0), 2000, "completed 179.0 req/s of 200.0 offered (90%"},
 		// 21 timeouts of 2,000 sends is over 1%.
 		{"timeouts", false, sum(199, 21, 0), 2000, "21 requests timed out"},
 		{"few timeouts", false, sum(199, 20, 0), 2000, ""},
 		// Dropped arrivals were offered too: 1,000 sent + 1,000 dropped.
-		{"dropped", false, sum(100, 0, 1000), 1000, "of 200.0 offered (50%), 0 requests timed out, 1000 arrivals dropped"},
+		{"dropped", false, sum(100, 0, 1000), 1000, "of 200.0 offered (50%; at its mean latency of 0.0 ms a service that kept up would have completed about 100% within the window), 0 requests timed out, 1000 arrivals dropped"},
+		// Mean latency 2 s of a 10 s window: 80% within it is what a
+		// service that kept up completes; 90% of that is 144/s.
+		{"slow but keeping up", false, slow(150, 2000), 2000, ""},
+		{"slow and behind", false, slow(140, 2000), 2000, "(70%; at its mean latency of 2000.0 ms a service that kept up would have completed about 80% within the window)"},
+		// The new user's run: p50 3.6 s, 18.7 of 200 completed.
+		{"fell over, slowly", false, slow(18.7, 3600), 2000, "completed 18.7 req/s of 200.0 offered (9%"},
 		{"closed loop", true, sum(1, 0, 0), 2000, ""},
 		{"too few sends", false, sum(1, 0, 0), 50, ""},
 	} {
