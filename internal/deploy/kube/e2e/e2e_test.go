@@ -23,6 +23,7 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 
 	_ "github.com/svclab/svclab/apps/all"
+	_ "github.com/svclab/svclab/internal/runtime/transport/all"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
