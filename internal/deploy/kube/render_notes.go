@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -68,7 +70,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 		add("the spec has no [load] table: no load Job is rendered")
 	}
 	if len(d.Hosts) > 0 {
-		add("deploy.hosts are the netns deployer's emulated machines and are not rendered: place groups on nodes with deploy.kube.node_selector")
+		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus and memory and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(d.Hosts))[0])
 	}
 	return out
 }
