@@ -311,9 +311,9 @@ func (c *Cluster) start(tools, name string, args ...string) error {
 }
 
 // startTimeout bounds each wait of Start; the API server's first start
-// (its storage and bootstrap policy) takes the longest, under load many
-// seconds.
-const startTimeout = 2 * time.Minute
+// (its storage and bootstrap policy) takes the longest: 20 s on an idle
+// 2-core machine, and more than 2 minutes at a load average of 40.
+const startTimeout = 4 * time.Minute
 
 // waitHTTP polls url until it answers 200, the process dies or the time
 // is up.
