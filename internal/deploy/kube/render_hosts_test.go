@@ -7,9 +7,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
-
-	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // TestRenderHostsPlaceGroups: each [deploy.hosts] table's groups select
@@ -55,14 +52,7 @@ func TestRenderHostsErrors(t *testing.T) {
 			`deploy.kube.node_selector."svclab.dev/host": svclab.dev/host places the groups of [deploy.hosts]`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s, err := spec.Parse("k.toml", []byte(chainSplit+tt.extra), "deploy.deployer=kube")
-			if err != nil {
-				t.Fatal(err)
-			}
-			topo, err := runtime.Resolve(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, topo := resolve(t, chainSplit+tt.extra)
 			if _, err := Render(s, topo, RenderOptions{}); err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}

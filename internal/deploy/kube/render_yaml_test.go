@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 	"sigs.k8s.io/yaml"
 )
 
@@ -66,14 +64,7 @@ func TestNotesIstioTelemetryDefaults(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			src := strings.Replace(chainSplit, "placement = \"split\"\n", "placement = \"split\"\n"+tt.extra, 1) + withLoad
-			s, err := spec.Parse("k.toml", []byte(src), "deploy.deployer=kube")
-			if err != nil {
-				t.Fatal(err)
-			}
-			topo, err := runtime.Resolve(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s, topo := resolve(t, src)
 			notes := strings.Join(Notes(s, topo), "\n")
 			if got := strings.Contains(notes, "deploy.tracing is not set"); got != tt.tracingNote {
 				t.Errorf("tracing note %v, want %v:\n%s", got, tt.tracingNote, notes)
