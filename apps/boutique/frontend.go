@@ -56,7 +56,10 @@ type frontend struct {
 	mux            *http.ServeMux
 }
 
-var _ runtime.WebHandler = (*frontend)(nil)
+var (
+	_ runtime.WebHandler = (*frontend)(nil)
+	_ runtime.WebRouter  = (*frontend)(nil)
+)
 
 func newFrontend(d runtime.Deps) (*frontend, error) {
 	f := &frontend{
@@ -279,6 +282,14 @@ func (f *frontend) routes() {
 	f.mux.HandleFunc("POST /cart/checkout", f.placeOrder)
 	f.mux.HandleFunc("POST /setCurrency", f.setCurrency)
 	f.mux.HandleFunc("GET /logout", f.logout)
+}
+
+// Route names the page r asks for by its route's pattern
+// (runtime.WebRouter), so that the host's metrics and spans count pages
+// per route; "" for a path no route serves.
+func (f *frontend) Route(r *http.Request) string {
+	_, pattern := f.mux.Handler(r)
+	return pattern
 }
 
 // ServeHTTP serves the pages, giving a new visitor a session cookie as the

@@ -72,6 +72,9 @@ DIR), and exits 0, unless --report asked for the report.`,
 					}
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the load generator fell behind in %d of %d ok runs (generator_bottleneck): their latencies include its own lag; see each run.json's warnings; %s\n", out.Bottlenecked, out.OK, advice)
 				}
+				if out.Saturated > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the system under test completed far fewer requests than offered in %d of %d ok runs (saturated): their latencies describe its queue; see each run.json's warnings; lower the rate, or find its capacity with svclab capacity\n", out.Saturated, out.OK)
+				}
 			}
 			if err != nil {
 				if errors.Is(err, experiment.ErrThresholdAbort) && out != nil && out.Dir != "" {

@@ -38,3 +38,12 @@ type HostCgroups interface {
 	// Cgroup is the group of group g's host, or nil for none.
 	Cgroup(g int) *cgroup.Group
 }
+
+// ClientNetwork is a Network whose load generator sits on a host of its
+// own: the deployer's front over a replicated entry's gateways dials them
+// as the client would, across the client's link.
+type ClientNetwork interface {
+	// DialClient opens a connection from the client to addr, a listener
+	// of a group's process.
+	DialClient(ctx context.Context, network, addr string) (net.Conn, error)
+}

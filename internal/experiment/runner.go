@@ -50,6 +50,9 @@ type Outcome struct {
 	// Bottlenecked counts the runs whose load generator fell behind
 	// (a generator_bottleneck warning): their latencies hold its lag.
 	Bottlenecked int
+	// Saturated counts the ok runs that completed far fewer requests than
+	// offered (a saturated warning): the system under test fell behind.
+	Saturated int
 	// Isolated says the generator had CPUs of its own
 	// (experiment.isolation = "cpuset").
 	Isolated bool
@@ -212,6 +215,9 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "generator_bottleneck") }) {
 			out.Bottlenecked++
 		}
+		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "saturated") }) {
+			out.Saturated++
+		}
 		if rf.Status == "ok" {
 			out.OK++
 		} else {
@@ -353,7 +359,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if inside != nil {
 		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
 	} else {
-		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor})
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: sentinelExe()})
 	}
 	cancelLoad()
 	<-watchDone

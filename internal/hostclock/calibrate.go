@@ -71,23 +71,8 @@ func Calibrate(ctx context.Context, opt Options) (Calibration, error) {
 	}
 	s := NewSleeper()
 	defer s.Close()
-	h := hdr.New(histMin, histMax, histDigits)
 	start := time.Now()
-	end := start.Add(d)
-	// Bounded in time by end and in count by the shortest interval.
-	maxN := int64(d/minDuration(iv)) + 1
-	for n := int64(0); n < maxN; n++ {
-		asked := time.Now()
-		if !asked.Before(end) {
-			break
-		}
-		w := iv[n%int64(len(iv))]
-		if !s.Sleep(ctx, w) {
-			break
-		}
-		late := time.Since(asked) - w
-		h.RecordValue(min(max(int64(late), histMin), histMax))
-	}
+	h := bareLoop(ctx, s, start.Add(d), minDuration(iv), 0, func(n int64) time.Duration { return iv[n%int64(len(iv))] })
 	if h.TotalCount() == 0 {
 		if err := ctx.Err(); err != nil {
 			return Calibration{}, fmt.Errorf("hostclock: calibration interrupted: %w", err)
@@ -102,6 +87,31 @@ func Calibrate(ctx context.Context, opt Options) (Calibration, error) {
 		c.IntervalsUs = append(c.IntervalsUs, float64(v)/1e3)
 	}
 	return c, nil
+}
+
+// bareLoop is the loop itself: ask to wake after wait(n), note how late
+// the wake-up came, and, when rest is longer than the wait, rest the
+// difference unmeasured; until end, or ctx ends. It is bounded in time by
+// end and in count by shortest, the least wait(n) returns.
+func bareLoop(ctx context.Context, s *Sleeper, end time.Time, shortest, rest time.Duration, wait func(n int64) time.Duration) *hdr.Histogram {
+	h := hdr.New(histMin, histMax, histDigits)
+	maxN := int64(time.Until(end)/shortest) + 1
+	for n := int64(0); n < maxN; n++ {
+		w := wait(n)
+		asked := time.Now()
+		if !asked.Add(w).Before(end) {
+			break
+		}
+		if !s.Sleep(ctx, w) {
+			break
+		}
+		late := time.Since(asked) - w
+		h.RecordValue(min(max(int64(late), histMin), histMax))
+		if w < rest && !s.Sleep(ctx, rest-w) {
+			break
+		}
+	}
+	return h
 }
 
 func minDuration(ds []time.Duration) time.Duration {

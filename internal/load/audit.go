@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
@@ -42,13 +41,7 @@ type auditor struct {
 // the time spent stopping, which is most of a pause on a busy host).
 const metricPauses = "/sched/pauses/total/gc:seconds"
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func cpuTime() time.Duration { return hostclock.ProcessCPU() }
 
 // runQueueWait is how long the kernel has kept the process's threads
 // runnable but waiting for a CPU (the second field of each thread's
@@ -176,8 +169,12 @@ type auditInput struct {
 	gcPause     time.Duration
 	dropped     int64
 	maxInflight int
-	floor       *hostclock.Calibration
-	total       Operation // the "total" operation of the summary
+	floor       *hostclock.Calibration // the experiment's calibration
+	// window is the sentinel's lateness over the run's window, nil when
+	// none reported (windowErr says why, when one was asked).
+	window    *hostclock.Calibration
+	windowErr error
+	total     Operation // the "total" operation of the summary
 }
 
 // judge fills the verdict, its reason and the warnings of a run.
@@ -192,8 +189,10 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 		return warnings
 	}
 	var reasons []string
+	lagOK := true
 	if !in.closed {
-		reasons = append(reasons, lagReasons(g, in)...)
+		lr := lagReasons(g, in)
+		reasons, lagOK = append(reasons, lr...), len(lr) == 0
 	}
 	if in.cpuPercent > 90*float64(in.cores) {
 		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", in.cpuPercent, in.cores))
@@ -210,6 +209,9 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 		g.Reason = strings.Join(reasons, "; ")
 		warnings = append(warnings, "generator_bottleneck: "+g.Reason)
 	}
+	if w := hostLateWarning(g, in); w != "" && lagOK {
+		warnings = append(warnings, w)
+	}
 	if !in.closed {
 		if w := lagAccounts(in.lag, in.total.Latency); w != "" {
 			warnings = append(warnings, "generator_lag: "+w)
@@ -218,39 +220,151 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 	return warnings
 }
 
-// lagReasons judges the open loop's send lag: against the host's floor
-// when it was calibrated, else by the fixed rule (over 1% of sends late
-// by more than 1 ms).
+// Floor is what an open loop's send lag was judged against: run.json's
+// generator.floor.
+type Floor struct {
+	// Source is FloorWindow (the sentinel beside the run, over its
+	// window), FloorExperiment (the calibration before the experiment,
+	// host_timer) or FloorFixed (no floor: over 1% of sends late by more
+	// than 1 ms).
+	Source string `json:"source"`
+	// P99Ms and P999Ms are the bare loop's lateness the limits come from.
+	P99Ms  float64 `json:"p99_ms,omitempty"`
+	P999Ms float64 `json:"p999_ms,omitempty"`
+	// LimitP99Ms and LimitP999Ms are floorFactor × those + floorSlack.
+	LimitP99Ms  float64 `json:"limit_p99_ms,omitempty"`
+	LimitP999Ms float64 `json:"limit_p999_ms,omitempty"`
+	// Note says why the floor is not the window's.
+	Note string `json:"note,omitempty"`
+}
+
+// sources of Floor
+const (
+	FloorWindow     = "window"
+	FloorExperiment = "experiment"
+	FloorFixed      = "fixed"
+)
+
+// floorOf picks what the lag is judged against: the window's sentinel
+// when it reported, else the experiment's calibration, else the fixed
+// rule; a fallback says why.
+func floorOf(in auditInput) Floor {
+	c, f := in.window, Floor{Source: FloorWindow}
+	if c == nil {
+		c, f.Source = in.floor, FloorExperiment
+		if in.windowErr != nil {
+			f.Note = fmt.Sprintf("no timer loop ran beside the run (%v)", in.windowErr)
+		} else {
+			f.Note = "no timer loop ran beside the run"
+		}
+	}
+	if c == nil {
+		f.Source = FloorFixed
+		f.Note += "; the host timer was not calibrated either"
+		return f
+	}
+	f.P99Ms, f.P999Ms = c.P99Ms, c.P999Ms
+	f.LimitP99Ms, f.LimitP999Ms = floorFactor*c.P99Ms+floorSlack, floorFactor*c.P999Ms+floorSlack
+	return f
+}
+
+// hostLate says the sentinel itself was late in the window: over 1% of
+// its wake-ups later than a send must be to count as late (1 ms).
+func hostLate(in auditInput) bool {
+	return in.window != nil && in.window.P99Ms > float64(lateNs)/1e6
+}
+
+// lagReasons judges the open loop's send lag against the floor (floorOf)
+// and names the cause. The sentinel is the evidence: when it, too, woke
+// late in the window, the host was late; when it woke on time, the
+// generator's own work delayed its sends. Without it the cause is not
+// known, and the reason says so rather than guess.
 func lagReasons(g *Generator, in auditInput) []string {
-	f := in.floor
-	if f == nil {
+	f := floorOf(in)
+	g.Floor = &f
+	if f.Source == FloorFixed {
 		if frac := float64(g.LateSends) / float64(in.sends); frac > 0.01 {
-			return []string{fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.2f ms; the host timer was not calibrated)", 100*frac, g.LagP99Ms)}
+			return []string{fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.2f ms; %s)", 100*frac, g.LagP99Ms, strings.TrimPrefix(f.Note, "; "))}
 		}
 		return nil
 	}
-	var out []string
-	// Where the kernel kept the generator off the CPU for a noticeable
-	// share of the window, the cause is named with the symptom: the lag is
-	// still in the figures, but it is the host's contention, not the
-	// generator's work.
-	starved := ""
-	if in.wall > 0 && in.runWait > in.wall/20 {
-		starved = fmt.Sprintf(", with its threads kept waiting for a CPU %.0f ms in all over a %.1f s window by other work on its cores", float64(in.runWait)/1e6, in.wall.Seconds())
+	whose := "this window's host floor (the bare timer loop beside it"
+	if f.Source == FloorExperiment {
+		whose = "the host's floor (the bare timer loop before the experiment"
 	}
-	defer func() {
-		if len(out) > 0 {
-			out[len(out)-1] += starved
-		}
-	}()
-	if lim := floorFactor*f.P99Ms + floorSlack; g.LagP99Ms > lim {
-		out = append(out, fmt.Sprintf("send lag p99 %.3f ms is beyond the host's floor (bare timer loop p99 %.3f ms; limit %.3f ms)", g.LagP99Ms, f.P99Ms, lim))
+	var out []string
+	if g.LagP99Ms > f.LimitP99Ms {
+		out = append(out, fmt.Sprintf("send lag p99 %.3f ms is beyond %s: p99 %.3f ms; limit %.3f ms)", g.LagP99Ms, whose, f.P99Ms, f.LimitP99Ms))
 	}
 	// A p99.9 needs a thousand sends to mean anything.
-	if lim := floorFactor*f.P999Ms + floorSlack; in.sends >= 1000 && g.LagP999Ms > lim {
-		out = append(out, fmt.Sprintf("send lag p99.9 %.3f ms is beyond the host's floor (bare timer loop p99.9 %.3f ms; limit %.3f ms)", g.LagP999Ms, f.P999Ms, lim))
+	if in.sends >= 1000 && g.LagP999Ms > f.LimitP999Ms {
+		out = append(out, fmt.Sprintf("send lag p99.9 %.3f ms is beyond %s: p99.9 %.3f ms; limit %.3f ms)", g.LagP999Ms, whose, f.P999Ms, f.LimitP999Ms))
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	own := ownWork(in)
+	switch {
+	case f.Source == FloorExperiment:
+		out[len(out)-1] += fmt.Sprintf("; %s, so whether the host or the generator's own work (%s) made it late is not known", f.Note, own)
+	case hostLate(in):
+		out[len(out)-1] += fmt.Sprintf("; the host was late in this window too (the timer loop beside it p99 %.3f ms), but the generator was later still: its own work (%s) added to it", in.window.P99Ms, own)
+	default:
+		out[len(out)-1] += fmt.Sprintf("; the timer loop on its CPUs woke on time, so the generator's own work delayed its sends (%s)", own)
 	}
 	return out
+}
+
+// ownWork lists what the generator did over the window that can delay a
+// send: its CPU, how long its threads waited for a CPU, its GC pauses.
+func ownWork(in auditInput) string {
+	parts := []string{fmt.Sprintf("CPU %.0f%% of %d core(s)", in.cpuPercent, max(in.cores, 1))}
+	if in.wall > 0 {
+		parts = append(parts, fmt.Sprintf("its threads waited %.0f ms for a CPU over %.1f s", float64(in.runWait)/1e6, in.wall.Seconds()))
+	}
+	parts = append(parts, fmt.Sprintf("GC paused it %.0f ms", float64(in.gcPause)/1e6))
+	return strings.Join(parts, ", ")
+}
+
+// hostLateWarning is the note of a run whose lag the window's floor
+// excuses (judge gives it only then): the sentinel was late too, so the latencies hold the host's
+// lateness, which no generator on those CPUs could have avoided.
+func hostLateWarning(g *Generator, in auditInput) string {
+	if in.closed || !hostLate(in) || g.LagP99Ms <= float64(lateNs)/1e6 {
+		return ""
+	}
+	return fmt.Sprintf("host_late: the host woke a bare timer loop on the generator's CPUs late in this window (p99 %.3f ms, p99.9 %.3f ms): the send lag (p99 %.3f ms) is the host's, not the generator's, and is in the latencies", in.window.P99Ms, in.window.P999Ms, g.LagP99Ms)
+}
+
+// saturationShare is the share of the offered rate an open loop must
+// complete, and timeoutShare the share of its sends that may time out,
+// for the system under test to count as keeping up.
+const (
+	saturationShare = 0.9
+	timeoutShare    = 0.01
+)
+
+// saturation warns when an open loop completed far fewer requests than it
+// offered, or many timed out: the system under test did not keep up, and
+// its latencies describe a growing queue, not the service. offered is the
+// arrivals of the window (sent or dropped) per second. Completed counts
+// the answers that came within the window to its own arrivals, so a
+// healthy service with mean latency W answers all but about the last W's
+// (Little's law): completed is held to that share of offered, and not
+// to answers the window's end cut off.
+func saturation(closed bool, s Summary, sends int64) string {
+	if closed || sends < minSends || s.DurationS <= 0 || len(s.Operations) == 0 {
+		return ""
+	}
+	tot := s.Operations[0]
+	offered := float64(sends+s.Dropped) / s.DurationS
+	timeouts := tot.ErrorsByClass["timeout"]
+	inWindow := max(1-tot.Latency.MeanMs/1e3/s.DurationS, 0)
+	if tot.CompletedRPS >= saturationShare*inWindow*offered && float64(timeouts) <= timeoutShare*float64(sends) {
+		return ""
+	}
+	return fmt.Sprintf("saturated: completed %.1f req/s of %.1f offered (%.0f%%; at its mean latency of %.1f ms a service that kept up would have completed about %.0f%% within the window), %d requests timed out, %d arrivals dropped: the system under test did not keep up with the rate, so the latencies describe its queue",
+		tot.CompletedRPS, offered, 100*tot.CompletedRPS/offered, tot.Latency.MeanMs, 100*inWindow, timeouts, s.Dropped)
 }
 
 // lagAccounts names the reported latency percentiles that the

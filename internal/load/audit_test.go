@@ -2,6 +2,8 @@ package load
 
 import (
 	"context"
+	"errors"
+	"math"
 	"runtime"
 	"strings"
 	"sync"
@@ -47,7 +49,7 @@ func TestJudge(t *testing.T) {
 		// p99 of 2,000 sends is the 1,980th: 30 slow ones put it at 2 ms,
 		// beyond 1.2 × 0.2 + 0.05 = 0.29 ms.
 		{name: "p99 beyond the floor", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "send lag p99 2.000 ms is beyond the host's floor (bare timer loop p99 0.200 ms; limit 0.290 ms)"},
+			verdict: VerdictBottleneck, reason: "send lag p99 2.000 ms is beyond the host's floor (the bare timer loop before the experiment: p99 0.200 ms; limit 0.290 ms)"},
 		// 3 slow sends of 2,000 leave p99 at the floor but p99.9 (the
 		// 1,998th) at 2 ms, beyond 1.2 × 0.5 + 0.05 = 0.65 ms.
 		{name: "p99.9 beyond the floor", in: auditInput{sends: 2000, lag: lagOf(2000, 3, 10, 2000), floor: floor, total: Operation{Latency: quiet}},
@@ -65,9 +67,29 @@ func TestJudge(t *testing.T) {
 			verdict: VerdictBottleneck, reason: "GC paused the generator"},
 		{name: "two sends", in: auditInput{sends: 2, lag: lagOf(2, 1, 10, 20000), floor: floor, total: Operation{Latency: quiet}},
 			verdict: VerdictTooFew, reason: "too few sends", warn: "generator_audit: too few sends", nowarn: "generator_bottleneck"},
-		// Starved by other work: the verdict stands, and names the cause.
-		{name: "starved", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "kept waiting for a CPU 300 ms in all over a 1.0 s window by other work on its cores"},
+		// Judged against the calibration before the experiment, a run's
+		// lag beyond it cannot be pinned on the host or the generator:
+		// the reason says so, with the generator's own figures.
+		{name: "experiment floor only", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, cpuPercent: 12, cores: 1, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "the bare timer loop before the experiment: p99.9 0.500 ms; limit 0.650 ms); no timer loop ran beside the run, so whether the host or the generator's own work (CPU 12% of 1 core(s), its threads waited 300 ms for a CPU over 1.0 s, GC paused it 0 ms) made it late is not known",
+			nowarn: "other work"},
+		// The window's sentinel woke late too (p99 3 ms: limit 1.2 × 3 +
+		// 0.05 = 3.65 ms): a lag p99 of 2 ms that the experiment's floor
+		// would have flagged is the host's, said as such.
+		{name: "host late in the window", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, window: &hostclock.Calibration{P99Ms: 3, P999Ms: 8}, wall: time.Second, runWait: 300 * time.Millisecond, total: Operation{Latency: quiet}},
+			verdict: VerdictOK, warn: "host_late: the host woke a bare timer loop on the generator's CPUs late in this window (p99 3.000 ms, p99.9 8.000 ms): the send lag (p99 2.000 ms) is the host's", nowarn: "generator_bottleneck"},
+		// The sentinel woke on time (p99 0.1 ms: limit 0.17 ms), the
+		// generator did not: its own work is named, and no host_late.
+		{name: "generator late, host on time", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, window: &hostclock.Calibration{P99Ms: 0.1, P999Ms: 0.4}, wall: 2 * time.Second, runWait: 500 * time.Millisecond, cpuPercent: 40, cores: 1, gcPause: 3 * time.Millisecond, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "send lag p99.9 2.000 ms is beyond this window's host floor (the bare timer loop beside it: p99.9 0.400 ms; limit 0.530 ms); the timer loop on its CPUs woke on time, so the generator's own work delayed its sends (CPU 40% of 1 core(s), its threads waited 500 ms for a CPU over 2.0 s, GC paused it 3 ms)",
+			nowarn: "host_late"},
+		// Both late, the generator beyond the host's lateness: flagged,
+		// and the reason gives the host its share.
+		{name: "both late, generator later", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 9000), floor: floor, window: &hostclock.Calibration{P99Ms: 2, P999Ms: 4}, wall: time.Second, cores: 1, total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "the host was late in this window too (the timer loop beside it p99 2.000 ms), but the generator was later still", nowarn: "host_late"},
+		// A sentinel that failed: the experiment's floor, and the note why.
+		{name: "sentinel failed", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, windowErr: errors.New("start /nope: no such file"), total: Operation{Latency: quiet}},
+			verdict: VerdictBottleneck, reason: "no timer loop ran beside the run (start /nope: no such file)"},
 		// The closed loop's pacing lag is the target's: never a verdict.
 		{name: "closed loop lag", in: auditInput{closed: true, sends: 2000, lag: lagOf(2000, 30, 10, 200000), floor: floor, total: Operation{Latency: quiet}},
 			verdict: VerdictOK, nowarn: "generator_"},
@@ -91,8 +113,90 @@ func TestJudge(t *testing.T) {
 			if tc.warn != "" && !strings.Contains(warns, tc.warn) {
 				t.Errorf("warnings %q lack %q", warns, tc.warn)
 			}
-			if tc.nowarn != "" && strings.Contains(warns, tc.nowarn) {
-				t.Errorf("warnings %q have %q", warns, tc.nowarn)
+			if tc.nowarn != "" && strings.Contains(warns+g.Reason, tc.nowarn) {
+				t.Errorf("warnings %q or reason %q have %q", warns, g.Reason, tc.nowarn)
+			}
+			checkFloor(t, g.Floor, tc.in)
+		})
+	}
+}
+
+// checkFloor: an open loop's generator object says what it was judged
+// against, with the limits the rule gives.
+func checkFloor(t *testing.T, f *Floor, in auditInput) {
+	t.Helper()
+	if in.closed || in.sends < minSends {
+		if f != nil {
+			t.Errorf("floor %+v recorded for a run not judged by its lag", f)
+		}
+		return
+	}
+	want := Floor{Source: FloorFixed}
+	switch c := in.window; {
+	case c != nil:
+		want = Floor{Source: FloorWindow, P99Ms: c.P99Ms, P999Ms: c.P999Ms}
+	case in.floor != nil:
+		want = Floor{Source: FloorExperiment, P99Ms: in.floor.P99Ms, P999Ms: in.floor.P999Ms}
+	}
+	if f == nil || f.Source != want.Source || f.P99Ms != want.P99Ms || f.P999Ms != want.P999Ms {
+		t.Fatalf("floor %+v, want source %q from p99 %v p99.9 %v", f, want.Source, want.P99Ms, want.P999Ms)
+	}
+	if want.Source != FloorFixed {
+		if math.Abs(f.LimitP99Ms-(1.2*want.P99Ms+0.05)) > 1e-9 || math.Abs(f.LimitP999Ms-(1.2*want.P999Ms+0.05)) > 1e-9 {
+			t.Errorf("limits %+v, want 1.2 × floor + 0.05 ms", f)
+		}
+	}
+	if (want.Source == FloorWindow) != (f.Note == "") {
+		t.Errorf("floor note %q: want one exactly when the window's floor is missing", f.Note)
+	}
+}
+
+// TestSaturation: an open loop that completed under 90% of what it
+// offered, or had over 1% of its sends time out, is warned; one that kept
+// up, or a closed loop, is not.
+func TestSaturation(t *testing.T) {
+	sum := func(completed float64, timeouts, dropped int64) Summary {
+		return Summary{DurationS: 10, Dropped: dropped, Operations: []Operation{{Name: "total", CompletedRPS: completed,
+			ErrorsByClass: map[string]int64{"timeout": timeouts}}}}
+	}
+	// slow is sum with a mean latency of meanMs: a service that kept up
+	// completes all but the last meanMs of the 10 s window's arrivals.
+	slow := func(completed, meanMs float64) Summary {
+		s := sum(completed, 0, 0)
+		s.Operations[0].Latency.MeanMs = meanMs
+		return s
+	}
+	for _, tc := range []struct {
+		name   string
+		closed bool
+		s      Summary
+		sends  int64
+		want   string
+	}{
+		// 2,000 sends over 10 s offer 200/s; 18.7 completed is 9%.
+		{"fell over", false, sum(18.7, 0, 0), 2000, "saturated: completed 18.7 req/s of 200.0 offered (9%"},
+		{"kept up", false, sum(199, 0, 0), 2000, ""},
+		// 180/s of 200 is exactly 90%: kept up; 179 is not.
+		{"at 90%", false, sum(180, 0, 0), 2000, ""},
+		{"just under 90%", false, sum(179, 0, 0), 2000, "completed 179.0 req/s of 200.0 offered (90%"},
+		// 21 timeouts of 2,000 sends is over 1%.
+		{"timeouts", false, sum(199, 21, 0), 2000, "21 requests timed out"},
+		{"few timeouts", false, sum(199, 20, 0), 2000, ""},
+		// Dropped arrivals were offered too: 1,000 sent + 1,000 dropped.
+		{"dropped", false, sum(100, 0, 1000), 1000, "of 200.0 offered (50%; at its mean latency of 0.0 ms a service that kept up would have completed about 100% within the window), 0 requests timed out, 1000 arrivals dropped"},
+		// Mean latency 2 s of a 10 s window: 80% within it is what a
+		// service that kept up completes; 90% of that is 144/s.
+		{"slow but keeping up", false, slow(150, 2000), 2000, ""},
+		{"slow and behind", false, slow(140, 2000), 2000, "(70%; at its mean latency of 2000.0 ms a service that kept up would have completed about 80% within the window)"},
+		// The new user's run: p50 3.6 s, 18.7 of 200 completed.
+		{"fell over, slowly", false, slow(18.7, 3600), 2000, "completed 18.7 req/s of 200.0 offered (9%"},
+		{"closed loop", true, sum(1, 0, 0), 2000, ""},
+		{"too few sends", false, sum(1, 0, 0), 50, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := saturation(tc.closed, tc.s, tc.sends)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("saturation = %q, want %q", got, tc.want)
 			}
 		})
 	}

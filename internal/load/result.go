@@ -123,8 +123,16 @@ type Generator struct {
 	// Reason says why Bottleneck is set, or why there is no verdict;
 	// empty otherwise.
 	Reason string `json:"reason"`
-	// HostTimer is the floor the lag was judged against, when measured.
+	// HostTimer is the host's timer lateness measured before the
+	// experiment (or the load run), when measured.
 	HostTimer *hostclock.Calibration `json:"host_timer,omitempty"`
+	// Sentinel is the lateness of the bare timer loop run beside an open
+	// loop on its CPUs over its window, and SentinelCPUPercent what that
+	// loop cost (of one core).
+	Sentinel           *hostclock.Calibration `json:"sentinel,omitempty"`
+	SentinelCPUPercent float64                `json:"sentinel_cpu_percent,omitempty"`
+	// Floor is what an open loop's send lag was judged against.
+	Floor *Floor `json:"floor,omitempty"`
 	// PerGenerator holds each generator's own audit when the load was
 	// split over several (load.generators; Merge); the fields above are
 	// then the whole's.
@@ -146,6 +154,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	cpu := cpuTime() - r.audit.cpu0
 	runWait := max(runQueueWait()-r.audit.wait0, 0)
 	wall := time.Since(r.audit.t0)
+	window, windowCPU, windowErr := r.windowFloor()
 
 	rec := r.rec
 	rec.mu.Lock()
@@ -192,7 +201,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 
 	g := Generator{CPUS: cpu.Seconds(), Sends: rec.sends, LateSends: rec.late, Dropped: rec.dropped,
 		GCPauseTotalMs: float64(gcTotal) / 1e6, GCPauseMaxMs: r.audit.maxPause * 1e3,
-		HostTimer: r.opt.HostTimer}
+		HostTimer: r.opt.HostTimer, Sentinel: window, SentinelCPUPercent: windowCPU}
 	if wall > 0 {
 		g.CPUPercent = 100 * cpu.Seconds() / wall.Seconds()
 	}
@@ -214,7 +223,8 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 	}
 	res.Warnings = append(res.Warnings, judge(&g, auditInput{closed: r.closed, sends: rec.sends, lag: rec.lag,
 		wall: wall, cpuPercent: g.CPUPercent, cores: runtime.GOMAXPROCS(0), runWait: runWait, gcPause: gcTotal,
-		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer, total: s.Operations[0]})...)
+		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer,
+		window: window, windowErr: windowErr, total: s.Operations[0]})...)
 	if secs := int(math.Ceil(dur)); gcLineUp(g.LateInGCSeconds, g.LateSends, gcSecs, secs) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("generator_gc: %d of %d late sends fell in the %d of %d seconds in which the generator paused for GC (%d pauses, longest ≤ %.2f ms)", g.LateInGCSeconds, g.LateSends, gcSecs, secs, g.GCPauses, g.GCPauseMaxMs))
 	}
@@ -390,6 +400,9 @@ func (r *Result) Table(w io.Writer) error {
 		r.Summary.DurationS, g.Sends, g.LateSends, g.Dropped, g.LagP50Ms, g.LagP99Ms, g.LagP999Ms, g.LagMaxMs, g.CPUPercent, g.GCPauses, g.GCPauseMaxMs, g.Verdict)
 	if f := g.HostTimer; f != nil {
 		fmt.Fprintf(w, "host timer floor (bare sleep loop) p50/p99/p99.9/max %.3f/%.3f/%.3f/%.3f ms\n", f.P50Ms, f.P99Ms, f.P999Ms, f.MaxMs)
+	}
+	if f := g.Sentinel; f != nil {
+		fmt.Fprintf(w, "window's floor (bare sleep loop beside the run) p50/p99/p99.9/max %.3f/%.3f/%.3f/%.3f ms  its CPU %.2f%%\n", f.P50Ms, f.P99Ms, f.P999Ms, f.MaxMs, g.SentinelCPUPercent)
 	}
 	for _, o := range r.Summary.Operations {
 		var classes []string

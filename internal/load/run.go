@@ -37,6 +37,10 @@ type Options struct {
 	// StartAt, when set, is the wall-clock moment the run starts, so that
 	// several generators start together (svclab load --start-at).
 	StartAt time.Time
+	// Sentinel, when set, is the svclab binary an open loop runs as
+	// `svclab hostclock --sentinel` beside itself for its window: the
+	// floor its send lag is then judged against (sentinel.go).
+	Sentinel string
 }
 
 // Run drives t as cfg says and returns what it measured. It returns when
@@ -112,6 +116,7 @@ type runner struct {
 	dir, tempDir string
 	audit        auditor
 	interrupted  bool
+	sentinel     *sentinelProc
 }
 
 func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
@@ -190,6 +195,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 			return nil, r.abandon(err)
 		}
 	}
+	r.sentinel = r.startSentinel(ctx)
 	if r.mstart == 0 {
 		r.audit.start()
 	}
@@ -211,6 +217,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	if res != nil && res.Summary.DurationS > 0 {
 		for i := range res.Summary.Operations {
 			res.Summary.Operations[i].CompletedRPS = float64(r.completed[i].Load()) / res.Summary.DurationS
+		}
+		if w := saturation(r.closed, res.Summary, res.Generator.Sends); w != "" {
+			res.Warnings = append(res.Warnings, w)
 		}
 	}
 	return res, err

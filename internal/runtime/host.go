@@ -216,7 +216,7 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		}
 		gopts := lopts
 		gopts.Interceptors = mi.server(lopts.Interceptors, cfg.GetEntry())
-		gopts.Web = h.web(impls[cfg.GetEntry()])
+		gopts.Web = h.web(impls[cfg.GetEntry()], gopts.Interceptors, cfg.GetEntry())
 		if err := h.serve(gopts, "gateway", gw, c, impls[cfg.GetEntry()]); err != nil {
 			h.close()
 			return nil, err

@@ -63,5 +63,15 @@ func resilienceOptions(r *hostv1.Resilience) (resilience.Options, error) {
 			MinCalls: int(b.GetMinCalls()), Open: b.GetOpen().AsDuration(), Probes: int(b.GetProbes()),
 		}
 	}
+	for peer, pr := range r.GetPeers() {
+		po, err := resilienceOptions(pr)
+		if err != nil {
+			return o, fmt.Errorf("mesh.resilience.peers[%s]: %w", peer, err)
+		}
+		if o.Peers == nil {
+			o.Peers = map[string]resilience.Options{}
+		}
+		o.Peers[peer] = po
+	}
 	return o, nil
 }

@@ -242,6 +242,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if err := p.resolveFaults(s); err != nil {
 		return nil, err
 	}
+	if err := p.resolveResilienceGroups(s); err != nil {
+		return nil, err
+	}
 	if err := p.resolveLanguages(s); err != nil {
 		return nil, err
 	}

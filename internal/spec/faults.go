@@ -121,6 +121,9 @@ type Resilience struct {
 	RetryOn string `toml:"retry_on"`
 	// Breaker is [deploy.resilience.breaker].
 	Breaker Breaker `toml:"breaker"`
+	// Groups are [deploy.resilience.groups.NAME]: the policy of calls
+	// into one group (resilience_groups.go).
+	Groups map[string]Resilience `toml:"groups"`
 }
 
 // Breaker is [deploy.resilience.breaker], a circuit breaker per peer: it
@@ -140,7 +143,9 @@ type Breaker struct {
 func (b Breaker) On() bool { return b.Failures > 0 || b.Ratio > 0 }
 
 // On reports whether any resilience feature is configured.
-func (r Resilience) On() bool { return r.Timeout > 0 || r.Retries > 0 || r.Breaker.On() }
+func (r Resilience) On() bool {
+	return r.Timeout > 0 || r.Retries > 0 || r.Breaker.On() || r.groupsOn()
+}
 
 // Defaults of [deploy.resilience]: Envoy's retry backoff (25 ms base, ten
 // times that at most), its budget of 20% and the codes it retries on
@@ -227,25 +232,36 @@ func (s *Spec) checkFaults() error {
 
 // checkResilience checks [deploy.resilience] and fills its defaults.
 func (s *Spec) checkResilience() error {
-	r := &s.Deploy.Resilience
-	const key = "deploy.resilience"
+	if err := s.checkResiliencePolicy("deploy.resilience", &s.Deploy.Resilience, nil); err != nil {
+		return err
+	}
+	return s.checkResilienceGroups()
+}
+
+// checkResiliencePolicy checks the policy r written at key, and fills
+// what is not written from base (a group's policy inherits the hop-wide
+// one), or from the defaults when base is nil.
+func (s *Spec) checkResiliencePolicy(key string, r, base *Resilience) error {
+	if base != nil {
+		inherit(s, key, r, base)
+	}
 	if r.Retries < 0 || r.Retries > 10 {
 		return s.Errorf(key+".retries", "must be from 0 to 10 retries, got %d", r.Retries)
 	}
-	if !s.written(key + ".retry_budget") {
+	if !s.written(key+".retry_budget") && base == nil {
 		r.RetryBudget = DefaultRetryBudget
 	} else if math.IsNaN(r.RetryBudget) || r.RetryBudget < 0 || r.RetryBudget > 1 {
 		return s.Errorf(key+".retry_budget", "must be a fraction of calls from 0 to 1, got %g", r.RetryBudget)
 	}
-	if !s.written(key + ".backoff") {
+	if !s.written(key+".backoff") && base == nil {
 		r.Backoff = Duration(DefaultBackoff)
 	}
-	if !s.written(key + ".max_backoff") {
+	if !s.written(key+".max_backoff") && (base == nil || s.written(key+".backoff")) {
 		r.MaxBackoff = 10 * r.Backoff
 	} else if r.MaxBackoff < r.Backoff {
 		return s.Errorf(key+".max_backoff", "must be at least backoff (%s), got %s", r.Backoff, r.MaxBackoff)
 	}
-	if !s.written(key + ".retry_on") {
+	if !s.written(key+".retry_on") && base == nil {
 		r.RetryOn = DefaultRetryOn
 	}
 	for _, c := range strings.Split(r.RetryOn, ",") {
@@ -254,7 +270,7 @@ func (s *Spec) checkResilience() error {
 		}
 	}
 	b := &r.Breaker
-	const bkey = key + ".breaker"
+	bkey := key + ".breaker"
 	if b.Failures < 0 {
 		return s.Errorf(bkey+".failures", "must be a number of consecutive failures, at least 1 (or 0 for none), got %d", b.Failures)
 	}
@@ -266,7 +282,7 @@ func (s *Spec) checkResilience() error {
 		v    *Duration
 		def  time.Duration
 	}{{"window", &b.Window, DefaultBreakerWindow}, {"open", &b.Open, DefaultBreakerOpen}} {
-		if !s.written(bkey + "." + d.name) {
+		if !s.written(bkey+"."+d.name) && base == nil {
 			*d.v = Duration(d.def)
 		} else if *d.v <= 0 {
 			return s.Errorf(bkey+"."+d.name, "must be positive, got %s", *d.v)
@@ -277,7 +293,7 @@ func (s *Spec) checkResilience() error {
 		v    *int
 		def  int
 	}{{"min_calls", &b.MinCalls, DefaultBreakerMinCalls}, {"probes", &b.Probes, DefaultBreakerProbes}} {
-		if !s.written(bkey + "." + n.name) {
+		if !s.written(bkey+"."+n.name) && base == nil {
 			*n.v = n.def
 		} else if *n.v < 1 {
 			return s.Errorf(bkey+"."+n.name, "must be at least 1, got %d", *n.v)

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestResilienceKeys(t *testing.T) {
 	r := s.Deploy.Resilience
 	want := Resilience{Retries: 2, RetryBudget: DefaultRetryBudget, Backoff: Duration(DefaultBackoff), MaxBackoff: Duration(10 * DefaultBackoff), RetryOn: DefaultRetryOn,
 		Breaker: Breaker{Failures: 5, Window: Duration(DefaultBreakerWindow), MinCalls: DefaultBreakerMinCalls, Open: Duration(DefaultBreakerOpen), Probes: DefaultBreakerProbes}}
-	if r != want {
+	if !reflect.DeepEqual(r, want) {
 		t.Errorf("resilience %+v, want %+v", r, want)
 	}
 	if !r.On() || !r.Breaker.On() {

@@ -1,8 +1,8 @@
 // Package hopfault turns a fault of [deploy.faults] that acts on a hop
 // (link_cut, reset, latency_spike) into toxiproxy toxics, and adds them to
 // and removes them from the toxiproxy proxies a deployer puts on the hop:
-// the local deployer's fault proxies, and, in time, the netns deployer's
-// link proxies, so that a fault means the same on every deployer.
+// the local deployer's fault proxies and the netns deployer's link
+// proxies, so that a fault means the same on every deployer.
 package hopfault
 
 import (

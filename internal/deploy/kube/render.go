@@ -132,6 +132,9 @@ type renderer struct {
 	services map[string]string
 	// ports is each exposed component's port in its pod.
 	ports map[string]int32
+	// hostOf names each group's [deploy.hosts] table, by index; "" for
+	// none (render_hosts.go).
+	hostOf []string
 }
 
 func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*renderer, error) {
@@ -172,6 +175,10 @@ func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*ren
 			r.services[c] = svc
 			r.ports[c] = ComponentPort + int32(j)
 		}
+	}
+	var err error
+	if r.hostOf, err = r.hostsOf(); err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -25,7 +27,17 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	default:
 		add("deploy.sidecar = %q is a local proxy program and is not rendered; on a cluster choose \"istio\"", d.Sidecar)
 	}
-	if d.Sidecar != spec.SidecarIstio {
+	if d.Sidecar == spec.SidecarIstio {
+		// The Telemetry takes the spec's values, whose defaults (tracing 0,
+		// metrics off) are not Istio's (1% sampling, metrics on): a user who
+		// only turned Istio on should see that the mesh records nothing.
+		if _, set := s.Lookup("deploy.tracing"); !set {
+			add("deploy.tracing is not set: the Telemetry samples 0%% of requests, svclab's default (Istio's own is 1%%); set deploy.tracing (0.01 is Istio's) to trace")
+		}
+		if _, set := s.Lookup("deploy.metrics"); !set {
+			add("deploy.metrics is not set: the Telemetry turns Istio's metrics off, svclab's default; set deploy.metrics = true to keep Istio's standard metrics")
+		}
+	} else {
 		if d.MTLS {
 			add("deploy.mtls without deploy.sidecar = \"istio\" is not rendered: the in-process mTLS needs the local deployer's per-run CA")
 		}
@@ -58,7 +70,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 		add("the spec has no [load] table: no load Job is rendered")
 	}
 	if len(d.Hosts) > 0 {
-		add("deploy.hosts are the netns deployer's emulated machines and are not rendered: place groups on nodes with deploy.kube.node_selector")
+		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus and memory and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(d.Hosts))[0])
 	}
 	return out
 }

@@ -21,8 +21,8 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// render parses src as a kube spec and renders it.
-func render(t *testing.T, src string, opts RenderOptions) []Object {
+// resolve parses src, as file k.toml, as a kube spec and resolves it.
+func resolve(t *testing.T, src string) (*spec.Spec, *runtime.Topology) {
 	t.Helper()
 	s, err := spec.Parse("k.toml", []byte(src), "deploy.deployer=kube")
 	if err != nil {
@@ -32,6 +32,13 @@ func render(t *testing.T, src string, opts RenderOptions) []Object {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, topo
+}
+
+// render parses src as a kube spec and renders it.
+func render(t *testing.T, src string, opts RenderOptions) []Object {
+	t.Helper()
+	s, topo := resolve(t, src)
 	objs, err := Render(s, topo, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -126,7 +126,7 @@ func (r *renderer) deployment(g int) Object {
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
 				Spec: corev1.PodSpec{
 					Containers:   []corev1.Container{c},
-					NodeSelector: r.nodeSelector(),
+					NodeSelector: r.groupNodeSelector(g),
 					Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
 						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: HostsConfigMap}},
 					}}},

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
 )
 
 // The gateway of a replicated entry. Every replica of the entry group
@@ -32,8 +35,9 @@ type gatewayFront struct {
 	next    atomic.Uint64
 }
 
-// startGatewayFront serves the front on a free loopback port.
-func startGatewayFront(addrs []string) (*gatewayFront, error) {
+// startGatewayFront serves the front on a free loopback port; it reaches
+// the gateways with dial.
+func startGatewayFront(addrs []string, dial func(ctx context.Context, network, addr string) (net.Conn, error)) (*gatewayFront, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("gateway front: listen: %w", err)
@@ -41,7 +45,7 @@ func startGatewayFront(addrs []string) (*gatewayFront, error) {
 	f := &gatewayFront{lis: lis}
 	f.update(addrs)
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second}).DialContext,
+		DialContext:         dial,
 		MaxIdleConnsPerHost: 1024,
 		DisableCompression:  true,
 	}
@@ -123,7 +127,11 @@ func (d *Deployment) startGatewayFront() error {
 	if g.Replicas == 1 && g.Autoscale == nil {
 		return nil
 	}
-	f, err := startGatewayFront(d.entryGateways())
+	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
+	if c, ok := d.net.(deploy.ClientNetwork); ok {
+		dial = c.DialClient // the netns deployer's client, across its link
+	}
+	f, err := startGatewayFront(d.entryGateways(), dial)
 	if err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}

@@ -1,14 +1,14 @@
 package local
 
 import (
-	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 // configureResilience gives hc deploy.resilience, the client middleware
-// of its calls to other groups.
+// of its calls to other groups, with the policies of
+// deploy.resilience.groups.
 func (d *Deployment) configureResilience(hc *hostv1.HostConfig) {
-	r := runtime.ResilienceProto(d.topo.Mesh.Resilience)
+	r := d.topo.ResilienceProto()
 	if r == nil {
 		return
 	}

@@ -17,8 +17,10 @@
 // used as a library, with a toxic of this package's that works in
 // nanoseconds), listening in the router namespace that holds the bridge.
 // An unshaped link has no proxy: traffic goes host to host over the
-// bridge. Bandwidth is limited in the kernel, with htb classes on the
-// caller's veth (shape.go).
+// bridge, except on the paths into a group a hop fault of
+// [deploy.faults] targets, which always carry one (hopfaults.go).
+// Bandwidth is limited in the kernel, with htb classes on the caller's
+// veth (shape.go).
 //
 // Namespaces carry their owner's PID and start time in their names
 // (ns.go), so what a svclab killed with -9 left is removed by the next
@@ -91,7 +93,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	if err != nil {
 		return nil, fmt.Errorf("deployer %s: %w", Name, err)
 	}
-	dep := &Deployment{plan: p, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
+	dep := &Deployment{plan: p, topo: topo, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
 	defer func() {
 		if err != nil {
 			if dep.Deployment != nil {
@@ -123,6 +125,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 type Deployment struct {
 	deploy.Deployment
 	plan   *plan
+	topo   *runtime.Topology // known before the local deployment is
 	net    *network
 	shaper *shaper
 	hostcg []*cgroup.Group // per host; nil entries for hosts without cpus or memory (hostcg.go)
@@ -131,6 +134,8 @@ type Deployment struct {
 	peers map[string]*proxy // "from→addr" → the proxy for that path
 	// others are the client's proxies and the gateway's forwarder.
 	others []*proxy
+
+	faults hopFaults // the paths into groups [deploy.faults] targets (hopfaults.go)
 
 	entry      runtime.Endpoint // the entry as the client reaches it
 	gatewayURL string           // a forwarder in svclab's own namespace
@@ -150,6 +155,10 @@ func (d *Deployment) GatewayURL() string { return d.gatewayURL }
 
 // Dial connects to the entry from the client's namespace.
 func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
+	if d.replicatedEntry() {
+		opts.Dialer = (*placement)(d).DialClient
+		return d.Deployment.Dial(ctx, opts) // a balancer over the replicas (entry.go)
+	}
 	opts.Dialer = d.ClientDialer()
 	return deploy.DialEndpoint(ctx, d.entry, opts)
 }
@@ -227,7 +236,7 @@ func (d *Deployment) connectClient() error {
 	if !ok {
 		return errors.New("the entry group has no gateway")
 	}
-	gwClient, err := d.path(d.net.client, d.plan.hostOf[eg], gw)
+	gwClient, err := d.path(d.net.client, d.plan.hostOf[eg], -1, gw)
 	if err != nil {
 		return err
 	}
@@ -238,9 +247,15 @@ func (d *Deployment) connectClient() error {
 		if !ok {
 			return fmt.Errorf("the entry group serves no %s", topo.Entry)
 		}
-		if d.entry, err = d.path(d.net.client, d.plan.hostOf[eg], ep); err != nil {
+		if d.entry, err = d.path(d.net.client, d.plan.hostOf[eg], -1, ep); err != nil {
 			return err
 		}
+	}
+	if d.replicatedEntry() {
+		// The local deployer's front spreads over every live replica,
+		// dialling through the client (entry.go).
+		d.gatewayURL = d.Deployment.GatewayURL()
+		return nil
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -257,15 +272,18 @@ func (d *Deployment) connectClient() error {
 	return nil
 }
 
-// path is the endpoint from reaches ep of host to by: ep itself on the
-// same host or over an unshaped link, else a proxy for the link.
-func (d *Deployment) path(from *endpoint, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
+// path is the endpoint from reaches ep of group (-1: the entry, for the
+// client) on host to by: ep itself on the same host or over an unshaped
+// link, else a proxy for the link; and a proxy on any path into a group a
+// hop fault targets (hopfaults.go).
+func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (runtime.Endpoint, error) {
 	toHost := d.net.hosts[to]
-	if from == toHost {
-		return ep, nil
+	faulted := d.faulted(group)
+	var link spec.Link
+	if from != toHost {
+		link = d.plan.link(from.name, toHost.name)
 	}
-	link := d.plan.link(from.name, toHost.name)
-	if !link.Shaped() {
+	if !link.Shaped() && !faulted {
 		return ep, nil
 	}
 	key := from.name + "→" + ep.Addr
@@ -275,13 +293,19 @@ func (d *Deployment) path(from *endpoint, to int, ep runtime.Endpoint) (runtime.
 		ep.Addr = p.addr()
 		return ep, nil
 	}
-	lis, err := listenIn(d.net.router, routerIP+":0")
+	// A path between two groups of one host stays inside the host's
+	// namespace; one between hosts goes through the router.
+	via, ip := d.net.router, routerIP
+	if from == toHost {
+		via, ip = from.ns, from.ip
+	}
+	lis, err := listenIn(via, ip+":0")
 	if err != nil {
 		return ep, fmt.Errorf("proxy for %s: %w", key, err)
 	}
 	upstream := ep.Addr
 	p := newProxy(key, lis, upstream, func(ctx context.Context) (net.Conn, error) {
-		return dialIn(ctx, d.net.router, "tcp", upstream)
+		return dialIn(ctx, via, "tcp", upstream)
 	})
 	if err := addLinkToxics(p.tp, link); err != nil {
 		_ = p.close()
@@ -292,6 +316,12 @@ func (d *Deployment) path(from *endpoint, to int, ep runtime.Endpoint) (runtime.
 		if err := d.shaper.limit(d.net.router, from, from.name+"-"+toHost.name, uint64(link.Bandwidth), port); err != nil {
 			_ = p.close()
 			return ep, err
+		}
+	}
+	if faulted {
+		if err := d.addFaultHop(group, p.tp); err != nil {
+			_ = p.close()
+			return ep, fmt.Errorf("proxy for %s: %w", key, err)
 		}
 	}
 	d.peers[key] = p
@@ -317,7 +347,7 @@ func (pl *placement) Listen(group int) (net.Listener, error) {
 
 // Peer is the address group from dials for ep of group to.
 func (pl *placement) Peer(from, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
-	return pl.d().path(pl.net.hosts[pl.plan.hostOf[from]], pl.plan.hostOf[to], ep)
+	return pl.d().path(pl.net.hosts[pl.plan.hostOf[from]], pl.plan.hostOf[to], to, ep)
 }
 
 // Enter moves the spawner's thread into group's host namespace.

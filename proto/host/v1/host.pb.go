@@ -300,7 +300,11 @@ type Resilience struct {
 	// RetryOn are the gRPC codes retried, in snake case ("unavailable").
 	RetryOn []string `protobuf:"bytes,6,rep,name=retry_on,json=retryOn,proto3" json:"retry_on,omitempty"`
 	// Breaker, when set, is a circuit breaker per peer.
-	Breaker       *Breaker `protobuf:"bytes,7,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	Breaker *Breaker `protobuf:"bytes,7,opt,name=breaker,proto3" json:"breaker,omitempty"`
+	// Peers replaces the policy above for calls to the components named
+	// (deploy.resilience.groups); their own peers are unset. A host that
+	// reads no peers applies the policy above to every call.
+	Peers         map[string]*Resilience `protobuf:"bytes,8,rep,name=peers,proto3" json:"peers,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -380,6 +384,13 @@ func (x *Resilience) GetRetryOn() []string {
 func (x *Resilience) GetBreaker() *Breaker {
 	if x != nil {
 		return x.Breaker
+	}
+	return nil
+}
+
+func (x *Resilience) GetPeers() map[string]*Resilience {
+	if x != nil {
+		return x.Peers
 	}
 	return nil
 }
@@ -1275,7 +1286,7 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\ametrics\x18\x03 \x01(\v2\x17.svclab.host.v1.MetricsR\ametrics\x12:\n" +
 	"\n" +
 	"resilience\x18\x04 \x01(\v2\x1a.svclab.host.v1.ResilienceR\n" +
-	"resilience\"\xbd\x02\n" +
+	"resilience\"\xd0\x03\n" +
 	"\n" +
 	"Resilience\x123\n" +
 	"\atimeout\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x18\n" +
@@ -1285,7 +1296,12 @@ const file_host_v1_host_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"maxBackoff\x12\x19\n" +
 	"\bretry_on\x18\x06 \x03(\tR\aretryOn\x121\n" +
-	"\abreaker\x18\a \x01(\v2\x17.svclab.host.v1.BreakerR\abreaker\"\xd2\x01\n" +
+	"\abreaker\x18\a \x01(\v2\x17.svclab.host.v1.BreakerR\abreaker\x12;\n" +
+	"\x05peers\x18\b \x03(\v2%.svclab.host.v1.Resilience.PeersEntryR\x05peers\x1aT\n" +
+	"\n" +
+	"PeersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.svclab.host.v1.ResilienceR\x05value:\x028\x01\"\xd2\x01\n" +
 	"\aBreaker\x12\x1a\n" +
 	"\bfailures\x18\x01 \x01(\x05R\bfailures\x12\x14\n" +
 	"\x05ratio\x18\x02 \x01(\x01R\x05ratio\x121\n" +
@@ -1360,7 +1376,7 @@ func file_host_v1_host_proto_rawDescGZIP() []byte {
 	return file_host_v1_host_proto_rawDescData
 }
 
-var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_host_v1_host_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_host_v1_host_proto_goTypes = []any{
 	(*HostConfig)(nil),          // 0: svclab.host.v1.HostConfig
 	(*Mesh)(nil),                // 1: svclab.host.v1.Mesh
@@ -1383,9 +1399,10 @@ var file_host_v1_host_proto_goTypes = []any{
 	(*StopResponse)(nil),        // 18: svclab.host.v1.StopResponse
 	nil,                         // 19: svclab.host.v1.HostConfig.ListenersEntry
 	nil,                         // 20: svclab.host.v1.HostConfig.PeersEntry
-	nil,                         // 21: svclab.host.v1.Tls.CertsEntry
-	nil,                         // 22: svclab.host.v1.UpdatePeersRequest.PeersEntry
-	(*durationpb.Duration)(nil), // 23: google.protobuf.Duration
+	nil,                         // 21: svclab.host.v1.Resilience.PeersEntry
+	nil,                         // 22: svclab.host.v1.Tls.CertsEntry
+	nil,                         // 23: svclab.host.v1.UpdatePeersRequest.PeersEntry
+	(*durationpb.Duration)(nil), // 24: google.protobuf.Duration
 }
 var file_host_v1_host_proto_depIdxs = []int32{
 	19, // 0: svclab.host.v1.HostConfig.listeners:type_name -> svclab.host.v1.HostConfig.ListenersEntry
@@ -1398,36 +1415,38 @@ var file_host_v1_host_proto_depIdxs = []int32{
 	5,  // 7: svclab.host.v1.Mesh.tracing:type_name -> svclab.host.v1.Tracing
 	4,  // 8: svclab.host.v1.Mesh.metrics:type_name -> svclab.host.v1.Metrics
 	2,  // 9: svclab.host.v1.Mesh.resilience:type_name -> svclab.host.v1.Resilience
-	23, // 10: svclab.host.v1.Resilience.timeout:type_name -> google.protobuf.Duration
-	23, // 11: svclab.host.v1.Resilience.backoff:type_name -> google.protobuf.Duration
-	23, // 12: svclab.host.v1.Resilience.max_backoff:type_name -> google.protobuf.Duration
+	24, // 10: svclab.host.v1.Resilience.timeout:type_name -> google.protobuf.Duration
+	24, // 11: svclab.host.v1.Resilience.backoff:type_name -> google.protobuf.Duration
+	24, // 12: svclab.host.v1.Resilience.max_backoff:type_name -> google.protobuf.Duration
 	3,  // 13: svclab.host.v1.Resilience.breaker:type_name -> svclab.host.v1.Breaker
-	23, // 14: svclab.host.v1.Breaker.window:type_name -> google.protobuf.Duration
-	23, // 15: svclab.host.v1.Breaker.open:type_name -> google.protobuf.Duration
-	11, // 16: svclab.host.v1.Metrics.listener:type_name -> svclab.host.v1.Listener
-	21, // 17: svclab.host.v1.Tls.certs:type_name -> svclab.host.v1.Tls.CertsEntry
-	9,  // 18: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
-	23, // 19: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
-	23, // 20: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
-	23, // 21: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
-	10, // 22: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
-	10, // 23: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
-	22, // 24: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
-	11, // 25: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
-	12, // 26: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	7,  // 27: svclab.host.v1.Tls.CertsEntry.value:type_name -> svclab.host.v1.CertKey
-	12, // 28: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
-	13, // 29: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
-	15, // 30: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
-	17, // 31: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
-	14, // 32: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
-	16, // 33: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
-	18, // 34: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
-	32, // [32:35] is the sub-list for method output_type
-	29, // [29:32] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	21, // 14: svclab.host.v1.Resilience.peers:type_name -> svclab.host.v1.Resilience.PeersEntry
+	24, // 15: svclab.host.v1.Breaker.window:type_name -> google.protobuf.Duration
+	24, // 16: svclab.host.v1.Breaker.open:type_name -> google.protobuf.Duration
+	11, // 17: svclab.host.v1.Metrics.listener:type_name -> svclab.host.v1.Listener
+	22, // 18: svclab.host.v1.Tls.certs:type_name -> svclab.host.v1.Tls.CertsEntry
+	9,  // 19: svclab.host.v1.TransportOptions.http_limits:type_name -> svclab.host.v1.HttpLimits
+	24, // 20: svclab.host.v1.HttpLimits.read_header_timeout:type_name -> google.protobuf.Duration
+	24, // 21: svclab.host.v1.HttpLimits.read_timeout:type_name -> google.protobuf.Duration
+	24, // 22: svclab.host.v1.HttpLimits.idle_timeout:type_name -> google.protobuf.Duration
+	10, // 23: svclab.host.v1.Listener.endpoint:type_name -> svclab.host.v1.Endpoint
+	10, // 24: svclab.host.v1.EndpointSet.endpoints:type_name -> svclab.host.v1.Endpoint
+	23, // 25: svclab.host.v1.UpdatePeersRequest.peers:type_name -> svclab.host.v1.UpdatePeersRequest.PeersEntry
+	11, // 26: svclab.host.v1.HostConfig.ListenersEntry.value:type_name -> svclab.host.v1.Listener
+	12, // 27: svclab.host.v1.HostConfig.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	2,  // 28: svclab.host.v1.Resilience.PeersEntry.value:type_name -> svclab.host.v1.Resilience
+	7,  // 29: svclab.host.v1.Tls.CertsEntry.value:type_name -> svclab.host.v1.CertKey
+	12, // 30: svclab.host.v1.UpdatePeersRequest.PeersEntry.value:type_name -> svclab.host.v1.EndpointSet
+	13, // 31: svclab.host.v1.Control.UpdatePeers:input_type -> svclab.host.v1.UpdatePeersRequest
+	15, // 32: svclab.host.v1.Control.Drain:input_type -> svclab.host.v1.DrainRequest
+	17, // 33: svclab.host.v1.Control.Stop:input_type -> svclab.host.v1.StopRequest
+	14, // 34: svclab.host.v1.Control.UpdatePeers:output_type -> svclab.host.v1.UpdatePeersResponse
+	16, // 35: svclab.host.v1.Control.Drain:output_type -> svclab.host.v1.DrainResponse
+	18, // 36: svclab.host.v1.Control.Stop:output_type -> svclab.host.v1.StopResponse
+	34, // [34:37] is the sub-list for method output_type
+	31, // [31:34] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_host_v1_host_proto_init() }
@@ -1441,7 +1460,7 @@ func file_host_v1_host_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_host_v1_host_proto_rawDesc), len(file_host_v1_host_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -552,6 +552,23 @@ func (x *Resilience) AppendProtoJSON(b []byte) ([]byte, error) {
 			return b, err
 		}
 	}
+	if len(x.Peers) > 0 {
+		b = append(b, ",\"peers\":"...)
+		b = append(b, '{')
+		for i, k := range pbjson.SortedKeys(x.Peers) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = pbjson.AppendString(b, k); err != nil {
+				return b, err
+			}
+			b = append(b, ':')
+			if b, err = x.Peers[k].AppendProtoJSON(b); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, '}')
+	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
 	}
@@ -676,6 +693,42 @@ func (x *Resilience) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.Breaker = v
+			}
+		case "peers":
+			if seen[0]&(1<<7) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 7
+			if d.Null() {
+				continue
+			}
+			if err := d.ObjectStart(); err != nil {
+				return err
+			}
+			if x.Peers == nil {
+				x.Peers = map[string]*Resilience{}
+			}
+			for first := true; ; first = false {
+				more, err := d.NextField(first)
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+				name, err := d.Name()
+				if err != nil {
+					return err
+				}
+				k := string(name)
+				if _, dup := x.Peers[k]; dup {
+					return pbjson.ErrFallback
+				}
+				v := new(Resilience)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Peers[k] = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {

@@ -377,15 +377,18 @@ def generator_caution(runs: pd.DataFrame) -> str:
 
 
 def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
-    """The host's timer floor that each run's generator audit was judged
-    against (experiment.json's host_timer), or None when not measured."""
+    """The host's timer lateness measured before the experiment
+    (experiment.json's host_timer), or None when not measured. It describes
+    the host; each open-loop run is judged against the floor of its own
+    window (run.json's generator.floor)."""
     if not ht:
         return None
     return (f"Host timer ({ht.get('method') or '—'}, {ht.get('samples', '—')} wake-ups): "
             f"a bare sleep-to-deadline loop woke late by p50 {num(ht.get('p50_ms'))} ms, "
             f"p99 {num(ht.get('p99_ms'))} ms, p99.9 {num(ht.get('p999_ms'))} ms, "
-            f"max {num(ht.get('max_ms'))} ms: the floor the generator's send lag is "
-            "judged against.")
+            f"max {num(ht.get('max_ms'))} ms before the first run. Each open-loop run's "
+            "send lag is judged against the same loop run beside it over its own window "
+            "(run.json's generator.floor), and against this only when none ran.")
 
 
 def isolation_line(iso: dict) -> str:

@@ -23,6 +23,7 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 
 	_ "github.com/svclab/svclab/apps/all"
+	_ "github.com/svclab/svclab/internal/runtime/transport/all"
 )
 
 func TestMain(m *testing.M) { os.Exit(kubetest.Main(m)) }
@@ -96,10 +97,13 @@ func TestDeployRolloutStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	dep, err := d.Deploy(ctx, topo, deploy.Options{})
 	if err != nil {
 		t.Fatalf("deploy: %v\n%s", err, c.Log("kube-controller-manager"))
 	}
+	// docs/KUBERNETES.md quotes this: apply to every Deployment available.
+	t.Logf("apply→ready: %s (3 Deployments, 4 pods, on %d kwok nodes)", time.Since(start).Round(time.Millisecond), len(c.Nodes))
 	kd := dep.(*kube.Deployment)
 	ns := kd.Namespace()
 	defer dep.Stop(ctx)
@@ -142,9 +146,11 @@ func TestDeployRolloutStop(t *testing.T) {
 	}
 	t.Logf("RunLoad under kwok: %v", lerr)
 
+	start = time.Now()
 	if err := dep.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("namespace deleted and gone: %s", time.Since(start).Round(time.Millisecond))
 	namespaceGone(t, c, ns)
 }
 

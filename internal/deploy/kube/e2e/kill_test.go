@@ -92,13 +92,15 @@ func TestKilledRunCleaned(t *testing.T) {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	// Deployed: the load Job is the last thing a run makes.
+	// Deployed: the load Job is the last thing a run makes, after a
+	// rollout that may take the spec's whole start_timeout (60s).
+	deadline = time.Now().Add(3 * time.Minute)
 	for {
 		if _, err := c.Client.BatchV1().Jobs(ns).Get(ctx, kube.LoadJob, metav1.GetOptions{}); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("svclab run started no load Job in %s within 90s:\n%s", ns, out.String())
+			t.Fatalf("svclab run started no load Job in %s within 3m:\n%s", ns, out.String())
 		}
 		time.Sleep(300 * time.Millisecond)
 	}

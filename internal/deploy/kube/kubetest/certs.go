@@ -94,13 +94,23 @@ func (ca *certAuthority) issue(cn string, orgs []string, server bool) (keyPair, 
 func (ca *certAuthority) certPEM() []byte { return pemBlock("CERTIFICATE", ca.cert.Raw) }
 
 // serviceAccountKey is the key the API server signs service-account tokens
-// with and the controller manager's token controller uses.
-func serviceAccountKey() ([]byte, error) {
+// with and the controller manager's token controller uses (PKCS #8), and
+// its public half (PKIX), which the API server verifies tokens with: its
+// --service-account-key-file reads a public key, or an RSA or SEC 1 EC
+// private key, but not PKCS #8.
+func serviceAccountKey() (private, public []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, fmt.Errorf("kubetest: service-account key: %w", err)
+		return nil, nil, fmt.Errorf("kubetest: service-account key: %w", err)
 	}
-	return keyPEM(key)
+	if private, err = keyPEM(key); err != nil {
+		return nil, nil, fmt.Errorf("kubetest: service-account key: %w", err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kubetest: service-account public key: %w", err)
+	}
+	return private, pemBlock("PUBLIC KEY", der), nil
 }
 
 func keyPEM(key *ecdsa.PrivateKey) ([]byte, error) {

@@ -123,7 +123,7 @@ type process struct {
 
 // Start starts a control plane with nodes kwok nodes and returns once the
 // nodes are Ready and the controllers run. On error nothing is left.
-func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
+func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 	tools, err := ToolsDir()
 	if err != nil {
 		return nil, err
@@ -132,7 +132,9 @@ func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir}
+	// c is not the named result: every error return sets that to nil,
+	// and the cleanup needs the cluster started so far.
+	c := &Cluster{Dir: dir}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -169,7 +171,7 @@ func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
 		"--cert-dir="+filepath.Join(dir, "apiserver"),
 		"--tls-cert-file="+f.serverCert, "--tls-private-key-file="+f.serverKey,
 		"--client-ca-file="+f.ca,
-		"--service-account-key-file="+f.saKey,
+		"--service-account-key-file="+f.saPub,
 		"--service-account-signing-key-file="+f.saKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-cluster-ip-range=10.96.0.0/16",
@@ -203,7 +205,7 @@ func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
 		"--horizontal-pod-autoscaler-sync-period=2s")...); err != nil {
 		return nil, err
 	}
-	if err := c.start(tools, "kube-scheduler", common[:2]...); err != nil {
+	if err := c.start(tools, "kube-scheduler", common...); err != nil {
 		return nil, err
 	}
 	if err := c.start(tools, "kwok",
@@ -229,7 +231,7 @@ func Start(ctx context.Context, nodes int) (c *Cluster, err error) {
 
 // files are the paths writeFiles made.
 type files struct {
-	ca, serverCert, serverKey, saKey string
+	ca, serverCert, serverKey, saKey, saPub string
 }
 
 // writeFiles makes the CA, the API server's certificate, a client
@@ -252,7 +254,7 @@ func (c *Cluster) writeFiles() (files, error) {
 	if err != nil {
 		return f, err
 	}
-	sa, err := serviceAccountKey()
+	sa, saPub, err := serviceAccountKey()
 	if err != nil {
 		return f, err
 	}
@@ -265,6 +267,7 @@ func (c *Cluster) writeFiles() (files, error) {
 		{"apiserver.crt", server.CertPEM, &f.serverCert},
 		{"apiserver.key", server.KeyPEM, &f.serverKey},
 		{"sa.key", sa, &f.saKey},
+		{"sa.pub", saPub, &f.saPub},
 	} {
 		if *w.p, err = writePrivate(c.Dir, w.name, w.b); err != nil {
 			return f, err
@@ -308,9 +311,9 @@ func (c *Cluster) start(tools, name string, args ...string) error {
 }
 
 // startTimeout bounds each wait of Start; the API server's first start
-// (its storage and bootstrap policy) takes the longest, under load many
-// seconds.
-const startTimeout = 2 * time.Minute
+// (its storage and bootstrap policy) takes the longest: 20 s on an idle
+// 2-core machine, and more than 2 minutes at a load average of 40.
+const startTimeout = 4 * time.Minute
 
 // waitHTTP polls url until it answers 200, the process dies or the time
 // is up.

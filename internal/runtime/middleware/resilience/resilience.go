@@ -46,6 +46,18 @@ type Options struct {
 	RetryOn []codes.Code
 	// Breaker, when set, is a circuit breaker per peer.
 	Breaker *BreakerOptions
+	// Peers replace these options for calls to the peers named
+	// (deploy.resilience.groups); their own Peers are ignored.
+	Peers map[string]Options
+}
+
+// forPeer are the options of calls to name.
+func (o Options) forPeer(name string) Options {
+	if po, ok := o.Peers[name]; ok {
+		po.Peers = nil
+		return po
+	}
+	return o
 }
 
 // BreakerOptions are deploy.resilience.breaker.
@@ -124,6 +136,7 @@ func (r *Resilience) Stats(peerName string) Stats {
 
 type peer struct {
 	name   string
+	opts   Options // its own, or the host's
 	cb     *gobreaker.CircuitBreaker[any]
 	budget *budget
 
@@ -136,8 +149,9 @@ func (r *Resilience) peer(name string) *peer {
 	if p, ok := r.peers[name]; ok {
 		return p
 	}
-	p := &peer{name: name, budget: newBudget(BudgetWindow, r.opts.RetryBudget, r.opts.MinRetriesPerSecond)}
-	if b := r.opts.Breaker; b != nil {
+	opts := r.opts.forPeer(name)
+	p := &peer{name: name, opts: opts, budget: newBudget(BudgetWindow, opts.RetryBudget, opts.MinRetriesPerSecond)}
+	if b := opts.Breaker; b != nil {
 		p.cb = gobreaker.NewCircuitBreaker[any](gobreaker.Settings{
 			Name:        name,
 			MaxRequests: uint32(max(b.Probes, 1)),
@@ -175,7 +189,7 @@ func (r *Resilience) Client(peerName string) grpc.UnaryClientInterceptor {
 		for attempt := 0; ; attempt++ {
 			p.attempts.Add(1)
 			err = r.attempt(ctx, p, method, req, reply, cc, invoker, opts)
-			if err == nil || attempt >= r.opts.Retries || !r.retryable(err) || ctx.Err() != nil {
+			if err == nil || attempt >= p.opts.Retries || !p.retryable(err) || ctx.Err() != nil {
 				return err
 			}
 			if !p.budget.withdraw(time.Now()) {
@@ -183,7 +197,7 @@ func (r *Resilience) Client(peerName string) grpc.UnaryClientInterceptor {
 				r.metrics.denied.WithLabelValues(peerName).Inc()
 				return err
 			}
-			if err := sleep(ctx, r.backoff(attempt+1)); err != nil {
+			if err := sleep(ctx, p.backoff(attempt+1)); err != nil {
 				return status.FromContextError(err).Err()
 			}
 			p.retries.Add(1)
@@ -195,9 +209,9 @@ func (r *Resilience) Client(peerName string) grpc.UnaryClientInterceptor {
 func (r *Resilience) attempt(ctx context.Context, p *peer, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts []grpc.CallOption) error {
 	call := func() (any, error) {
 		actx := ctx
-		if r.opts.Timeout > 0 {
+		if p.opts.Timeout > 0 {
 			var cancel context.CancelFunc
-			actx, cancel = context.WithTimeout(ctx, r.opts.Timeout)
+			actx, cancel = context.WithTimeout(ctx, p.opts.Timeout)
 			defer cancel()
 		}
 		return nil, invoker(actx, method, req, reply, cc, opts...)
@@ -218,23 +232,23 @@ func (r *Resilience) attempt(ctx context.Context, p *peer, method string, req, r
 // retryable reports whether a failed attempt may be retried: its code is
 // in RetryOn and the breaker did not refuse it (a retry could only meet the
 // same open breaker).
-func (r *Resilience) retryable(err error) bool {
+func (p *peer) retryable(err error) bool {
 	st, _ := status.FromError(err)
 	if st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), ErrOpen.Error()) {
 		return false
 	}
-	return slices.Contains(r.opts.RetryOn, st.Code())
+	return slices.Contains(p.opts.RetryOn, st.Code())
 }
 
 // backoff is the wait before retry n (from 1): full jitter over an
 // exponentially growing cap.
-func (r *Resilience) backoff(n int) time.Duration {
-	if r.opts.Backoff <= 0 {
+func (p *peer) backoff(n int) time.Duration {
+	if p.opts.Backoff <= 0 {
 		return 0
 	}
-	ceiling := r.opts.Backoff << min(n-1, 30)
-	if r.opts.MaxBackoff > 0 && (ceiling > r.opts.MaxBackoff || ceiling <= 0) {
-		ceiling = r.opts.MaxBackoff
+	ceiling := p.opts.Backoff << min(n-1, 30)
+	if p.opts.MaxBackoff > 0 && (ceiling > p.opts.MaxBackoff || ceiling <= 0) {
+		ceiling = p.opts.MaxBackoff
 	}
 	return time.Duration(rand.Int64N(int64(ceiling) + 1))
 }

@@ -250,7 +250,7 @@ func TestBackoffFullJitter(t *testing.T) {
 		const samples = 4000
 		var sum float64
 		for range samples {
-			d := r.backoff(tt.n)
+			d := r.peer("p").backoff(tt.n)
 			if d < 0 || d > tt.ceiling {
 				t.Fatalf("retry %d: backoff %s outside [0, %s]", tt.n, d, tt.ceiling)
 			}
@@ -262,7 +262,7 @@ func TestBackoffFullJitter(t *testing.T) {
 			t.Errorf("retry %d: mean backoff %s, want about %s", tt.n, time.Duration(mean), tt.ceiling/2)
 		}
 	}
-	if d := New("g", Options{}).backoff(3); d != 0 {
+	if d := New("g", Options{}).peer("p").backoff(3); d != 0 {
 		t.Errorf("no backoff configured: %s", d)
 	}
 }

@@ -1,0 +1,77 @@
+package kube
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestYAMLCarriesNoStatus: the printed manifests hold what a user would
+// apply, not the empty status and creation time of the Go types (an HPA's
+// `desiredReplicas: 0`, `currentMetrics: null`), and still every object.
+func TestYAMLCarriesNoStatus(t *testing.T) {
+	src := chainSplit + "[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 60\n" + withLoad
+	objs := render(t, src, RenderOptions{})
+	y, err := YAML(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(strings.TrimPrefix(string(y), "---\n"), "---\n")
+	if len(docs) != len(objs) {
+		t.Fatalf("%d documents, want one per object (%d)", len(docs), len(objs))
+	}
+	kinds := map[string]bool{}
+	for i, d := range docs {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("document %d: %v", i, err)
+		}
+		kinds[m["kind"].(string)] = true
+		if _, ok := m["status"]; ok {
+			t.Errorf("%s %s has a status: %v", m["kind"], objs[i].GetName(), m["status"])
+		}
+		if _, ok := m["metadata"].(map[string]any)["creationTimestamp"]; ok {
+			t.Errorf("%s %s has a creationTimestamp", m["kind"], objs[i].GetName())
+		}
+		if strings.Contains(d, ": null") {
+			t.Errorf("%s %s has null fields:\n%s", m["kind"], objs[i].GetName(), d)
+		}
+	}
+	for _, k := range []string{"Namespace", "Deployment", "Service", "HorizontalPodAutoscaler", "Job"} {
+		if !kinds[k] {
+			t.Errorf("no %s in the YAML", k)
+		}
+	}
+	// The HPA's spec is still there whole.
+	if !strings.Contains(string(y), "averageUtilization: 60") || !strings.Contains(string(y), "maxReplicas: 3") {
+		t.Errorf("HPA spec lost:\n%s", y)
+	}
+}
+
+// TestNotesIstioTelemetryDefaults: with Istio, a tracing or metrics key
+// left unset gets a note, as the Telemetry then records less than Istio's
+// own defaults; a key set (even to the default's value) gets none.
+func TestNotesIstioTelemetryDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		name, extra             string
+		tracingNote, metricNote bool
+	}{
+		{"no istio", "", false, false},
+		{"istio, unset", "sidecar = \"istio\"\n", true, true},
+		{"istio, tracing set", "sidecar = \"istio\"\ntracing = 0.0\n", false, true},
+		{"istio, both set", "sidecar = \"istio\"\ntracing = 0.01\nmetrics = false\n", false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(chainSplit, "placement = \"split\"\n", "placement = \"split\"\n"+tt.extra, 1) + withLoad
+			s, topo := resolve(t, src)
+			notes := strings.Join(Notes(s, topo), "\n")
+			if got := strings.Contains(notes, "deploy.tracing is not set"); got != tt.tracingNote {
+				t.Errorf("tracing note %v, want %v:\n%s", got, tt.tracingNote, notes)
+			}
+			if got := strings.Contains(notes, "deploy.metrics is not set"); got != tt.metricNote {
+				t.Errorf("metrics note %v, want %v:\n%s", got, tt.metricNote, notes)
+			}
+		})
+	}
+}
