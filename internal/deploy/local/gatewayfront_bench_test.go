@@ -34,7 +34,7 @@ func BenchmarkGatewayFront(b *testing.B) {
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = replica.Serve(lis) }()
 	defer replica.Close()
-	front, err := startGatewayFront([]string{lis.Addr().String()})
+	front, err := startGatewayFront([]string{lis.Addr().String()}, (&net.Dialer{Timeout: 5 * time.Second}).DialContext)
 	if err != nil {
 		b.Fatal(err)
 	}
