@@ -88,6 +88,9 @@ ready() {
 	exit 1
 }
 
+# cpu PID: the process's user+system CPU time so far, in clock ticks.
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+
 p50() { python3 -c 'import json,sys; t = json.load(open(sys.argv[1]))["operations"][0]; assert t["errors"] == 0, t; print(t["latency"]["p50_ms"], t["count"])' "$1/summary.json"; }
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nproc) CPUs, rounds=$ROUNDS duration=$DURATION warmup_calls=$WARMUP_CALLS (bound $WARMUP_BOUND), $(java -version 2>&1 | head -1), $("$PY" --version)"
@@ -114,6 +117,7 @@ for pair in $PAIRS; do
 		;;
 	*) echo "languages.sh: unknown pair $pair" >&2; exit 2 ;;
 	esac
+	hpid=${pids[0]} bpid=${pids[1]}
 	ready "$proto" "127.0.0.1:$hp" host
 	ready "$proto" "127.0.0.1:$bp" bare
 	echo "$pair: warming both up ($WARMUP_CALLS calls each)" >&2
@@ -125,11 +129,16 @@ for pair in $PAIRS; do
 		order="host bare"
 		((r % 2 == 0)) && order="bare host"
 		for side in $order; do
-			port=$hp; [[ $side == bare ]] && port=$bp
+			port=$hp pid=$hpid
+			[[ $side == bare ]] && port=$bp pid=$bpid
+			c0=$(cpu "$pid")
 			load "$proto" "127.0.0.1:$port" "$work/$pair-$side-$r" -u 1 -d "$DURATION" >/dev/null
+			c1=$(cpu "$pid")
 			read -r ms n < <(p50 "$work/$pair-$side-$r")
-			printf '%s\t%s\t%d\t%s\t%s\n' "$pair" "$side" "$r" "$ms" "$n" >>"$results"
-			echo "$pair round $r $side: p50 $ms ms over $n calls" >&2
+			# The server's CPU per call, which the machine's load inflates far less than latency.
+			us=$(python3 -c 'import os,sys; print(round((int(sys.argv[2]) - int(sys.argv[1])) / os.sysconf("SC_CLK_TCK") / int(sys.argv[3]) * 1e6, 1))' "$c0" "$c1" "$n")
+			printf '%s\t%s\t%d\t%s\t%s\t%s\n' "$pair" "$side" "$r" "$ms" "$n" "$us" >>"$results"
+			echo "$pair round $r $side: p50 $ms ms over $n calls, server CPU $us us/call" >&2
 		done
 	done
 	# Stop this pair before the next starts: one pair at a time on the CPUs.
@@ -146,9 +155,9 @@ python3 - "$results" <<'EOF'
 import csv, statistics, sys
 rows = list(csv.reader(open(sys.argv[1]), delimiter="\t"))
 by = {}
-for pair, side, r, ms, n in rows:
-    by.setdefault(pair, {}).setdefault(int(r), {})[side] = (float(ms), int(n))
-print(f"\n{'pair':12} {'host p50 ms':>12} {'bare p50 ms':>12} {'p50 ratio':>10} {'ratios min-max':>16} {'calls/round':>12}  verdict (<= 1.10)")
+for pair, side, r, ms, n, us in rows:
+    by.setdefault(pair, {}).setdefault(int(r), {})[side] = (float(ms), int(n), float(us))
+print(f"\n{'pair':12} {'host p50 ms':>12} {'bare p50 ms':>12} {'p50 ratio':>10} {'ratios min-max':>16} {'calls/round':>12}  {'verdict (<= 1.10)':18} {'host CPU us/call':>17} {'bare':>8} {'ratio':>6}")
 for pair, rounds in by.items():
     host = [v["host"][0] for v in rounds.values()]
     bare = [v["bare"][0] for v in rounds.values()]
@@ -156,5 +165,8 @@ for pair, rounds in by.items():
     calls = statistics.median(v["host"][1] for v in rounds.values())
     r = statistics.median(ratios)
     print(f"{pair:12} {statistics.median(host):12.3f} {statistics.median(bare):12.3f} {r:10.3f} "
-          f"{min(ratios):7.3f}-{max(ratios):<8.3f} {calls:12.0f}  {'met' if r <= 1.10 else 'MISSED'}")
+          f"{min(ratios):7.3f}-{max(ratios):<8.3f} {calls:12.0f}  {'met' if r <= 1.10 else 'MISSED':18}", end="")
+    hc = statistics.median(v["host"][2] for v in rounds.values())
+    bc = statistics.median(v["bare"][2] for v in rounds.values())
+    print(f" {hc:17.1f} {bc:8.1f} {hc / bc:6.2f}")
 EOF
