@@ -8,6 +8,7 @@ numbers follow by hand; intervals are checked against scipy.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pandas as pd
 from scipy import stats
 from stores import DURATION, write_store
 
-from svclab_analysis.formatting import num
+from svclab_analysis.formatting import est, num
 from svclab_analysis.replications import s2mesh
 from svclab_analysis.replications.store import study_data
 from svclab_analysis.results import load_experiment
@@ -148,3 +149,39 @@ def test_s2mesh_section(tmp_path: Path) -> None:
     assert "mTLS is nearly free at low volume (≤ 1.10×)" in by_what
     # CPU ms per request per hop: hosts 0.3 CPU s/s at 100 req/s over 3 hops = 1 ms.
     assert "| default | 100 | small | 1.00 (1.00–1.00) | 0.667 (0.667–0.667) |" in text
+
+
+def proxyless_mean(lv: dict[str, Any], rep: int) -> float:
+    """Proxyless mTLS adds 0.1 ms, sidecar mTLS 2 ms; ±0.05 ms per repetition."""
+    base = 2.0 if lv["deploy.sidecar"] == "none" else 6.0
+    adds = (0.1 if lv["deploy.sidecar"] == "none" else 2.0) if lv["deploy.mtls"] else 0.0
+    return base + adds + 0.05 * (rep - 2)
+
+
+def test_proxyless_section_with_the_rate_fixed(tmp_path: Path) -> None:
+    # s2-mesh-proxyless.toml fixes load.rate: the table has no rate column.
+    d = write_store(tmp_path, "s2-mesh-proxyless",
+                    [("deploy.sidecar", ["none", "envoy"]), ("deploy.mtls", [False, True]),
+                     ("app.payload", ["small"])],
+                    lambda lv, rep: {"total": {"mean_ms": proxyless_mean(lv, rep)}}, reps=3)
+    with_roles(d, {"host": 0.3, "sidecar": 0.2}, {}, hosts=3)
+    sec = s2mesh.proxyless_section(study_data(load_experiment(d, metric="mean_ms")))
+    (claim,) = sec.claims
+    # Welch intervals: 0.1 ± t·0.05·sqrt(2/3) and 2.0 ± the same lie apart.
+    assert claim.verdict == "holds"
+    row = next(ln for ln in sec.text.splitlines() if "proxyless (the transport)" in ln)
+    a = np.array([proxyless_mean({"deploy.sidecar": "none", "deploy.mtls": True}, r)
+                  for r in (1, 2, 3)])
+    b = np.array([proxyless_mean({"deploy.sidecar": "none", "deploy.mtls": False}, r)
+                  for r in (1, 2, 3)])
+    ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert est(a.mean() - b.mean(), ci.low, ci.high) in row
+
+
+def test_separated() -> None:
+    D = s2mesh.Difference
+    assert s2mesh.separated(D(0.1, 0.0, 0.2), D(2.0, 1.5, 2.5)) == "holds"
+    assert s2mesh.separated(D(2.0, 1.5, 2.5), D(0.1, 0.0, 0.2)) == "does not hold (reversed)"
+    assert s2mesh.separated(D(0.1, 0.0, 1.6), D(2.0, 1.5, 2.5)).startswith("inconclusive")
+    assert s2mesh.separated(D(0.1, math.nan, math.nan), D(2.0, 1.5, 2.5)).startswith(
+        "inconclusive")

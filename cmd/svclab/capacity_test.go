@@ -162,17 +162,14 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "2"}, "--precision: must be between 0 and 1"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--step", "10ms"}, "--step: must be at least 500ms"},
 		{[]string{specPath, "--slo", "p99_ms=50", "-o", dir}, "-o " + dir + ": is a directory"},
-		// A spec's own error is located in it, as svclab run does (exit 1).
+		// A spec's own error is located in it, and is bad input as a
+		// flag's is (exit 2), as in svclab run.
 		{[]string{withSLO}, "slo.toml:20: load.thresholds.p99_ms: must be >= 0, got -3"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		stdout, stderr, code := svclab(t, ctx, nil, append([]string{"capacity"}, tc.args...)...)
 		cancel()
-		want := 2
-		if tc.args[0] == withSLO {
-			want = 1
-		}
-		if code != want {
+		if want := 2; code != want {
 			t.Errorf("capacity %q: exit %d, want %d\n%s%s", tc.args, code, want, stdout, stderr)
 		}
 		if !strings.Contains(stderr, tc.want) {

@@ -76,7 +76,7 @@ for docker load, podman load or kind load image-archive.`,
 			}
 			if tarballPath != "" {
 				if tag == "" {
-					tag = "svclab:" + sanitizeTag(version)
+					tag = defaultImageTag()
 				}
 				if err := image.WriteTarball(img, tag, tarballPath); err != nil {
 					return err

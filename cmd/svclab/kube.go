@@ -13,7 +13,12 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-func init() { rootCmd.AddCommand(newKubeCmd()) }
+func init() {
+	rootCmd.AddCommand(newKubeCmd())
+	// Pods run, unless deploy.kube.image says otherwise, the image that
+	// `svclab image --tarball` builds of this very version.
+	kube.DefaultImage = defaultImageTag()
+}
 
 func newKubeCmd() *cobra.Command {
 	c := &cobra.Command{

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/svclab/svclab/internal/deploy/all" // deployers a spec may name
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // version and commit are set by the linker (see the Makefile).
@@ -34,7 +35,12 @@ drives it with load, and reports what each choice costs.
 Start with:
   svclab up experiments/quickstart.toml     deploy one variant and keep it running
   svclab load --url http://127.0.0.1:8080/  drive any local service with load
-  svclab run experiments/quickstart.toml    run a whole experiment and report`,
+  svclab run experiments/quickstart.toml    run a whole experiment and report
+
+Exit status: 0 on success; 1 when the work itself failed (a deployment, a
+run, the analysis); 2 for bad input, found before anything starts: a bad
+flag or argument, or an error in the spec, whether the file or --set holds
+it; 99 when load.thresholds were broken. Each command's help says more.`,
 	Version:       version + " (" + commit + ")",
 	SilenceUsage:  true,
 	SilenceErrors: true,
@@ -47,6 +53,18 @@ type usageError struct{ err error }
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
 
+// exitUsage is the exit status of bad input: flags, arguments or a spec.
+const exitUsage = 2
+
+// badInput reports whether err is the user's input at fault: how the
+// command was called, or a spec error, whether the file or a --set flag
+// wrote the bad key, so that both exit alike.
+func badInput(err error) bool {
+	var ue usageError
+	var se *spec.Error
+	return errors.As(err, &ue) || errors.As(err, &se)
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -55,9 +73,8 @@ func main() {
 	})
 	if err := rootCmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "svclab:", err)
-		var ue usageError
-		if errors.As(err, &ue) {
-			os.Exit(2)
+		if badInput(err) {
+			os.Exit(exitUsage)
 		}
 		var xe exitError
 		if errors.As(err, &xe) {

@@ -20,21 +20,29 @@ func init() { rootCmd.AddCommand(newPlanCmd()) }
 
 func newPlanCmd() *cobra.Command {
 	var (
-		asJSON bool
-		brief  bool
-		seed   int64
-		sets   []string
+		asJSON    bool
+		brief     bool
+		effective bool
+		seed      int64
+		sets      []string
 	)
 	c := &cobra.Command{
 		Use:   "plan <spec.toml>",
 		Short: "Print the runs an experiment will make, without running anything",
 		Long: `plan validates a spec, expands its [experiment] design into runs in the
-order they will run, and prints each run's factor levels, the effective spec
-of every design point, and an estimate of the total time.
+order they will run, and prints an estimate of the total time, one line per
+design point (its factors' levels and the runs that measure it) and the runs
+in order. --effective adds the whole effective spec of every design point.
 
 For a fractional design it also prints the defining relation and the alias
-structure.`,
+structure.
+
+When the order is random and neither experiment.seed nor --seed is given,
+plan draws a seed from the clock and says so; 'svclab run' draws its own, so
+pass the printed seed to run with --seed (or set experiment.seed) to run the
+order plan printed. experiment.json records the seed of every run.`,
 		Example: `  svclab plan experiments/quickstart.toml
+  svclab plan --effective experiments/faults.toml
   svclab plan --brief experiments/quickstart.toml
   svclab plan --set experiment.repetitions=5 experiments/quickstart.toml
   svclab plan --json experiments/quickstart.toml | jq '.runs[0]'`,
@@ -54,11 +62,15 @@ structure.`,
 				enc.SetIndent("", "  ")
 				return enc.Encode(ef)
 			}
-			return printPlan(cmd.OutOrStdout(), p, !brief)
+			if brief && effective {
+				return usageError{errors.New("--brief and --effective: give one")}
+			}
+			return printPlan(cmd.OutOrStdout(), p, planDetail{drawnSeed: seed == 0 && s.Experiment.Seed == nil, brief: brief, effective: effective})
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print the plan as experiment.json would record it")
-	c.Flags().BoolVar(&brief, "brief", false, "leave out the effective spec of each design point")
+	c.Flags().BoolVar(&brief, "brief", false, "print only the summary and the runs, not the design points")
+	c.Flags().BoolVar(&effective, "effective", false, "also print the whole effective spec of each design point, as TOML")
 	c.Flags().Int64Var(&seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
 	addSetFlag(c, &sets)
 	return c
@@ -70,21 +82,33 @@ func addSetFlag(c *cobra.Command, sets *[]string) {
 }
 
 // loadSpec reads a spec and applies --set overrides in order, before the
-// spec is checked. An error in an override is a usage error.
+// spec is checked. Every error here is bad input (exit status 2), whether
+// the file is missing, unreadable or wrong, or an override is.
 func loadSpec(path string, sets []string) (*spec.Spec, error) {
 	s, err := spec.Load(path, sets...)
-	var se *spec.Error
-	if errors.As(err, &se) && se.Flag != "" {
+	if err != nil {
 		return nil, usageError{err}
 	}
-	return s, err
+	return s, nil
 }
 
-func printPlan(w io.Writer, p *experiment.Plan, full bool) error {
+// planDetail says how much of a plan printPlan shows.
+type planDetail struct {
+	// drawnSeed: the seed came from the clock, not the spec or --seed.
+	drawnSeed bool
+	brief     bool // the summary and the runs only
+	effective bool // and the effective spec of every design point
+}
+
+func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	e := p.Spec.Experiment
 	d := p.Design
 	fmt.Fprintf(w, "experiment %s: %s design, %d design points x %d repetitions = %d runs, order %s (seed %d)\n",
 		e.Name, d.Kind, len(d.Points), e.Repetitions, len(p.Runs), e.Order, p.Seed)
+	if detail.drawnSeed && e.Order == "random" && len(p.Runs) > 1 {
+		fmt.Fprintf(w, "seed %d was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed %d %s (or set experiment.seed)\n",
+			p.Seed, p.Seed, shellJoin([]string{p.Spec.Path}))
+	}
 	fmt.Fprintf(w, "each run: warm-up %s, measure %s, cool-down %s\n", p.Warmup, p.Duration, p.Cooldown)
 	fmt.Fprintf(w, "estimated time: %s\n\n", roundDuration(p.Estimate()))
 	if len(d.Factors) > 0 {
@@ -99,6 +123,12 @@ func printPlan(w io.Writer, p *experiment.Plan, full bool) error {
 		fmt.Fprintln(w, "aliases:")
 		for _, a := range d.Aliases[1:] {
 			fmt.Fprintf(w, "  %s\n", a)
+		}
+		fmt.Fprintln(w)
+	}
+	if !detail.brief {
+		if err := printPoints(w, p); err != nil {
+			return err
 		}
 		fmt.Fprintln(w)
 	}
@@ -118,7 +148,7 @@ func printPlan(w io.Writer, p *experiment.Plan, full bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if !full {
+	if !detail.effective {
 		return nil
 	}
 	seen := map[*spec.Spec]bool{}
@@ -132,9 +162,43 @@ func printPlan(w io.Writer, p *experiment.Plan, full bool) error {
 		if err != nil {
 			return fmt.Errorf("print effective spec: %w", err)
 		}
-		w.Write(b)
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// printPoints writes one line per design point, in design order: its
+// factors' levels and the indices of the runs that measure it. The design
+// points differ from the spec only in those levels, which --effective
+// shows as whole specs.
+func printPoints(w io.Writer, p *experiment.Plan) error {
+	d := p.Design
+	runs := make(map[string][]string, len(d.Points))
+	for _, r := range p.Runs {
+		k := fmt.Sprint(r.Point)
+		runs[k] = append(runs[k], fmt.Sprint(r.Index))
+	}
+	if len(d.Factors) == 0 {
+		fmt.Fprintf(w, "design point 1: the spec as written (no factors), runs %s\n", strings.Join(runs[fmt.Sprint(d.Points[0])], ","))
+		return nil
+	}
+	fmt.Fprintln(w, "design points (--effective prints each one's whole spec):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := []string{"  point"}
+	for _, f := range d.Factors {
+		header = append(header, f.Letter)
+	}
+	fmt.Fprintln(tw, strings.Join(append(header, "runs"), "\t"))
+	for i, pt := range d.Points {
+		row := []string{fmt.Sprintf("  %d", i+1)}
+		for fi, li := range pt {
+			row = append(row, fmt.Sprint(d.Factors[fi].Levels[li]))
+		}
+		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(runs[fmt.Sprint(pt)], ",")), "\t"))
+	}
+	return tw.Flush()
 }
 
 func formatLevels(levels []any) string {

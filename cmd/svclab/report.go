@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -66,7 +65,7 @@ func analysisCommand() (string, error) {
 	if p, err := exec.LookPath("svclab-analysis"); err == nil {
 		return p, nil
 	}
-	return "", errors.New("svclab-analysis not found: run 'make venv' in the svclab checkout, or set SVCLAB_VENV to a virtualenv that has it")
+	return "", errNoAnalysis
 }
 
 // runAnalysis writes the report of a results directory and returns the

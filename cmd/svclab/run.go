@@ -16,9 +16,10 @@ func init() { rootCmd.AddCommand(newRunCmd()) }
 
 func newRunCmd() *cobra.Command {
 	var (
-		opts     experiment.Options
-		noReport bool
-		sets     []string
+		opts       experiment.Options
+		noReport   bool
+		wantReport bool
+		sets       []string
 	)
 	c := &cobra.Command{
 		Use:   "run <spec.toml>",
@@ -34,12 +35,18 @@ with the reason and the tail of the service's stderr, and the experiment
 goes on (unless --fail-fast). If svclab is interrupted or killed, the
 committed runs are kept; --resume continues with the rest.
 
-At the end it runs the analysis and prints the path of the report.`,
+At the end it runs the analysis and prints the path of the report. When the
+analysis is not installed ('make venv' makes it), the results are complete
+all the same: run says so, and how to write the report later (svclab report
+DIR), and exits 0, unless --report asked for the report.`,
 		Example: `  svclab run experiments/quickstart.toml
   svclab run --resume results/quickstart-20261122-101500 experiments/quickstart.toml
   svclab run --set experiment.repetitions=2 --set load.duration=2s experiments/quickstart.toml`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab run experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if wantReport && noReport {
+				return usageError{errors.New("--report and --no-report: give one")}
+			}
 			s, err := loadSpec(args[0], sets)
 			if err != nil {
 				return err
@@ -95,12 +102,7 @@ At the end it runs the analysis and prints the path of the report.`,
 				// and in each run.json, not in a report that cannot be made.
 				return errors.Join(breached, fmt.Errorf("no run finished ok (%d failed; the reasons are above and in each run.json under %s)", out.Failed, out.Dir))
 			}
-			report, err := runAnalysis(cmd.Context(), out.Dir, "", "", cmd.ErrOrStderr())
-			if err != nil {
-				return fmt.Errorf("report: %w (the results are complete; retry with: svclab report %s)", err, out.Dir)
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "report: %s\n", report)
-			return breached
+			return errors.Join(breached, reportAfterRun(cmd, out.Dir, wantReport))
 		},
 	}
 	f := c.Flags()
@@ -109,6 +111,7 @@ At the end it runs the analysis and prints the path of the report.`,
 	f.BoolVar(&opts.FailFast, "fail-fast", false, "stop at the first failed run")
 	f.Int64Var(&opts.Seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
 	f.BoolVar(&noReport, "no-report", false, "do not run the analysis at the end")
+	f.BoolVar(&wantReport, "report", false, "fail (exit 1) when the report cannot be written; by default a missing analysis (make venv) leaves the complete results and a notice")
 	addSetFlag(c, &sets)
 	return c
 }

@@ -54,7 +54,7 @@ func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]
 	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
 		pr, err := Prepare(rs)
 		if err != nil {
-			return Timing{}, err
+			return Timing{}, noLoad(s, err)
 		}
 		bySpec[rs] = pr
 		return pr.Timing(), nil

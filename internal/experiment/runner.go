@@ -9,9 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -392,6 +390,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	stop()
 	if res != nil {
 		defer res.Close()
+		prog.measured(res)
 		if err := res.WriteDir(w.Dir); err != nil {
 			return nil, err
 		}
@@ -437,109 +436,4 @@ func commitRun(w *RunWriter, rf *RunFile) error {
 		return err
 	}
 	return w.Commit()
-}
-
-// progress prints "run k of n" with live load figures.
-type progress struct {
-	w     io.Writer
-	live  bool
-	plan  *Plan
-	start time.Time
-
-	mu       sync.Mutex
-	run      Run
-	phase    string
-	last     load.Progress
-	done_    int
-	lastLine time.Time
-	width    int
-}
-
-func newProgress(w io.Writer, live bool, p *Plan, start time.Time) *progress {
-	return &progress{w: w, live: live, plan: p, start: start}
-}
-
-func (pg *progress) skip() {
-	pg.mu.Lock()
-	pg.done_++
-	pg.mu.Unlock()
-}
-
-func (pg *progress) begin(r Run, phase string) {
-	pg.mu.Lock()
-	pg.run, pg.phase, pg.last = r, phase, load.Progress{}
-	pg.mu.Unlock()
-	pg.print(true)
-}
-
-func (pg *progress) update(lp load.Progress) {
-	pg.mu.Lock()
-	pg.last = lp
-	if lp.Warmup {
-		pg.phase = "warm-up"
-	} else {
-		pg.phase = "measuring"
-	}
-	pg.mu.Unlock()
-	pg.print(false)
-}
-
-func (pg *progress) finish(rf *RunFile) {
-	pg.mu.Lock()
-	pg.done_++
-	pg.mu.Unlock()
-	if !pg.live {
-		return
-	}
-	pg.print(true)
-}
-
-func (pg *progress) done() {
-	if pg.live {
-		fmt.Fprintln(pg.w)
-	}
-}
-
-func (pg *progress) print(force bool) {
-	pg.mu.Lock()
-	defer pg.mu.Unlock()
-	now := time.Now()
-	if !pg.live && !force && now.Sub(pg.lastLine) < 5*time.Second {
-		return
-	}
-	pg.lastLine = now
-	per := pg.plan.Estimate() / time.Duration(max(1, len(pg.plan.Runs)))
-	left := time.Duration(len(pg.plan.Runs)-pg.done_) * per
-	if pg.phase == "measuring" {
-		left -= pg.last.Elapsed
-	}
-	var levels []string
-	keys := make([]string, 0, len(pg.run.Levels))
-	for k := range pg.run.Levels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		levels = append(levels, fmt.Sprintf("%s=%v", k[strings.LastIndex(k, ".")+1:], pg.run.Levels[k]))
-	}
-	line := fmt.Sprintf("run %d/%d [%s] %s", pg.run.Index, len(pg.plan.Runs), strings.Join(levels, " "), pg.phase)
-	if pg.phase == "measuring" || pg.phase == "warm-up" {
-		line += fmt.Sprintf(" %4.0fs | %7.1f rps  %d err  p99 %.2f ms", pg.last.Elapsed.Seconds(), pg.last.RPS, pg.last.TotalErrors, float64(pg.last.P99)/1e6)
-	}
-	line += fmt.Sprintf(" | elapsed %s  left ~%s", fmtClock(now.Sub(pg.start)), fmtClock(max(0, left)))
-	if pg.live {
-		pad := ""
-		if n := pg.width - len(line); n > 0 {
-			pad = strings.Repeat(" ", n)
-		}
-		pg.width = len(line)
-		fmt.Fprintf(pg.w, "\r%s%s", line, pad)
-		return
-	}
-	fmt.Fprintln(pg.w, line)
-}
-
-func fmtClock(d time.Duration) string {
-	d = d.Round(time.Second)
-	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }

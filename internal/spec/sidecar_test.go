@@ -23,6 +23,18 @@ func TestSidecarKeys(t *testing.T) {
 	}
 }
 
+// TestSidecarAutoscale: Envoy sidecars, which take endpoint updates while
+// they run, follow an autoscaled group.
+func TestSidecarAutoscale(t *testing.T) {
+	s, err := Parse("x.toml", []byte("[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n"))
+	if err != nil {
+		t.Fatalf("autoscale with Envoy sidecars: %v", err)
+	}
+	if _, ok := s.Deploy.Autoscale["hop2"]; !ok || s.Deploy.Sidecar != SidecarEnvoy {
+		t.Errorf("autoscale %v, sidecar %q", s.Deploy.Autoscale, s.Deploy.Sidecar)
+	}
+}
+
 func TestSidecarErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
 		{"near miss", "[deploy]\n\nsidecar = \"envoi\"\n", `x.toml:3: deploy.sidecar: unknown sidecar "envoi" (did you mean "envoy"?)`},
@@ -30,7 +42,8 @@ func TestSidecarErrors(t *testing.T) {
 		{"empty", "[deploy]\nsidecar = \"\"\n", `x.toml:2: deploy.sidecar: unknown sidecar ""`},
 		{"mode", "[deploy]\nproxy_mode = \"nodes\"\n", `x.toml:2: deploy.proxy_mode: unknown proxy mode "nodes" (did you mean "node"?)`},
 		{"inproc", "[deploy]\ntransport = \"inproc\"\nsidecar = \"nginx\"\n", `x.toml:3: deploy.sidecar: sidecar "nginx" needs a network transport`},
-		{"autoscale", "[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `deploy.autoscale: sidecars serve a fixed count of replicas for now`},
+		{"autoscale nginx", "[deploy]\nsidecar = \"nginx\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `x.toml:3: deploy.autoscale.hop2: replicas that change while the proxies run need deploy.sidecar = "envoy" and deploy.proxy_mode = "sidecar" (got "nginx", "sidecar")`},
+		{"autoscale node", "[deploy]\nsidecar = \"envoy\"\nproxy_mode = \"node\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `x.toml:4: deploy.autoscale.hop2: replicas that change while the proxies run need deploy.sidecar = "envoy" and deploy.proxy_mode = "sidecar" (got "envoy", "node")`},
 		{"unix", "[deploy]\nnetwork = \"unix\"\nsidecar = \"envoy\"\n", `x.toml:2: deploy.network: sidecars listen on loopback TCP`},
 		{"factor level", "[deploy]\n[experiment.factors]\n\"deploy.sidecar\" = [\"envoy\", \"enovy\"]\n", `x.toml:3: deploy.sidecar: unknown sidecar "enovy" (did you mean "envoy"?)`},
 	}

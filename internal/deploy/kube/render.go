@@ -69,8 +69,10 @@ const (
 )
 
 // DefaultImage is the image rendered when neither deploy.kube.image nor
-// RenderOptions.Image names one; `svclab kube render` says so.
-const DefaultImage = "svclab:latest"
+// RenderOptions.Image names one; `svclab kube render` says so. The svclab
+// command sets it to the tag `svclab image --tarball` gives its version
+// (svclab:VERSION), so that the two agree.
+var DefaultImage = "svclab:latest"
 
 // DefaultRunID names the objects of a render made outside a run.
 const DefaultRunID = "render"

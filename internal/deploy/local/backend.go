@@ -25,7 +25,7 @@ func (d *Deployment) startBackend(ctx context.Context, what string, cmd *exec.Cm
 	var startErr error
 	d.spawn.do(func() { startErr = cmd.Start() })
 	if startErr != nil {
-		return nil, fmt.Errorf("%s: start %s: %w", what, cmd.Path, startErr)
+		return nil, fmt.Errorf("%s: start %s: %w", what, backendName(cmd), startErr)
 	}
 	done = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
@@ -34,10 +34,10 @@ func (d *Deployment) startBackend(ctx context.Context, what string, cmd *exec.Cm
 	for !ready(ctx) {
 		select {
 		case <-done:
-			return nil, fmt.Errorf("%s %s exited at start (%s); its log:\n%s", what, cmd.Path, cmd.ProcessState, logTail(logPath))
+			return nil, fmt.Errorf("%s %s exited at start (%s); its log:\n%s", what, backendName(cmd), cmd.ProcessState, logTail(logPath))
 		case <-ctx.Done():
 			stopGroup(cmd, done)
-			return nil, fmt.Errorf("%s %s not ready: %w; its log:\n%s", what, cmd.Path, context.Cause(ctx), logTail(logPath))
+			return nil, fmt.Errorf("%s %s not ready: %w; its log:\n%s", what, backendName(cmd), context.Cause(ctx), logTail(logPath))
 		case <-tick.C:
 		}
 	}

@@ -87,7 +87,7 @@ func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, er
 		return nil, fmt.Errorf("tracing backend: %w", err)
 	}
 	j := &jaeger{log: filepath.Join(d.dir, "jaeger.log"), otlp: ports[2], query: "http://" + ports[0], start: time.Now()}
-	j.cmd = exec.Command(bin, "--config", "file:"+conf)
+	j.cmd = backendCommand(bin, "--config", "file:"+conf)
 	if j.done, err = d.startBackend(ctx, "tracing backend", j.cmd, j.log, j.ready); err != nil {
 		return nil, err
 	}

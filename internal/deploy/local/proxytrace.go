@@ -14,18 +14,21 @@ import (
 // Istio's observability setup has Envoy do. Only a program that can
 // (Envoy) does, and only at layer 7: a TCP proxy sees no requests.
 func (d *Deployment) traceProxies(plan *sidecar.Plan) {
+	for i := range plan.Proxies {
+		d.traceProxy(plan.Kind, &plan.Proxies[i].Config)
+	}
+}
+
+// traceProxy makes one proxy of the plan emit its own spans, if the
+// deployment's proxies do; a replica's sidecar added later gets it from
+// here too.
+func (d *Deployment) traceProxy(k sidecar.Kind, c *sidecar.Config) {
 	m := d.mesh
-	if m == nil || m.jaeger == nil || plan.Kind.Name() != "envoy" {
+	if m == nil || m.jaeger == nil || k.Name() != "envoy" || c.Protocol == sidecar.TCP {
 		return
 	}
-	for i := range plan.Proxies {
-		c := &plan.Proxies[i].Config
-		if c.Protocol == sidecar.TCP {
-			continue
-		}
-		c.Tracing = &sidecar.Tracing{OTLP: m.jaeger.otlp, Ratio: m.tracing}
-		m.proxies = append(m.proxies, c.Name)
-	}
+	c.Tracing = &sidecar.Tracing{OTLP: m.jaeger.otlp, Ratio: m.tracing}
+	m.proxies = append(m.proxies, c.Name)
 }
 
 // awaitProxySpans lets the proxies export the spans of the last requests

@@ -126,6 +126,9 @@ func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	if err := d.pushScrapeTargets(); err != nil {
 		d.logf("deployment %s: %v", d.id, err)
 	}
+	if ok, err := d.pushSidecars(g); ok {
+		return err // the callers' hosts call through their sidecars (sidecarscale.go)
+	}
 	var errs []error
 	for _, j := range d.callers(g) {
 		peers := map[string][]runtime.Endpoint{}
@@ -186,15 +189,20 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 	name := d.topo.Groups[g].Name
 	var started []*process
+	d.mu.Lock()
+	first := d.nextOrdinal[g]
+	d.mu.Unlock()
 	defer func() {
 		if err != nil {
-			// Not yet anyone's peer: killed, and left out of Processes.
-			for _, p := range started {
+			// Not yet anyone's peer: killed, and left out of Processes;
+			// a sidecar (after its host) first, as it is in its host's cgroup.
+			for _, p := range slices.Backward(started) {
 				p.retired.Store(true)
 				signalGroup(p, syscall.SIGKILL)
 				<-p.done
 				_ = p.removeCgroup()
 			}
+			d.dropReplicaSidecars(g, first)
 			err = fmt.Errorf("scale up group %s: %w", name, err)
 		}
 	}()
@@ -205,6 +213,11 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		d.mu.Unlock()
 		s, err := d.bind(g, ordinal)
 		if err != nil {
+			return err
+		}
+		sc, err := d.planReplicaSidecar(s)
+		if err != nil {
+			s.close()
 			return err
 		}
 		peers, err := d.place(g, d.peersOf(g, nil))
@@ -226,6 +239,13 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		started = append(started, p)
+		px, err := sc.start(p)
+		if err != nil {
+			return err
+		}
+		if px != nil {
+			started = append(started, px)
+		}
 	}
 	rctx, cancel := context.WithTimeout(ctx, d.opts.ReadyTimeout)
 	defer cancel()
@@ -291,9 +311,10 @@ func (d *Deployment) stopReplica(ctx context.Context, p *process) error {
 	case <-sctx.Done():
 		signalGroup(p, syscall.SIGKILL)
 		<-p.done
-		return errors.Join(fmt.Errorf("%s: did not stop within %s and was killed (%v)", p.info, d.stopTimeout, err), p.removeCgroup())
+		return errors.Join(fmt.Errorf("%s: did not stop within %s and was killed (%v)", p.info, d.stopTimeout, err), d.stopSidecarOf(ctx, p), p.removeCgroup())
 	}
-	return p.removeCgroup()
+	// Its sidecar shares its cgroup: stopped first.
+	return errors.Join(d.stopSidecarOf(ctx, p), p.removeCgroup())
 }
 
 // forget takes a replica that died out of its callers' sets, so that they

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/svclab/svclab/internal/cgroup"
@@ -22,19 +23,46 @@ import (
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// sidecarPlan is a deployment's sidecar proxies between planning and start:
-// the ports they will listen on stay bound by svclab until each proxy is
-// about to start, so no one else takes them in between.
+// sidecarPlan is a deployment's sidecar proxies: the ports they will
+// listen on stay bound by svclab until each proxy is about to start, so no
+// one else takes them in between. Once the deployment runs, mu guards the
+// plan, which replicas added, scaled away or dead change (sidecarscale.go).
 type sidecarPlan struct {
 	*sidecar.Plan
 	bin  string
+	mu   sync.Mutex
 	held map[int]net.Listener // port → svclab's listener on it
+	// procs are the proxies' processes, by the group and replica they sit
+	// beside ({-1, 0} for a node proxy).
+	procs map[[2]int]*process
 }
 
 func (m *sidecarPlan) release() {
 	for p, l := range m.held {
 		_ = l.Close()
 		delete(m.held, p)
+	}
+}
+
+// reserve binds a free loopback port for a proxy's listener.
+func (m *sidecarPlan) reserve() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
+	}
+	n := l.Addr().(*net.TCPAddr).Port
+	m.held[n] = l
+	return n, nil
+}
+
+// unhold frees the ports of c's listeners, just before its proxy binds
+// them (or when it will not).
+func (m *sidecarPlan) unhold(c sidecar.Config) {
+	for _, l := range c.Listeners {
+		if h, ok := m.held[l.Port]; ok {
+			_ = h.Close()
+			delete(m.held, l.Port)
+		}
 	}
 }
 
@@ -46,16 +74,7 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
 		return nil
 	}
-	m := &sidecarPlan{held: map[int]net.Listener{}}
-	port := func() (int, error) {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
-		}
-		n := l.Addr().(*net.TCPAddr).Port
-		m.held[n] = l
-		return n, nil
-	}
+	m := &sidecarPlan{held: map[int]net.Listener{}, procs: map[[2]int]*process{}}
 	appAddr := func(g int, c string) []string {
 		var ss []*sockets
 		for _, s := range all {
@@ -70,14 +89,7 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 		}
 		return out
 	}
-	dir := func(name string) (string, error) {
-		dir := filepath.Join(d.dir, name)
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			return "", fmt.Errorf("sidecar %s: %w", name, err)
-		}
-		return dir, nil
-	}
-	plan, err := sidecar.NewPlan(p, appAddr, port, dir)
+	plan, err := sidecar.NewPlan(p, appAddr, m.reserve, d.sidecarDir)
 	if err != nil {
 		m.release()
 		return err
@@ -106,12 +118,23 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 	return nil
 }
 
+// sidecarDir makes the private directory of proxy name.
+func (d *Deployment) sidecarDir(name string) (string, error) {
+	dir := filepath.Join(d.dir, name)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return "", fmt.Errorf("sidecar %s: %w", name, err)
+	}
+	return dir, nil
+}
+
 // routeThroughSidecars makes the host of replica s call its peers through
 // its own sidecar's outbound listeners.
 func (d *Deployment) routeThroughSidecars(s *sockets, hc *hostv1.HostConfig) {
 	if d.sidecars == nil {
 		return
 	}
+	d.sidecars.mu.Lock()
+	defer d.sidecars.mu.Unlock()
 	for dep, addr := range d.sidecars.Peers[s.group][s.ordinal] {
 		hc.Peers[dep] = &hostv1.EndpointSet{Endpoints: []*hostv1.Endpoint{{Transport: d.topo.Transport, Network: "tcp", Addr: addr}}}
 	}
@@ -125,49 +148,58 @@ func (d *Deployment) startSidecars(opts Options) error {
 		return nil
 	}
 	defer d.sidecars.release()
-	k := d.sidecars.Kind
 	for _, px := range d.sidecars.Proxies {
-		c := px.Config
-		text, err := k.Render(c)
+		proc, err := d.startProxy(px, nil, opts)
 		if err != nil {
-			return fmt.Errorf("sidecar %s: %w", c.Name, err)
-		}
-		path := filepath.Join(c.Dir, k.ConfigFile())
-		if err := os.WriteFile(path, text, 0o600); err != nil {
-			return fmt.Errorf("sidecar %s: %w", c.Name, err)
-		}
-		info := deploy.ProcessInfo{Name: c.Name, Role: deploy.RoleNodeProxy}
-		if px.Group >= 0 {
-			g := d.topo.Groups[px.Group]
-			info.Group, info.Role, info.Components = g.Name, deploy.RoleSidecar, g.Components
-		}
-		listen := map[string]runtime.Endpoint{}
-		for _, l := range c.Listeners {
-			if m, ok := d.sidecars.held[l.Port]; ok {
-				_ = m.Close()
-				delete(d.sidecars.held, l.Port)
-			}
-			if l.Inbound {
-				listen[l.Component] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
-			}
-		}
-		cmd := exec.Command(d.sidecars.bin, k.Args(path, c)...)
-		cmd.Dir = c.Dir
-		cmd.Env = append(os.Environ(), opts.Env...)
-		cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
-		cg, own, err := d.proxyCgroup(px)
-		if err != nil {
-			return fmt.Errorf("sidecar %s: %w", c.Name, err)
-		}
-		proc, err := d.launchProxy(cmd, info, listen, opts, cg, own)
-		if err != nil {
-			return fmt.Errorf("sidecar %s: %w", c.Name, err)
+			return err
 		}
 		d.mu.Lock()
 		d.processes = append(d.processes, proc)
 		d.mu.Unlock()
 	}
 	return nil
+}
+
+// startProxy writes px's configuration and starts it, in the cgroup of
+// host when that is given (a replica started later, not yet among the
+// processes proxyCgroup looks through).
+func (d *Deployment) startProxy(px sidecar.Proxy, host *process, opts Options) (*process, error) {
+	k := d.sidecars.Kind
+	c := px.Config
+	path, err := sidecar.Write(k, c)
+	if err != nil {
+		return nil, err
+	}
+	info := deploy.ProcessInfo{Name: c.Name, Role: deploy.RoleNodeProxy}
+	if px.Group >= 0 {
+		g := d.topo.Groups[px.Group]
+		info.Group, info.Role, info.Components = g.Name, deploy.RoleSidecar, g.Components
+	}
+	listen := map[string]runtime.Endpoint{}
+	for _, l := range c.Listeners {
+		if l.Inbound {
+			listen[l.Component] = runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: fmt.Sprintf("127.0.0.1:%d", l.Port)}
+		}
+	}
+	d.sidecars.unhold(c)
+	cmd := exec.Command(d.sidecars.bin, k.Args(path, c)...)
+	cmd.Dir = c.Dir
+	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = append(cmd.Env, runtime.DeploymentEnv+"="+d.id)
+	cg, own, err := d.proxyCgroup(px)
+	if host != nil {
+		cg, own, err = host.cg, false, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("sidecar %s: %w", c.Name, err)
+	}
+	proc, err := d.launchProxy(cmd, info, listen, opts, cg, own)
+	if err != nil {
+		return nil, fmt.Errorf("sidecar %s: %w", c.Name, err)
+	}
+	proc.ordinal = px.Replica
+	d.sidecars.procs[[2]int{px.Group, px.Replica}] = proc
+	return proc, nil
 }
 
 // plaintextBehindSidecar reports whether p is a host whose listeners
@@ -236,14 +268,22 @@ func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen 
 	return proc, nil
 }
 
-// sidecarEntries are the entry's replicas' inbound listeners, where a
-// client reaches them through their sidecars (nil without sidecars).
+// sidecarEntries are the inbound listeners of the entry's live replicas'
+// proxies, where a client reaches them (nil without sidecars).
 func (d *Deployment) sidecarEntries(opts transport.DialOptions) []balancer.Address {
 	if d.sidecars == nil || d.topo.InProcess() {
 		return nil
 	}
-	var out []balancer.Address
-	for _, addr := range d.sidecars.Inbound[d.topo.Entry] {
+	eg := d.topo.EntryGroup()
+	live := d.live(eg)
+	out := []balancer.Address{}
+	d.sidecars.mu.Lock()
+	defer d.sidecars.mu.Unlock()
+	for _, p := range live {
+		addr := d.sidecars.InboundOf(eg, p.ordinal, d.topo.Entry)
+		if addr == "" {
+			continue
+		}
 		ep := runtime.Endpoint{Transport: d.topo.Transport, Network: "tcp", Addr: addr}
 		out = append(out, balancer.Address{
 			Addr: ep.String(),
@@ -255,12 +295,14 @@ func (d *Deployment) sidecarEntries(opts transport.DialOptions) []balancer.Addre
 	return out
 }
 
-// sidecarsScale refuses to scale a deployment with sidecars: its proxies'
-// configuration is written once, for the replicas it starts with, and a
-// replica added later would have no sidecar (docs/DEPLOY.md).
+// sidecarsScale says why a deployment's sidecars cannot follow a change of
+// its replicas, or nil when they can (or it has none).
 func (d *Deployment) sidecarsScale(group string) error {
 	if d.sidecars == nil {
 		return nil
 	}
-	return fmt.Errorf("scale group %s: the deployment has %s sidecars, which serve the replicas it started with; scaling with sidecars is not built yet", group, d.sidecars.Kind.Name())
+	if err := d.sidecars.Scalable(); err != nil {
+		return fmt.Errorf("scale group %s: %w", group, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -71,7 +72,7 @@ func (envoy) Render(c Config) ([]byte, error) {
 				"stream_idle_timeout": "0s",
 				"route_config": obj{"virtual_hosts": []obj{{
 					"name": "all", "domains": []string{"*"},
-					"routes": envoyRoutes(cluster, c.Tracing != nil),
+					"routes": envoyRoutes(cluster, c.Tracing != nil, !l.Inbound),
 				}}},
 				"http_filters": []obj{{
 					"name":         "envoy.filters.http.router",
@@ -119,10 +120,22 @@ func (envoy) Render(c Config) ([]byte, error) {
 			"name":            cluster,
 			"type":            "STATIC",
 			"connect_timeout": "2s",
-			"load_assignment": obj{
-				"cluster_name": cluster,
-				"endpoints":    []obj{{"lb_endpoints": envoyEndpoints(l.Upstreams)}},
-			},
+			"load_assignment": envoyLoadAssignment(cluster, l.Upstreams),
+		}
+		if !l.Inbound {
+			// The callee's replicas change while the proxy runs: Envoy
+			// reads them from a file it watches (WriteUpstreams), and
+			// ejects one that fails before that file tells it.
+			delete(cl, "load_assignment")
+			cl["type"] = "EDS"
+			cl["eds_cluster_config"] = obj{"service_name": cluster, "eds_config": obj{
+				"resource_api_version": "V3",
+				"path_config_source": obj{
+					"path":              envoyEDSPath(c, l),
+					"watched_directory": obj{"path": filepath.Join(c.Dir, envoyEDSDir)},
+				},
+			}}
+			cl["outlier_detection"] = envoyOutlierDetection
 		}
 		if c.Protocol != TCP {
 			http := obj{"http_protocol_options": obj{}}
@@ -195,9 +208,16 @@ const healthPrefix = "/grpc.health.v1.Health/"
 
 // envoyRoutes send everything to cluster. With tracing, the deployer's
 // health probes are left out of traces, as the hosts leave them out: a
-// probe is not a request.
-func envoyRoutes(cluster string, tracing bool) []obj {
-	all := obj{"match": obj{"prefix": "/"}, "route": obj{"cluster": cluster, "timeout": "0s"}}
+// probe is not a request. An outbound route retries, as Istio's do by
+// default, a call that never reached a callee's app (the connection
+// failed, the stream was refused, or the callee's proxy found its app
+// gone or draining: UNAVAILABLE, 503) on another replica.
+func envoyRoutes(cluster string, tracing, outbound bool) []obj {
+	route := obj{"cluster": cluster, "timeout": "0s"}
+	if outbound {
+		route["retry_policy"] = envoyRetryPolicy
+	}
+	all := obj{"match": obj{"prefix": "/"}, "route": route}
 	if !tracing {
 		return []obj{all}
 	}
@@ -205,21 +225,79 @@ func envoyRoutes(cluster string, tracing bool) []obj {
 	return []obj{
 		{
 			"match":   obj{"prefix": healthPrefix},
-			"route":   obj{"cluster": cluster, "timeout": "0s"},
+			"route":   route,
 			"tracing": obj{"client_sampling": zero, "random_sampling": zero, "overall_sampling": zero},
 		},
 		all,
 	}
 }
 
-// envoyEndpoints are a cluster's endpoints, among which Envoy balances
-// round robin (its default).
-func envoyEndpoints(addrs []string) []obj {
-	out := make([]obj, 0, len(addrs))
+// envoyRetryPolicy is Istio's default outbound retry policy, less the
+// retry of a callee's CANCELLED: two retries, each on a replica not yet
+// tried.
+var envoyRetryPolicy = obj{
+	"retry_on":               "connect-failure,refused-stream,unavailable,retriable-status-codes",
+	"retriable_status_codes": []int{503},
+	"num_retries":            2,
+	"retry_host_predicate": []obj{{
+		"name":         "envoy.retry_host_predicates.previous_hosts",
+		"typed_config": obj{"@type": "type.googleapis.com/envoy.extensions.retry.host.previous_hosts.v3.PreviousHostsPredicate"},
+	}},
+	"host_selection_retry_max_attempts": 5,
+}
+
+// envoyLoadAssignment is a cluster's endpoints, among which Envoy
+// balances round robin (its default).
+func envoyLoadAssignment(cluster string, addrs []string) obj {
+	eps := make([]obj, 0, len(addrs))
 	for _, a := range addrs {
-		out = append(out, obj{"endpoint": obj{"address": envoyAddr(a)}})
+		eps = append(eps, obj{"endpoint": obj{"address": envoyAddr(a)}})
 	}
-	return out
+	return obj{"cluster_name": cluster, "endpoints": []obj{{"lb_endpoints": eps}}}
+}
+
+// envoyEDSDir is the directory, in a proxy's Dir, of the files that hold
+// its outbound clusters' endpoints; Envoy watches it for files moved in.
+const envoyEDSDir = "eds"
+
+func envoyEDSPath(c Config, l Listener) string {
+	return filepath.Join(c.Dir, envoyEDSDir, "to_"+l.Name+".json")
+}
+
+// envoyOutlierDetection ejects an upstream (a callee replica's proxy) after
+// two calls in a row fail at the gateway (its app is gone: 502, 503, 504,
+// or the connection fails), checked every 250 ms, for at least 5 s; every
+// upstream may be ejected, since the deployer's endpoint update removes a
+// dead replica for good. Envoy enforces none of this by default.
+var envoyOutlierDetection = obj{
+	"consecutive_gateway_failure":                2,
+	"enforcing_consecutive_gateway_failure":      100,
+	"consecutive_5xx":                            5,
+	"interval":                                   "0.25s",
+	"base_ejection_time":                         "5s",
+	"max_ejection_percent":                       100,
+	"split_external_local_origin_errors":         false,
+	"enforcing_consecutive_local_origin_failure": 100,
+}
+
+// WriteUpstreams writes l's upstreams as the endpoint discovery response
+// its cluster watches (a ClusterLoadAssignment), by an atomic rename into
+// the watched directory, as Envoy's filesystem subscriptions require.
+func (envoy) WriteUpstreams(c Config, l Listener) error {
+	if l.Inbound {
+		return nil // an inbound cluster leads to its own replica, for good
+	}
+	cluster := "to_" + l.Name
+	la := envoyLoadAssignment(cluster, l.Upstreams)
+	la["@type"] = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	b, err := json.Marshal(obj{"version_info": strconv.FormatInt(time.Now().UnixNano(), 10), "resources": []obj{la}})
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(c.Dir, envoyEDSDir), 0o700); err != nil {
+		return err
+	}
+	return writeAtomic(envoyEDSPath(c, l), b)
 }
 
 // envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this

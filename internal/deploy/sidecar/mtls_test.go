@@ -191,12 +191,8 @@ func startHealthServer(t *testing.T) string {
 
 func startProxy(t *testing.T, k Kind, bin string, c Config) {
 	t.Helper()
-	text, err := k.Render(c)
+	path, err := Write(k, c)
 	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(c.Dir, k.ConfigFile())
-	if err := os.WriteFile(path, text, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, k.Args(path, c)...)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -67,18 +68,28 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 		// Tracing too: Envoy emits spans over OTLP; the others ignore it.
 		c.Tracing = &Tracing{OTLP: "127.0.0.1:41005", Ratio: 0.5}
 	}
-	text, err := k.Render(c)
+	path, err := Write(k, c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"41001", "41002", "41003", "41004", "41006"} {
-		if !strings.Contains(string(text), want) {
-			t.Errorf("configuration lacks %s:\n%s", want, text)
-		}
-	}
-	path := filepath.Join(dir, k.ConfigFile())
-	if err := os.WriteFile(path, text, 0o600); err != nil {
+	text, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// A Dynamic kind's upstreams are in the files beside the
+	// configuration, which Write wrote too.
+	all := slices.Clone(text)
+	_ = filepath.WalkDir(dir, func(p string, e os.DirEntry, err error) error {
+		if err == nil && !e.IsDir() && p != path && filepath.Ext(p) == ".json" {
+			b, _ := os.ReadFile(p)
+			all = append(all, b...)
+		}
+		return nil
+	})
+	for _, want := range []string{"41001", "41002", "41003", "41004", "41006"} {
+		if !strings.Contains(string(all), want) {
+			t.Errorf("configuration lacks %s:\n%s", want, all)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

@@ -71,8 +71,9 @@ type Listener struct {
 	// (inbound) or the one it calls (outbound).
 	Component string
 	// Group is the index of the group the listener serves: the callee's
-	// (inbound) or the caller's (outbound).
-	Group int
+	// (inbound) or the caller's (outbound); Replica is the ordinal of
+	// that group's replica (0 for a node proxy's outbound listeners).
+	Group, Replica int
 	// TLS, when set, makes the proxy-to-proxy leg mutual TLS: an inbound
 	// listener serves TLS and demands a client certificate; an outbound
 	// one presents its certificate to the callee's proxy. The app-to-proxy
@@ -258,6 +259,7 @@ type Proxy struct {
 // through them.
 type Plan struct {
 	Kind    Kind
+	Node    bool // one proxy for every group (deploy.proxy_mode = "node")
 	Proxies []Proxy
 	// Peers maps group → replica → component it calls in another group →
 	// the address of its outbound listener for that component.
@@ -266,6 +268,10 @@ type Plan struct {
 	// replicas' inbound listeners, where clients (and remote proxies)
 	// reach it.
 	Inbound map[string][]string
+
+	// secure, set by Secure, gives a proxy added later (AddReplica) the
+	// same mutual TLS as the first ones.
+	secure func(*Config) error
 }
 
 // NewPlan lays out the proxies of topo. appAddr gives the loopback
@@ -291,7 +297,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 	}
 	node := topo.ProxyMode == spec.ProxyModeNode
 	replicas := func(g int) int { return max(1, topo.Groups[g].Replicas) }
-	pl := &Plan{Kind: k, Peers: make([][]map[string]string, len(topo.Groups)), Inbound: map[string][]string{}}
+	pl := &Plan{Kind: k, Node: node, Peers: make([][]map[string]string, len(topo.Groups)), Inbound: map[string][]string{}}
 	// listeners[g][r] are those of replica r of group g.
 	listeners := make([][][]Listener, len(topo.Groups))
 	for g := range topo.Groups {
@@ -314,7 +320,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 				if node && len(apps) > 1 {
 					name = fmt.Sprintf("in_%s_%d", c, r)
 				}
-				listeners[g][r] = append(listeners[g][r], Listener{Name: name, Port: p, Upstreams: []string{app}, Inbound: true, Component: c, Group: g})
+				listeners[g][r] = append(listeners[g][r], Listener{Name: name, Port: p, Upstreams: []string{app}, Inbound: true, Component: c, Group: g, Replica: r})
 				pl.Inbound[c] = append(pl.Inbound[c], loopback(p))
 			}
 		}
@@ -342,7 +348,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 					if !node && r > 0 {
 						lname = fmt.Sprintf("out_%d_%d_%s", g, r, dep)
 					}
-					listeners[g][r] = append(listeners[g][r], Listener{Name: lname, Port: p, Upstreams: pl.Inbound[dep], Component: dep, Group: g})
+					listeners[g][r] = append(listeners[g][r], Listener{Name: lname, Port: p, Upstreams: slices.Clone(pl.Inbound[dep]), Component: dep, Group: g, Replica: r})
 					pl.Peers[g][r][dep] = loopback(p)
 				}
 			}
@@ -371,13 +377,9 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 		}
 		return pl, nil
 	}
-	for g, grp := range topo.Groups {
+	for g := range topo.Groups {
 		for r, ls := range listeners[g] {
-			name := grp.Name + "." + k.Name()
-			if replicas(g) > 1 {
-				name = fmt.Sprintf("%s#%d.%s", grp.Name, r, k.Name()) // the replica's name, as the deployer names its host
-			}
-			if err := add(g, r, name, ls); err != nil {
+			if err := add(g, r, proxyName(topo, g, r, k), ls); err != nil {
 				return nil, err
 			}
 		}
@@ -392,8 +394,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 // demands the callee's identity, peerID(component). creds gives each
 // component's CA, certificate and key files (internal/pki writes them).
 func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca, cert, key string), peerPrefix string, peerID func(component string) string) error {
-	for i := range pl.Proxies {
-		c := &pl.Proxies[i].Config
+	pl.secure = func(c *Config) error {
 		for j := range c.Listeners {
 			l := &c.Listeners[j]
 			own, peer, prefix := l.Component, peerID(l.Component), false
@@ -409,8 +410,25 @@ func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca,
 			}
 			l.TLS = t
 		}
+		return nil
+	}
+	for i := range pl.Proxies {
+		if err := pl.secure(&pl.Proxies[i].Config); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// proxyName names the sidecar of replica r of group g after the replica,
+// as the deployer names its host; a replica added to a group that started
+// with one is numbered too, as its sidecar needs a directory of its own.
+func proxyName(topo *runtime.Topology, g, r int, k Kind) string {
+	grp := topo.Groups[g]
+	if grp.Replicas > 1 || grp.Autoscale != nil || r > 0 {
+		return fmt.Sprintf("%s#%d.%s", grp.Name, r, k.Name())
+	}
+	return grp.Name + "." + k.Name()
 }
 
 func loopback(port int) string { return fmt.Sprintf("127.0.0.1:%d", port) }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,8 @@ def overall(verdicts: Sequence[str]) -> str:
         return "holds"
     if failed == n:
         return "does not hold"
+    if held == failed == 0:
+        return "inconclusive" if n == 1 else f"inconclusive in all {n} cells"
     return f"holds in {held} of {n} cells, does not hold in {failed}"
 
 
@@ -90,6 +92,9 @@ class StudyData:
     factors: Mapping[str, Sequence[str]]
     closed_loop: bool = False
     cores: int = 2
+    # Other experiments a study reads beside its own, by experiment name
+    # (S0 whole: one spec per two-host placement).
+    companions: Mapping[str, StudyData] = field(default_factory=dict)
 
     def table(self, operation: str = "total") -> pd.DataFrame:
         return self.tables[operation]

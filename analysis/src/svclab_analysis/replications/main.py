@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import AnalysisError
 from ..formatting import duration, md_table, num
 from ..results import Experiment, load_experiment
-from . import s0, s1, s2, s2mesh, s3, s4, s4hosts
+from . import s0, s0boutique, s1, s2, s2mesh, s3, s4, s4hosts
 from .common import Claim, Section, StudyData
 from .regions import GENERATED_NOTE, rewrite
 from .store import latest_results, provenance, replicate_info, study_data, wall_time
@@ -29,6 +29,8 @@ class Study:
     # The summary and runs regions wait for every required study's results;
     # S1's need PostgreSQL, nginx and cgroups, which not every machine has.
     required: bool = True
+    # Experiments read beside the study's own (StudyData.companions).
+    companions: tuple[str, ...] = ()
 
 
 STUDIES: dict[str, Study] = {
@@ -44,6 +46,9 @@ STUDIES: dict[str, Study] = {
               required=False),
         Study("s2", "s2-payload", "experiments/s2-payload.toml", s2.METRIC, s2.section),
         Study("s0", "s0-granularity", "experiments/s0-granularity.toml", s0.METRIC, s0.section),
+        # Needs root for its two-host companions (the netns deployer).
+        Study("s0b", s0boutique.ONE_HOST, "experiments/s0-boutique.toml", s0boutique.METRIC,
+              s0boutique.section, required=False, companions=tuple(s0boutique.companions())),
         Study("s1v", "s1-vertical", "experiments/s1-vertical.toml", s1.METRIC,
               s1.vertical_section, required=False),
         Study("s1h", "s1-horizontal", "experiments/s1-horizontal.toml", s1.METRIC,
@@ -58,11 +63,17 @@ STUDIES: dict[str, Study] = {
 }
 
 
-def study_section(study: Study, exp: Experiment) -> Section:
+def study_section(study: Study, exp: Experiment,
+                  companions: Mapping[str, Experiment] | None = None) -> Section:
     """The study's region of one results directory, headed by where its numbers come from."""
-    body = study.section(study_data(exp))
-    head = [GENERATED_NOTE.format(path=exp.path.name),
-            provenance(exp, f"bin/svclab run {study.spec}"), ""]
+    comps = companions or {}
+    data = replace(study_data(exp), companions={k: study_data(e) for k, e in comps.items()})
+    body = study.section(data)
+    used = ", ".join(f"`{e.path.name}`" for e in [exp, *comps.values()])
+    head = [GENERATED_NOTE.format(path=used if comps else exp.path.name),
+            provenance(exp, f"bin/svclab run {study.spec}"),
+            *[provenance(e, f"bin/svclab run experiments/{k}.toml") for k, e in comps.items()],
+            ""]
     return Section("\n".join([*head, body.text]), body.claims)
 
 
@@ -158,7 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                           file=sys.stderr)
                 continue
             exps[key] = load(st, path)
-            built = study_section(st, exps[key])
+            comps: dict[str, Experiment] = {}
+            for name in st.companions:
+                cpath = latest_results(Path(args.results), name)
+                if cpath is not None:
+                    comps[name] = load(st, cpath)
+            built = study_section(st, exps[key], comps)
             claims += built.claims
             sources[key] = path
             if key in keys:

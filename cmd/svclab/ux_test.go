@@ -1,0 +1,286 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// TestBadInputExitsTwo: a bad spec exits with status 2 before anything
+// starts, whether the file or --set holds the mistake, and for plan and
+// run alike; the error names where the mistake is.
+func TestBadInputExitsTwo(t *testing.T) {
+	dir := t.TempDir()
+	good := writeSpecFile(t, dir, "good.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n")
+	badRate := writeSpecFile(t, dir, "bad.toml", "[app]\nname = \"chain\"\n[load]\nrate = -1\nduration = \"1s\"\n")
+	unknown := writeSpecFile(t, dir, "unknown.toml", "[app]\nname = \"chain\"\n[load]\nrte = 10\n")
+	results := filepath.Join(dir, "results")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"value in the file", []string{badRate}, "bad.toml:4: load.rate: must be > 0, got -1"},
+		{"value from --set", []string{"--set", "load.rate=-1", good}, "--set load.rate=-1: load.rate: must be > 0, got -1"},
+		{"unknown key in the file", []string{unknown}, "unknown.toml:4: load.rte"},
+		{"unknown key from --set", []string{"--set", "load.rte=1", good}, "--set load.rte=1"},
+		{"missing file", []string{filepath.Join(dir, "nope.toml")}, "no such file"},
+		{"no [load] table", []string{"../../experiments/chain.toml"}, "../../experiments/chain.toml: the spec has no [load] table, so it can be deployed (svclab up ../../experiments/chain.toml) but not run or planned"},
+	}
+	for _, cmd := range [][]string{{"plan"}, {"run", "--no-report", "--results", results}} {
+		for _, tc := range tests {
+			t.Run(cmd[0]+" "+tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, stderr, code := svclab(t, ctx, nil, append(append([]string{}, cmd...), tc.args...)...)
+				if code != 2 || !strings.Contains(stderr, tc.want) {
+					t.Fatalf("exit %d, stderr %q; want exit 2 and %q", code, stderr, tc.want)
+				}
+			})
+		}
+	}
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel0()
+	if _, stderr, code := svclab(t, ctx0, nil, "run", "--report", "--no-report", "--results", results, good); code != 2 || !strings.Contains(stderr, "--report and --no-report") {
+		t.Errorf("run --report --no-report: exit %d, %q; want 2", code, stderr)
+	}
+	if _, err := os.Stat(results); !os.IsNotExist(err) {
+		t.Errorf("a refused run made %s (%v)", results, err)
+	}
+	// With a [load] given by --set, a deployment spec plans.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, stderr, code := svclab(t, ctx, nil, "plan", "--set", "load.rate=10", "--set", "load.duration=1s", "../../experiments/chain.toml"); code != 0 {
+		t.Errorf("plan with [load] from --set: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestPlanCompactAndSeed: plan shows one line per design point, the
+// effective specs only with --effective, and when it drew the seed from
+// the clock says so with a command that repeats the order, which does.
+func TestPlanCompactAndSeed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const faults = "../../experiments/faults.toml"
+	out, stderr, code := svclab(t, ctx, nil, "plan", faults)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if strings.Contains(out, "# effective spec") {
+		t.Errorf("plan without --effective prints effective specs:\n%s", out)
+	}
+	points := regexp.MustCompile(`(?m)^  ([1-4])  +(0|3)  +(0\.005|0\.02)  +(\d+,\d+,\d+)$`).FindAllStringSubmatch(out, -1)
+	if len(points) != 4 {
+		t.Errorf("want 4 design point lines (point, two levels, three runs each), got %d:\n%s", len(points), out)
+	}
+	if n := strings.Count(out, "\n"); n > 40 {
+		t.Errorf("plan of %s is %d lines, want it compact:\n%s", faults, n, out)
+	}
+	m := regexp.MustCompile(`seed (\d+) was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed (\d+) ` + regexp.QuoteMeta(faults)).FindStringSubmatch(out)
+	if m == nil || m[1] != m[2] {
+		t.Fatalf("plan does not say it drew its seed, and how to repeat the order:\n%s", out)
+	}
+	again, stderr, code := svclab(t, ctx, nil, "plan", "--seed", m[1], faults)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if runTable(again) != runTable(out) || runTable(out) == "" {
+		t.Errorf("--seed %s does not repeat the order:\n%s\nthen:\n%s", m[1], runTable(out), runTable(again))
+	}
+	if strings.Contains(again, "drawn from the clock") {
+		t.Errorf("plan --seed says the seed was drawn:\n%s", again)
+	}
+	full, stderr, code := svclab(t, ctx, nil, "plan", "--effective", "--seed", m[1], faults)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if n := strings.Count(full, "# effective spec: "); n != 4 || !strings.Contains(full, "[deploy.faults.reset]") {
+		t.Errorf("--effective: %d effective specs, want 4:\n%s", n, full)
+	}
+	if _, stderr, code := svclab(t, ctx, nil, "plan", "--effective", "--brief", faults); code != 2 || !strings.Contains(stderr, "give one") {
+		t.Errorf("--effective --brief: exit %d, %q; want 2", code, stderr)
+	}
+}
+
+// runTable is the run order of plan's output: its lines from the runs'
+// header on.
+func runTable(out string) string {
+	i := strings.Index(out, "\n#   run ")
+	if i < 0 {
+		return ""
+	}
+	return out[i:]
+}
+
+// TestRunWithoutAnalysis: an experiment whose analysis is not installed
+// (no make venv) keeps its complete results and exits 0 with a notice
+// that names the command that writes the report later, unless --report
+// asked for the report. Its stderr, a pipe here as in CI, has a line per
+// phase and the run's result line, with the run named by its ID.
+func TestRunWithoutAnalysis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys a service")
+	}
+	dir := t.TempDir()
+	// A copy of the binary, so that no .venv beside it or on PATH is
+	// found, as on a machine where make venv was not run.
+	bin := filepath.Join(dir, "bin", "svclab")
+	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(svclabBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	specPath := writeSpecFile(t, dir, "one.toml", "[app]\nname = \"chain\"\nhops = 2\n[load]\nrate = 50\nwarmup = \"300ms\"\nduration = \"1s\"\n")
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"default", nil, 0, "notice: the results are complete, but the report was not written (svclab-analysis not found: run 'make venv'"},
+		{"--report", []string{"--report"}, 1, "report: svclab-analysis not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			mark := marker(t)
+			results := filepath.Join(dir, "results-"+strings.Trim(tc.name, "-"))
+			cmd := exec.CommandContext(ctx, bin, append(append([]string{"run", "--results", results}, tc.args...), specPath)...)
+			cmd.Dir = dir
+			cmd.Env = append(os.Environ(), mark, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SVCLAB_VENV="+filepath.Join(dir, "no-venv"))
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			waitNoProcesses(t, mark, 5*time.Second)
+			if code := cmd.ProcessState.ExitCode(); code != tc.code {
+				t.Fatalf("exit %d (%v), want %d\n%s\n%s", code, err, tc.code, stdout.String(), stderr.String())
+			}
+			exps, _ := filepath.Glob(filepath.Join(results, "one-*"))
+			if len(exps) != 1 {
+				t.Fatalf("results %v\n%s", exps, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), "svclab report "+exps[0]) {
+				t.Errorf("stderr lacks %q and svclab report %s:\n%s", tc.want, exps[0], stderr.String())
+			}
+			if tc.code == 0 && !strings.Contains(stdout.String(), "results: "+exps[0]) {
+				t.Errorf("stdout lacks the results directory:\n%s", stdout.String())
+			}
+			if m, _ := filepath.Glob(filepath.Join(exps[0], "runs", "*", "summary.json")); len(m) != 1 {
+				t.Errorf("committed runs with a summary: %v, want 1", m)
+			}
+			log := stderr.String()
+			id := regexp.MustCompile(`run 1/1 (r001-[0-9a-f]+) deploying`).FindStringSubmatch(log)
+			if id == nil {
+				t.Fatalf("no deploying line naming run 1/1 by ID:\n%s", log)
+			}
+			for _, want := range []string{
+				"experiment one: 1 runs, order random (seed ",
+				"run 1/1 " + id[1] + " warm-up",
+				"run 1/1 " + id[1] + " measuring ",
+				"run 1/1 " + id[1] + ": ok | ",
+			} {
+				if !strings.Contains(log, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, log)
+				}
+			}
+			if regexp.MustCompile(`: ok \| [1-9]\d* requests  [\d.]+ rps  \d+ err  p50 [\d.]+ ms  p99 [\d.]+ ms`).FindString(log) == "" {
+				t.Errorf("the result line lacks the run's figures:\n%s", log)
+			}
+			if strings.Contains(log, "[]") {
+				t.Errorf("stderr shows an empty level list:\n%s", log)
+			}
+		})
+	}
+}
+
+// TestKubeRenderImageIsImageTag: without deploy.kube.image, the pods run
+// the tag `svclab image --tarball` gives this version's image.
+func TestKubeRenderImageIsImageTag(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	// A small static stand-in for the binary: the image command checks
+	// only that it is static, and a static svclab takes minutes to build.
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module example.com/stand\n\ngo 1.22\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	static := filepath.Join(dir, "stand")
+	build := exec.CommandContext(ctx, "go", "build", "-o", static, ".")
+	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in: %v\n%s", err, out)
+	}
+	tar := filepath.Join(dir, "svclab.tar")
+	if _, stderr, code := svclab(t, ctx, nil, "image", "--tarball", tar, "--binary", static); code != 0 {
+		t.Fatalf("svclab image: exit %d\n%s", code, stderr)
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(tar) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 1 || len(m[0].RepoTags) != 1 {
+		t.Fatalf("tarball manifest %+v, want one image with one tag", m)
+	}
+	tag := m[0].RepoTags[0]
+	version, _, _ := svclab(t, ctx, nil, "--version")
+	v, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(version), "svclab version "), " ")
+	if !strings.HasPrefix(tag, "svclab:") || v == "" || !strings.HasSuffix(tag, ":"+v) {
+		t.Errorf("svclab image tagged %q; want svclab:%s (from %q)", tag, v, version)
+	}
+	out, stderr, code := svclab(t, ctx, nil, "kube", "render", "--set", "load.rate=10", "../../experiments/chain.toml")
+	if code != 0 {
+		t.Fatalf("kube render: exit %d\n%s", code, stderr)
+	}
+	var images []string
+	for _, doc := range strings.Split(out, "\n---\n") {
+		if !strings.Contains(doc, "kind: Deployment") {
+			continue
+		}
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			images = append(images, c.Image)
+		}
+	}
+	if len(images) == 0 {
+		t.Fatalf("no Deployment's container in:\n%s", out)
+	}
+	for _, img := range images {
+		if img != tag {
+			t.Errorf("kube render runs %q, svclab image tags %q", img, tag)
+		}
+	}
+	if !strings.Contains(out, "deploy.kube.image is not set: the pods run \""+tag+"\"") {
+		t.Errorf("the render's note does not name %s:\n%s", tag, out)
+	}
+}
+
+func writeSpecFile(t *testing.T, dir, name, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,221 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"github.com/svclab/svclab/internal/runtime"
+)
+
+// Endpoint updates: a mesh's control plane tells the running proxies when
+// a callee's replicas change, as Istio's pushes EDS to Envoy, so that no
+// proxy restarts when a replica is added, scaled away or dies. A Dynamic
+// kind reads the upstreams of its outbound listeners from files it
+// watches; the plan rewrites them (Plan.SetUpstreams) from the endpoint
+// sets the deployer already keeps for its hosts.
+
+// Dynamic is a Kind whose running proxies take a new set of upstreams for
+// an outbound listener without a restart.
+type Dynamic interface {
+	Kind
+	// WriteUpstreams replaces, atomically, the file from which the proxy
+	// configured by c reads the upstreams of its outbound listener l.
+	WriteUpstreams(c Config, l Listener) error
+}
+
+// ErrStatic is returned when the proxies of a kind that is not Dynamic
+// would need new upstreams: they keep those they started with.
+var ErrStatic = errors.New("the running proxies keep the upstreams they started with")
+
+// Write writes c's configuration into c.Dir, and for a Dynamic kind the
+// upstreams of every outbound listener beside it; it returns the path of
+// the configuration, which Args take.
+func Write(k Kind, c Config) (string, error) {
+	text, err := k.Render(c)
+	if err != nil {
+		return "", fmt.Errorf("sidecar %s: %w", c.Name, err)
+	}
+	path := filepath.Join(c.Dir, k.ConfigFile())
+	if err := os.WriteFile(path, text, 0o600); err != nil {
+		return "", fmt.Errorf("sidecar %s: %w", c.Name, err)
+	}
+	if dk, ok := k.(Dynamic); ok {
+		for _, l := range c.Listeners {
+			if l.Inbound {
+				continue
+			}
+			if err := dk.WriteUpstreams(c, l); err != nil {
+				return "", fmt.Errorf("sidecar %s: %w", c.Name, err)
+			}
+		}
+	}
+	return path, nil
+}
+
+// writeAtomic replaces path with data by a rename within its directory, so
+// that a program watching the file never reads half of it (Envoy's
+// filesystem subscriptions require this).
+func writeAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-"+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o600)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// SetUpstreams points every outbound listener of the plan that leads to
+// component at addrs (the inbound listeners of its live replicas' proxies)
+// and, for a Dynamic kind, tells the running proxies. For another kind it
+// returns ErrStatic: their proxies keep the upstreams they started with.
+func (pl *Plan) SetUpstreams(component string, addrs []string) error {
+	dk, dynamic := pl.Kind.(Dynamic)
+	var errs []error
+	for i := range pl.Proxies {
+		c := &pl.Proxies[i].Config
+		for j := range c.Listeners {
+			l := &c.Listeners[j]
+			if l.Inbound || l.Component != component || slices.Equal(l.Upstreams, addrs) {
+				continue
+			}
+			l.Upstreams = slices.Clone(addrs)
+			if dynamic {
+				if err := dk.WriteUpstreams(*c, *l); err != nil {
+					errs = append(errs, fmt.Errorf("sidecar %s: %w", c.Name, err))
+				}
+			}
+		}
+	}
+	if !dynamic {
+		return fmt.Errorf("%s sidecars, on the way to %s: %w", pl.Kind.Name(), component, ErrStatic)
+	}
+	return errors.Join(errs...)
+}
+
+// InboundOf is the address of the inbound listener in front of component
+// c on replica r of group g, or "" when no proxy has one.
+func (pl *Plan) InboundOf(g, r int, c string) string {
+	for _, px := range pl.Proxies {
+		for _, l := range px.Config.Listeners {
+			if l.Inbound && l.Group == g && l.Replica == r && l.Component == c {
+				return loopback(l.Port)
+			}
+		}
+	}
+	return ""
+}
+
+// Scalable says why the plan's proxies cannot follow a group's replicas as
+// they change while the proxies run, or nil when they can: each replica
+// then gets its own sidecar (AddReplica), and the callers' proxies learn
+// of it through SetUpstreams.
+func (pl *Plan) Scalable() error {
+	if _, ok := pl.Kind.(Dynamic); !ok {
+		return fmt.Errorf("%s sidecars are configured once, for the replicas they start with; scaling with sidecars needs deploy.sidecar = \"envoy\", which takes endpoint updates while it runs", pl.Kind.Name())
+	}
+	if pl.Node {
+		return fmt.Errorf("a node proxy has one inbound listener per replica it started with; scaling with sidecars needs deploy.proxy_mode = \"sidecar\"")
+	}
+	return nil
+}
+
+// AddReplica lays out the sidecar of a new replica r of group g, whose
+// host serves component c at app(c); its outbound listeners lead to
+// upstreams(dep) for each component dep it calls in another group. The
+// proxy joins the plan (secured as the others when Secure was called), and
+// Peers[g][r] gives the addresses its host calls out through. port and dir
+// are NewPlan's.
+func (pl *Plan) AddReplica(topo *runtime.Topology, g, r int, app func(c string) string, upstreams func(dep string) []string, port func() (int, error), dir func(name string) (string, error)) (*Proxy, error) {
+	if err := pl.Scalable(); err != nil {
+		return nil, err
+	}
+	if _, ok := pl.Proxy(g, r); ok {
+		return nil, fmt.Errorf("sidecar: replica %d of group %s has a proxy already", r, topo.Groups[g].Name)
+	}
+	var ls []Listener
+	for _, c := range topo.Exposed(g) {
+		p, err := port()
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, Listener{Name: "in_" + c, Port: p, Upstreams: []string{app(c)}, Inbound: true, Component: c, Group: g, Replica: r})
+	}
+	for len(pl.Peers[g]) <= r {
+		pl.Peers[g] = append(pl.Peers[g], nil)
+	}
+	peers := map[string]string{}
+	for _, dep := range topo.Peers(g) {
+		p, err := port()
+		if err != nil {
+			return nil, err
+		}
+		name := fmt.Sprintf("out_%d_%s", g, dep)
+		if r > 0 {
+			name = fmt.Sprintf("out_%d_%d_%s", g, r, dep)
+		}
+		ls = append(ls, Listener{Name: name, Port: p, Upstreams: slices.Clone(upstreams(dep)), Component: dep, Group: g, Replica: r})
+		peers[dep] = loopback(p)
+	}
+	name := proxyName(topo, g, r, pl.Kind)
+	d, err := dir(name)
+	if err != nil {
+		return nil, err
+	}
+	px := Proxy{Group: g, Replica: r, Config: Config{Name: name, Protocol: pl.protocol(topo), Listeners: ls, Dir: d, Threads: 2}}
+	if pl.secure != nil {
+		if err := pl.secure(&px.Config); err != nil {
+			return nil, err
+		}
+	}
+	pl.Peers[g][r] = peers
+	pl.Proxies = append(pl.Proxies, px)
+	return &pl.Proxies[len(pl.Proxies)-1], nil
+}
+
+func (pl *Plan) protocol(topo *runtime.Topology) Protocol {
+	p, _ := ProtocolOf(topo.Transport) // NewPlan checked it
+	return p
+}
+
+// Proxy returns the index in Proxies of the sidecar of replica r of group
+// g.
+func (pl *Plan) Proxy(g, r int) (int, bool) {
+	for i, px := range pl.Proxies {
+		if px.Group == g && px.Replica == r {
+			return i, true
+		}
+	}
+	return 0, false
+}
+
+// RemoveReplica takes the sidecar of replica r of group g out of the plan
+// (its replica was scaled away) and returns it.
+func (pl *Plan) RemoveReplica(g, r int) (Proxy, bool) {
+	i, ok := pl.Proxy(g, r)
+	if !ok {
+		return Proxy{}, false
+	}
+	px := pl.Proxies[i]
+	pl.Proxies = slices.Delete(pl.Proxies, i, i+1)
+	if r < len(pl.Peers[g]) {
+		pl.Peers[g][r] = nil
+	}
+	return px, true
+}

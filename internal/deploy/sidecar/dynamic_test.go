@@ -1,0 +1,190 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+func planFor(t *testing.T, sidecar, mode string) (*runtime.Topology, *Plan, func() (int, error), func(string) (string, error)) {
+	t.Helper()
+	s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 3\n[deploy]\nplacement = \"split\"\nsidecar = %q\nproxy_mode = %q\n", sidecar, mode)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := 50000
+	port := func() (int, error) { next++; return next, nil }
+	root := t.TempDir()
+	dir := func(n string) (string, error) {
+		d := filepath.Join(root, n)
+		return d, os.Mkdir(d, 0o700)
+	}
+	app := func(g int, c string) []string { return []string{fmt.Sprintf("10.0.%d.0:1", g)} }
+	pl, err := NewPlan(topo, app, port, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return topo, pl, port, dir
+}
+
+// edsPorts reads the ports of the endpoint file Envoy watches for l.
+func edsPorts(t *testing.T, c Config, l Listener) []int {
+	t.Helper()
+	b, err := os.ReadFile(envoyEDSPath(c, l))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp struct {
+		Resources []struct {
+			Type      string `json:"@type"`
+			Cluster   string `json:"cluster_name"`
+			Endpoints []struct {
+				LB []struct {
+					Endpoint struct {
+						Address struct {
+							Socket struct {
+								Port int `json:"port_value"`
+							} `json:"socket_address"`
+						} `json:"address"`
+					} `json:"endpoint"`
+				} `json:"lb_endpoints"`
+			} `json:"endpoints"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	if len(resp.Resources) != 1 || resp.Resources[0].Cluster != "to_"+l.Name || !strings.HasSuffix(resp.Resources[0].Type, "ClusterLoadAssignment") {
+		t.Fatalf("endpoint file of %s: %s", l.Name, b)
+	}
+	var out []int
+	for _, e := range resp.Resources[0].Endpoints {
+		for _, lb := range e.LB {
+			out = append(out, lb.Endpoint.Address.Socket.Port)
+		}
+	}
+	return out
+}
+
+// TestAddReplicaSetUpstreams adds a second replica of hop2 to an Envoy
+// plan: it gets its own sidecar whose inbound listener leads to its app
+// and whose outbound one to hop3's proxy; SetUpstreams then points hop1's
+// way to hop2 at both replicas' proxies and rewrites the file Envoy
+// watches, with no temp file left beside it; RemoveReplica takes the
+// sidecar out again.
+func TestAddReplicaSetUpstreams(t *testing.T) {
+	topo, pl, port, dir := planFor(t, "envoy", "sidecar")
+	if err := pl.Scalable(); err != nil {
+		t.Fatal(err)
+	}
+	for _, px := range pl.Proxies {
+		if _, err := Write(pl.Kind, px.Config); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hop3 := pl.InboundOf(2, 0, "hop3")
+	px, err := pl.AddReplica(topo, 1, 1, func(c string) string { return "10.0.1.1:" + c }, func(dep string) []string { return []string{pl.InboundOf(2, 0, dep)} }, port, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if px.Config.Name != "hop2#1.envoy" { // hop2 started as one replica, "hop2.envoy"
+		t.Errorf("sidecar named %q, want hop2#1.envoy", px.Config.Name)
+	}
+	in := pl.InboundOf(1, 1, "hop2")
+	if in == "" || in == pl.InboundOf(1, 0, "hop2") {
+		t.Fatalf("replica 1's inbound listener %q", in)
+	}
+	var out Listener
+	for _, l := range px.Config.Listeners {
+		if l.Inbound && !slices.Equal(l.Upstreams, []string{"10.0.1.1:hop2"}) {
+			t.Errorf("inbound listener leads to %v", l.Upstreams)
+		}
+		if !l.Inbound {
+			out = l
+		}
+	}
+	if out.Component != "hop3" || !slices.Equal(out.Upstreams, []string{hop3}) || pl.Peers[1][1]["hop3"] != loopback(out.Port) {
+		t.Errorf("outbound listener %+v, peers %v; want to hop3 at %s", out, pl.Peers[1][1], hop3)
+	}
+	if _, err := pl.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
+		t.Error("a second sidecar for the same replica was accepted")
+	}
+	both := []string{pl.InboundOf(1, 0, "hop2"), in}
+	if err := pl.SetUpstreams("hop2", both); err != nil {
+		t.Fatal(err)
+	}
+	hop1 := pl.Proxies[0].Config
+	var toHop2 Listener
+	for _, l := range hop1.Listeners {
+		if !l.Inbound && l.Component == "hop2" {
+			toHop2 = l
+		}
+	}
+	if !slices.Equal(toHop2.Upstreams, both) {
+		t.Errorf("hop1's way to hop2 leads to %v, want %v", toHop2.Upstreams, both)
+	}
+	var want []int
+	for _, a := range both {
+		var p int
+		_, _ = fmt.Sscanf(a[strings.LastIndexByte(a, ':')+1:], "%d", &p)
+		want = append(want, p)
+	}
+	if got := edsPorts(t, hop1, toHop2); !slices.Equal(got, want) {
+		t.Errorf("hop1's endpoint file has ports %v, want %v", got, want)
+	}
+	ents, _ := os.ReadDir(filepath.Join(hop1.Dir, envoyEDSDir))
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".tmp") {
+			t.Errorf("temp file %s left in the watched directory", e.Name())
+		}
+	}
+	if _, ok := pl.RemoveReplica(1, 1); !ok {
+		t.Fatal("RemoveReplica found no sidecar")
+	}
+	if pl.InboundOf(1, 1, "hop2") != "" || pl.Peers[1][1] != nil {
+		t.Error("the removed replica's sidecar is still planned")
+	}
+	if err := pl.SetUpstreams("hop2", both[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := edsPorts(t, hop1, toHop2); !slices.Equal(got, want[:1]) {
+		t.Errorf("after removal hop1's endpoint file has ports %v, want %v", got, want[:1])
+	}
+}
+
+// TestStaticKinds: nginx and HAProxy read their configuration once, and a
+// node proxy has a listener per replica it started with: none can scale,
+// and SetUpstreams says the running proxies keep theirs.
+func TestStaticKinds(t *testing.T) {
+	for _, tc := range []struct{ sidecar, mode, want string }{
+		{"nginx", "sidecar", `needs deploy.sidecar = "envoy"`},
+		{"haproxy", "sidecar", `needs deploy.sidecar = "envoy"`},
+		{"envoy", "node", `needs deploy.proxy_mode = "sidecar"`},
+	} {
+		t.Run(tc.sidecar+"/"+tc.mode, func(t *testing.T) {
+			topo, pl, port, dir := planFor(t, tc.sidecar, tc.mode)
+			if err := pl.Scalable(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Scalable: %v, want %q", err, tc.want)
+			}
+			if _, err := pl.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
+				t.Error("AddReplica succeeded")
+			}
+			err := pl.SetUpstreams("hop2", []string{"127.0.0.1:1"})
+			if tc.sidecar != "envoy" && !errors.Is(err, ErrStatic) {
+				t.Errorf("SetUpstreams on %s: %v, want ErrStatic", tc.sidecar, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,29 @@
+package experiment
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// noLoad explains an error in the [load] table of a spec that has none
+// and no load.* factor: such a spec (experiments/chain.toml, say)
+// describes a deployment for `svclab up`, and the first load key it lacks
+// ("load.rate: must be > 0") would not tell the user so. Other errors,
+// and errors of a spec that has a [load] table, pass unchanged.
+func noLoad(s *spec.Spec, err error) error {
+	var se *spec.Error
+	if !errors.As(err, &se) || (se.Key != "load" && !strings.HasPrefix(se.Key, "load.")) {
+		return err
+	}
+	if _, ok := s.Lookup("load"); ok {
+		return err
+	}
+	for _, f := range s.Experiment.Factors {
+		if strings.HasPrefix(f.Name, "load.") {
+			return err
+		}
+	}
+	return &spec.Error{File: s.Path, Err: errors.New("the spec has no [load] table, so it can be deployed (svclab up " + s.Path + ") but not run or planned; add a [load] table (docs/LOAD.md), or give one with --set load.rate=100 --set load.duration=10s")}
+}

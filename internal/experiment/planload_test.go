@@ -1,0 +1,34 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// TestPlanWithoutLoad: a spec without [load] is refused as one for
+// `svclab up`, naming its file; a bad load key of a spec that has a
+// [load] table, and errors elsewhere, keep their own message.
+func TestPlanWithoutLoad(t *testing.T) {
+	tests := []struct {
+		name, src string
+		want      string
+	}{
+		{"no [load]", "[app]\nname = \"chain\"\n", "x.toml: the spec has no [load] table, so it can be deployed (svclab up x.toml) but not run or planned"},
+		{"[load] without rate", "[app]\nname = \"chain\"\n[load]\nduration = \"1s\"\n", "x.toml:3: load.rate: must be > 0, got 0"},
+		{"load factor, no table", "[app]\nname = \"chain\"\n[experiment.factors]\n\"load.duration\" = [\"1s\", \"2s\"]\n", "load.rate: must be > 0"},
+		{"no [load], bad deployer first", "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"moon\"\n", "deploy.deployer"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := PlanSpec(context.Background(), mustParse(t, tc.src), 1)
+			var se *spec.Error
+			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("PlanSpec error %v, want a spec error with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,199 @@
+package experiment
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/svclab/svclab/internal/load"
+)
+
+// progressEvery is how often a log that is not a terminal (a file, a CI
+// job) gets a line while a run measures: often enough to see a run is
+// alive and how it goes, rarely enough that a long experiment's log stays
+// readable. A terminal's line is rewritten every second instead.
+const progressEvery = 10 * time.Second
+
+// progress reports an experiment as it runs: a header, each run's phases
+// (deploying, warm-up, measuring) with live load figures, and one result
+// line per run. On a terminal (live) the current run's line is rewritten
+// in place; otherwise every phase gets its own line and measuring gets a
+// line every progressEvery.
+type progress struct {
+	w     io.Writer
+	live  bool
+	plan  *Plan
+	start time.Time
+	every time.Duration
+
+	mu       sync.Mutex
+	run      Run
+	phase    string
+	last     load.Progress
+	total    *load.Operation // the finished run's measurement
+	done_    int
+	lastLine time.Time
+	width    int
+	open     bool // a live line without its newline yet
+}
+
+// newProgress starts the report of plan on w and prints its header.
+func newProgress(w io.Writer, live bool, p *Plan, start time.Time) *progress {
+	pg := &progress{w: w, live: live, plan: p, start: start, every: progressEvery}
+	pg.header()
+	return pg
+}
+
+// header names the experiment, its size and its order, with the seed a
+// random order was drawn with, so that a log alone is enough to repeat it.
+func (pg *progress) header() {
+	p := pg.plan
+	e := p.Spec.Experiment
+	line := fmt.Sprintf("experiment %s: %d runs, order %s", e.Name, len(p.Runs), e.Order)
+	if e.Order == "random" {
+		line += fmt.Sprintf(" (seed %d", p.Seed)
+		if e.Seed == nil {
+			line += fmt.Sprintf("; --seed %d repeats this order", p.Seed)
+		}
+		line += ")"
+	}
+	fmt.Fprintf(pg.w, "%s, estimated %s\n", line, fmtClock(p.Estimate()))
+}
+
+func (pg *progress) skip() {
+	pg.mu.Lock()
+	pg.done_++
+	pg.mu.Unlock()
+}
+
+// begin starts a phase of run r that has no load figures (deploying,
+// warm-up before the generator's first report).
+func (pg *progress) begin(r Run, phase string) {
+	pg.mu.Lock()
+	pg.run, pg.phase, pg.last, pg.total = r, phase, load.Progress{}, nil
+	pg.mu.Unlock()
+	pg.print(true)
+}
+
+// update takes the load generator's report of the last second; a change
+// of phase (warm-up to measuring) always gets a line.
+func (pg *progress) update(lp load.Progress) {
+	pg.mu.Lock()
+	pg.last = lp
+	phase := "measuring"
+	if lp.Warmup {
+		phase = "warm-up"
+	}
+	changed := phase != pg.phase
+	pg.phase = phase
+	pg.mu.Unlock()
+	pg.print(changed)
+}
+
+// measured keeps the whole measurement's totals for the run's result
+// line.
+func (pg *progress) measured(res *load.Result) {
+	if tot, ok := res.Op("total"); ok {
+		pg.mu.Lock()
+		pg.total = &tot
+		pg.mu.Unlock()
+	}
+}
+
+// finish prints the run's result line: its status and, when the load ran,
+// the whole measurement's requests, rate, errors and percentiles.
+func (pg *progress) finish(rf *RunFile) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	pg.done_++
+	line := pg.label() + ": " + rf.Status
+	if t := pg.total; t != nil && t.Count > 0 {
+		line += fmt.Sprintf(" | %d requests  %.1f rps  %d err  p50 %.2f ms  p99 %.2f ms",
+			t.Count, t.RPS, t.Errors, t.Latency.P50Ms, t.Latency.P99Ms)
+	}
+	line += " | " + pg.clock(time.Now())
+	pg.emit(line, true)
+}
+
+// done ends a live line left open by an interruption or a failure.
+func (pg *progress) done() {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.open {
+		fmt.Fprintln(pg.w)
+		pg.open, pg.width = false, 0
+	}
+}
+
+func (pg *progress) print(force bool) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	now := time.Now()
+	if !pg.live && !force && now.Sub(pg.lastLine) < pg.every {
+		return
+	}
+	pg.lastLine = now
+	line := pg.label() + " " + pg.phase
+	if lp := pg.last; (pg.phase == "measuring" || pg.phase == "warm-up") && lp != (load.Progress{}) {
+		// Warm-up has no totals: its figures are the last second's.
+		at, errs := fmt.Sprintf(" %.0fs/%s", lp.Elapsed.Seconds(), pg.plan.Duration), lp.TotalErrors
+		if lp.Warmup {
+			at, errs = "", lp.Errors
+		}
+		line += fmt.Sprintf("%s | %.1f rps  %d err  p99 %.2f ms", at, lp.RPS, errs, float64(lp.P99)/1e6)
+	}
+	pg.emit(line+" | "+pg.clock(now), false)
+}
+
+// label names the current run: its place in the plan, its ID and its
+// factors' levels (none when the spec has no factors).
+func (pg *progress) label() string {
+	keys := make([]string, 0, len(pg.run.Levels))
+	for k := range pg.run.Levels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := []string{fmt.Sprintf("run %d/%d %s", pg.run.Index, len(pg.plan.Runs), pg.run.ID)}
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%v", k[strings.LastIndex(k, ".")+1:], pg.run.Levels[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// clock is the experiment's elapsed time and an estimate of what is left.
+func (pg *progress) clock(now time.Time) string {
+	per := pg.plan.Estimate() / time.Duration(max(1, len(pg.plan.Runs)))
+	left := time.Duration(len(pg.plan.Runs)-pg.done_) * per
+	if pg.phase == "measuring" {
+		left -= pg.last.Elapsed
+	}
+	return fmt.Sprintf("elapsed %s  left ~%s", fmtClock(now.Sub(pg.start)), fmtClock(max(0, left)))
+}
+
+// emit writes a line: on a terminal it rewrites the open line, and a
+// final line (a run's result) stays; elsewhere every line is its own.
+func (pg *progress) emit(line string, final bool) {
+	if !pg.live {
+		fmt.Fprintln(pg.w, line)
+		return
+	}
+	pad := ""
+	if n := pg.width - len(line); n > 0 {
+		pad = strings.Repeat(" ", n)
+	}
+	if final {
+		fmt.Fprintf(pg.w, "\r%s%s\n", line, pad)
+		pg.open, pg.width = false, 0
+		return
+	}
+	fmt.Fprintf(pg.w, "\r%s%s", line, pad)
+	pg.open, pg.width = true, len(line)
+}
+
+func fmtClock(d time.Duration) string {
+	d = d.Round(time.Second)
+	return fmt.Sprintf("%d:%02d", int(d.Minutes()), int(d.Seconds())%60)
+}

@@ -1,0 +1,132 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/load"
+)
+
+// TestProgressNotTerminal: a log that is not a terminal (a file, CI) gets
+// the experiment's header, a line per phase of each run, a line every
+// progressEvery while measuring and no more, and the run's result line
+// with its measured figures; a run of a spec without factors is named by
+// its ID, not by an empty "[]".
+func TestProgressNotTerminal(t *testing.T) {
+	tests := []struct {
+		name      string
+		src       string
+		wantLabel string // how run 1 is named, after its ID
+		wantSeed  string
+	}{
+		{
+			name:      "no factors, seed drawn",
+			src:       "[experiment]\nrepetitions = 2\n",
+			wantLabel: "",
+			wantSeed:  "order random (seed 7; --seed 7 repeats this order)",
+		},
+		{
+			name:      "factors, seed in the spec",
+			src:       "[experiment]\nseed = 3\n[experiment.factors]\n\"deploy.transport\" = [\"grpc\", \"http\"]\n",
+			wantLabel: " transport=",
+			wantSeed:  "order random (seed 3),",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewPlan(context.Background(), mustParse(t, tc.src), 7, fixedTiming)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			pg := newProgress(&b, false, p, time.Now())
+			lines := func() []string { return strings.Split(strings.TrimSpace(b.String()), "\n") }
+			if got := lines(); len(got) != 1 || !strings.HasPrefix(got[0], "experiment x: 2 runs, ") || !strings.Contains(got[0], tc.wantSeed) {
+				t.Fatalf("header %q, want the run count and %q", got, tc.wantSeed)
+			}
+
+			r := p.Runs[0]
+			label := "run 1/2 " + r.ID
+			if tc.wantLabel != "" {
+				label += fmt.Sprint(tc.wantLabel, r.Levels["deploy.transport"])
+			}
+			pg.begin(r, "deploying")
+			pg.begin(r, "warm-up")
+			// The warm-up's own line was just printed; a long warm-up
+			// gets one every progressEvery too.
+			pg.update(load.Progress{Elapsed: -2 * time.Second, Warmup: true, RPS: 180})
+			pg.lastLine = time.Now().Add(-progressEvery)
+			pg.update(load.Progress{Elapsed: -time.Second, Warmup: true, RPS: 190, Errors: 1, P99: 2 * time.Millisecond})
+			pg.update(load.Progress{Elapsed: time.Second, RPS: 200, TotalErrors: 4, P99: 3 * time.Millisecond})
+			// Within progressEvery of the last line: nothing more.
+			for i := 2; i < 5; i++ {
+				pg.update(load.Progress{Elapsed: time.Duration(i) * time.Second, RPS: 200})
+			}
+			got := lines()
+			want := []string{"deploying", "warm-up", "warm-up | 190.0 rps  1 err  p99 2.00 ms", "measuring 1s/5s | 200.0 rps  4 err  p99 3.00 ms"}
+			if len(got) != 1+len(want) {
+				t.Fatalf("got %d lines, want %d:\n%s", len(got), 1+len(want), b.String())
+			}
+			for i, w := range want {
+				if !strings.HasPrefix(got[i+1], label+" "+w+" | elapsed ") {
+					t.Errorf("line %d = %q, want it to start with %q", i+2, got[i+1], label+" "+w)
+				}
+			}
+			// progressEvery after the last line, measuring gets a line.
+			pg.lastLine = time.Now().Add(-progressEvery)
+			pg.update(load.Progress{Elapsed: 12 * time.Second, RPS: 201.5, TotalErrors: 5, P99: 1500 * time.Microsecond})
+			if got := lines(); !strings.HasPrefix(got[len(got)-1], label+" measuring 12s/5s | 201.5 rps  5 err  p99 1.50 ms") {
+				t.Errorf("periodic line %q", got[len(got)-1])
+			}
+
+			pg.measured(&load.Result{Summary: load.Summary{Operations: []load.Operation{
+				{Name: "total", Kind: "total", Count: 1000, Errors: 5, RPS: 199.9, Latency: load.Stats{P50Ms: 0.41, P99Ms: 1.25}},
+			}}})
+			pg.finish(&RunFile{Status: "ok"})
+			got = lines()
+			if w := label + ": ok | 1000 requests  199.9 rps  5 err  p50 0.41 ms  p99 1.25 ms | elapsed "; !strings.HasPrefix(got[len(got)-1], w) {
+				t.Errorf("result line %q, want it to start with %q", got[len(got)-1], w)
+			}
+			if strings.Contains(b.String(), "[]") || strings.Contains(b.String(), "\r") {
+				t.Errorf("the log holds an empty level list or a carriage return:\n%s", b.String())
+			}
+			// The next run starts without the last one's totals.
+			pg.begin(p.Runs[1], "deploying")
+			pg.finish(&RunFile{Status: "failed"})
+			if got := lines(); !strings.HasPrefix(got[len(got)-1], "run 2/2 "+p.Runs[1].ID) || !strings.Contains(got[len(got)-1], ": failed | elapsed ") {
+				t.Errorf("failed run's line %q", got[len(got)-1])
+			}
+		})
+	}
+}
+
+// TestProgressTerminal: on a terminal the run's line is rewritten in
+// place, and its result line stays, ended by a newline.
+func TestProgressTerminal(t *testing.T) {
+	p, err := NewPlan(context.Background(), mustParse(t, "[experiment]\nseed = 1\n"), 1, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	pg := newProgress(&b, true, p, time.Now())
+	pg.begin(p.Runs[0], "deploying")
+	for i := 1; i < 4; i++ {
+		pg.update(load.Progress{Elapsed: time.Duration(i) * time.Second, RPS: 100})
+	}
+	out := b.String()
+	if n := strings.Count(out, "\r"); n != 4 {
+		t.Errorf("%d rewrites, want 4 (deploying and three seconds):\n%q", n, out)
+	}
+	if strings.Count(out, "\n") != 1 {
+		t.Errorf("lines end before the run does:\n%q", out)
+	}
+	pg.finish(&RunFile{Status: "ok"})
+	pg.done()
+	out = b.String()
+	if !strings.HasSuffix(out, "\n") || strings.HasSuffix(out, "\n\n") || !strings.Contains(out, "\rrun 1/1 "+p.Runs[0].ID+": ok | ") {
+		t.Errorf("result line not kept, or a blank line after it:\n%q", out)
+	}
+}
