@@ -129,6 +129,8 @@ var loadKeyFlags = []keyFlag{
 	{"duration", "d", "duration", "measurement window (default 10s, or the stages' total)", nil, nil},
 	{"warmup", "", "warmup", "load before the measurement, not recorded", nil, nil},
 	{"warmup-rate", "", "warmup_rate", "open loop: arrivals per second during the warm-up (default: --rate)", nil, nil},
+	{"warmup-calls", "", "warmup_calls", "warm up with this many back-to-back calls (closed loop), bounded by --warmup, instead of load at a rate", nil, nil},
+	{"warmup-users", "", "warmup_users", "users of the --warmup-calls loop (default 1)", nil, nil},
 	{"users", "u", "users", "closed loop: virtual users (implies --mode closed)", nil, nil},
 	{"think", "", "think_time", "closed loop: fixed think time after each iteration", nil, nil},
 	{"think-min", "", "think_min", "closed loop: think time drawn uniformly from [think-min, think-max]", nil, nil},

@@ -154,6 +154,9 @@ func TestLoadFlagsAreKeys(t *testing.T) {
 		toml  string
 	}{
 		{"rate", []string{"--rate", "50"}, []string{"load.rate=50"}, "rate = 50"},
+		{"warm-up by calls", []string{"--rate", "50", "--warmup", "30s", "--warmup-calls", "2000", "--warmup-users", "4"},
+			[]string{"load.rate=50", "load.warmup=30s", "load.warmup_calls=2000", "load.warmup_users=4"},
+			"rate = 50\nwarmup = \"30s\"\nwarmup_calls = 2000\nwarmup_users = 4"},
 		{"generators", []string{"--rate", "50", "--generators", "3"}, []string{"load.rate=50", "load.generators=3"}, "rate = 50\ngenerators = 3"},
 		// Numbers and booleans read as Go's flag package reads them.
 		{"Go number and bool forms", []string{"--rate", ".5", "--raw-samples=1", "--dir", dir},

@@ -82,6 +82,8 @@ type RunFile struct {
 	Traces *TraceCheck `json:"traces,omitempty"`
 	// Faults are the windows of [deploy.faults] as injected (faults.go).
 	Faults []FaultRecord `json:"faults,omitempty"`
+	// Warmup is what a warm-up by calls did (load.warmup_calls).
+	Warmup *load.Warmup `json:"warmup,omitempty"`
 }
 
 // ErrInterrupted is returned when the context ends mid-experiment; the
@@ -372,7 +374,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		return nil, ctx.Err()
 	}
 	if res != nil && !res.Started.IsZero() { // nil: several generators failed
-		measureStart = res.Started.Add(p.Warmup)
+		measureStart = res.MeasureStart(p.Warmup) // earlier after a warm-up by calls
 	}
 	sampler.SetZero(measureStart)
 	rf.Faults, err = faults.stop(measureStart)
@@ -399,6 +401,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 			return nil, err
 		}
 		rf.Generator = res.Generator
+		rf.Warmup = res.Warmup
 		rf.Warnings = append(rf.Warnings, res.Warnings...)
 		for _, b := range pr.Load.Thresholds.Check(res.Summary) {
 			rf.Thresholds = append(rf.Thresholds, b.String())

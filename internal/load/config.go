@@ -48,6 +48,11 @@ type Config struct {
 	// the starting level. A JIT compiler warms up by calls, not seconds, so
 	// a run measured at a few requests per second needs a faster warm-up.
 	WarmupRate float64 `toml:"warmup_rate,omitempty" json:"warmup_rate,omitempty"`
+	// WarmupCalls, when > 0, makes the warm-up a closed loop of
+	// WarmupUsers users calling back to back until this many iterations
+	// completed or Warmup passed, whichever comes first (warmup.go).
+	WarmupCalls int64 `toml:"warmup_calls,omitempty" json:"warmup_calls,omitempty"`
+	WarmupUsers int   `toml:"warmup_users,omitempty" json:"warmup_users,omitempty"`
 	// Users is the number of closed-loop virtual users.
 	Users int `toml:"users,omitempty" json:"users,omitempty"`
 	// ThinkTime is a fixed pause after each request of a closed-loop user.
@@ -407,6 +412,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.Thresholds.validate(c.opNames())...)
 	errs = append(errs, c.checkGenerators()...)
+	errs = append(errs, c.checkWarmupCalls()...)
 	return errors.Join(errs...)
 }
 

@@ -31,6 +31,8 @@ type Result struct {
 	Warnings []string
 	// Started and Ended bound the run, warm-up included.
 	Started, Ended time.Time
+	// Warmup is what a warm-up by calls did (warmup.go), or nil.
+	Warmup *Warmup
 
 	// files streamed during the run, by their name in a run directory
 	files   map[string]string

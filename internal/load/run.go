@@ -117,10 +117,12 @@ type runner struct {
 	audit        auditor
 	interrupted  bool
 	sentinel     *sentinelProc
+	warmup       *callWarmup // a warm-up by calls (warmup.go), or nil
 }
 
 func newRunner(cfg Config, t *Target, opt Options) (*runner, error) {
-	r := &runner{cfg: cfg, t: t, opt: opt, closed: cfg.mode() == "closed",
+	warm := takeCallWarmup(&cfg) // warmup.go: before the loop, not in it
+	r := &runner{cfg: cfg, warmup: warm, t: t, opt: opt, closed: cfg.mode() == "closed",
 		timeout: cfg.timeout(), budgetDone: make(chan struct{})}
 	r.seed = uint64(cfg.Seed)
 	if r.seed == 0 {
@@ -181,8 +183,15 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		}
 	}
 	started := time.Now()
-	r.base = started
-	mwall := started.Add(time.Duration(r.mstart))
+	var warm *Warmup
+	if r.warmup != nil {
+		var err error
+		if warm, err = r.warmUp(ctx); err != nil {
+			return nil, r.abandon(err)
+		}
+	}
+	r.base = time.Now()
+	mwall := r.base.Add(time.Duration(r.mstart))
 	var err error
 	if r.rec.latLog, err = newHlog(filepath.Join(r.dir, "latency.hlog"), mwall, "latency"); err != nil {
 		return nil, r.abandon(err)
@@ -214,6 +223,12 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	<-tickDone
 	r.interrupted = ctx.Err() != nil
 	res, err := r.finish(started, ctx.Err())
+	if res != nil && warm != nil {
+		res.Warmup = warm
+		if w := warm.Warning(); w != "" {
+			res.Warnings = append(res.Warnings, w)
+		}
+	}
 	if res != nil && res.Summary.DurationS > 0 {
 		for i := range res.Summary.Operations {
 			res.Summary.Operations[i].CompletedRPS = float64(r.completed[i].Load()) / res.Summary.DurationS
