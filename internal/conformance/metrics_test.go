@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"math"
-	"net"
 	"net/http"
 	"slices"
 	"sort"
@@ -107,17 +106,6 @@ func TestMetrics(t *testing.T) {
 			}
 		})
 	}
-}
-
-// freeAddr is a loopback address no one listens on, for a host that binds
-// its own.
-func freeAddr(t *testing.T) string {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lis.Close()
-	return lis.Addr().String()
 }
 
 // scrape reads u as Prometheus's text format, as Prometheus asks for it.
