@@ -210,3 +210,7 @@ def test_answer_cautions_when_the_generator_fell_behind() -> None:
     assert "fell behind in 2 of 3 runs" in text
     assert generator_caution(runs.assign(bottleneck=False)) == ""
     assert generator_caution(runs.drop(columns="bottleneck")) == ""
+    assert "experiment.isolation" in text
+    isolated = generator_caution(runs, isolated=True)
+    assert "fell behind in 2 of 3 runs" in isolated
+    assert "experiment.isolation" not in isolated and "CPUs of its own already" in isolated

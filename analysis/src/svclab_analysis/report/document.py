@@ -103,7 +103,8 @@ def build(a: Analysis) -> Document:
                          f"{conf}% confidence; more repetitions would settle it.")
             elif err_pct == err_pct and err_pct > float(top["percent"]):
                 text += " Run-to-run noise outweighs every factor."
-    text += generator_caution(exp.runs)
+    iso = exp.meta.get("isolation") or {}
+    text += generator_caution(exp.runs, isolated=iso.get("mode") == "cpuset")
     s.blocks.append(Para(text, "answer"))
     rows = []
     for i, r in enumerate(a.ranked.itertuples(), start=1):
@@ -360,10 +361,12 @@ def methods_text(a: Analysis) -> list[str]:
     ]
 
 
-def generator_caution(runs: pd.DataFrame) -> str:
+def generator_caution(runs: pd.DataFrame, isolated: bool = False) -> str:
     """A sentence for the answer when the load generator fell behind in
     some runs: their latencies hold its own lag, and a reader who stops at
-    the answer must know before trusting the ranking."""
+    the answer must know before trusting the ranking. The advice does not
+    suggest isolation to an experiment that had it (experiment.json's
+    isolation mode "cpuset")."""
     if runs.empty or "bottleneck" not in runs:
         return ""
     ok = runs[runs["status"] == "ok"]
@@ -372,8 +375,12 @@ def generator_caution(runs: pd.DataFrame) -> str:
         return ""
     return (f" **Caution:** the load generator fell behind in {n} of {len(ok)} runs "
             "(generator_bottleneck), so their latencies include its own lag; the "
-            "warnings below give each run's reason. Give the generator its own CPUs "
-            "(experiment.isolation) or a lower rate before relying on this ranking.")
+            "warnings below give each run's reason. "
+            + ("The generator had CPUs of its own already: lower the rate, split it over "
+               "load.generators, or run on a quieter machine before relying on this ranking."
+               if isolated else
+               "Give the generator its own CPUs (experiment.isolation) or a lower rate "
+               "before relying on this ranking."))
 
 
 def _host_timer_line(ht: dict[str, Any] | None) -> str | None:
