@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -224,7 +223,7 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		}
 	}
 	res.Warnings = append(res.Warnings, judge(&g, auditInput{closed: r.closed, sends: rec.sends, lag: rec.lag,
-		wall: wall, cpuPercent: g.CPUPercent, cores: runtime.GOMAXPROCS(0), runWait: runWait, gcPause: gcTotal,
+		wall: wall, cpuPercent: g.CPUPercent, cores: hostclock.UsableCPUs(), runWait: runWait, gcPause: gcTotal,
 		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer,
 		window: window, windowErr: windowErr, total: s.Operations[0]})...)
 	if secs := int(math.Ceil(dur)); gcLineUp(g.LateInGCSeconds, g.LateSends, gcSecs, secs) {
