@@ -202,7 +202,12 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 		"--service-account-private-key-file="+f.saKey,
 		"--controllers=*",
 		// The HPA's own period: 15 s by default, too slow for a test.
-		"--horizontal-pod-autoscaler-sync-period=2s")...); err != nil {
+		"--horizontal-pod-autoscaler-sync-period=2s",
+		// kwok renews the fake nodes' status; on a loaded 2-core machine a
+		// renewal can miss the 50 s default, and the node lifecycle
+		// controller then marks the node NotReady and evicts a test's pods
+		// (seen in CI). Node health is not what these tests are about.
+		"--node-monitor-grace-period=10m")...); err != nil {
 		return nil, err
 	}
 	if err := c.start(tools, "kube-scheduler", common...); err != nil {
