@@ -138,6 +138,7 @@ func TestCapacityFindsKnownCapacity(t *testing.T) {
 // TestCapacityBadInput: flags and settings are checked before anything
 // is deployed, each error naming the flag.
 func TestCapacityBadInput(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "sleep.toml")
 	if err := os.WriteFile(specPath, []byte(sleepBound), 0o644); err != nil {
@@ -185,6 +186,7 @@ func TestCapacityBadInput(t *testing.T) {
 // that is interrupted, keeps the steps it ran in -o's file, says why it
 // ended, and leaves no process behind.
 func TestCapacityEndsCleanly(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("deploys a service")
 	}
@@ -290,6 +292,7 @@ func (s *syncBuffer) String() string {
 // TestCapacityPrepare: what the search takes from the spec, checked
 // without deploying anything.
 func TestCapacityPrepare(t *testing.T) {
+	t.Parallel()
 	const app = "[app]\nname = \"chain\"\nhops = 1\n"
 	for _, tc := range []struct {
 		name    string

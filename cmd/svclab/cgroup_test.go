@@ -47,6 +47,7 @@ isolation = "cpuset"
 // limits and the disjoint CPU sets of generator and system, the ok run's
 // resources.parquet has hop1's throttling, and svclab leaves no cgroup.
 func TestRunWithLimitsAndIsolation(t *testing.T) {
+	t.Parallel()
 	if _, err := cgroup.Detect(); err != nil {
 		t.Skipf("needs writable cgroups: %v", err)
 	}

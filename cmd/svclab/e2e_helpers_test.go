@@ -19,6 +19,11 @@ import (
 // Makefile sets it to bin/svclab) or one built once for this test binary.
 var svclabBin string
 
+// Most tests here call t.Parallel: they wait on svclab runs far more than
+// they compute, so several at once take the package from minutes to about
+// one. Those that measure time closely (a capacity found within 15%, the
+// window's host timer, fault windows timed to a few hundred ms) do not, so
+// go test runs them first, alone.
 func TestMain(m *testing.M) {
 	code := func() int {
 		if b := os.Getenv("SVCLAB_BIN"); b != "" {

@@ -92,6 +92,7 @@ func (r faultRun) errorShare(from, to int64) float64 {
 // breaker has opened: then they fail fast. (The series counts a request
 // in the second it ends, so a timed-out call counts a second late.)
 func TestRunLinkCut(t *testing.T) {
+	t.Parallel()
 	const src = `
 [app]
 name = "chain"
@@ -159,6 +160,7 @@ seed = 1
 // the channel spends most of its time reconnecting, and retries only add
 // chunks to reset: they make it worse, which the experiment can show.)
 func TestRunResetRetries(t *testing.T) {
+	t.Parallel()
 	const src = `
 [app]
 name = "chain"
@@ -204,6 +206,7 @@ seed = 1
 // and the survivor serves every call from the next second on; with one,
 // every call after the kill fails. Either way the run is no crash.
 func TestRunKill(t *testing.T) {
+	t.Parallel()
 	const src = `
 [app]
 name = "chain"

@@ -60,6 +60,7 @@ func readSummary(t *testing.T, dir string) load.Summary {
 // requested load against a real server, in open and closed loop, and the
 // merged result has one generator's shape plus each one's audit.
 func TestLoadGenerators(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{2, 3} {
 		t.Run(fmt.Sprintf("open/%d", n), func(t *testing.T) {
 			srv := newCountingServer(t, 0)
@@ -147,6 +148,7 @@ func TestLoadGenerators(t *testing.T) {
 // the generator named and the end of its stderr, and nothing is left
 // running.
 func TestLoadGeneratorFails(t *testing.T) {
+	t.Parallel()
 	srv := newCountingServer(t, 0)
 	mark := marker(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -181,6 +183,7 @@ func TestLoadGeneratorFails(t *testing.T) {
 // each generator's audit, samples each generator's resources, and a bad
 // value is a spec error at its line.
 func TestRunGenerators(t *testing.T) {
+	t.Parallel()
 	const spec = `
 [app]
 name = "chain"
@@ -267,6 +270,7 @@ seed = 1
 // TestLoadGeneratorsDieWithParent: kill -9 of `svclab load --generators`
 // leaves no generator running.
 func TestLoadGeneratorsDieWithParent(t *testing.T) {
+	t.Parallel()
 	srv := newCountingServer(t, 0)
 	mark := marker(t)
 	cmd := exec.Command(svclabBin, "load", "-q", "--generators", "3", "--rate", "150", "-d", "30s", srv.URL+"/")
@@ -294,6 +298,7 @@ func TestLoadGeneratorsDieWithParent(t *testing.T) {
 // that run, which is committed with the generator named and the end of
 // its stderr, and nothing is left running.
 func TestRunGeneratorFails(t *testing.T) {
+	t.Parallel()
 	const spec = `
 [app]
 name = "chain"

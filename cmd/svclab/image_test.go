@@ -27,6 +27,7 @@ import (
 // cache with the usual build); internal/image's tests build from source
 // through the same Build.
 func TestImagePush(t *testing.T) {
+	t.Parallel()
 	src := t.TempDir()
 	for name, body := range map[string]string{
 		"go.mod":  "module example.com/stand\n\ngo 1.22\n",
@@ -101,6 +102,7 @@ func TestImagePush(t *testing.T) {
 }
 
 func TestImageBadUse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		args []string
 		want string

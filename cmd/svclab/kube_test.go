@@ -12,6 +12,7 @@ import (
 // from the YAML, so the header, the point chosen and the multi-document
 // stream are what a user pipes to kubectl.
 func TestKubeRender(t *testing.T) {
+	t.Parallel()
 	out, stderr, code := svclab(t, t.Context(), nil, "kube", "render", "../../experiments/s1-hpa.toml", "--point", "6",
 		"--set", "deploy.kube.image=registry.example/svclab:v1")
 	if code != 0 {
@@ -55,6 +56,7 @@ func TestKubeRender(t *testing.T) {
 }
 
 func TestKubeRenderErrors(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		args []string
 		code int

@@ -22,6 +22,7 @@ import (
 )
 
 func TestLoadCommandErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "spec.toml")
 	os.WriteFile(spec, []byte("[load]\nrate = 10\nrte = 3\n"), 0o644)
@@ -64,6 +65,7 @@ func TestLoadCommandErrors(t *testing.T) {
 }
 
 func TestLoadCommand(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.Header.Get("X-Test") != "yes" {
 			http.Error(w, "bad request", http.StatusBadRequest)
@@ -145,6 +147,7 @@ func writeFile(t *testing.T, name, text string) string {
 // [load] key: the flags, the same values as --set load.KEY=VALUE, and the
 // same keys in a file give one Config.
 func TestLoadFlagsAreKeys(t *testing.T) {
+	t.Parallel()
 	const url = "http://127.0.0.1:9/base"
 	dir := t.TempDir() // --raw-samples needs one; nothing is written
 	tests := []struct {
@@ -273,6 +276,7 @@ spawn_rate = 2.5`},
 // TestLoadFlagPrecedence checks the order the settings are applied in:
 // the file, then --set, then flags; and that headers add to the file's.
 func TestLoadFlagPrecedence(t *testing.T) {
+	t.Parallel()
 	const url = "http://127.0.0.1:9/"
 	file := writeFile(t, "spec.toml", "[load]\nrate = 1000\n[load.request]\nheaders = { A = \"file\", B = \"file\" }\n")
 	tests := []struct {
@@ -306,6 +310,7 @@ func TestLoadFlagPrecedence(t *testing.T) {
 // and that the error names what the user typed: the flag, or --set KEY
 // with the same message.
 func TestLoadFlagErrors(t *testing.T) {
+	t.Parallel()
 	const url = "http://127.0.0.1:9/"
 	badFile := writeFile(t, "bad.toml", "[load]\nrate = -5\n")
 	flowFile := writeFile(t, "flow.toml", "[load]\nrate = 5\n[load.flow]\n[[load.flow.steps]]\npath = \"/a\"\n")
@@ -378,6 +383,7 @@ var errorClasses = map[string]*regexp.Regexp{
 // status 2 before sending anything, with an error that starts with the
 // flag (or argument) the user typed and reads as its class says.
 func TestLoadBadFlagCorpus(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits.Add(1) }))
 	defer srv.Close()
@@ -411,6 +417,7 @@ func TestLoadBadFlagCorpus(t *testing.T) {
 // TestLoadScriptable runs svclab load as a script would and checks what a
 // script reads: the exit status, the operation names, the completions.
 func TestLoadScriptable(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var bodies []string
 	mux := http.NewServeMux()

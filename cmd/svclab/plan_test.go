@@ -16,6 +16,7 @@ import (
 // raised cap, takes minutes to check point by point; Ctrl-C and SIGTERM
 // stop `plan`, and the planning step of `run`, within moments.
 func TestPlanningStopsOnSignal(t *testing.T) {
+	t.Parallel()
 	var b strings.Builder
 	b.WriteString("[app]\nname = \"chain\"\n[load]\nrate = 100\nduration = \"1s\"\n[experiment]\nmax_runs = 1000000\n[experiment.factors]\n")
 	for _, key := range []string{"load.rate", "load.max_inflight", "load.connections"} {

@@ -89,6 +89,7 @@ func analysisVenv() string {
 // every factor and level, then generates docs/REPLICATIONS.md's regions
 // from the four results directories.
 func TestReplicationSpecsSmoke(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs four experiments (about a minute); skipped with -short")
 	}

@@ -8,6 +8,7 @@ import "testing"
 // the median call fails after the group's timeout, 100 ms, where the
 // hop-wide 1 s applies without the override.
 func TestRunResilienceGroupTimeout(t *testing.T) {
+	t.Parallel()
 	const src = `
 [app]
 name = "chain"

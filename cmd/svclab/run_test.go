@@ -78,6 +78,7 @@ func committedRuns(t *testing.T, runs string) (done []string, tmp []string) {
 // run, then resumes it: the two committed runs must be untouched, the plan
 // must complete, no run directory may be partial and no child may survive.
 func TestRunKilledAndResumed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "crash.toml")
 	if err := os.WriteFile(specPath, []byte(crashSpec), 0o644); err != nil {
@@ -218,6 +219,7 @@ func TestRunKilledAndResumed(t *testing.T) {
 // start: those runs are marked failed with the reason and the host's stderr
 // tail, and the runs without it still succeed.
 func TestRunFailedComponentIsRecorded(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "fail.toml")
 	src := strings.NewReplacer(`name = "crash"`, `name = "fail"`,
@@ -276,6 +278,7 @@ func mapValues(m map[string]string) []string {
 // exits 99 with the breach in each run.json, and with abort_on_fail stops
 // after its first run; the second exits 0.
 func TestRunThresholds(t *testing.T) {
+	t.Parallel()
 	const base = `
 [app]
 name = "chain"

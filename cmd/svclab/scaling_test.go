@@ -21,6 +21,7 @@ import (
 // resources.parquet, and each run has its autoscaler's decisions in
 // scaling.parquet.
 func TestRunScaling(t *testing.T) {
+	t.Parallel()
 	const src = `
 [app]
 name = "chain"

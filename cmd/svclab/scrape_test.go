@@ -18,6 +18,7 @@ import (
 // targets follow the endpoint set), so metrics.parquet has its series,
 // named by its process, with the calls it served.
 func TestRunAutoscaleMetrics(t *testing.T) {
+	t.Parallel()
 	if _, err := deploy.PrometheusPath(); err != nil {
 		t.Skipf("no Prometheus to scrape with: %v", err)
 	}

@@ -22,6 +22,7 @@ import (
 // (their Prometheus series, by process), and each replica's limits are in
 // run.json and its cgroup counters in resources.parquet.
 func TestRunShopReplicasLimits(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts PostgreSQL; skipped with -short")
 	}

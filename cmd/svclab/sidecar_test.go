@@ -46,6 +46,7 @@ seed = 1
 // variant's next repetition included) go on; their resources name the
 // proxies' role apart.
 func TestRunSidecarDiesMidRun(t *testing.T) {
+	t.Parallel()
 	k, _ := sidecar.Lookup("haproxy")
 	if _, err := k.Binary(); err != nil {
 		t.Skipf("haproxy: %v", err)

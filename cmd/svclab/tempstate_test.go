@@ -58,6 +58,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 // sockets exist, then checks that its directory outlives it (nothing can
 // remove it) and that the next svclab to start removes it, and only it.
 func TestKilledUpLeavesNoTempState(t *testing.T) {
+	t.Parallel()
 	tmp := shortTempDir(t)
 	spec := writeFile(t, "chain.toml", "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\nnetwork = \"unix\"\n")
 	mark := marker(t)
@@ -192,6 +193,7 @@ func startRun(t *testing.T, extra ...string) *runInFlight {
 // the next svclab command to start (any: here plan) removes the process's
 // temp state, and clean removes the run that was in flight.
 func TestKilledRunLeavesNoTempState(t *testing.T) {
+	t.Parallel()
 	r := startRun(t)
 	tmp, cmd, inFlight := r.tmp, r.cmd, r.inFlight
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
@@ -228,6 +230,7 @@ func TestKilledRunLeavesNoTempState(t *testing.T) {
 // command it prints to continue carries the --set flags the run was
 // started with, quoted for the shell, and its temp state is gone.
 func TestInterruptedRunResumeLine(t *testing.T) {
+	t.Parallel()
 	r := startRun(t, "--set", "load.rate=40", "--set", `load.request.headers={X-A = "a b"}`)
 	tmp, cmd, stderr, inFlight, spec, mark := r.tmp, r.cmd, r.stderr, r.inFlight, r.spec, r.mark
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
@@ -252,6 +255,7 @@ func TestInterruptedRunResumeLine(t *testing.T) {
 // TestRunStorageFull fills the results' file system during a run: the
 // run that cannot be written counts as failed, and svclab says so.
 func TestRunStorageFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to mount a small tmpfs")
 	}

@@ -20,6 +20,7 @@ import (
 // starts, whether the file or --set holds the mistake, and for plan and
 // run alike; the error names where the mistake is.
 func TestBadInputExitsTwo(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := writeSpecFile(t, dir, "good.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n")
 	badRate := writeSpecFile(t, dir, "bad.toml", "[app]\nname = \"chain\"\n[load]\nrate = -1\nduration = \"1s\"\n")
@@ -69,6 +70,7 @@ func TestBadInputExitsTwo(t *testing.T) {
 // effective specs only with --effective, and when it drew the seed from
 // the clock says so with a command that repeats the order, which does.
 func TestPlanCompactAndSeed(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	const faults = "../../experiments/faults.toml"
@@ -128,6 +130,7 @@ func runTable(out string) string {
 // asked for the report. Its stderr, a pipe here as in CI, has a line per
 // phase and the run's result line, with the run named by its ID.
 func TestRunWithoutAnalysis(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("deploys a service")
 	}
@@ -211,6 +214,7 @@ func TestRunWithoutAnalysis(t *testing.T) {
 // TestKubeRenderImageIsImageTag: without deploy.kube.image, the pods run
 // the tag `svclab image --tarball` gives this version's image.
 func TestKubeRenderImageIsImageTag(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -24,6 +24,7 @@ import (
 // channel, without restarting hop2; then it drains and stops the first
 // hop3 while calls go on.
 func TestControlChannel(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
 		t.Run(tr, func(t *testing.T) {
 			t.Parallel()

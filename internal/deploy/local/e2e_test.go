@@ -140,6 +140,7 @@ func resolve(t *testing.T, body string) *runtime.Topology {
 // TestEndToEnd deploys every app over every transport as a monolith and
 // fully split, and checks answers, the gateway, deadlines and shutdown.
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	transports := runtime.Transports()
 	for _, want := range []string{"inproc", "grpc", "http", "netrpc", "protorpc"} {
 		if !slices.Contains(transports, want) {
@@ -579,6 +580,7 @@ func TestCrashAtStart(t *testing.T) {
 // TestSpecErrors checks that a bad deployer, placement or transport fails
 // in deploy.Resolve, before anything can start, with the key and line.
 func TestSpecErrors(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, spec, key string
 		line            int

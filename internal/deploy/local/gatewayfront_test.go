@@ -60,6 +60,7 @@ func (e *statusErr) Error() string { return "HTTP " + e.s }
 // request, so even one multiplexed connection spreads), and a replica
 // added by Scale gets its share without the client knowing.
 func TestGatewayReplicas(t *testing.T) {
+	t.Parallel()
 	for _, proto := range []string{"http1", "h2c"} {
 		t.Run(proto, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\ntransport = \"grpc\"\n[deploy.replicas]\nhop1 = 2\n")

@@ -14,6 +14,7 @@ import (
 // ±10%, whether the caller is a Go host or a Python one (whose balancer is
 // the HostConfig's deploy.balancer).
 func TestLanguageReplicas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, transport, balancer string
 		langs                     map[string]string

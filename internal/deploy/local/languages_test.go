@@ -45,6 +45,7 @@ func needLanguage(t *testing.T, lang string) {
 // TestLanguages deploys topologies that mix Go with Java and Python hosts
 // and calls them through svclab's transports, as the load generator does.
 func TestLanguages(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name, app, transport, component, lang string
 	}{

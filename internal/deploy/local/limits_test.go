@@ -25,6 +25,7 @@ import (
 // body 415, a client trickling its headers is cut off, and idle
 // connections are closed.
 func TestHTTPLimits(t *testing.T) {
+	t.Parallel()
 	p := resolve(t, `[app]
 name = "chain"
 hops = 2

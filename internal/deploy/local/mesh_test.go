@@ -30,6 +30,7 @@ import (
 // and one with a certificate of another CA are refused, by svclab's own
 // clients and by openssl s_client and curl.
 func TestMTLS(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
 		t.Run(tr, func(t *testing.T) { testMTLS(t, tr, "none") })
 	}

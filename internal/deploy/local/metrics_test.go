@@ -21,6 +21,7 @@ import (
 // scraped counts every call at every hop, in the counter and in the
 // histogram, and no error.
 func TestMetricsPrometheus(t *testing.T) {
+	t.Parallel()
 	if _, err := deploy.PrometheusPath(); err != nil {
 		t.Skipf("no Prometheus to scrape with: %v", err)
 	}
@@ -112,6 +113,7 @@ func TestMetricsBackendFails(t *testing.T) {
 // scraped once more, so its last counters reached the series that
 // metrics.parquet is written from, under its own process label.
 func TestMetricsScaledAwayReplica(t *testing.T) {
+	t.Parallel()
 	if _, err := deploy.PrometheusPath(); err != nil {
 		t.Skipf("no Prometheus to scrape with: %v", err)
 	}
@@ -169,6 +171,7 @@ func TestMetricsScaledAwayReplica(t *testing.T) {
 // names, labels and bucket bounds as the Go host's, and has the Java or
 // Python process's CPU and memory.
 func TestMetricsLanguages(t *testing.T) {
+	t.Parallel()
 	if _, err := deploy.PrometheusPath(); err != nil {
 		t.Skipf("no Prometheus to scrape with: %v", err)
 	}

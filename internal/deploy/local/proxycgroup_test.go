@@ -20,6 +20,7 @@ import (
 // as a pod's containers do; a node proxy runs in a group of its own with
 // the CPUs and no limit. The proxies' groups go with the deployment.
 func TestProxiesInCgroups(t *testing.T) {
+	t.Parallel()
 	m := needCgroups(t)
 	if m.Version() != cgroup.V1 {
 		t.Skip("the paths checked are cgroup v1's; this machine has v2")

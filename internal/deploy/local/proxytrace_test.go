@@ -23,6 +23,7 @@ import (
 // client span), then the callee's proxy (a server span under it), then the
 // app's server span; the entry's proxy is the root.
 func TestEnvoySpansJaeger(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(deploy.JaegerPath()); err != nil {
 		t.Skipf("Jaeger %s is not built (make jaeger): %v", deploy.JaegerVersion, err)
 	}

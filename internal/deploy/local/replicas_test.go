@@ -82,6 +82,7 @@ func groupProcs(d *local.Deployment, group string) []deploy.Process {
 // spread over them within ±10% of an even share, on grpc and http, with
 // each balancer.
 func TestReplicasSpread(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ tr, balancer string }{
 		{"grpc", "round_robin"}, {"http", "round_robin"}, {"grpc", "least_outstanding"},
 	} {
@@ -129,6 +130,7 @@ func TestReplicasSpread(t *testing.T) {
 // worker), the deployment reports the exit, and the load goes on over the
 // other two.
 func TestReplicaKilled(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop2 = 3\n")
@@ -168,6 +170,7 @@ func TestReplicaKilled(t *testing.T) {
 // call fails, the new replicas take calls without hop1 restarting, and the
 // replicas scaled away are drained before they stop.
 func TestScale(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n")
@@ -366,6 +369,7 @@ func dialEntry(t *testing.T, ctx context.Context, d *local.Deployment) transport
 // client from Dial spreads its calls over both within ±10%, on grpc and
 // http, and a third replica added by Scale gets calls without a new Dial.
 func TestEntryReplicas(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop1 = 2\n")
@@ -413,6 +417,7 @@ func TestEntryReplicas(t *testing.T) {
 // are in flight on both: every call finishes, the replica scaled away
 // stops only after its calls have answered, and it exits cleanly.
 func TestScaleDownDrains(t *testing.T) {
+	t.Parallel()
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			p := resolve(t, "[app]\nname = \"chain\"\n[deploy]\nplacement = \"split\"\ntransport = \""+tr+"\"\n[deploy.replicas]\nhop3 = 2\n")

@@ -107,6 +107,7 @@ func proxyOrSkip(t *testing.T, name string) {
 // metadata across the proxies, and that every proxy is a sampled process
 // of the deployment that Stop ends.
 func TestSidecars(t *testing.T) {
+	t.Parallel()
 	for _, sc := range []string{spec.SidecarEnvoy, spec.SidecarNginx, spec.SidecarHAProxy} {
 		for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
 			modes := []string{spec.ProxyModeSidecar}
@@ -294,6 +295,7 @@ func TestSidecarNoOrphans(t *testing.T) {
 // each other, the hosts plaintext behind them: the same answers, deadline
 // and refusals, by svclab's clients, openssl s_client and curl.
 func TestSidecarMTLS(t *testing.T) {
+	t.Parallel()
 	for _, sc := range []string{spec.SidecarEnvoy, spec.SidecarNginx, spec.SidecarHAProxy} {
 		for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
 			t.Run(sc+"/"+tr, func(t *testing.T) {

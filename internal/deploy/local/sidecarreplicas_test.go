@@ -19,6 +19,7 @@ import (
 // the entry's replicas' proxies, and hop1's over hop2's, each replica
 // within ±20% of an even share; Scale is refused but for Envoy sidecars.
 func TestSidecarReplicas(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ sidecar, mode, tr string }{
 		{"envoy", "sidecar", "grpc"}, {"nginx", "sidecar", "http"}, {"envoy", "node", "grpc"},
 	} {

@@ -99,6 +99,7 @@ func edsFile(t *testing.T, d *local.Deployment) string {
 // behind its own Envoy: hop1's sidecar spreads hop1's calls over hop2's
 // sidecars, each replica within ±10% of an even share, on grpc and http.
 func TestSidecarSpreadEnvoy(t *testing.T) {
+	t.Parallel()
 	proxyOrSkip(t, "envoy")
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
@@ -129,6 +130,7 @@ func TestSidecarSpreadEnvoy(t *testing.T) {
 // calls through their own sidecars, no proxy that ran before restarts, and
 // the replicas scaled away stop cleanly with their sidecars.
 func TestSidecarScaleEnvoy(t *testing.T) {
+	t.Parallel()
 	proxyOrSkip(t, "envoy")
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
@@ -225,6 +227,7 @@ func TestSidecarScaleEnvoy(t *testing.T) {
 // listener leaves hop1's sidecar's endpoints (no proxy restarts), and
 // every call after that succeeds on the two others, which serve them all.
 func TestSidecarReplicaKilledEnvoy(t *testing.T) {
+	t.Parallel()
 	proxyOrSkip(t, "envoy")
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {

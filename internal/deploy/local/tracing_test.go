@@ -22,6 +22,7 @@ import (
 // per component and a client span per hop, correctly parented, each made
 // by the process that runs it.
 func TestTracingJaeger(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat(deploy.JaegerPath()); err != nil {
 		t.Skipf("Jaeger %s is not built (make jaeger): %v", deploy.JaegerVersion, err)
 	}

@@ -1,6 +1,7 @@
 package com.github.svclab.impl;
 
 import com.google.protobuf.Message;
+import java.nio.channels.ClosedChannelException;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -11,6 +12,8 @@ import io.grpc.ForwardingClientCall;
 import io.grpc.ManagedChannel;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
 import io.grpc.netty.shaded.io.grpc.netty.NettyChannelBuilder;
 import io.grpc.netty.shaded.io.netty.channel.EventLoopGroup;
 import io.grpc.netty.shaded.io.netty.channel.epoll.EpollDomainSocketChannel;
@@ -44,7 +47,26 @@ final class GrpcCaller implements Caller {
   @Override
   public <Q extends Message, R extends Message> R call(MethodDescriptor<Q, R> method, Q request) {
     // The current Context's deadline and cancellation apply to the call.
-    return ClientCalls.blockingUnaryCall(intercepted, method, CallOptions.DEFAULT, request);
+    try {
+      return ClientCalls.blockingUnaryCall(intercepted, method, CallOptions.DEFAULT, request);
+    } catch (StatusRuntimeException e) {
+      throw unavailableIfClosed(e);
+    }
+  }
+
+  /**
+   * grpc-java reports a write to a connection the peer has just closed as UNKNOWN "channel
+   * closed" (a Netty ClosedChannelException), where grpc-go says UNAVAILABLE. The caller's
+   * balancer, retries and the conformance suite treat a replica that went away as
+   * UNAVAILABLE on every language, so this says so too.
+   */
+  static StatusRuntimeException unavailableIfClosed(StatusRuntimeException e) {
+    Status s = e.getStatus();
+    if (s.getCode() == Status.Code.UNKNOWN && s.getCause() instanceof ClosedChannelException) {
+      return Status.UNAVAILABLE.withDescription("connection closed: " + s.getDescription())
+          .withCause(s.getCause()).asRuntimeException(e.getTrailers());
+    }
+    return e;
   }
 
   @Override
