@@ -116,11 +116,17 @@ func newHost(ctx context.Context, cfg *hostv1.HostConfig, mw Middleware) (*host,
 		return nil, err
 	}
 	h := &host{
-		cfg:    cfg,
-		tls:    mtls,
-		mesh:   mi,
-		peers:  map[string]*balancer.Balancer{},
-		dopts:  transport.DialOptions{Interceptors: mw.Client, Codec: cfg.GetTransportOptions().GetHttpCodec()},
+		cfg:   cfg,
+		tls:   mtls,
+		mesh:  mi,
+		peers: map[string]*balancer.Balancer{},
+		dopts: transport.DialOptions{
+			Interceptors: mw.Client,
+			Codec:        cfg.GetTransportOptions().GetHttpCodec(),
+			// Every host of a deployment has the same limits: half the
+			// peers' idle timeout leaves room for the two clocks' start.
+			IdleTimeout: HTTPLimitsOf(cfg.GetTransportOptions().GetHttpLimits()).IdleTimeout / 2,
+		},
 		health: health.NewServer(),
 	}
 	picker, err := pickerOf(cfg.GetTransportOptions().GetBalancer())

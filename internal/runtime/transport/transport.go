@@ -82,6 +82,11 @@ type DialOptions struct {
 	// net.Dialer (the netns deployer's client opens them in its own
 	// network namespace).
 	Dialer func(ctx context.Context, network, addr string) (net.Conn, error)
+	// IdleTimeout, when set, closes the client's idle connections after
+	// it. Callers set it below their peers' server idle timeout
+	// (deploy.http_limits.idle_timeout): a call that reuses a connection
+	// the server is closing that instant fails, and a POST is not retried.
+	IdleTimeout time.Duration
 }
 
 // DialContext opens a connection with o.Dialer, or a net.Dialer when it is

@@ -29,6 +29,7 @@ package httptransport
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -398,7 +399,7 @@ func Dial(ctx context.Context, network, addr string, opts transport.DialOptions)
 		TLSClientConfig:     opts.TLS,
 		MaxIdleConns:        0, // no limit across hosts: there is one host
 		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     cmp.Or(opts.IdleTimeout, 90*time.Second),
 		// Compressing JSON costs CPU and distorts what the transport is
 		// being compared on.
 		DisableCompression: true,

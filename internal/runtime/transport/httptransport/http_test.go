@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -189,5 +190,41 @@ func TestKeepAlive(t *testing.T) {
 	}
 	if n := lis.accepted.Load(); n != 1 {
 		t.Errorf("20 sequential calls used %d connections, want 1", n)
+	}
+}
+
+// TestClientIdleTimeout: with DialOptions.IdleTimeout the client drops a
+// connection idle that long and dials anew, rather than reusing one the
+// server (whose idle timeout is longer here) might be closing; without it,
+// the connection is kept.
+func TestClientIdleTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		idle time.Duration
+		want int32
+	}{{0, 1}, {50 * time.Millisecond, 2}} {
+		s := httptransport.NewServer(transport.ServerOptions{HTTPLimits: transport.HTTPLimits{IdleTimeout: 5 * time.Second}})
+		echo.RegisterEchoServer(s, echo.Service{})
+		inner, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis := &countingListener{Listener: inner}
+		go s.Serve(lis)
+		c, err := httptransport.Dial(t.Context(), "tcp", lis.Addr().String(), transport.DialOptions{IdleTimeout: tc.idle})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ec := echo.NewEchoClient(c)
+		for i := range 2 {
+			if _, err := ec.Echo(t.Context(), &echo.EchoRequest{}); err != nil {
+				t.Fatalf("idle %v, call %d: %v", tc.idle, i, err)
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		if n := lis.accepted.Load(); n != tc.want {
+			t.Errorf("client idle timeout %v: two calls 300 ms apart used %d connections, want %d", tc.idle, n, tc.want)
+		}
+		c.Close()
+		s.Stop()
 	}
 }
