@@ -57,7 +57,7 @@ deployer would. See docs/KUBERNETES.md.`,
 }
 
 func kubeRender(cmd *cobra.Command, path string, sets []string, point int, w io.Writer) error {
-	s, err := loadSpec(path, append([]string{"deploy.deployer=" + spec.DeployerKube}, sets...))
+	s, err := loadDesignSpec(path, append([]string{"deploy.deployer=" + spec.DeployerKube}, sets...))
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ order plan printed. experiment.json records the seed of every run.`,
   svclab plan --json experiments/quickstart.toml | jq '.runs[0]'`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab plan experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadSpec(args[0], sets)
+			s, err := loadDesignSpec(args[0], sets)
 			if err != nil {
 				return err
 			}
@@ -87,6 +87,20 @@ func addSetFlag(c *cobra.Command, sets *[]string) {
 func loadSpec(path string, sets []string) (*spec.Spec, error) {
 	s, err := spec.Load(path, sets...)
 	if err != nil {
+		return nil, usageError{err}
+	}
+	return s, nil
+}
+
+// loadDesignSpec is loadSpec for the commands that expand the design
+// points (run, plan, kube render), which refuse a --set of a factor's key:
+// every point would replace its value.
+func loadDesignSpec(path string, sets []string) (*spec.Spec, error) {
+	s, err := loadSpec(path, sets)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckFactorsNotSet(); err != nil {
 		return nil, usageError{err}
 	}
 	return s, nil

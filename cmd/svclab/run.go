@@ -47,7 +47,7 @@ DIR), and exits 0, unless --report asked for the report.`,
 			if wantReport && noReport {
 				return usageError{errors.New("--report and --no-report: give one")}
 			}
-			s, err := loadSpec(args[0], sets)
+			s, err := loadDesignSpec(args[0], sets)
 			if err != nil {
 				return err
 			}

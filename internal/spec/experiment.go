@@ -209,6 +209,36 @@ func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
 	return out, nil
 }
 
+// CheckFactorsNotSet refuses a --set of a factor's key (or of a table that
+// holds it) for the commands that run or show the design points (run,
+// plan, kube render): each point sets that key to one of the factor's
+// levels, so the flag's value would be silently dropped. `svclab up`,
+// which deploys the spec's base values, may set it.
+func (s *Spec) CheckFactorsNotSet() error {
+	for _, f := range s.Experiment.Factors {
+		if err := s.checkFactorNotSet(f.Name, FactorKey(f.Name)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Spec) checkFactorNotSet(name, key string) error {
+	for _, k := range slices.Sorted(maps.Keys(s.setByFlag)) {
+		if k != name && !strings.HasPrefix(k, name+".") && !strings.HasPrefix(name, k+".") {
+			continue
+		}
+		where := key
+		if l, ok := s.index.lines[key]; ok {
+			where = fmt.Sprintf("%s (line %d)", key, max(0, l-s.lineShift))
+		}
+		return &Error{Flag: s.setByFlag[k], Key: k, Err: fmt.Errorf(
+			"a factor of this experiment (%s): each design point sets it to one of the factor's levels, so this value would never be used; change the levels instead, e.g. --set %s=[…]",
+			where, key)}
+	}
+	return nil
+}
+
 func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, error) {
 	letters := map[string]bool{}
 	for _, f := range factors {

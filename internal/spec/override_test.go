@@ -120,3 +120,38 @@ func TestFieldType(t *testing.T) {
 		}
 	}
 }
+
+// TestSetOfAFactorRefused: a --set of a factor's key, or of a table that
+// holds it, would be overwritten by every design point, so it is refused,
+// naming the flag and the factor's line; setting the levels is not.
+func TestSetOfAFactorRefused(t *testing.T) {
+	const src = `[app]
+name = "chain"
+[load]
+rate = 10
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"deploy.resources.hop1.cpu" = [0.5, 1]
+`
+	for _, tc := range []struct {
+		set  string
+		want string // "" for no error
+	}{
+		{"deploy.transport=http", `--set deploy.transport=http: deploy.transport: a factor of this experiment (experiment.factors."deploy.transport" (line 6))`},
+		{"deploy.resources.hop1={cpu=2}", `a factor of this experiment (experiment.factors."deploy.resources.hop1.cpu" (line 7))`},
+		{"deploy.resources.hop1.memory=\"64MiB\"", ""},
+		{`experiment.factors."deploy.transport"=["grpc","netrpc"]`, ""},
+		{"deploy.placement=split", ""},
+	} {
+		s, err := Parse("x.toml", []byte(src), tc.set)
+		if err == nil {
+			err = s.CheckFactorsNotSet()
+		}
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("--set %s: %v", tc.set, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("--set %s: got %v, want an error containing %q", tc.set, err, tc.want)
+		}
+	}
+}
