@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -67,8 +66,9 @@ type pkg struct {
 
 func listPackages(t *testing.T) []pkg {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
-	cmd := exec.Command(goBin, "list", "-json=ImportPath,Imports", "./...")
+	// go test puts its own GOROOT/bin first on the test's PATH;
+	// runtime.GOROOT is empty in a -trimpath build, which make test uses.
+	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
 	cmd.Dir = repoRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
