@@ -115,7 +115,7 @@ func (j *jaeger) stop() {
 	}
 }
 
-// freePorts picks n loopback ports the kernel calls free. A port could be
+// freePorts picks n free loopback ports (listenPicked). A port could be
 // taken between this and Jaeger's bind; Jaeger then fails to start, with
 // its log in the error.
 func freePorts(n int) ([]string, error) {
@@ -127,7 +127,7 @@ func freePorts(n int) ([]string, error) {
 		}
 	}()
 	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := listenPicked()
 		if err != nil {
 			return nil, err
 		}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,10 +20,10 @@ import (
 //
 //   - They bind their listeners themselves, by address: neither grpc-java's
 //     Netty, Tomcat nor grpcio can serve a socket they did not bind, so the
-//     deployer gives them fd 0. On tcp it picks a free port by binding and
-//     closing 127.0.0.1:0 just before the start, so another program could
-//     take the port in between; the host then fails with "address in use",
-//     which the deployer reports with the host's output.
+//     deployer gives them fd 0. On tcp it picks a free port below the
+//     kernel's ephemeral range (ports.go) and closes it just before the
+//     start; should another program take it in between, the host fails
+//     with "address in use", which the deployer reports with its output.
 //   - Their command is the JVM with impl/java's jar, or impl/python's
 //     virtualenv, found under ImplDirEnv or above the svclab executable or
 //     the working directory.
@@ -150,7 +149,7 @@ func implRoot(artifact string) (string, error) {
 // as is, a tcp port picked now.
 func bindByAddress(ep runtime.Endpoint) (*hostv1.Listener, error) {
 	if ep.Network != "unix" {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		lis, err := listenPicked()
 		if err != nil {
 			return nil, fmt.Errorf("pick a port for %s: %w", ep, err)
 		}

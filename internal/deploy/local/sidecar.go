@@ -46,7 +46,7 @@ func (m *sidecarPlan) release() {
 
 // reserve binds a free loopback port for a proxy's listener.
 func (m *sidecarPlan) reserve() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := listenPicked()
 	if err != nil {
 		return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
 	}

@@ -1,0 +1,61 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Ports for programs that bind their own listeners (proxies, Java and
+// Python hosts, Jaeger) are picked by svclab, then released just before
+// the program binds them. A port the kernel hands out for bind(0) or
+// connect could be handed to someone else in between, and on a busy
+// machine (many deployments at once, as in the test suite) it was: an
+// Envoy sidecar failed with "address already in use". So these ports come
+// from below the kernel's ephemeral range, which it never assigns by
+// itself; only another program picking at random there could collide.
+const (
+	pickLow      = 20000 // the lowest port picked
+	pickAttempts = 64
+)
+
+// listenPicked listens on a free loopback port below the ephemeral range,
+// or on one the kernel picks when that range leaves no room below it.
+func listenPicked() (net.Listener, error) {
+	high := ephemeralLow()
+	if high-pickLow < 1000 {
+		return net.Listen("tcp", "127.0.0.1:0")
+	}
+	var last error
+	for range pickAttempts {
+		p := pickLow + rand.IntN(high-pickLow)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err == nil {
+			return l, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+		last = err
+	}
+	return nil, fmt.Errorf("no free port among %d tried below %d: %w", pickAttempts, high, last)
+}
+
+// ephemeralLow is the first port of net.ipv4.ip_local_port_range, or
+// Linux's default when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if n, err := strconv.Atoi(f[0]); err == nil && n > 0 && n <= 65535 {
+				return n
+			}
+		}
+	}
+	return 32768
+}
