@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import contextlib
+import io
+import os
 import shutil
 import subprocess
 import sys
@@ -8,6 +11,7 @@ from pathlib import Path
 import pytest
 from synth import make_results
 
+from svclab_analysis.cli import main
 from svclab_analysis.report import build_report
 
 
@@ -18,10 +22,33 @@ def cli_command() -> list[str]:
     return [sys.executable, "-m", "svclab_analysis"]
 
 
+def run_cli_subprocess(*args: str) -> subprocess.CompletedProcess[str]:
+    """Runs the installed console script: what a user sees, exit status included."""
+    return subprocess.run([*cli_command(), *args], capture_output=True, text=True, timeout=300)
+
+
 def run_cli(*args: str, cwd: Path | None = None, stdin: str | None = None
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*cli_command(), *args], capture_output=True, text=True, cwd=cwd,
-                          input=stdin, timeout=300)
+    """Runs the CLI's main in this process and returns what a subprocess would.
+
+    Each interpreter start imports pandas, scipy and statsmodels again, 1–2 s of
+    CPU per call; run_cli_subprocess covers the console script itself.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    old_cwd, old_stdin = os.getcwd(), sys.stdin
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        sys.stdin = io.StringIO(stdin or "")
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse exits on bad usage
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(old_cwd)
+        sys.stdin = old_stdin
+    return subprocess.CompletedProcess(list(args), code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture(scope="session")
