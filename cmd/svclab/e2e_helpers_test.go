@@ -23,7 +23,8 @@ var svclabBin string
 // they compute, so several at once take the package from minutes to about
 // one. Those that measure time closely (a capacity found within 15%, the
 // window's host timer, fault windows timed to a few hundred ms) do not, so
-// go test runs them first, alone.
+// go test runs them first, alone; make test runs them on a quiet machine
+// (TIMED_CLI in the Makefile) and the rest beside other packages.
 func TestMain(m *testing.M) {
 	code := func() int {
 		if b := os.Getenv("SVCLAB_BIN"); b != "" {
