@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/deploy/procstat"
 )
 
 // TestPlanningStopsOnSignal: a design of a million runs, allowed by a
@@ -51,7 +54,13 @@ func TestPlanningStopsOnSignal(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- cmd.Wait() }()
-			time.Sleep(500 * time.Millisecond)
+			// Planning has begun once the process has used more CPU than
+			// starting takes (tens of ms); a fixed sleep signalled a
+			// process still starting on a busy machine, which the runtime's
+			// default handler then killed.
+			for end := time.Now().Add(10 * time.Second); processCPU(cmd.Process.Pid) < 300*time.Millisecond && time.Now().Before(end); {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if err := cmd.Process.Signal(tc.sig); err != nil {
 				t.Fatal(err)
 			}
@@ -71,4 +80,17 @@ func TestPlanningStopsOnSignal(t *testing.T) {
 			}
 		})
 	}
+}
+
+// processCPU is the CPU time pid has used, or 0 once it is gone.
+func processCPU(pid int) time.Duration {
+	r, err := procstat.Open()
+	if err != nil {
+		return 0
+	}
+	u, err := r.Process(pid).Sample(context.Background())
+	if err != nil {
+		return 0
+	}
+	return time.Duration(u.CPUSeconds * float64(time.Second))
 }
