@@ -16,6 +16,7 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -63,6 +64,20 @@ const (
 
 // FakeNodeAnnotation marks the nodes kwok manages.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Images that kwok's stages (stages.yaml) give the kubelet's status for a
+// fault: a pod of UnpullableImage stays Pending in ImagePullBackOff, one of
+// NeverReadyImage runs but never becomes Ready (its readiness probe, as
+// it were, fails). Every other image is Ready once scheduled.
+const (
+	UnpullableImage = "kubetest.invalid/unpullable:v1"
+	NeverReadyImage = "kubetest.invalid/never-ready:v1"
+)
+
+// stages is kwok's pod lifecycle for the harness.
+//
+//go:embed stages.yaml
+var stages []byte
 
 // ErrNoTools is returned by ToolsDir when a binary is missing and the
 // caller did not ask for them (ToolsEnv unset): tests skip.
@@ -215,6 +230,7 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 	}
 	if err := c.start(tools, "kwok",
 		"--kubeconfig="+c.Kubeconfig,
+		"--config="+f.stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--node-ip=127.0.0.1",
@@ -236,7 +252,7 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 
 // files are the paths writeFiles made.
 type files struct {
-	ca, serverCert, serverKey, saKey, saPub string
+	ca, serverCert, serverKey, saKey, saPub, stages string
 }
 
 // writeFiles makes the CA, the API server's certificate, a client
@@ -273,6 +289,7 @@ func (c *Cluster) writeFiles() (files, error) {
 		{"apiserver.key", server.KeyPEM, &f.serverKey},
 		{"sa.key", sa, &f.saKey},
 		{"sa.pub", saPub, &f.saPub},
+		{"kwok-stages.yaml", stages, &f.stages},
 	} {
 		if *w.p, err = writePrivate(c.Dir, w.name, w.b); err != nil {
 			return f, err
@@ -307,6 +324,9 @@ func (c *Cluster) start(tools, name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(tools, name), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = c.Dir
+	// kwok also reads ~/.kwok/kwok.yaml when it exists: a home of the
+	// harness's own keeps a user's kwok config (stages) out of the tests.
+	cmd.Env = append(os.Environ(), "HOME="+c.Dir)
 	ch, err := child.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("kubetest: start %s: %w", name, err)

@@ -14,29 +14,26 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
 
-// TestPodRunsOnFakeNode: the scheduler places a pod on a kwok node and kwok
-// marks it Running, which is all the kube deployer's tests rely on.
-func TestPodRunsOnFakeNode(t *testing.T) {
-	c := Get(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubetest-"}}
-	ns, err := c.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+// createPod creates a pod of image on node 1 in a fresh namespace and
+// returns a function that reads it back, and the namespace's name.
+func createPod(ctx context.Context, t *testing.T, c *Cluster, image string) (get func() *corev1.Pod, ns string) {
+	t.Helper()
+	n, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubetest-"}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Client.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	t.Cleanup(func() { c.Client.CoreV1().Namespaces().Delete(context.Background(), n.Name, metav1.DeleteOptions{}) })
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "p"},
 		Spec: corev1.PodSpec{
-			Containers:   []corev1.Container{{Name: "c", Image: "example.invalid/none:1"}},
+			Containers:   []corev1.Container{{Name: "c", Image: image}},
 			NodeSelector: map[string]string{"svclab.dev/kubetest-node": "1"},
 		},
 	}
 	// The namespace's default service account comes from the controller
 	// manager a moment after the namespace; admission refuses pods until then.
 	for {
-		_, err = c.Client.CoreV1().Pods(ns.Name).Create(ctx, pod, metav1.CreateOptions{})
+		_, err = c.Client.CoreV1().Pods(n.Name).Create(ctx, pod, metav1.CreateOptions{})
 		if err == nil || ctx.Err() != nil {
 			break
 		}
@@ -45,18 +42,101 @@ func TestPodRunsOnFakeNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		p, err := c.Client.CoreV1().Pods(ns.Name).Get(ctx, "p", metav1.GetOptions{})
+	return func() *corev1.Pod {
+		t.Helper()
+		p, err := c.Client.CoreV1().Pods(n.Name).Get(ctx, "p", metav1.GetOptions{})
 		if err != nil {
-			t.Fatalf("pod not Running on %s: %v", c.Nodes[1], err)
+			t.Fatalf("pod %s/p: %v", n.Name, err)
 		}
+		return p
+	}, n.Name
+}
+
+// TestPodRunsOnFakeNode: the scheduler places a pod on a kwok node and kwok
+// marks it Running, which is all the kube deployer's tests rely on.
+func TestPodRunsOnFakeNode(t *testing.T) {
+	c := Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	get, _ := createPod(ctx, t, c, "example.invalid/none:1")
+	for {
+		p := get()
 		if p.Status.Phase == corev1.PodRunning {
 			if p.Spec.NodeName != c.Nodes[1] {
 				t.Fatalf("pod on %q, want %q (its node selector)", p.Spec.NodeName, c.Nodes[1])
 			}
+			if !podReady(p) {
+				t.Fatalf("pod Running but not Ready: %+v", p.Status)
+			}
 			return
 		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod not Running on %s: %+v", c.Nodes[1], p.Status)
+		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// TestFaultImages: kwok's stages (stages.yaml) give a pod of each fault
+// image the status a kubelet would, and the Warning event, and keep it
+// there: the pod is still not Ready seconds later.
+func TestFaultImages(t *testing.T) {
+	c := Get(t)
+	for _, tc := range []struct {
+		image, phase, waiting, event string
+	}{
+		{UnpullableImage, "Pending", "ImagePullBackOff", "Failed"},
+		{NeverReadyImage, "Running", "", "Unhealthy"},
+	} {
+		t.Run(tc.image, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			get, ns := createPod(ctx, t, c, tc.image)
+			var p *corev1.Pod
+			for p = get(); p.Status.PodIP == ""; p = get() {
+				if ctx.Err() != nil {
+					t.Fatalf("kwok gave the pod no status: %+v", p.Status)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			if string(p.Status.Phase) != tc.phase {
+				t.Errorf("phase %s, want %s", p.Status.Phase, tc.phase)
+			}
+			if len(p.Status.ContainerStatuses) != 1 {
+				t.Fatalf("container statuses %+v, want one", p.Status.ContainerStatuses)
+			}
+			cs := p.Status.ContainerStatuses[0]
+			switch {
+			case tc.waiting != "" && (cs.State.Waiting == nil || cs.State.Waiting.Reason != tc.waiting || !strings.Contains(cs.State.Waiting.Message, tc.image)):
+				t.Errorf("container state %+v, want waiting %s naming %s", cs.State, tc.waiting, tc.image)
+			case tc.waiting == "" && cs.State.Running == nil:
+				t.Errorf("container state %+v, want running", cs.State)
+			}
+			// A later stage must not make it Ready: a kubelet would not.
+			time.Sleep(2 * time.Second)
+			if p = get(); podReady(p) || len(p.Status.ContainerStatuses) != 1 || p.Status.ContainerStatuses[0].Ready {
+				t.Errorf("pod of %s became Ready: %+v", tc.image, p.Status)
+			}
+			for {
+				evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "type=Warning,reason=" + tc.event})
+				if err == nil && len(evs.Items) > 0 {
+					break
+				}
+				if ctx.Err() != nil {
+					t.Fatalf("no Warning event %s: %v", tc.event, err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 	}
 }
 
