@@ -65,7 +65,10 @@ duration = "1s"
 // the deployer reads.
 func design(t *testing.T, c *kubetest.Cluster, timeout string, extra string) *runtime.Topology {
 	t.Helper()
-	t.Setenv("KUBECONFIG", c.Kubeconfig)
+	// A parallel test cannot Setenv: its parent does (TestFailingPods).
+	if os.Getenv("KUBECONFIG") != c.Kubeconfig {
+		t.Setenv("KUBECONFIG", c.Kubeconfig)
+	}
 	src := fmt.Sprintf(baseSpec, timeout, extra)
 	s, err := spec.Parse(filepath.Join(t.TempDir(), "kube.toml"), []byte(src))
 	if err != nil {
