@@ -128,6 +128,12 @@ func TestDeployRolloutStop(t *testing.T) {
 			}
 		}
 	}
+	// The harness serves no metrics API: run.json's warning says the pods
+	// have no resource samples, and why.
+	if note := kd.ResourceNote(); !strings.HasPrefix(note, kube.ResourceNotePrefix+"no CPU or memory samples of the pods") ||
+		!strings.Contains(note, "the cluster serves no metrics API (metrics.k8s.io") {
+		t.Errorf("resource note %q", note)
+	}
 	hpa, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(hpa.Items) != 1 || hpa.Items[0].Spec.MaxReplicas != 3 {
 		t.Fatalf("HPA: %v %+v", err, hpa)
