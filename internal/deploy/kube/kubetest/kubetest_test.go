@@ -2,7 +2,12 @@ package kubetest
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
 	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -10,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -172,5 +178,84 @@ func TestStopLeavesNothing(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s still there after Stop (%v)", dir, err)
+	}
+}
+
+// TestKubeletResourceMetrics: kwok serves each node's kubelet
+// /metrics/resource (metrics.yaml) on the node's kubelet port, with the
+// usage it emulates for a pod, as metrics-server reads it. (Not through the
+// API server's node proxy: it refuses a node on loopback.)
+func TestKubeletResourceMetrics(t *testing.T) {
+	c := Get(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	get, ns := createPod(ctx, t, c, "example.invalid/none:1")
+	for p := get(); p.Status.PodIP == ""; p = get() {
+		if ctx.Err() != nil {
+			t.Fatal("pod never Running")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	node, err := c.Client.CoreV1().Nodes().Get(ctx, c.Nodes[1], metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", node.Status.DaemonEndpoints.KubeletEndpoint.Port, node.Annotations[metricsPathAnnotation])
+	hc, err := rest.HTTPClientFor(c.Config) // trusts the harness CA
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A sample line: `name{container="c",namespace="ns",pod="p"} value`.
+	value := func(body []byte, name string) (float64, bool) {
+		re := regexp.MustCompile(`(?m)^` + name + `\{container="c",namespace="` + regexp.QuoteMeta(ns) + `",pod="p"\} (\S+)$`)
+		m := re.FindSubmatch(body)
+		if m == nil {
+			return 0, false
+		}
+		v, err := strconv.ParseFloat(string(m[1]), 64)
+		return v, err == nil
+	}
+	fetch := func() []byte {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return nil
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return b
+	}
+	var body []byte
+	for {
+		body = fetch()
+		if cpu, ok := value(body, "container_cpu_usage_seconds_total"); ok && cpu > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("GET %s: no CPU of pod %s/p in:\n%s", url, ns, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t0 := time.Now()
+	if mem, _ := value(body, "container_memory_working_set_bytes"); mem != float64(PodMemory.Value()) {
+		t.Errorf("memory %g bytes, want %d (PodMemory)", mem, PodMemory.Value())
+	}
+	if start, ok := value(body, "container_start_time_seconds"); !ok {
+		t.Errorf("no start time of pod %s/p in:\n%s", ns, body)
+	} else if age := float64(time.Now().UnixNano())/1e9 - start; age < 0 || age > 60 {
+		t.Errorf("start time %f is %f s ago, want the pod's creation (unix seconds)", start, age)
+	}
+	// The CPU counter grows at PodCPU cores.
+	cpu0, _ := value(body, "container_cpu_usage_seconds_total")
+	time.Sleep(2 * time.Second)
+	body = fetch()
+	cpu1, _ := value(body, "container_cpu_usage_seconds_total")
+	if rate, want := (cpu1-cpu0)/time.Since(t0).Seconds(), PodCPU.AsApproximateFloat64(); rate < want*0.5 || rate > want*1.5 {
+		t.Errorf("CPU counter %f then %f: %f cores, want about %f (PodCPU)", cpu0, cpu1, rate, want)
+	}
+	for _, want := range []string{"node_cpu_usage_seconds_total", "node_memory_working_set_bytes"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("no %s in:\n%s", want, body)
+		}
 	}
 }
