@@ -13,8 +13,14 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
 
@@ -163,6 +169,7 @@ func TestNoRBACForbidden(t *testing.T) {
 // after Stop.
 func TestStopLeavesNothing(t *testing.T) {
 	Get(t)
+	t.Parallel() // beside TestMetricsAPI's wait
 	c, err := Start(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
@@ -257,5 +264,109 @@ func TestKubeletResourceMetrics(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("no %s in:\n%s", want, body)
 		}
+	}
+}
+
+// TestMetricsAPI: with metrics-server built, the cluster serves the
+// resource metrics API from kwok's emulated kubelets, and the HPA computes
+// utilization from it: a Deployment's pod uses what kwok reports (PodCPU,
+// PodMemory), which is half its 200m CPU request. It runs beside
+// TestStopLeavesNothing: most of it is waiting for metrics-server's
+// scrapes, 10 s apart.
+func TestMetricsAPI(t *testing.T) {
+	c := Get(t)
+	c.RequireMetrics(t)
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubetest-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := n.Name
+	defer c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	labels := map[string]string{"app": "m"}
+	one := int32(1)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "m"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &one,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name: "c", Image: "example.invalid/none:1",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}},
+				}}},
+			},
+		},
+	}
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	target := int32(80)
+	hpa := &autoscalingv2.HorizontalPodAutoscaler{
+		ObjectMeta: metav1.ObjectMeta{Name: "m"},
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: "m"},
+			MinReplicas:    &one, MaxReplicas: 3,
+			Metrics: []autoscalingv2.MetricSpec{{Type: autoscalingv2.ResourceMetricSourceType, Resource: &autoscalingv2.ResourceMetricSource{
+				Name: corev1.ResourceCPU, Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target},
+			}}},
+		},
+	}
+	if _, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Create(ctx, hpa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(c.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "metrics.k8s.io", Version: "v1beta1", Resource: "pods"}
+	start := time.Now()
+	checked := false
+	for {
+		if !checked {
+			list, err := dyn.Resource(gvr).Namespace(ns).List(ctx, metav1.ListOptions{})
+			var cs []any
+			if err == nil && len(list.Items) == 1 {
+				// Listed with no containers until two scrapes give a rate.
+				cs, _, _ = unstructured.NestedSlice(list.Items[0].Object, "containers")
+			}
+			if len(cs) > 1 {
+				t.Fatalf("pod metrics %v, want one container", list.Items[0].Object)
+			}
+			if len(cs) == 1 {
+				checked = true
+				usage, _, _ := unstructured.NestedStringMap(cs[0].(map[string]any), "usage")
+				cpu, err1 := resource.ParseQuantity(usage["cpu"])
+				mem, err2 := resource.ParseQuantity(usage["memory"])
+				if err1 != nil || err2 != nil {
+					t.Fatalf("usage %v: %v %v", usage, err1, err2)
+				}
+				t.Logf("metrics of a new pod after %s: cpu %s memory %s", time.Since(start).Round(time.Millisecond), cpu.String(), mem.String())
+				if d := cpu.MilliValue() - PodCPU.MilliValue(); d < -20 || d > 20 {
+					t.Errorf("cpu %s, want about %s (PodCPU)", cpu.String(), PodCPU.String())
+				}
+				if mem.Value() != PodMemory.Value() {
+					t.Errorf("memory %s, want %s (PodMemory)", mem.String(), PodMemory.String())
+				}
+			}
+		}
+		h, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).Get(ctx, "m", metav1.GetOptions{})
+		if err == nil && len(h.Status.CurrentMetrics) == 1 && h.Status.CurrentMetrics[0].Resource != nil {
+			u := h.Status.CurrentMetrics[0].Resource.Current.AverageUtilization
+			if checked && u != nil {
+				t.Logf("HPA utilization after %s: %d%%", time.Since(start).Round(time.Millisecond), *u)
+				if *u < 45 || *u > 55 {
+					t.Errorf("HPA utilization %d%%, want 50%% (100m of 200m)", *u)
+				}
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("metrics API or HPA without metrics (pod metrics read: %v; HPA: %+v)\n%s", checked, h, c.Log("metrics-server"))
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }
