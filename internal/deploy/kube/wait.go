@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -28,21 +29,28 @@ func (dep *Deployment) runSelector() string { return LabelRun + "=" + dep.id }
 // Failed, Unhealthy, FailedCreate, ...).
 func (dep *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {
 	start := time.Now()
+	var last []pendingDeployment // of the last poll that got an answer
 	for {
 		pending, err := dep.notRolledOut(ctx)
 		if err == nil && len(pending) == 0 {
 			dep.logf("rolled out in %s", time.Since(start).Round(time.Millisecond))
 			return nil
 		}
+		if err == nil {
+			last = pending
+		}
 		select {
 		case <-ctx.Done():
 			// The reasons are read with a fresh deadline: ctx has none left.
 			rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			defer cancel()
-			if err != nil {
+			// A request cut by the deadline itself says nothing of the
+			// server: the last answer stands, unless there was none.
+			cut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+			if err != nil && (!cut || last == nil) {
 				return apiError(dep.client, "rollout", err)
 			}
-			return fmt.Errorf("rollout not complete within %s (deploy.start_timeout): %s", timeout, dep.rolloutReasons(rctx, pending))
+			return fmt.Errorf("rollout not complete within %s (deploy.start_timeout): %s", timeout, dep.rolloutReasons(rctx, last))
 		case <-time.After(pollEvery):
 		}
 	}
