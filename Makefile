@@ -39,12 +39,13 @@ JAEGER_VERSION := v1.76.0
 JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 KUBE_VERSION := v1.35.4
 KUBE_DIR := $(CACHE)/kube-$(KUBE_VERSION)
+METRICS_SERVER_VERSION := v0.9.0
 KUBE_TOOLS := $(KUBE_DIR)/etcd $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler $(KUBE_DIR)/kwok
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: kube-validate envoy all build test test-setup test-go test-timed test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools quickstart replicate clean
+.PHONY: kube-validate envoy all build test test-setup test-go test-timed test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -130,6 +131,15 @@ $(KUBE_DIR)/kube-%:
 $(KUBE_DIR)/kwok:
 	mkdir -p $(dir $@)
 	cd tools/kube/kwok && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
+	mv $@.tmp $@
+
+## kube-metrics-server: metrics-server $(METRICS_SERVER_VERSION) (tools/kube/metrics-server),
+## optional: the test control plane then serves the metrics API from kwok
+KUBE_METRICS_SERVER := $(CACHE)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
+kube-metrics-server: $(KUBE_METRICS_SERVER)
+$(KUBE_METRICS_SERVER):
+	mkdir -p $(dir $@)
+	cd tools/kube/metrics-server && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/metrics-server/cmd/metrics-server
 	mv $@.tmp $@
 
 ## lint: gofmt, go vet, ruff and mypy

@@ -55,9 +55,7 @@ func (dep *Deployment) RunLoad(ctx context.Context, cfg load.Config, opts load.O
 	if err != nil {
 		return nil, fmt.Errorf("kube: merge the generators' results: %w", err)
 	}
-	if w := dep.metricsWarning(); w != "" {
-		res.Warnings = append(res.Warnings, w)
-	}
+	res.Warnings = append(res.Warnings, dep.ResourceNote())
 	return res, nil
 }
 
@@ -141,17 +139,28 @@ func (dep *Deployment) collect(ctx context.Context, job string, n int) ([]string
 	return dirs, nil
 }
 
-// metricsWarning says when the cluster serves no metrics API, so the run
-// has no resource samples of its pods.
-func (dep *Deployment) metricsWarning() string {
+// ResourceNotePrefix starts ResourceNote's warning: the report collects
+// the warnings with it into one line per experiment, as the cluster, not
+// the run, lacks the samples.
+const ResourceNotePrefix = "resources: "
+
+// ResourceNote is run.json's warning that the run's resources.parquet has
+// no samples of the pods, and why: whether the cluster serves the metrics
+// API (metrics.k8s.io, e.g. metrics-server). The local deployer samples
+// each process's CPU and memory; pods are not processes of this machine.
+func (dep *Deployment) ResourceNote() string {
+	const none = ResourceNotePrefix + "no CPU or memory samples of the pods in resources.parquet (CPU per request is not reported): "
 	groups, err := dep.client.Typed.Discovery().ServerGroups()
 	if err != nil {
-		return "resources: cannot tell whether the cluster serves the metrics API: " + err.Error()
+		return none + "cannot tell whether the cluster serves the metrics API: " + apiError(dep.client, "discovery", err).Error()
 	}
 	for _, g := range groups.Groups {
-		if g.Name == "metrics.k8s.io" {
-			return "resources: the cluster serves the metrics API, but svclab does not sample pods through it yet; no resource samples"
+		if g.Name == metricsGroup {
+			return none + "the cluster serves the metrics API (" + metricsGroup + "), but the kube deployer does not sample it yet"
 		}
 	}
-	return "resources: the cluster serves no metrics API (metrics.k8s.io, e.g. metrics-server); no resource samples of the pods"
+	return none + "the cluster serves no metrics API (" + metricsGroup + ", e.g. metrics-server)"
 }
+
+// metricsGroup is the API group of the resource metrics API.
+const metricsGroup = "metrics.k8s.io"

@@ -196,6 +196,11 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     return a
 
 
+# Run warnings about the environment rather than the run (the kube
+# deployer's "resources: " note, internal/deploy/kube ResourceNote).
+EXPERIMENT_WIDE = ("resources: ",)
+
+
 def checks(a: Analysis) -> list[str]:
     """The warnings a reader must see before trusting the numbers."""
     out: list[str] = []
@@ -217,10 +222,18 @@ def checks(a: Analysis) -> list[str]:
                       "the load generator flagged itself")
         out.append(f"run {r.run_id}: the load generator was the bottleneck ({detail}); its "
                    "latencies include the generator's own delay")
-    for r in runs[runs["status"] == "ok"].itertuples():
+    ok = runs[runs["status"] == "ok"]
+    # A cluster without the metrics API lacks every run's samples alike:
+    # one line for the experiment, not one per run.
+    alike: dict[str, int] = {}
+    for r in ok.itertuples():
         for w in r.warnings:
-            if not w.startswith("generator_bottleneck"):
+            if w.startswith(EXPERIMENT_WIDE):
+                alike[w] = alike.get(w, 0) + 1
+            elif not w.startswith("generator_bottleneck"):
                 out.append(f"run {r.run_id}: {w}")
+    for w, k in alike.items():
+        out.append(f"{w} ({'every run' if k == len(ok) else f'{k} of {len(ok)} runs'})")
     u = a.unit
     for c in a.ranked.itertuples():
         if c.n < MIN_RUNS:

@@ -65,7 +65,10 @@ duration = "1s"
 // the deployer reads.
 func design(t *testing.T, c *kubetest.Cluster, timeout string, extra string) *runtime.Topology {
 	t.Helper()
-	t.Setenv("KUBECONFIG", c.Kubeconfig)
+	// A parallel test cannot Setenv: its parent does (TestFailingPods).
+	if os.Getenv("KUBECONFIG") != c.Kubeconfig {
+		t.Setenv("KUBECONFIG", c.Kubeconfig)
+	}
 	src := fmt.Sprintf(baseSpec, timeout, extra)
 	s, err := spec.Parse(filepath.Join(t.TempDir(), "kube.toml"), []byte(src))
 	if err != nil {
@@ -124,6 +127,17 @@ func TestDeployRolloutStop(t *testing.T) {
 				t.Errorf("deployment %s applied by %q, want %q", dd.Name, mf.Manager, kube.FieldManager)
 			}
 		}
+	}
+	// run.json's warning says the pods have no resource samples, and
+	// why: whether the cluster serves the metrics API (metrics-server in
+	// the harness when built).
+	why := "the cluster serves no metrics API (metrics.k8s.io"
+	if c.NoMetrics == "" {
+		why = "the cluster serves the metrics API (metrics.k8s.io)"
+	}
+	if note := kd.ResourceNote(); !strings.HasPrefix(note, kube.ResourceNotePrefix+"no CPU or memory samples of the pods") ||
+		!strings.Contains(note, why) {
+		t.Errorf("resource note %q does not say %q", note, why)
 	}
 	hpa, err := c.Client.AutoscalingV2().HorizontalPodAutoscalers(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(hpa.Items) != 1 || hpa.Items[0].Spec.MaxReplicas != 3 {

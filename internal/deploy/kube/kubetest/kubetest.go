@@ -16,6 +16,7 @@ package kubetest
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"fmt"
 	"net"
@@ -64,6 +65,20 @@ const (
 // FakeNodeAnnotation marks the nodes kwok manages.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
+// Images that kwok's stages (stages.yaml) give the kubelet's status for a
+// fault: a pod of UnpullableImage stays Pending in ImagePullBackOff, one of
+// NeverReadyImage runs but never becomes Ready (its readiness probe, as
+// it were, fails). Every other image is Ready once scheduled.
+const (
+	UnpullableImage = "kubetest.invalid/unpullable:v1"
+	NeverReadyImage = "kubetest.invalid/never-ready:v1"
+)
+
+// stages is kwok's pod lifecycle for the harness.
+//
+//go:embed stages.yaml
+var stages []byte
+
 // ErrNoTools is returned by ToolsDir when a binary is missing and the
 // caller did not ask for them (ToolsEnv unset): tests skip.
 var ErrNoTools = errors.New("kubetest: the control plane is not built")
@@ -111,6 +126,9 @@ type Cluster struct {
 	// Nodes are the names of the kwok nodes, labelled
 	// "svclab.dev/kubetest-node" with their index.
 	Nodes []string
+	// NoMetrics says why the cluster serves no metrics API (metrics.k8s.io),
+	// or is "" when metrics-server serves it (metrics.go).
+	NoMetrics string
 
 	procs []*process
 }
@@ -140,7 +158,9 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 			c.Stop()
 		}
 	}()
-	ports, err := freePorts(3)
+	// etcd's client and peer ports, the API server's, kwok's (its nodes'
+	// kubelet port) and metrics-server's.
+	ports, err := freePorts(5)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +200,8 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=false",
 		"--allow-privileged=true",
+		// The aggregation layer's client certificate, for metrics-server.
+		"--proxy-client-cert-file="+f.adminCert, "--proxy-client-key-file="+f.adminKey,
 		"--profiling=false"); err != nil {
 		return nil, err
 	}
@@ -215,10 +237,16 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 	}
 	if err := c.start(tools, "kwok",
 		"--kubeconfig="+c.Kubeconfig,
+		"--config="+f.stages,
+		"--config="+f.metrics,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+FakeNodeAnnotation+"=fake",
 		"--node-ip=127.0.0.1",
-		"--server-address=127.0.0.1:0"); err != nil {
+		// Every node's kubelet endpoint (metrics-server scrapes it) is
+		// kwok's server, with the API server's certificate for loopback.
+		"--server-address=127.0.0.1:"+strconv.Itoa(ports[3]),
+		"--node-port="+strconv.Itoa(ports[3]),
+		"--tls-cert-file="+f.serverCert, "--tls-private-key-file="+f.serverKey); err != nil {
 		return nil, err
 	}
 	for i := range nodes {
@@ -231,12 +259,15 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 	if err := c.waitReady(ctx); err != nil {
 		return nil, err
 	}
+	if err := c.startMetrics(ctx, ports[4]); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
 // files are the paths writeFiles made.
 type files struct {
-	ca, serverCert, serverKey, saKey, saPub string
+	ca, serverCert, serverKey, adminCert, adminKey, saKey, saPub, stages, metrics string
 }
 
 // writeFiles makes the CA, the API server's certificate, a client
@@ -273,6 +304,10 @@ func (c *Cluster) writeFiles() (files, error) {
 		{"apiserver.key", server.KeyPEM, &f.serverKey},
 		{"sa.key", sa, &f.saKey},
 		{"sa.pub", saPub, &f.saPub},
+		{"admin.crt", admin.CertPEM, &f.adminCert},
+		{"admin.key", admin.KeyPEM, &f.adminKey},
+		{"kwok-stages.yaml", stages, &f.stages},
+		{"kwok-metrics.yaml", metricsConfig, &f.metrics},
 	} {
 		if *w.p, err = writePrivate(c.Dir, w.name, w.b); err != nil {
 			return f, err
@@ -307,6 +342,9 @@ func (c *Cluster) start(tools, name string, args ...string) error {
 	cmd := exec.Command(filepath.Join(tools, name), args...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.Dir = c.Dir
+	// kwok also reads ~/.kwok/kwok.yaml when it exists: a home of the
+	// harness's own keeps a user's kwok config (stages) out of the tests.
+	cmd.Env = append(os.Environ(), "HOME="+c.Dir)
 	ch, err := child.Start(cmd)
 	if err != nil {
 		return fmt.Errorf("kubetest: start %s: %w", name, err)
@@ -360,8 +398,11 @@ func (c *Cluster) addNode(ctx context.Context, name string, i int) error {
 	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+			Name: name,
+			Annotations: map[string]string{
+				FakeNodeAnnotation:    "fake",
+				metricsPathAnnotation: fmt.Sprintf(metricsPathFormat, name),
+			},
 			Labels: map[string]string{
 				"kubernetes.io/hostname":   name,
 				"kubernetes.io/os":         "linux",
