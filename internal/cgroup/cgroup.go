@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	cgroups "github.com/containerd/cgroups/v3"
 	"github.com/containerd/cgroups/v3/cgroup1"
@@ -244,11 +245,23 @@ func (m *Manager) create(key, path string, l Limits) (*Group, error) {
 	}
 	g := &Group{m: m, name: key, path: path, lim: l}
 	var err error
-	switch m.version {
-	case V1:
-		g.v1, err = cgroup1.New(cgroup1.StaticPath(g.path), l.v1(), cgroup1.WithHierarchy(hierarchy))
-	case V2:
-		g.v2, err = cgroup2.NewManager(Root, g.path, l.v2())
+	// svclab's parent group is shared by every svclab on the machine, and
+	// one that finds it empty removes it (Detect's probe, the sweep): a
+	// group made meanwhile finds its parent gone (ENOENT, or ENODEV from a
+	// directory being removed), or, in v1, a parent made again without its
+	// cpuset (EACCES on the group's CPUs). The next try makes it whole.
+	for try := 0; try < 20; try++ {
+		switch m.version {
+		case V1:
+			g.v1, err = cgroup1.New(cgroup1.StaticPath(g.path), l.v1(), cgroup1.WithHierarchy(hierarchy))
+		case V2:
+			g.v2, err = cgroup2.NewManager(Root, g.path, l.v2())
+		}
+		if err == nil || !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.EACCES) {
+			break
+		}
+		g.removeDirs()
+		time.Sleep(time.Duration(try+1) * time.Millisecond)
 	}
 	if err != nil {
 		g.removeDirs()

@@ -434,3 +434,46 @@ func TestDetectUnprivileged(t *testing.T) {
 		t.Errorf("Detect as nobody: %q, want %q naming what is missing", msg, ErrUnavailable)
 	}
 }
+
+// TestParentRemovedMeanwhile: another svclab that finds the shared parent
+// group empty removes it (its Detect probe, its sweep), possibly just as
+// this one makes its first group there; the group is made all the same.
+func TestParentRemovedMeanwhile(t *testing.T) {
+	m := open(t)
+	version := m.Version()
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, d := range parentDirs(version) {
+				_ = os.Remove(d) // only while empty, as the others do
+			}
+			// Hundreds of times a second: far more often than
+			// svclabs start.
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	for i := range 100 {
+		m, err := Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = m.New("race", Limits{CPUs: "0"})
+		if cerr := m.Close(); cerr != nil {
+			t.Fatal(cerr)
+		}
+		if err != nil {
+			t.Fatalf("group %d, its parent removed meanwhile: %v", i, err)
+		}
+	}
+}
