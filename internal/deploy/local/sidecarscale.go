@@ -14,9 +14,8 @@ import (
 // started beside it and health checked with it; the endpoint sets the
 // deployer pushes (pushPeers) go to the callers' proxies instead of their
 // hosts, which keep calling out through their own sidecar's listeners; a
-// replica scaled away takes its sidecar with it. No proxy restarts: Envoy
-// reads its outbound clusters' endpoints from files it watches
-// (sidecar.Dynamic).
+// replica scaled away takes its sidecar with it. No proxy restarts: each
+// kind takes the new endpoints while it runs (sidecar.Live).
 
 // replicaSidecar is the sidecar of a replica being added.
 type replicaSidecar struct {
