@@ -6,9 +6,11 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -43,7 +45,7 @@ func TestLiveUpdate(t *testing.T) {
 			c := Config{Name: "t." + name, Protocol: HTTP1, Dir: t.TempDir(), Threads: 1, Listeners: []Listener{
 				{Name: "out_0_x", Port: port, Upstreams: addrs[:3], Component: "x"},
 			}}
-			startProxy(t, k, bin, c)
+			startProxyGroup(t, k, bin, c)
 			url := fmt.Sprintf("http://127.0.0.1:%d/", port)
 			client := &http.Client{Timeout: 5 * time.Second}
 			call := func() error {
@@ -124,4 +126,30 @@ func TestLiveUpdate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startProxyGroup starts the proxy in a process group of its own and
+// kills the whole group at cleanup: nginx's workers outlive a killed
+// master.
+func startProxyGroup(t *testing.T, k Kind, bin string, c Config) {
+	t.Helper()
+	path, err := Write(k, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, k.Args(path, c)...)
+	cmd.Dir = c.Dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s output:\n%s", c.Name, out.String())
+		}
+	})
 }
