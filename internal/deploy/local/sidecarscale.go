@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 
@@ -71,6 +72,10 @@ func (d *Deployment) dropReplicaSidecars(g, first int) {
 		}
 		m.unhold(px.Config)
 		delete(m.procs, [2]int{g, r})
+		// Its configuration and whatever it wrote at run time go with it.
+		if err := os.RemoveAll(px.Config.Dir); err != nil {
+			d.logf("deployment %s: sidecar %s: %v", d.id, px.Config.Name, err)
+		}
 	}
 }
 
