@@ -1,8 +1,8 @@
 package sidecar
 
 import (
-	"errors"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/prometheus/procfs"
 )
 
 // nginx follows endpoint changes by a graceful reload: Update rewrites the
@@ -40,7 +38,7 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	if err != nil {
 		return fmt.Errorf("reload: the master's pid file holds %q", b)
 	}
-	before, err := children(master)
+	before, err := workers(master)
 	if err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
@@ -52,7 +50,7 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	}
 	deadline := time.Now().Add(nginxReloadTimeout)
 	for time.Now().Before(deadline) {
-		now, err := children(master)
+		now, err := workers(master)
 		if err != nil {
 			return fmt.Errorf("reload: %w", err)
 		}
@@ -66,25 +64,23 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	return fmt.Errorf("reload: no new worker within %s (the master, pid %d, logs why on its stderr)", nginxReloadTimeout, master)
 }
 
-// children are the pids of parent's child processes.
-func children(parent int) ([]int, error) {
-	procs, err := procfs.AllProcs()
+// Forks reports whether k's program does its work in child processes,
+// which a deployer samples with it (nginx's workers).
+func Forks(k Kind) bool { _, ok := k.(nginx); return ok }
+
+// workers are the pids of the nginx master's children. (procstat.Children
+// reads the same file for the deployer; this package sits below the
+// deploy package, which procstat needs.)
+func workers(master int) ([]int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", master, master))
 	if err != nil {
-		return nil, fmt.Errorf("list processes: %w", err)
+		return nil, fmt.Errorf("the workers of nginx (pid %d): %w", master, err)
 	}
 	var out []int
-	for _, p := range procs {
-		st, err := p.Stat()
-		if err == nil && st.PPID == parent {
-			out = append(out, p.PID)
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			out = append(out, n)
 		}
 	}
 	return out, nil
-}
-
-// Children are the live worker processes of the nginx master pid, which a
-// deployer samples beside the master; nil when there are none.
-func Children(pid int) []int {
-	out, _ := children(pid)
-	return out
 }
