@@ -125,7 +125,8 @@ scale_down_window = "60s"
 	peak := 1
 	go func() {
 		defer close(stop)
-		for time.Since(start) < 10*time.Second {
+		// Bounded, and generous: a loaded machine is slow to burn its target.
+		for time.Since(start) < 30*time.Second {
 			n, _ := d.Replicas("hop2")
 			peak = max(peak, n)
 			if peak > 1 {
