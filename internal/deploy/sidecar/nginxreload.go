@@ -24,7 +24,8 @@ import (
 const nginxReloadTimeout = 10 * time.Second
 
 // Update rewrites c's configuration and reloads the running nginx. It
-// returns once a worker on the new configuration runs.
+// returns once a worker on the new configuration runs and the old one has
+// finished its calls and exited.
 func (n nginx) Update(c Config, _ []Listener) error {
 	text, err := n.Render(c)
 	if err != nil {
@@ -48,20 +49,30 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	if err := syscall.Kill(master, syscall.SIGHUP); err != nil {
 		return fmt.Errorf("reload: signal the master (pid %d): %w", master, err)
 	}
+	// Done once a new worker runs and the old ones have left: until its
+	// HTTP/2 clients read its GOAWAY, an old worker still takes new
+	// streams on their connections and sends them to the old upstreams,
+	// one of which may be a replica about to stop.
 	deadline := time.Now().Add(nginxReloadTimeout)
 	for time.Now().Before(deadline) {
 		now, err := workers(master)
 		if err != nil {
 			return fmt.Errorf("reload: %w", err)
 		}
+		fresh, old := false, false
 		for _, pid := range now {
-			if !slices.Contains(before, pid) {
-				return nil
+			if slices.Contains(before, pid) {
+				old = true
+			} else {
+				fresh = true
 			}
+		}
+		if fresh && !old {
+			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("reload: no new worker within %s (the master, pid %d, logs why on its stderr)", nginxReloadTimeout, master)
+	return fmt.Errorf("reload: after %s, the old worker still runs or no new one does (the master, pid %d, logs why on its stderr)", nginxReloadTimeout, master)
 }
 
 // Forks reports whether k's program does its work in child processes,
