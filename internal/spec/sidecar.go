@@ -57,10 +57,10 @@ func (s *Spec) checkSidecar() error {
 	if d.Transport == "inproc" {
 		return s.Errorf("deploy.sidecar", "sidecar %q needs a network transport, but deploy.transport is \"inproc\", which never leaves its process; choose grpc, http, netrpc or protorpc, or sidecar \"none\"", d.Sidecar)
 	}
-	if len(d.Autoscale) > 0 && (d.Sidecar != SidecarEnvoy || d.ProxyMode != ProxyModeSidecar) {
-		// Only Envoy takes endpoint updates while it runs, and a node
-		// proxy has a listener per replica it started with.
-		return s.Errorf("deploy.autoscale."+slices.Sorted(maps.Keys(d.Autoscale))[0], "replicas that change while the proxies run need deploy.sidecar = \"envoy\" and deploy.proxy_mode = \"sidecar\" (got %q, %q); %s sidecars serve a fixed count of replicas (deploy.replicas)", d.Sidecar, d.ProxyMode, d.Sidecar)
+	if len(d.Autoscale) > 0 && d.ProxyMode != ProxyModeSidecar {
+		// Every sidecar kind takes endpoint updates while it runs, but a
+		// node proxy has a listener per replica it started with.
+		return s.Errorf("deploy.autoscale."+slices.Sorted(maps.Keys(d.Autoscale))[0], "replicas that change while the proxies run need deploy.proxy_mode = \"sidecar\" (got %q); a node proxy serves a fixed count of replicas (deploy.replicas)", d.ProxyMode)
 	}
 	if d.Network == "unix" {
 		return s.Errorf("deploy.network", "sidecars listen on loopback TCP, as Istio's do; leave deploy.network out or set deploy.sidecar = \"none\"")

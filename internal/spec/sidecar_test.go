@@ -23,15 +23,17 @@ func TestSidecarKeys(t *testing.T) {
 	}
 }
 
-// TestSidecarAutoscale: Envoy sidecars, which take endpoint updates while
-// they run, follow an autoscaled group.
+// TestSidecarAutoscale: every sidecar kind takes endpoint updates while
+// it runs, so each follows an autoscaled group.
 func TestSidecarAutoscale(t *testing.T) {
-	s, err := Parse("x.toml", []byte("[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n"))
-	if err != nil {
-		t.Fatalf("autoscale with Envoy sidecars: %v", err)
-	}
-	if _, ok := s.Deploy.Autoscale["hop2"]; !ok || s.Deploy.Sidecar != SidecarEnvoy {
-		t.Errorf("autoscale %v, sidecar %q", s.Deploy.Autoscale, s.Deploy.Sidecar)
+	for _, k := range []string{SidecarEnvoy, SidecarNginx, SidecarHAProxy} {
+		s, err := Parse("x.toml", []byte("[deploy]\nsidecar = \""+k+"\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n"))
+		if err != nil {
+			t.Fatalf("autoscale with %s sidecars: %v", k, err)
+		}
+		if _, ok := s.Deploy.Autoscale["hop2"]; !ok || s.Deploy.Sidecar != k {
+			t.Errorf("autoscale %v, sidecar %q", s.Deploy.Autoscale, s.Deploy.Sidecar)
+		}
 	}
 }
 
@@ -42,8 +44,7 @@ func TestSidecarErrors(t *testing.T) {
 		{"empty", "[deploy]\nsidecar = \"\"\n", `x.toml:2: deploy.sidecar: unknown sidecar ""`},
 		{"mode", "[deploy]\nproxy_mode = \"nodes\"\n", `x.toml:2: deploy.proxy_mode: unknown proxy mode "nodes" (did you mean "node"?)`},
 		{"inproc", "[deploy]\ntransport = \"inproc\"\nsidecar = \"nginx\"\n", `x.toml:3: deploy.sidecar: sidecar "nginx" needs a network transport`},
-		{"autoscale nginx", "[deploy]\nsidecar = \"nginx\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `x.toml:3: deploy.autoscale.hop2: replicas that change while the proxies run need deploy.sidecar = "envoy" and deploy.proxy_mode = "sidecar" (got "nginx", "sidecar")`},
-		{"autoscale node", "[deploy]\nsidecar = \"envoy\"\nproxy_mode = \"node\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `x.toml:4: deploy.autoscale.hop2: replicas that change while the proxies run need deploy.sidecar = "envoy" and deploy.proxy_mode = "sidecar" (got "envoy", "node")`},
+		{"autoscale node", "[deploy]\nsidecar = \"envoy\"\nproxy_mode = \"node\"\n[deploy.autoscale.hop2]\nmin = 1\nmax = 3\ncpu_target = 50\n", `x.toml:4: deploy.autoscale.hop2: replicas that change while the proxies run need deploy.proxy_mode = "sidecar" (got "node")`},
 		{"unix", "[deploy]\nnetwork = \"unix\"\nsidecar = \"envoy\"\n", `x.toml:2: deploy.network: sidecars listen on loopback TCP`},
 		{"factor level", "[deploy]\n[experiment.factors]\n\"deploy.sidecar\" = [\"envoy\", \"enovy\"]\n", `x.toml:3: deploy.sidecar: unknown sidecar "enovy" (did you mean "envoy"?)`},
 	}

@@ -198,6 +198,7 @@ func (d *Deployment) startProxy(px sidecar.Proxy, host *process, opts Options) (
 		return nil, fmt.Errorf("sidecar %s: %w", c.Name, err)
 	}
 	proc.ordinal = px.Replica
+	d.sampleTree(proc, sidecar.Forks(k))
 	d.sidecars.procs[[2]int{px.Group, px.Replica}] = proc
 	return proc, nil
 }

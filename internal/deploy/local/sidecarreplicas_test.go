@@ -17,7 +17,7 @@ import (
 // replicas each behind proxies: every replica gets its own sidecar (or
 // the node proxy a listener per replica), the client's calls spread over
 // the entry's replicas' proxies, and hop1's over hop2's, each replica
-// within ±20% of an even share; Scale is refused but for Envoy sidecars.
+// within ±20% of an even share; Scale is refused for a node proxy.
 func TestSidecarReplicas(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct{ sidecar, mode, tr string }{
@@ -40,9 +40,9 @@ func TestSidecarReplicas(t *testing.T) {
 			if got := strings.Join(proxies, " "); got != want {
 				t.Errorf("proxies %q, want %q", got, want)
 			}
-			if tc.sidecar != "envoy" || tc.mode == "node" {
-				// Only Envoy sidecars take endpoint updates while they
-				// run (TestSidecarScaleEnvoy).
+			if tc.mode == "node" {
+				// A node proxy has a listener per replica it
+				// started with (sidecarproxies_test.go scales the others).
 				if err := d.Scale(ctx, "hop2", 3); err == nil || !strings.Contains(err.Error(), "scaling with sidecars needs") {
 					t.Errorf("Scale with %s sidecars in %s mode: %v, want it refused", tc.sidecar, tc.mode, err)
 				}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 
@@ -14,9 +15,8 @@ import (
 // started beside it and health checked with it; the endpoint sets the
 // deployer pushes (pushPeers) go to the callers' proxies instead of their
 // hosts, which keep calling out through their own sidecar's listeners; a
-// replica scaled away takes its sidecar with it. No proxy restarts: Envoy
-// reads its outbound clusters' endpoints from files it watches
-// (sidecar.Dynamic).
+// replica scaled away takes its sidecar with it. No proxy restarts: each
+// kind takes the new endpoints while it runs (sidecar.Live).
 
 // replicaSidecar is the sidecar of a replica being added.
 type replicaSidecar struct {
@@ -72,6 +72,10 @@ func (d *Deployment) dropReplicaSidecars(g, first int) {
 		}
 		m.unhold(px.Config)
 		delete(m.procs, [2]int{g, r})
+		// Its configuration and whatever it wrote at run time go with it.
+		if err := os.RemoveAll(px.Config.Dir); err != nil {
+			d.logf("deployment %s: sidecar %s: %v", d.id, px.Config.Name, err)
+		}
 	}
 }
 

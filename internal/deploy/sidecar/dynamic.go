@@ -12,10 +12,12 @@ import (
 
 // Endpoint updates: a mesh's control plane tells the running proxies when
 // a callee's replicas change, as Istio's pushes EDS to Envoy, so that no
-// proxy restarts when a replica is added, scaled away or dies. A Dynamic
-// kind reads the upstreams of its outbound listeners from files it
-// watches; the plan rewrites them (Plan.SetUpstreams) from the endpoint
-// sets the deployer already keeps for its hosts.
+// proxy restarts when a replica is added, scaled away or dies. A Live kind
+// takes them while it runs (Plan.SetUpstreams), from the endpoint sets the
+// deployer already keeps for its hosts: Envoy (a Dynamic kind) reads the
+// upstreams of its outbound listeners from files it watches; nginx
+// reloads gracefully (nginxreload.go); HAProxy moves servers in and out of
+// spare slots through its runtime API (haproxyruntime.go).
 
 // Dynamic is a Kind whose running proxies take a new set of upstreams for
 // an outbound listener without a restart.
@@ -26,7 +28,19 @@ type Dynamic interface {
 	WriteUpstreams(c Config, l Listener) error
 }
 
-// ErrStatic is returned when the proxies of a kind that is not Dynamic
+// Live is a Kind whose running proxy takes new upstreams for its outbound
+// listeners without a restart and without failing the calls it carries:
+// Envoy through the endpoint files it watches, nginx by a graceful reload,
+// HAProxy through its runtime API.
+type Live interface {
+	Kind
+	// Update tells the running proxy configured by c that the upstreams
+	// of its outbound listeners changed lead where c says now. It returns
+	// once the proxy sends new calls there, or with an error.
+	Update(c Config, changed []Listener) error
+}
+
+// ErrStatic is returned when the proxies of a kind that is not Live
 // would need new upstreams: they keep those they started with.
 var ErrStatic = errors.New("the running proxies keep the upstreams they started with")
 
@@ -83,27 +97,29 @@ func writeAtomic(path string, data []byte) error {
 
 // SetUpstreams points every outbound listener of the plan that leads to
 // component at addrs (the inbound listeners of its live replicas' proxies)
-// and, for a Dynamic kind, tells the running proxies. For another kind it
+// and, for a Live kind, tells the running proxies. For another kind it
 // returns ErrStatic: their proxies keep the upstreams they started with.
 func (pl *Plan) SetUpstreams(component string, addrs []string) error {
-	dk, dynamic := pl.Kind.(Dynamic)
+	lk, live := pl.Kind.(Live)
 	var errs []error
 	for i := range pl.Proxies {
 		c := &pl.Proxies[i].Config
+		var changed []Listener
 		for j := range c.Listeners {
 			l := &c.Listeners[j]
 			if l.Inbound || l.Component != component || slices.Equal(l.Upstreams, addrs) {
 				continue
 			}
 			l.Upstreams = slices.Clone(addrs)
-			if dynamic {
-				if err := dk.WriteUpstreams(*c, *l); err != nil {
-					errs = append(errs, fmt.Errorf("sidecar %s: %w", c.Name, err))
-				}
+			changed = append(changed, *l)
+		}
+		if live && len(changed) > 0 {
+			if err := lk.Update(*c, changed); err != nil {
+				errs = append(errs, fmt.Errorf("sidecar %s: %w", c.Name, err))
 			}
 		}
 	}
-	if !dynamic {
+	if !live {
 		return fmt.Errorf("%s sidecars, on the way to %s: %w", pl.Kind.Name(), component, ErrStatic)
 	}
 	return errors.Join(errs...)
@@ -127,8 +143,8 @@ func (pl *Plan) InboundOf(g, r int, c string) string {
 // then gets its own sidecar (AddReplica), and the callers' proxies learn
 // of it through SetUpstreams.
 func (pl *Plan) Scalable() error {
-	if _, ok := pl.Kind.(Dynamic); !ok {
-		return fmt.Errorf("%s sidecars are configured once, for the replicas they start with; scaling with sidecars needs deploy.sidecar = \"envoy\", which takes endpoint updates while it runs", pl.Kind.Name())
+	if _, ok := pl.Kind.(Live); !ok {
+		return fmt.Errorf("%s sidecars are configured once, for the replicas they start with; scaling with sidecars needs a proxy that takes endpoint updates while it runs", pl.Kind.Name())
 	}
 	if pl.Node {
 		return fmt.Errorf("a node proxy has one inbound listener per replica it started with; scaling with sidecars needs deploy.proxy_mode = \"sidecar\"")

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -298,6 +299,16 @@ func (envoy) WriteUpstreams(c Config, l Listener) error {
 		return err
 	}
 	return writeAtomic(envoyEDSPath(c, l), b)
+}
+
+// Update rewrites the endpoint files of the changed listeners; Envoy
+// applies each as soon as it sees the file moved in.
+func (e envoy) Update(c Config, changed []Listener) error {
+	var errs []error
+	for _, l := range changed {
+		errs = append(errs, e.WriteUpstreams(c, l))
+	}
+	return errors.Join(errs...)
 }
 
 // envoyTLSContext is the common part of a TLS context: TLS 1.3 only, this

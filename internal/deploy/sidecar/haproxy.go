@@ -36,6 +36,15 @@ func (haproxy) Render(c Config) ([]byte, error) {
 	p("  nbthread %d", max(1, c.Threads))
 	p("  maxconn 8192")
 	p("  log stderr format raw local0 warning")
+	if hasOutbound(c) {
+		sock, err := haproxySocket(c)
+		if err != nil {
+			return nil, err
+		}
+		// The runtime API, through which Update moves servers in and out
+		// of an outbound backend's slots while the proxy runs.
+		p("  stats socket %s mode 600 level admin", sock)
+	}
 	p("defaults")
 	p("  log global")
 	if c.Protocol == TCP {
@@ -74,8 +83,24 @@ func (haproxy) Render(c Config) ([]byte, error) {
 		p("  default_backend to_%s", l.Name)
 		p("backend to_%s", l.Name)
 		p("  balance roundrobin")
-		for i, u := range l.Upstreams {
-			p("  server s%d %s%s", i, u, server)
+		if l.Inbound {
+			for i, u := range l.Upstreams {
+				p("  server s%d %s%s", i, u, server)
+			}
+			continue
+		}
+		// Outbound: a fixed count of server slots, the upstreams in the
+		// first ones and the rest spare (in maintenance, at an address
+		// nothing listens on), which Update fills and empties.
+		if len(l.Upstreams) > HAProxySlots {
+			return nil, fmt.Errorf("listener %s has %d upstreams, more than the %d server slots a haproxy sidecar's backend has", l.Name, len(l.Upstreams), HAProxySlots)
+		}
+		for i := range HAProxySlots {
+			if i < len(l.Upstreams) {
+				p("  server s%d %s%s", i, l.Upstreams[i], server)
+			} else {
+				p("  server s%d %s disabled%s", i, haproxySpare, server)
+			}
 		}
 	}
 	return b.Bytes(), nil

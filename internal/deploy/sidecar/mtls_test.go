@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,24 +190,7 @@ func startHealthServer(t *testing.T) string {
 
 func startProxy(t *testing.T, k Kind, bin string, c Config) {
 	t.Helper()
-	path, err := Write(k, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, k.Args(path, c)...)
-	cmd.Dir = c.Dir
-	var out strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s output:\n%s", c.Name, out.String())
-		}
-	})
+	startProxyGroup(t, k, bin, c)
 }
 
 // check calls the health service at addr once.

@@ -9,9 +9,8 @@ import (
 
 func init() { register(nginx{}) }
 
-// nginx renders an nginx.conf that runs as one process in the foreground
-// (no master, no daemon), so the process svclab starts and samples is the
-// one doing the work: an http block with grpc_pass (HTTP/2) or proxy_pass
+// nginx renders an nginx.conf that runs in the foreground as a master and
+// one worker: an http block with grpc_pass (HTTP/2) or proxy_pass
 // with upstream keep-alive (HTTP/1.1), or a stream block for TCP.
 type nginx struct{}
 
@@ -45,9 +44,11 @@ func (nginx) Render(c Config) ([]byte, error) {
 		}
 	}
 	p("daemon off;")
-	// One process: the master would otherwise hand the work to workers
-	// whose CPU time its own counters do not hold.
-	p("master_process off;")
+	// A master and one worker: a reload (Update) starts a new worker on
+	// the new configuration and lets the old one finish its calls, which a
+	// lone process cannot do. The master's counters hold the CPU time of
+	// the workers it has reaped; a deployer samples the live worker too.
+	p("master_process on;")
 	p("worker_processes 1;")
 	p("pid %s;", filepath.Join(c.Dir, "nginx.pid"))
 	p("error_log stderr warn;")
