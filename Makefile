@@ -45,7 +45,7 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: kube-validate envoy all build test test-setup test-go test-timed test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: kube-validate envoy all build test test-setup test-go test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -151,20 +151,20 @@ lint: venv
 	cd analysis && $(VENV)/bin/mypy src
 
 ## test: every test, Go, Java and Python (the conformance suite runs in test-go).
-## The builds run three at a time; then the Go tests that measure time
-## closely, with the Python tests beside them at the lowest CPU priority
-## (they measure no time, and take only what the others leave); then the
-## other Go tests, the CLI's beside the rest.
+## The builds run three at a time. Then the Go tests that measure time
+## closely run, with the Python and Kubernetes tests beside them at the
+## lowest CPU priority (they measure no time, and take only the CPU the
+## others leave). Then the other Go tests: the CLI's beside the rest.
 test:
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed test-py PY_NICE=19
+	@$(MAKE) --no-print-directory -j3 --output-sync=line test-timed test-py test-kube BG_NICE=19
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest
 	@$(MAKE) --no-print-directory test-fuzz
 
 test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate
 
-## test-go: every Go test (test-timed, test-cli, test-rest, test-fuzz)
-test-go: test-timed test-cli test-rest test-fuzz
+## test-go: every Go test (test-timed, test-kube, test-cli, test-rest, test-fuzz)
+test-go: test-timed test-kube test-cli test-rest test-fuzz
 
 # Tests that measure time or CPU share closely run alone, one package at a
 # time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
@@ -174,7 +174,7 @@ test-go: test-timed test-cli test-rest test-fuzz
 # mostly wait on runs and run four at once (t.Parallel), beside the other
 # packages, two at a time, and the Python tests.
 TIMED_PKGS := ./internal/load/... ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
-TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries)$$
+TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill)$$
 GO_TEST := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 test-timed: $(GO_DEPS)
@@ -186,15 +186,19 @@ test-cli: $(GO_DEPS)
 # build does not fit a cold make test's 30 minutes on 2 cores
 # (docs/KUBERNETES.md). Its tests run where `make kube-tools` has filled
 # the cache, and skip elsewhere, naming the target.
+# The longest packages first, so that two at a time end together.
+LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
+BG_NICE ?= 0
+test-kube: $(GO_DEPS)
+	nice -n $(BG_NICE) $(GO_TEST) -p 1 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
-	$(GO_TEST) -p 2 $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /cmd/svclab$$)
+	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
 test-fuzz: build
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 5s ./internal/load
 	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 5s ./cmd/svclab
 
-PY_NICE ?= 0
 test-py: venv build
-	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(PY_NICE) $(VENV)/bin/pytest -q
+	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(BG_NICE) $(VENV)/bin/pytest -q
 
 ## bench: Go benchmarks and the comparisons against peer tools (docs/PERFORMANCE.md)
 bench: build
