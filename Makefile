@@ -175,7 +175,8 @@ test-go: test-timed test-kube test-cli test-rest test-fuzz
 # packages, two at a time, and the Python tests.
 TIMED_PKGS := ./internal/load/... ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
 TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill)$$
-GO_TEST := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV) $(GO) test -count=1 -timeout 30m
+GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
+GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 test-timed: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
@@ -190,7 +191,7 @@ test-cli: $(GO_DEPS)
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
 BG_NICE ?= 0
 test-kube: $(GO_DEPS)
-	nice -n $(BG_NICE) $(GO_TEST) -p 1 ./internal/deploy/kube/...
+	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 1 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
 	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
 test-fuzz: build
