@@ -144,7 +144,7 @@ func (w Window) Summary() (Calibration, error) {
 	if h.TotalCount() == 0 {
 		return Calibration{}, errors.New("hostclock: sentinel histogram is empty")
 	}
-	c := summarize(h)
+	c := summarize(h) // keeps h, for the audit's intervals
 	c.Method, c.DurationS, c.IntervalsUs, c.GOMAXPROCS = w.Method, w.DurationS, w.IntervalsUs, w.GOMAXPROCS
 	return c, nil
 }
