@@ -361,7 +361,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if inside != nil {
 		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
 	} else {
-		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: sentinelExe()})
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()})
 	}
 	cancelLoad()
 	<-watchDone

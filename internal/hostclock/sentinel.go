@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -167,6 +170,19 @@ func (w Window) Summary() (Calibration, error) {
 	c := summarize(h) // keeps h, for the audit's intervals
 	c.Method, c.DurationS, c.IntervalsUs, c.GOMAXPROCS = w.Method, w.DurationS, w.IntervalsUs, w.GOMAXPROCS
 	return c, nil
+}
+
+// SentinelExecutable is the binary a load run starts as `svclab hostclock
+// --sentinel` (load.Options.Sentinel): the running svclab, or "" when it
+// is not known. A Go test binary is not svclab: started with these
+// arguments it would run its own tests again, so it gets "" (a test that
+// wants a sentinel passes a binary that serves SentinelMain).
+func SentinelExecutable() string {
+	exe, err := os.Executable()
+	if err != nil || strings.HasSuffix(filepath.Base(exe), ".test") {
+		return ""
+	}
+	return exe
 }
 
 // SentinelArgs is the command line, after the binary's name, that runs a
