@@ -2,12 +2,9 @@ package capacity
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/signal"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,16 +16,7 @@ import (
 // `capacity.test hostclock --sentinel ...` it is `svclab hostclock
 // --sentinel`, the same hostclock.SentinelMain.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "hostclock" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := hostclock.SentinelMain(ctx, os.Args[2:], os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	hostclock.MainIfAsked()
 	os.Exit(m.Run())
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -183,6 +184,24 @@ func SentinelExecutable() string {
 		return ""
 	}
 	return exe
+}
+
+// MainIfAsked runs a sentinel and exits when this process was started as
+// one, `BINARY hostclock --sentinel ...`; otherwise it returns at once.
+// It is for test binaries that stand in for svclab as a run's sentinel
+// (their TestMain calls it first).
+func MainIfAsked() {
+	if len(os.Args) < 2 || os.Args[1] != "hostclock" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := SentinelMain(ctx, os.Args[2:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // SentinelArgs is the command line, after the binary's name, that runs a

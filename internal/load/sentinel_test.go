@@ -6,10 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,16 +18,7 @@ import (
 // `load.test hostclock --sentinel ...` it is what `svclab hostclock
 // --sentinel` is, the same hostclock.SentinelMain in a process of its own.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == "hostclock" {
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		err := hostclock.SentinelMain(ctx, os.Args[2:], os.Stdout)
-		stop()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	hostclock.MainIfAsked()
 	os.Exit(m.Run())
 }
 

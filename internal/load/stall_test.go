@@ -132,11 +132,11 @@ func TestStalledServer(t *testing.T) {
 				w.Write([]byte("ok"))
 			}))
 			defer srv.Close()
-			d := 3 * time.Second
+			dur := 3 * time.Second
 			if !stall {
-				d = 2 * time.Second
+				dur = 2 * time.Second
 			}
-			res := run(t, Config{Target: srv.URL, Rate: 100, Arrival: "constant", Connections: 400, Duration: Duration(d)}, Options{})
+			res := run(t, Config{Target: srv.URL, Rate: 100, Arrival: "constant", Connections: 400, Duration: Duration(dur)}, Options{})
 			var got string
 			for _, w := range res.Warnings {
 				if strings.HasPrefix(w, "stalled: ") {
