@@ -120,7 +120,7 @@ func Sentinel(ctx context.Context, opt SentinelOptions) (Window, error) {
 			return Window{}, fmt.Errorf("hostclock: sentinel interrupted before its window: %w", ctx.Err())
 		}
 	}
-	s := NewSleeper()
+	s := newQuietSleeper()
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	cpu0 := ProcessCPU()

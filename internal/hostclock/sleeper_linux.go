@@ -20,36 +20,48 @@ import (
 // A timerfd read through the runtime's poller wakes the scheduler as soon
 // as the kernel timer expires (tens of µs), whatever epoll's timeout.
 //
-// Each wake-up makes no system call through the scheduler: timerfd_settime
-// and the timerfd's non-blocking read are raw system calls, and the wait
-// itself is the runtime's poller (a RawConn read). A system call entered
-// the ordinary way wakes the runtime's monitor thread (sysmon) whenever
-// every P is idle, so a loop that sleeps most of the time paid for a
-// second thread's wake-up, and its sleep of up to 10 ms, on each of its
-// own (docs/PERFORMANCE.md, "The sentinel's cost").
+// A quiet Sleeper (the sentinel's) makes no system call through the
+// scheduler: timerfd_settime and the timerfd's non-blocking read are raw
+// system calls, and the wait is the same poller's (a RawConn read). A
+// system call entered the ordinary way wakes the runtime's monitor
+// thread (sysmon) whenever every P is idle, so a process that does
+// nothing but sleep paid for a second thread's wake-up, and its sleeps of
+// up to 10 ms, on each of its own (docs/PERFORMANCE.md, "The sentinel's
+// cost"). The kernel's timer and the poller's wake-up are the same either
+// way; the open loop's pacer keeps the ordinary calls, whose accuracy
+// against the wire is measured, in a process where sysmon is awake anyway.
 //
 // A Sleeper is for one goroutine at a time.
 type Sleeper struct {
 	f     *os.File
 	rc    syscall.RawConn
 	fd    int
+	raw   bool
 	buf   [8]byte
-	errno syscall.Errno         // of the last read
+	errno syscall.Errno         // of the last raw read
 	read  func(fd uintptr) bool // made once: no allocation per wait
 	tm    *time.Timer           // fallback when the timerfd is unavailable
 }
 
 // NewSleeper returns a Sleeper; Close releases its timer.
-func NewSleeper() *Sleeper {
+func NewSleeper() *Sleeper { return newSleeper(false) }
+
+// newQuietSleeper is the sentinel's Sleeper: raw system calls (above).
+func newQuietSleeper() *Sleeper { return newSleeper(true) }
+
+func newSleeper(raw bool) *Sleeper {
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		return &Sleeper{fd: -1, tm: stoppedTimer()}
 	}
-	s := &Sleeper{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd}
+	s := &Sleeper{f: os.NewFile(uintptr(fd), "timerfd"), fd: fd, raw: raw}
+	if !raw {
+		return s
+	}
 	rc, err := s.f.SyscallConn()
 	if err != nil {
-		s.f.Close()
-		return &Sleeper{fd: -1, tm: stoppedTimer()}
+		s.raw = false
+		return s
 	}
 	s.rc = rc
 	s.read = func(fd uintptr) bool {
@@ -62,14 +74,35 @@ func NewSleeper() *Sleeper {
 	return s
 }
 
-// arm sets the timer to expire d from now, with a raw system call (see
-// Sleeper).
+// arm sets the timer to expire d from now.
 func (s *Sleeper) arm(d time.Duration) {
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(int64(d))}
-	_, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(s.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	if e != 0 {
-		panic(fmt.Sprintf("hostclock: timerfd_settime: %v", e))
+	var err error
+	if s.raw {
+		if _, _, e := unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, uintptr(s.fd), 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0); e != 0 {
+			err = e
+		}
+	} else {
+		err = unix.TimerfdSettime(s.fd, 0, &spec, nil)
 	}
+	if err != nil {
+		panic(fmt.Sprintf("hostclock: timerfd_settime: %v", err))
+	}
+}
+
+// wait reads the timer's expiry, waiting in the poller until it fires.
+func (s *Sleeper) wait() error {
+	if !s.raw {
+		_, err := s.f.Read(s.buf[:])
+		return err
+	}
+	if err := s.rc.Read(s.read); err != nil {
+		return err
+	}
+	if s.errno != 0 {
+		return s.errno
+	}
+	return nil
 }
 
 // Method names the mechanism: "timerfd", or "runtime timer" where the
@@ -96,16 +129,15 @@ func (s *Sleeper) Sleep(ctx context.Context, d time.Duration) bool {
 	if ctx.Done() != nil && d > 100*time.Millisecond {
 		done := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() { s.f.SetReadDeadline(time.Now()); close(done) })
-		err := s.rc.Read(s.read)
+		err := s.wait()
 		if !stop() {
 			<-done
 			s.f.SetReadDeadline(time.Time{})
 			return false
 		}
-		return err == nil && s.errno == 0
+		return err == nil
 	}
-	err := s.rc.Read(s.read)
-	return err == nil && s.errno == 0 && ctx.Err() == nil
+	return s.wait() == nil && ctx.Err() == nil
 }
 
 // Close releases the timer.
