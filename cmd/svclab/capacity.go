@@ -19,6 +19,7 @@ import (
 	"github.com/svclab/svclab/internal/capacity"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -315,8 +316,9 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	}
 	// One calibration serves every step: the deployment is up and idle, as
 	// it is between steps.
-	floor := calibrateHost(ctx, o.quiet, stderr)
-	drive := capacity.LoadStep(base, target, slo, floor, progress)
+	// Each step's window gets its own timer loop beside it.
+	audit := load.Options{HostTimer: calibrateHost(ctx, o.quiet, stderr), Sentinel: hostclock.SentinelExecutable()}
+	drive := capacity.LoadStep(base, target, slo, audit, progress)
 	step := func(ctx context.Context, rate float64) (capacity.Measurement, error) {
 		if pause > 0 {
 			select {

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 	_ "github.com/svclab/svclab/proto/echo" // its types, for gRPC calls by name with a JSON body
@@ -654,8 +655,10 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 	}
 	opt := load.Options{Dir: o.dir, Shard: sh}
 	if cfg.GeneratorCount() == 1 {
-		// Several generators calibrate each for itself.
+		// Several generators calibrate each for itself, and each runs
+		// its own timer loop beside it, at its own share's gap.
 		opt.HostTimer = calibrateHost(ctx, o.quiet, stderr)
+		opt.Sentinel = hostclock.SentinelExecutable()
 	}
 	if opt.StartAt, err = o.startTime(); err != nil {
 		return err

@@ -75,6 +75,9 @@ DIR), and exits 0, unless --report asked for the report.`,
 				if out.Saturated > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the system under test completed far fewer requests than offered in %d of %d ok runs (saturated): their latencies describe its queue; see each run.json's warnings; lower the rate, or find its capacity with svclab capacity\n", out.Saturated, out.OK)
 				}
+				if out.Stalled > 0 {
+					fmt.Fprintf(cmd.ErrOrStderr(), "warning: the system under test stopped answering for a second or more in %d of %d ok runs (stalled): their percentiles hide it; see each run.json's warnings\n", out.Stalled, out.OK)
+				}
 			}
 			if err != nil {
 				if errors.Is(err, experiment.ErrThresholdAbort) && out != nil && out.Dir != "" {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 )
 
@@ -12,10 +11,12 @@ import (
 // base with the step's rate, cut short once a Cutter says the step has
 // failed. progress, when not nil, sees each second of the step. base is
 // an open-loop constant-rate configuration whose duration and warm-up
-// are a step's. floor, when not nil, is the host timer's calibration each
-// step's generator audit is judged against, so a step is not called a
-// generator bottleneck for lateness the host imposes on any program.
-func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, floor *hostclock.Calibration, progress func(rate float64, p load.Progress)) StepFunc {
+// are a step's. audit holds what each step's generator audit is judged
+// against (Options.HostTimer, the host timer's calibration, and
+// Options.Sentinel, the binary run as the timer loop beside each step),
+// so a step is not called a generator bottleneck for lateness the host
+// imposes on any program; its Progress is the step's own.
+func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, audit load.Options, progress func(rate float64, p load.Progress)) StepFunc {
 	return func(ctx context.Context, rate float64) (Measurement, error) {
 		cfg := base
 		cfg.Rate = rate
@@ -26,7 +27,8 @@ func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, floor
 			mu  sync.Mutex
 			cut string
 		)
-		res, err := load.Run(stepCtx, cfg, target, load.Options{HostTimer: floor, Progress: func(p load.Progress) {
+		opt := audit
+		opt.Progress = func(p load.Progress) {
 			if progress != nil {
 				progress(rate, p)
 			}
@@ -37,7 +39,8 @@ func LoadStep(base load.Config, target *load.Target, slo *load.Thresholds, floor
 					cancel()
 				}
 			}
-		}})
+		}
+		res, err := load.Run(stepCtx, cfg, target, opt)
 		mu.Lock()
 		reason := cut
 		mu.Unlock()

@@ -29,7 +29,7 @@ func TestLoadStep(t *testing.T) {
 	defer target.Close()
 	slo := p99SLO(100)
 	seconds := 0
-	step := LoadStep(base, target, slo, nil, func(float64, load.Progress) { seconds++ })
+	step := LoadStep(base, target, slo, load.Options{}, func(float64, load.Progress) { seconds++ })
 
 	m, err := step(context.Background(), 600)
 	if err != nil {
@@ -46,7 +46,7 @@ func TestLoadStep(t *testing.T) {
 	}
 
 	base.Duration = load.Duration(time.Second)
-	m, err = LoadStep(base, target, slo, nil, nil)(context.Background(), 50)
+	m, err = LoadStep(base, target, slo, load.Options{}, nil)(context.Background(), 50)
 	if err != nil {
 		t.Fatal(err)
 	}

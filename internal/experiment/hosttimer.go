@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/svclab/svclab/internal/hostclock"
 )
@@ -22,16 +21,4 @@ func calibrateHost(ctx context.Context, logw io.Writer) *hostclock.Calibration {
 	}
 	fmt.Fprintln(logw, c.String())
 	return &c
-}
-
-// sentinelExe is the svclab binary each open-loop run starts as `svclab
-// hostclock --sentinel` beside its generator, in the generator's cpuset,
-// for the floor of its own window (load.Options.Sentinel). Without it
-// the run is judged against the calibration above, and says so.
-func sentinelExe() string {
-	exe, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return exe
 }

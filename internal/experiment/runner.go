@@ -53,6 +53,9 @@ type Outcome struct {
 	// Saturated counts the ok runs that completed far fewer requests than
 	// offered (a saturated warning): the system under test fell behind.
 	Saturated int
+	// Stalled counts the ok runs in whose window the system under test
+	// stopped answering for a second or more (a stalled warning).
+	Stalled int
 	// Isolated says the generator had CPUs of its own
 	// (experiment.isolation = "cpuset").
 	Isolated bool
@@ -220,6 +223,10 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "saturated") }) {
 			out.Saturated++
 		}
+		if i := slices.IndexFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "stalled") }); i >= 0 && rf.Status == "ok" {
+			out.Stalled++
+			fmt.Fprintf(logw, "run %d/%d %s %s\n", r.Index, len(p.Runs), r.ID, rf.Warnings[i])
+		}
 		if rf.Status == "ok" {
 			out.OK++
 		} else {
@@ -361,7 +368,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	if inside != nil {
 		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
 	} else {
-		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: sentinelExe()})
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()})
 	}
 	cancelLoad()
 	<-watchDone

@@ -24,6 +24,20 @@ type Calibration struct {
 	P99Ms      float64 `json:"p99_ms"`
 	P999Ms     float64 `json:"p999_ms"`
 	MaxMs      float64 `json:"max_ms"`
+	// hist is the lateness histogram (ns) the figures were read from,
+	// when this process measured or decoded it; a Calibration read back
+	// from JSON has none.
+	hist *hdr.Histogram
+}
+
+// Histogram is the lateness histogram in ns the figures come from, nil
+// when not known (a Calibration read from a file): what a send lag's
+// confidence interval is compared with.
+func (c *Calibration) Histogram() *hdr.Histogram {
+	if c == nil {
+		return nil
+	}
+	return c.hist
 }
 
 // Options shape a calibration.
@@ -122,12 +136,16 @@ func minDuration(ds []time.Duration) time.Duration {
 	return m
 }
 
+// FromHistogram is the calibration a lateness histogram in ns gives: its
+// percentiles, and the histogram kept for the audit's intervals.
+func FromHistogram(h *hdr.Histogram) Calibration { return summarize(h) }
+
 // summarize reads the percentiles of a lateness histogram in ns.
 func summarize(h *hdr.Histogram) Calibration {
 	v := h.ValueAtPercentiles([]float64{50, 99, 99.9})
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
 	return Calibration{Samples: h.TotalCount(), P50Ms: ms(v[50]), P99Ms: ms(v[99]),
-		P999Ms: ms(v[99.9]), MaxMs: ms(h.Max())}
+		P999Ms: ms(v[99.9]), MaxMs: ms(h.Max()), hist: h}
 }
 
 // String is the one line a person reads before a run.

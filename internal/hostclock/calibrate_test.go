@@ -78,9 +78,14 @@ func TestCalibrateBadInterval(t *testing.T) {
 }
 
 // The Sleeper waits at least what it is asked, and a canceled context
-// ends a long wait promptly.
+// ends a long wait promptly; the sentinel's quiet one alike.
 func TestSleeper(t *testing.T) {
-	s := NewSleeper()
+	for name, mk := range map[string]func() *Sleeper{"pacer": NewSleeper, "quiet": newQuietSleeper} {
+		t.Run(name, func(t *testing.T) { testSleeper(t, mk()) })
+	}
+}
+
+func testSleeper(t *testing.T, s *Sleeper) {
 	defer s.Close()
 	for _, d := range []time.Duration{50 * time.Microsecond, time.Millisecond, 150 * time.Millisecond} {
 		t0 := time.Now()

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
+	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -31,11 +35,31 @@ const (
 	MaxGap = 10 * time.Millisecond
 )
 
-// restPeriod is the shortest time between two measured wake-ups: below
-// it the sentinel rests (unmeasured) after each one, so that it wakes at
-// most twice per restPeriod and costs well under 1% of a core, whatever
-// the run's rate. The measured wait is still the generator's gap.
-const restPeriod = 4 * time.Millisecond
+// A wake-up is the sentinel's whole cost: on the development VM each one
+// costs 30-50 µs of CPU, whatever the loop does (docs/PERFORMANCE.md,
+// "The sentinel's cost"). So it takes no more wake-ups than the audit's
+// statistics need. sentinelSamples is what it aims for over a window:
+// the audit bounds a p99 from 368 samples at 95% (internal/load,
+// interval.go), and about 1,000 leave room for wake-ups a busy host
+// loses and narrow the interval to a few ranks. restPeriod is the
+// shortest period between measured wake-ups whatever the window, so that
+// a short one at a high rate wakes at most 2/restPeriod times a second.
+const (
+	sentinelSamples = 1000
+	restPeriod      = 5 * time.Millisecond
+)
+
+// restFor is the period between measured wake-ups of a sentinel asking
+// gap over a window of d: 0 (measure every wait) when resting would not
+// save wake-ups. A rest is itself a wake-up, so a measured wait and its
+// rest cost two: resting pays only when the period is over twice the gap.
+func restFor(gap, d time.Duration) time.Duration {
+	period := max(restPeriod, d/sentinelSamples)
+	if period > 2*gap {
+		return period
+	}
+	return 0
+}
 
 // MaxSentinel bounds a sentinel's window, so that no wrong value leaves
 // one running for days.
@@ -96,7 +120,7 @@ func Sentinel(ctx context.Context, opt SentinelOptions) (Window, error) {
 			return Window{}, fmt.Errorf("hostclock: sentinel interrupted before its window: %w", ctx.Err())
 		}
 	}
-	s := NewSleeper()
+	s := newQuietSleeper()
 	defer s.Close()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
 	cpu0 := ProcessCPU()
@@ -105,7 +129,7 @@ func Sentinel(ctx context.Context, opt SentinelOptions) (Window, error) {
 	if !opt.StartAt.IsZero() {
 		end = opt.StartAt.Add(opt.Duration)
 	}
-	h := bareLoop(ctx, s, end, MinGap, restPeriod, func(int64) time.Duration {
+	h := bareLoop(ctx, s, end, MinGap, restFor(gap, end.Sub(start)), func(int64) time.Duration {
 		if !opt.Poisson {
 			return gap
 		}
@@ -144,9 +168,40 @@ func (w Window) Summary() (Calibration, error) {
 	if h.TotalCount() == 0 {
 		return Calibration{}, errors.New("hostclock: sentinel histogram is empty")
 	}
-	c := summarize(h)
+	c := summarize(h) // keeps h, for the audit's intervals
 	c.Method, c.DurationS, c.IntervalsUs, c.GOMAXPROCS = w.Method, w.DurationS, w.IntervalsUs, w.GOMAXPROCS
 	return c, nil
+}
+
+// SentinelExecutable is the binary a load run starts as `svclab hostclock
+// --sentinel` (load.Options.Sentinel): the running svclab, or "" when it
+// is not known. A Go test binary is not svclab: started with these
+// arguments it would run its own tests again, so it gets "" (a test that
+// wants a sentinel passes a binary that serves SentinelMain).
+func SentinelExecutable() string {
+	exe, err := os.Executable()
+	if err != nil || strings.HasSuffix(filepath.Base(exe), ".test") {
+		return ""
+	}
+	return exe
+}
+
+// MainIfAsked runs a sentinel and exits when this process was started as
+// one, `BINARY hostclock --sentinel ...`; otherwise it returns at once.
+// It is for test binaries that stand in for svclab as a run's sentinel
+// (their TestMain calls it first).
+func MainIfAsked() {
+	if len(os.Args) < 2 || os.Args[1] != "hostclock" {
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := SentinelMain(ctx, os.Args[2:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
 }
 
 // SentinelArgs is the command line, after the binary's name, that runs a
@@ -180,6 +235,9 @@ func SentinelMain(ctx context.Context, args []string, stdout io.Writer) error {
 	if !*sentinel || fs.NArg() > 0 {
 		return errors.New("hostclock: usage: svclab hostclock --sentinel --gap D --duration D [--start-at NS] [--poisson]")
 	}
+	// One P: the loop is one goroutine, and a second P only adds a
+	// spinning thread's wake-up to each of the loop's.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	opt := SentinelOptions{Gap: *gap, Duration: *dur, Poisson: *poisson}
 	if *startAt != 0 {
 		opt.StartAt = time.Unix(0, *startAt)

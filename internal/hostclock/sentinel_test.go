@@ -20,8 +20,26 @@ func TestClampGap(t *testing.T) {
 	}
 }
 
+// restFor rests only where it saves wake-ups: a measured wait and its
+// rest are two, so the period must be over twice the gap; the period is
+// the window over sentinelSamples, at least restPeriod.
+func TestRestFor(t *testing.T) {
+	for _, tc := range []struct{ gap, d, want time.Duration }{
+		{100 * time.Microsecond, 6 * time.Second, 6 * time.Millisecond}, // 2 wake-ups per 6 ms, not 60
+		{time.Millisecond, 400 * time.Millisecond, restPeriod},          // a short window: restPeriod
+		{5 * time.Millisecond, 6 * time.Second, 0},                      // quickstart: 200/s, resting would make 333/s
+		{3 * time.Millisecond, 6 * time.Second, 0},                      // 6 ms ≤ 2 × 3 ms
+		{5 * time.Millisecond, 60 * time.Second, 60 * time.Millisecond}, // a long window: 1,000 samples, 33 wake-ups/s
+		{10 * time.Millisecond, 10 * time.Second, 0},                    // 1,000 samples without resting
+	} {
+		if got := restFor(tc.gap, tc.d); got != tc.want {
+			t.Errorf("restFor(%v, %v) = %v, want %v", tc.gap, tc.d, got, tc.want)
+		}
+	}
+}
+
 // A sentinel waits for its window, asks the gap it is given (clamped),
-// rests so that it wakes at most twice per restPeriod, and its report's
+// rests as restFor says, and its report's
 // histogram reads back to the figures it reports.
 func TestSentinelWindow(t *testing.T) {
 	for _, tc := range []struct {
@@ -45,8 +63,8 @@ func TestSentinelWindow(t *testing.T) {
 			if took := time.Since(start); took < d-MaxGap || took > d+time.Second {
 				t.Errorf("window ended %v after its start, want within %v of %v", took, MaxGap, d)
 			}
-			// Each measured wake-up costs at least max(gap, restPeriod).
-			most := int64(d/max(ClampGap(tc.gap), restPeriod)) + 1
+			// Each measured wake-up costs at least max(gap, its rest).
+			most := int64(d/max(ClampGap(tc.gap), restFor(ClampGap(tc.gap), d))) + 1
 			if w.Samples < 5 || w.Samples > most {
 				t.Errorf("samples = %d, want between 5 and %d", w.Samples, most)
 			}

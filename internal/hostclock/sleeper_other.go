@@ -14,6 +14,8 @@ type Sleeper struct{ tm *time.Timer }
 // NewSleeper returns a Sleeper; Close releases its timer.
 func NewSleeper() *Sleeper { return &Sleeper{tm: stoppedTimer()} }
 
+func newQuietSleeper() *Sleeper { return NewSleeper() }
+
 // Method names the mechanism.
 func (s *Sleeper) Method() string { return "runtime timer" }
 

@@ -140,14 +140,13 @@ const minSends = 100
 // own lag at the same percentile must reach for the run to be warned.
 const lagShare = 0.10
 
-// Floor tolerances: the open loop's lag is judged beyond the host's when
-// its p99 exceeds floorFactor × the bare loop's p99 plus floorSlack, or
-// its p99.9 exceeds floorFactor × the bare loop's p99.9 plus floorSlack.
-// The factor is issue 18's target; the slack keeps a few µs of the send
-// path itself (a goroutine start) from flagging a quiet host.
+// legacyFactor and legacySlack made the fixed-margin limits the lag was
+// judged by before the intervals (interval.go): floor.limit_p99_ms and
+// limit_p999_ms keep them for comparison with older stores; the verdict
+// no longer reads them.
 const (
-	floorFactor = 1.2
-	floorSlack  = 0.05 // ms
+	legacyFactor = 1.2
+	legacySlack  = 0.05 // ms
 )
 
 // verdicts of Generator.Verdict
@@ -231,9 +230,14 @@ type Floor struct {
 	// P99Ms and P999Ms are the bare loop's lateness the limits come from.
 	P99Ms  float64 `json:"p99_ms,omitempty"`
 	P999Ms float64 `json:"p999_ms,omitempty"`
-	// LimitP99Ms and LimitP999Ms are floorFactor × those + floorSlack.
+	// LimitP99Ms and LimitP999Ms are the former fixed-margin limits, 1.2
+	// × those + 0.05 ms, kept for comparison with older stores: the
+	// verdict is Intervals'.
 	LimitP99Ms  float64 `json:"limit_p99_ms,omitempty"`
 	LimitP999Ms float64 `json:"limit_p999_ms,omitempty"`
+	// Intervals are the confidence intervals of the lag's and the floor's
+	// p99 and p99.9 the verdict compared (interval.go).
+	Intervals []LagInterval `json:"intervals,omitempty"`
 	// Note says why the floor is not the window's.
 	Note string `json:"note,omitempty"`
 }
@@ -247,7 +251,8 @@ const (
 
 // floorOf picks what the lag is judged against: the window's sentinel
 // when it reported, else the experiment's calibration, else the fixed
-// rule; a fallback says why.
+// rule; a fallback says why. A floor known only by its percentiles (no
+// histogram to bound them) is no floor for an interval: the fixed rule.
 func floorOf(in auditInput) Floor {
 	c, f := in.window, Floor{Source: FloorWindow}
 	if c == nil {
@@ -264,7 +269,11 @@ func floorOf(in auditInput) Floor {
 		return f
 	}
 	f.P99Ms, f.P999Ms = c.P99Ms, c.P999Ms
-	f.LimitP99Ms, f.LimitP999Ms = floorFactor*c.P99Ms+floorSlack, floorFactor*c.P999Ms+floorSlack
+	f.LimitP99Ms, f.LimitP999Ms = legacyFactor*c.P99Ms+legacySlack, legacyFactor*c.P999Ms+legacySlack
+	if c.Histogram() == nil {
+		f.Source = FloorFixed
+		f.Note = strings.TrimPrefix(f.Note+"; the floor's lateness histogram is not known, so its percentiles cannot be bounded", "; ")
+	}
 	return f
 }
 
@@ -281,25 +290,28 @@ func hostLate(in auditInput) bool {
 // known, and the reason says so rather than guess.
 func lagReasons(g *Generator, in auditInput) []string {
 	f := floorOf(in)
-	g.Floor = &f
 	if f.Source == FloorFixed {
+		g.Floor = &f
 		if frac := float64(g.LateSends) / float64(in.sends); frac > 0.01 {
 			return []string{fmt.Sprintf("%.1f%% of sends were late by more than 1 ms (lag p99 %.2f ms; %s)", 100*frac, g.LagP99Ms, strings.TrimPrefix(f.Note, "; "))}
 		}
 		return nil
 	}
 	whose := "this window's host floor (the bare timer loop beside it"
+	fh := in.window.Histogram()
 	if f.Source == FloorExperiment {
-		whose = "the host's floor (the bare timer loop before the experiment"
+		whose, fh = "the host's floor (the bare timer loop before the experiment", in.floor.Histogram()
 	}
 	var out []string
-	if g.LagP99Ms > f.LimitP99Ms {
-		out = append(out, fmt.Sprintf("send lag p99 %.3f ms is beyond %s: p99 %.3f ms; limit %.3f ms)", g.LagP99Ms, whose, f.P99Ms, f.LimitP99Ms))
+	for _, p := range []float64{99, 99.9} {
+		li := judgeLagPercentile(in.lag, fh, p)
+		f.Intervals = append(f.Intervals, li)
+		if li.Beyond {
+			out = append(out, fmt.Sprintf("send lag %s %.3f–%.3f ms lies above %s: %s %.3f–%.3f ms; %s intervals, %.2f ms slack)",
+				pName(p), li.Lag.LoMs, li.Lag.HiMs, whose, pName(p), li.Floor.LoMs, li.Floor.HiMs, pct(li.Confidence), li.SlackMs))
+		}
 	}
-	// A p99.9 needs a thousand sends to mean anything.
-	if in.sends >= 1000 && g.LagP999Ms > f.LimitP999Ms {
-		out = append(out, fmt.Sprintf("send lag p99.9 %.3f ms is beyond %s: p99.9 %.3f ms; limit %.3f ms)", g.LagP999Ms, whose, f.P999Ms, f.LimitP999Ms))
-	}
+	g.Floor = &f
 	if len(out) == 0 {
 		return nil
 	}

@@ -117,6 +117,7 @@ type runner struct {
 	audit        auditor
 	interrupted  bool
 	sentinel     *sentinelProc
+	stall        *stallWatch // open loop only
 	warmup       *callWarmup // a warm-up by calls (warmup.go), or nil
 }
 
@@ -236,6 +237,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		if w := saturation(r.closed, res.Summary, res.Generator.Sends); w != "" {
 			res.Warnings = append(res.Warnings, w)
 		}
+		if r.stall != nil {
+			if w := r.stall.warning(r.stopAt); w != "" {
+				res.Warnings = append(res.Warnings, w)
+			}
+		}
 	}
 	return res, err
 }
@@ -346,6 +352,7 @@ func (r *runner) openLoop(ctx context.Context, cancel context.CancelFunc) {
 	rng := rand.New(rand.NewPCG(r.seed, math.MaxUint64))
 	sl := &pacer{Sleeper: hostclock.NewSleeper()}
 	defer sl.Close()
+	r.stall = newStallWatch(r.mstart, r.mend)
 	// Arrival n is where the rate's integral from the start reaches
 	// `area`; solving from the start each time, rather than stepping from
 	// the previous arrival, keeps rounding from drifting the schedule.
@@ -392,10 +399,12 @@ loop:
 		lag := now - ti
 		if r.inflight.Load() >= maxIn {
 			r.rec.drop(ti)
+			r.stall.arrival(now, false)
 			continue
 		}
 		r.rec.send(ti, lag, lag > lateNs)
 		r.inflight.Add(1)
+		r.stall.arrival(now, true)
 		// An idle worker takes the arrival; only when all are busy is a
 		// new one started, so a steady state allocates nothing per send
 		// (a goroutine per arrival costs its closure every time).
@@ -432,6 +441,7 @@ func (r *runner) worker(ctx context.Context, wg *sync.WaitGroup, jobs <-chan arr
 	for ok := true; ok; a, ok = <-jobs {
 		s.reset(int(a.n), r.seed)
 		r.iterate(ctx, s, a.ti)
+		r.stall.answered(r.now())
 		r.inflight.Add(-1)
 	}
 }
