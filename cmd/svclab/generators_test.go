@@ -287,8 +287,22 @@ func TestLoadGeneratorsDieWithParent(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if n := len(processesWithEnv(mark)); n != 4 {
-		t.Errorf("%d processes marked, want svclab and its 3 generators", n)
+	// Each generator has a sentinel beside it (the audit's control) when
+	// one could start; it must die with the rest.
+	var generators, sentinels, others int
+	for _, pid := range processesWithEnv(mark) {
+		args, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		switch a := string(args); {
+		case strings.Contains(a, "\x00--shard"):
+			generators++
+		case strings.Contains(a, "\x00--sentinel"):
+			sentinels++
+		default:
+			others++
+		}
+	}
+	if generators != 3 || others != 1 || sentinels > 3 {
+		t.Errorf("marked processes: %d generators, %d sentinels, %d others; want svclab, its 3 generators and at most one sentinel each", generators, sentinels, others)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	waitNoProcesses(t, mark, 5*time.Second)
