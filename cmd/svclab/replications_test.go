@@ -27,13 +27,14 @@ var replicationSmokes = []replicationSmoke{
 		key: "s3", spec: "s3-style.toml",
 		// Python for Java: its hosts start in a second, JVMs in ten or
 		// more on a loaded machine; the design and its aliasing are the
-		// spec's (internal/deploy/local's tests deploy Java). 4 req/s:
+		// spec's (internal/deploy/local's tests deploy Java). 2 req/s:
 		// the Python host decodes a LargeSize JSON array in about 1.7 s,
 		// one at a time, so faster arrivals would time out; and beside
 		// other tests (make test-cli) a decode took over the spec's
 		// timeout, failing a 2-request run: this test checks the
-		// pipeline, not the latency, so it waits 10 s.
-		sets: []string{"load.rate=4", "load.timeout=10s", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
+		// pipeline, not the latency, so it sends one request per run and
+		// waits 30 s for it.
+		sets: []string{"load.rate=2", "load.timeout=30s", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
 			`experiment.factors."deploy.languages.selector"=["go","python"]`},
 		factors: map[string][]string{
 			"deploy.languages.frontend": {"go", "python"},

@@ -219,7 +219,10 @@ var cases = []kase{
 // less than a delayed ACK: a server that writes an answer in two segments
 // without TCP_NODELAY makes every call wait 40 ms for the client's ACK.
 func testNoStall(t *testing.T, f *fixture) {
-	const limit = 25 * time.Millisecond
+	// Below the 40 ms of a delayed ACK; with make test's packages side by
+	// side a Java frontend's calls had a floor of 20 ms, all hand-offs
+	// waiting for a CPU.
+	const limit = 35 * time.Millisecond
 	var lat []time.Duration
 	for i := range 80 {
 		start := time.Now()
