@@ -175,7 +175,7 @@ test-go: test-timed test-kube test-cli test-rest test-fuzz
 # packages, two at a time, and the Python tests.
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
-TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill)$$
+TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunSidecarDiesMidRun)$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
