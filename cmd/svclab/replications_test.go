@@ -32,9 +32,10 @@ var replicationSmokes = []replicationSmoke{
 		// one at a time, so faster arrivals would time out; and beside
 		// other tests (make test-cli) a decode took over the spec's
 		// timeout, failing a 2-request run: this test checks the
-		// pipeline, not the latency, so it sends one request per run and
-		// waits 30 s for it.
-		sets: []string{"load.rate=2", "load.timeout=30s", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
+		// pipeline, not the latency, so it sends few requests per run and
+		// waits 30 s for each. A 1.5 s window holds two or three arrivals
+		// (the common 500 ms could hold none, which fails the run).
+		sets: []string{"load.rate=2", "load.timeout=30s", "load.duration=1500ms", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
 			`experiment.factors."deploy.languages.selector"=["go","python"]`},
 		factors: map[string][]string{
 			"deploy.languages.frontend": {"go", "python"},

@@ -353,3 +353,64 @@ seed = 1
 		})
 	}
 }
+
+// TestRunWithoutRequestsFails plans a run whose open loop sends nothing in
+// its window (one arrival every 4 s, a 1 s window after a 1 s warm-up):
+// it is marked failed with a reason that says what to change, rather than
+// ok with no latency to analyse, and the other run is unaffected.
+func TestRunWithoutRequestsFails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "empty.toml")
+	src := `
+[app]
+name = "chain"
+hops = 1
+
+[load]
+warmup = "1s"
+duration = "1s"
+
+[experiment]
+name = "empty"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"load.rate" = [0.25, 20]
+`
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stderr, "2 runs: 1 ok, 1 failed") {
+		t.Errorf("summary line missing:\n%s", stderr)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "results", "empty-*", "runs", "*", "run.json"))
+	if len(m) != 2 {
+		t.Fatalf("%d run.json files", len(m))
+	}
+	for _, p := range m {
+		var rf struct {
+			Status, Reason string
+			Levels         map[string]any
+		}
+		b, _ := os.ReadFile(p)
+		if err := json.Unmarshal(b, &rf); err != nil {
+			t.Fatal(err)
+		}
+		rate := rf.Levels["load.rate"].(float64)
+		switch {
+		case rate == 20 && rf.Status != "ok":
+			t.Errorf("%s: 20 req/s: status %q: %s", p, rf.Status, rf.Reason)
+		case rate < 1 && (rf.Status != "failed" || !strings.Contains(rf.Reason, "no request completed") || !strings.Contains(rf.Reason, "load.duration")):
+			t.Errorf("%s: 0.25 req/s: status %q reason %q", p, rf.Status, rf.Reason)
+		}
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}

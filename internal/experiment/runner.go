@@ -413,8 +413,15 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		for _, b := range pr.Load.Thresholds.Check(res.Summary) {
 			rf.Thresholds = append(rf.Thresholds, b.String())
 		}
-		if tot, ok := res.Op("total"); ok && tot.Count > 0 && tot.Errors == tot.Count && rf.Status == "ok" {
-			fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(dep))
+		if tot, ok := res.Op("total"); ok && rf.Status == "ok" {
+			switch {
+			case tot.Count == 0:
+				// A run without a single measured request has no latency
+				// to analyse: calling it ok would leave an empty cell.
+				fail(fmt.Sprintf("no request completed in the %.3g s measurement window: raise load.duration or load.rate", res.Summary.DurationS), tails(dep))
+			case tot.Errors == tot.Count:
+				fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(dep))
+			}
 		}
 	}
 	if err := sampler.WriteParquet(filepath.Join(w.Dir, "resources.parquet")); err != nil {
