@@ -1,8 +1,10 @@
 package experiment
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -49,6 +51,9 @@ type ResourceSampler struct {
 
 	follow func() []Sampled // processes that may join (scaling.go)
 	joined []deploy.ProcessInfo
+
+	stream   ResourceStreamer // a deployment that reports samples itself (resources_stream.go)
+	streamed map[string]bool  // the processes it reported, by name
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
@@ -61,6 +66,11 @@ func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
 	rs.mu.Lock()
 	rs.zero = zero
 	rs.mu.Unlock()
+	if rs.stream != nil {
+		go rs.stream.StreamResources(ctx, func(p deploy.ProcessInfo, at time.Time, u deploy.Usage) {
+			rs.addStreamed(ctx, p, at, u)
+		})
+	}
 	go func() {
 		t := time.NewTicker(rs.interval)
 		defer t.Stop()
@@ -97,18 +107,7 @@ func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 		if err != nil {
 			continue // exited: the run records why elsewhere
 		}
-		row := ResourceRow{
-			Process:  p.Process.Name,
-			Role:     p.Process.Role,
-			PID:      int64(p.Process.PID),
-			CPUS:     u.CPUSeconds,
-			RSSBytes: u.RSSBytes,
-		}
-		if c := u.Cgroup; c != nil {
-			periods, throttled, mem, ts := int64(c.Periods), int64(c.ThrottledPeriods), c.MemoryBytes, c.ThrottledSeconds
-			row.CFSPeriods, row.ThrottledPeriods, row.CgroupMemBytes, row.ThrottledS = &periods, &throttled, &mem, &ts
-		}
-		rows = append(rows, row)
+		rows = append(rows, rowOf(p.Process, u))
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
@@ -118,11 +117,31 @@ func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 	rs.rows = append(rs.rows, rows...)
 }
 
-// Rows returns the samples so far.
+// rowOf is process p's row for reading u; its time is the caller's.
+func rowOf(p deploy.ProcessInfo, u deploy.Usage) ResourceRow {
+	row := ResourceRow{
+		Process:  p.Name,
+		Role:     p.Role,
+		PID:      int64(p.PID),
+		CPUS:     u.CPUSeconds,
+		RSSBytes: u.RSSBytes,
+	}
+	if c := u.Cgroup; c != nil {
+		periods, throttled, mem, ts := int64(c.Periods), int64(c.ThrottledPeriods), c.MemoryBytes, c.ThrottledSeconds
+		row.CFSPeriods, row.ThrottledPeriods, row.CgroupMemBytes, row.ThrottledS = &periods, &throttled, &mem, &ts
+	}
+	return row
+}
+
+// Rows returns the samples so far, in time order. A streamed sample
+// (resources_stream.go) arrives after the ticks that followed its time;
+// the sort is stable, so each process's rows keep their order.
 func (rs *ResourceSampler) Rows() []ResourceRow {
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return append([]ResourceRow(nil), rs.rows...)
+	rows := slices.Clone(rs.rows)
+	slices.SortStableFunc(rows, func(a, b ResourceRow) int { return cmp.Compare(a.TS, b.TS) })
+	return rows
 }
 
 // WriteParquet writes the samples as resources.parquet.

@@ -313,6 +313,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		rf.Processes = append(rf.Processes, s.Process)
 	}
 	sampler := NewResourceSampler(sampled, time.Second)
+	sampler.Stream(dep)
 	gens := newGenerators(iso)
 	if autoscaled(dep) || pr.Load.GeneratorCount() > 1 {
 		sampler.Follow(gens.follow(dep, autoscaled(dep)))

@@ -193,6 +193,8 @@ type Deployment struct {
 
 	stopOnce sync.Once
 	stopErr  error
+
+	sampling podSampling // what StreamResources read (resources.go)
 }
 
 // ID implements deploy.Deployment.
@@ -230,9 +232,9 @@ func (dep *Deployment) CurlExamples() []string {
 	return []string{fmt.Sprintf("kubectl -n %s port-forward service/%s %d  # then call http://127.0.0.1:%d", dep.ns, strings.SplitN(dep.serviceHost(dep.topo.Entry), ".", 2)[0], GatewayPort, GatewayPort)}
 }
 
-// Processes has none: pods are not processes of this machine, and their
-// resources come from the metrics API (RunLoad's report says when the
-// cluster has none).
+// Processes has none: pods are not processes of this machine; their
+// resources come from the metrics API (StreamResources), and ResourceNote
+// says why when they do not.
 func (dep *Deployment) Processes() []deploy.Process { return nil }
 
 // Exited implements deploy.Deployment; pods that fail are the cluster's

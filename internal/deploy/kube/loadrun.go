@@ -55,7 +55,9 @@ func (dep *Deployment) RunLoad(ctx context.Context, cfg load.Config, opts load.O
 	if err != nil {
 		return nil, fmt.Errorf("kube: merge the generators' results: %w", err)
 	}
-	res.Warnings = append(res.Warnings, dep.ResourceNote())
+	if note := dep.ResourceNote(); note != "" {
+		res.Warnings = append(res.Warnings, note)
+	}
 	return res, nil
 }
 
@@ -138,29 +140,3 @@ func (dep *Deployment) collect(ctx context.Context, job string, n int) ([]string
 	slices.Sort(dirs)
 	return dirs, nil
 }
-
-// ResourceNotePrefix starts ResourceNote's warning: the report collects
-// the warnings with it into one line per experiment, as the cluster, not
-// the run, lacks the samples.
-const ResourceNotePrefix = "resources: "
-
-// ResourceNote is run.json's warning that the run's resources.parquet has
-// no samples of the pods, and why: whether the cluster serves the metrics
-// API (metrics.k8s.io, e.g. metrics-server). The local deployer samples
-// each process's CPU and memory; pods are not processes of this machine.
-func (dep *Deployment) ResourceNote() string {
-	const none = ResourceNotePrefix + "no CPU or memory samples of the pods in resources.parquet (CPU per request is not reported): "
-	groups, err := dep.client.Typed.Discovery().ServerGroups()
-	if err != nil {
-		return none + "cannot tell whether the cluster serves the metrics API: " + apiError(dep.client, "discovery", err).Error()
-	}
-	for _, g := range groups.Groups {
-		if g.Name == metricsGroup {
-			return none + "the cluster serves the metrics API (" + metricsGroup + "), but the kube deployer does not sample it yet"
-		}
-	}
-	return none + "the cluster serves no metrics API (" + metricsGroup + ", e.g. metrics-server)"
-}
-
-// metricsGroup is the API group of the resource metrics API.
-const metricsGroup = "metrics.k8s.io"
