@@ -139,9 +139,16 @@ type process struct {
 	c    *child.Child
 }
 
+// Options changes what Start starts.
+type Options struct {
+	// NoMetrics starts no metrics-server even where it is built, for a
+	// test of a cluster without the metrics API beside one with it.
+	NoMetrics bool
+}
+
 // Start starts a control plane with nodes kwok nodes and returns once the
 // nodes are Ready and the controllers run. On error nothing is left.
-func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
+func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error) {
 	tools, err := ToolsDir()
 	if err != nil {
 		return nil, err
@@ -258,6 +265,10 @@ func Start(ctx context.Context, nodes int) (_ *Cluster, err error) {
 	}
 	if err := c.waitReady(ctx); err != nil {
 		return nil, err
+	}
+	if opts.NoMetrics {
+		c.NoMetrics = "no metrics API: started with kubetest.Options.NoMetrics"
+		return c, nil
 	}
 	if err := c.startMetrics(ctx, ports[4]); err != nil {
 		return nil, err

@@ -170,7 +170,7 @@ func TestNoRBACForbidden(t *testing.T) {
 func TestStopLeavesNothing(t *testing.T) {
 	Get(t)
 	t.Parallel() // beside TestMetricsAPI's wait
-	c, err := Start(context.Background(), 1)
+	c, err := Start(context.Background(), 1, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

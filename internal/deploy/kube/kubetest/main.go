@@ -25,7 +25,7 @@ const Nodes = 2
 // code. Without the binaries (ErrNoTools) the tests that call Get skip,
 // saying how to build them; with ToolsEnv set, a missing binary fails.
 func Main(m *testing.M) int {
-	c, err := Start(context.Background(), Nodes)
+	c, err := Start(context.Background(), Nodes, Options{})
 	switch {
 	case errors.Is(err, ErrNoTools):
 		skip = err.Error()
