@@ -1,7 +1,8 @@
 // Package e2e holds the kube deployer's tests against a real control plane
 // (internal/deploy/kube/kubetest): apply of a rendered design point,
 // rollout on kwok's nodes, the HPA, the load Job and Istio's resources
-// accepted, and the namespace deleted after success, failure and kill -9.
+// accepted, the pods' resource samples read through the metrics API, and
+// the namespace deleted after success, failure and kill -9.
 // They live apart from package kube so that its other tests need no
 // cluster.
 package e2e
