@@ -76,30 +76,31 @@ func TestPodResourceSamples(t *testing.T) {
 	zero := time.Now()
 	rs.Start(sctx, zero)
 
-	// everySampled waits until every running host pod has two samples.
-	everySampled := func(what string) map[string]corev1.Pod {
+	// everySampled waits until every running host pod has n samples.
+	everySampled := func(what string, n int) map[string]corev1.Pod {
 		t.Helper()
 		for {
 			pods := hostPods(ctx, t, c, ns)
 			rows := byProcess(rs.Rows())
 			var missing []string
 			for name := range pods {
-				if len(rows[name]) < 2 {
+				if len(rows[name]) < n {
 					missing = append(missing, name)
 				}
 			}
 			if len(missing) == 0 {
-				t.Logf("%s: two samples of each of %d host pods after %s", what, len(pods), time.Since(zero).Round(time.Millisecond))
+				t.Logf("%s: %d samples of each of %d host pods after %s", what, n, len(pods), time.Since(zero).Round(time.Millisecond))
 				return pods
 			}
 			select {
 			case <-ctx.Done():
-				t.Fatalf("%s: pods %v without two samples after %s; metrics-server:\n%s", what, missing, time.Since(zero).Round(time.Second), c.Log("metrics-server"))
+				t.Fatalf("%s: pods %v without %d samples after %s; metrics-server:\n%s", what, missing, n, time.Since(zero).Round(time.Second), c.Log("metrics-server"))
 			case <-time.After(time.Second):
 			}
 		}
 	}
-	before := everySampled("as deployed")
+	// The pods' first samples, then a pod added while sampling goes on.
+	before := everySampled("as deployed", 1)
 
 	// One more replica of hop1, as an HPA would add it.
 	scale, err := c.Client.AppsV1().Deployments(ns).GetScale(ctx, "hop1", metav1.GetOptions{})
@@ -111,17 +112,26 @@ func TestPodResourceSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	scaledAt := time.Now()
-	after := everySampled("after scaling hop1")
-	stop()
-
 	var added []string
-	for name, p := range after {
-		if _, ok := before[name]; !ok && p.Labels[kube.LabelGroup] == "hop1" {
-			added = append(added, name)
+	for len(added) == 0 {
+		for name, p := range hostPods(ctx, t, c, ns) {
+			if _, ok := before[name]; !ok && p.Labels[kube.LabelGroup] == "hop1" {
+				added = append(added, name)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no hop1 pod running after scaling it to 2")
+		case <-time.After(200 * time.Millisecond):
 		}
 	}
+	after := everySampled("after scaling hop1", 2)
+	stop()
 	if len(added) != 1 {
 		t.Fatalf("hop1 pods added by scaling: %v, want one", added)
+	}
+	for name, rr := range byProcess(rs.Rows()) {
+		t.Logf("%s: %d samples, the first at t_s %.1f (cpu_s %.3f), the last at %.1f (cpu_s %.3f)", name, len(rr), rr[0].TS, rr[0].CPUS, rr[len(rr)-1].TS, rr[len(rr)-1].CPUS)
 	}
 	rows := byProcess(rs.Rows())
 	if first := rows[added[0]][0].TS; first < scaledAt.Sub(zero).Seconds()-1 {
