@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -37,12 +38,16 @@ type podSampling struct {
 // it removes stop having samples. Without the metrics API it returns at
 // once, and ResourceNote says so.
 func (dep *Deployment) StreamResources(ctx context.Context, emit func(p deploy.ProcessInfo, at time.Time, u deploy.Usage)) {
-	if serves, err := dep.servesMetrics(); err != nil || !serves {
+	serves, err := dep.servesMetrics()
+	if err != nil {
+		dep.sampling.failed(err)
+	}
+	if !serves {
 		return
 	}
 	mc, err := metricsclient.NewForConfig(dep.client.Config)
 	if err != nil {
-		dep.sampling.failed(err)
+		dep.sampling.failed(fmt.Errorf("metrics API client: %w", err))
 		return
 	}
 	counters := map[string]*podCounter{}
