@@ -6,11 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
@@ -62,24 +63,18 @@ type nginxProc struct {
 // own directory there. nginx workers overwrite their environment with
 // their process title, so the marker of processesWithEnv cannot find them.
 func nginxUnder(tmp string) []nginxProc {
-	entries, _ := os.ReadDir("/proc")
+	procs, _ := procfs.AllProcs()
 	var out []nginxProc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+	for _, p := range procs {
+		cwd, err := p.Cwd()
 		if err != nil || !strings.HasPrefix(cwd, tmp+"/") {
 			continue
 		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil || isZombie(st) || !strings.Contains(string(st), "(nginx)") {
+		st, err := p.Stat()
+		if err != nil || st.Comm != "nginx" || st.State == "Z" {
 			continue
 		}
-		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
-		ppid, _ := strconv.Atoi(f[1])
-		out = append(out, nginxProc{pid: pid, ppid: ppid})
+		out = append(out, nginxProc{pid: p.PID, ppid: st.PPID})
 	}
 	return out
 }
