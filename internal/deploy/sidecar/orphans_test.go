@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,5 +184,55 @@ func TestKillOrphans(t *testing.T) {
 	}
 	if got := KillOrphans(dead); len(got) != 0 {
 		t.Errorf("a second KillOrphans killed %+v", got)
+	}
+}
+
+// TestOneProcessKinds: the kinds that DeathSignal gives SIGKILL run as one
+// process, threads and all, so that signal leaves nothing of them; nginx,
+// which forks its worker, is the kind that Forks names.
+func TestOneProcessKinds(t *testing.T) {
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			k, _ := Lookup(name)
+			bin := binaryOrSkip(t, k)
+			port, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := Config{Name: "t." + name, Protocol: HTTP1, Dir: t.TempDir(), Threads: 2, Listeners: []Listener{
+				{Name: "out_0_x", Port: port, Upstreams: []string{"127.0.0.1:1"}, Component: "x"},
+			}}
+			path, err := Write(k, c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(bin, k.Args(path, c)...)
+			cmd.Dir = c.Dir
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: DeathSignal(k)}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); _ = cmd.Wait() })
+			for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+					c.Close()
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s does not listen on %d after 20 s", name, port)
+				}
+			}
+			// nginx's master listens before it forks its worker: give a
+			// child a moment to show.
+			var kids []int
+			for deadline := time.Now().Add(time.Second); time.Now().Before(deadline) && len(kids) == 0; time.Sleep(20 * time.Millisecond) {
+				if kids, err = workers(cmd.Process.Pid); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if Forks(k) != (len(kids) > 0) {
+				t.Errorf("%s runs with children %v, but Forks says %t", name, kids, Forks(k))
+			}
+		})
 	}
 }
