@@ -170,12 +170,13 @@ test-go: test-timed test-kube test-cli test-rest test-fuzz
 # time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
 # 0.05 core, emulated link latency and jitter (TIMED_PKGS), and in
 # cmd/svclab a capacity found within 15%, the window's host timer, fault
-# windows timed to a few hundred ms and per-second error shares (TIMED_CLI). The other CLI tests
+# windows timed to a few hundred ms, per-second error shares, and several
+# generators' summed rate within 1% (TIMED_CLI). The other CLI tests
 # mostly wait on runs and run four at once (t.Parallel), beside the other
 # packages, two at a time, and the Python tests.
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
-TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunSidecarDiesMidRun)$$
+TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun)$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
