@@ -120,7 +120,8 @@ def build(a: Analysis) -> Document:
                      num(r.error_rate_pct), str(int(r.n))])
     s.blocks.append(Table(
         ["rank", *a.cfg_headers(),
-         f"mean ({u})" if a.metric.startswith("mean") else f"mean {a.metric.removesuffix('_ms')} ({u})",
+         f"mean ({u})" if a.metric.startswith("mean")
+         else f"mean {a.metric.removesuffix('_ms')} ({u})",
          f"{conf}% CI ({u})", f"median ({u})", f"median ÷ best (×, {conf}% CI)",
          "errors (%)", "runs"],
         rows, caption=f"Operation {a.operation!r}. One value per run; the CI of the mean is "
