@@ -362,13 +362,28 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
-	faults := startFaults(lctx, dep, pr.Runtime.Faults, measureStart, p.Duration)
+	// Faults are timed from the measurement's start, which a generator in
+	// this process reports once its warm-up (by time or by calls) is over;
+	// generator processes and pods warm up for load.warmup exactly.
+	measuring := make(chan time.Time, 1)
+	opt := load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()}
+	if inside == nil && cfg.GeneratorCount() == 1 {
+		opt.Measuring = func(t time.Time) {
+			select {
+			case measuring <- t:
+			default:
+			}
+		}
+	} else {
+		measuring <- measureStart
+	}
+	faults := startFaults(lctx, dep, pr.Runtime.Faults, measuring, p.Duration)
 	var res *load.Result
 	var lerr error
 	if inside != nil {
 		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
 	} else {
-		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()})
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, opt)
 	}
 	cancelLoad()
 	<-watchDone
