@@ -18,8 +18,8 @@ import (
 // nginx's workers outlive their master: they do not watch it, and a
 // SIGKILL of the master leaves them running, reparented to init. SIGTERM
 // is nginx's fast shutdown instead: the master passes it on to its
-// workers, SIGKILLs those still there after about a second, and exits once
-// they are gone. Every other program is one process (Envoy, HAProxy with
+// workers, SIGKILLs those still there after 1.5 s, and exits once they
+// are gone. Every other program is one process (Envoy, HAProxy with
 // -db), which SIGKILL ends at once.
 func DeathSignal(k Kind) syscall.Signal {
 	if Forks(k) {
@@ -38,9 +38,9 @@ type Orphan struct {
 
 // KillOrphans ends the nginx processes still running in dir, the temp
 // directory of a svclab that is dead, and returns their groups. It is the
-// fallback of DeathSignal, for a master that could not act on it (stopped,
-// or killed with -9 itself): the next svclab to start calls it before it
-// removes a dead owner's directory.
+// fallback of DeathSignal, for a master that could not act on it (killed
+// with -9 itself, by the OOM killer say): the next svclab to start calls it
+// before it removes a dead owner's directory.
 //
 // nginx rewrites its processes' command lines and environments, so what
 // identifies one of svclab's is where it runs: every nginx svclab starts
@@ -77,9 +77,14 @@ func KillOrphans(dir string) []Orphan {
 	return out
 }
 
+// nginxPIDFile is where, in its proxy's directory, nginx's master writes
+// its PID: for a reload (Update) and to know its processes again
+// (KillOrphans).
+const nginxPIDFile = "nginx.pid"
+
 // masterPID reads the PID nginx's master wrote to the pid file in dir.
 func masterPID(dir string) (int, error) {
-	path := filepath.Join(dir, "nginx.pid")
+	path := filepath.Join(dir, nginxPIDFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, fmt.Errorf("the master's pid: %w", err)
