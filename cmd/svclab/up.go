@@ -81,11 +81,11 @@ func factorNote(s *spec.Spec) string {
 		}
 		v := "its default"
 		if x, ok := s.Lookup(f.Name); ok {
-			v = fmt.Sprint(x)
+			v = spec.FormatValue(x)
 		}
 		levels := make([]string, len(f.Levels))
 		for i, l := range f.Levels {
-			levels[i] = fmt.Sprint(l)
+			levels[i] = spec.FormatValue(l)
 		}
 		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, strings.Join(levels, ", ")))
 	}
