@@ -98,6 +98,10 @@ var ErrInterrupted = errors.New("experiment interrupted")
 // does; the committed runs are kept and --resume continues.
 var ErrThresholdAbort = errors.New("threshold broken with abort_on_fail")
 
+// ErrResumeMismatch is returned by a resume whose spec, overrides or plan
+// differ from the experiment's: the user's input, found before any run.
+var ErrResumeMismatch = errors.New("cannot resume")
+
 // Execute runs (or resumes) the experiment a spec describes and returns where
 // its results are.
 func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) {
@@ -115,10 +119,10 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		var err error
 		st, ef, err = OpenStore(opts.ResumeDir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrResumeMismatch, err)
 		}
 		if got := SpecHash(s); got != ef.SpecSHA256 {
-			return nil, fmt.Errorf("%s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
+			return nil, fmt.Errorf("%w: %s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", ErrResumeMismatch, s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
 		}
 		seed = ef.Seed
 		if committed, err = st.Committed(); err != nil {
@@ -129,7 +133,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 			return nil, err
 		}
 		if err := samePlan(p, ef); err != nil {
-			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
+			return nil, fmt.Errorf("%w %s: %w", ErrResumeMismatch, st.Dir, err)
 		}
 		iso, err := DecideIsolation(s, logw)
 		if err != nil {
