@@ -100,6 +100,7 @@ type nginxRun struct {
 	tmp, spec, mark string
 	cmd             *exec.Cmd
 	stderr          *strings.Builder
+	killed          time.Time
 }
 
 // startNginxRun starts `svclab run` with the given [deploy] lines and its
@@ -147,6 +148,7 @@ func (r *nginxRun) kill(t *testing.T) {
 	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	r.killed = time.Now()
 	_ = r.cmd.Wait()
 	waitNoProcesses(t, r.mark, 5*time.Second)
 }
@@ -157,6 +159,7 @@ func (r *nginxRun) waitNoNginx(t *testing.T, d time.Duration, after string) {
 	for end := time.Now().Add(d); ; time.Sleep(20 * time.Millisecond) {
 		left := nginxUnder(r.tmp)
 		if len(left) == 0 {
+			t.Logf("no nginx %s, %s after the kill", after, time.Since(r.killed).Round(time.Millisecond))
 			return
 		}
 		if time.Now().After(end) {
