@@ -128,6 +128,19 @@ def test_single_configuration(tmp_path: Path) -> None:
     assert "Nothing to compare" in md
 
 
+def test_answer_reads_for_one_run_of_a_mean(tmp_path: Path) -> None:
+    # One run per configuration has no interval, and mean latency is
+    # already a mean: the answer says both plainly.
+    root = make_results(tmp_path / "one-run", reps=1, failed_cell=None, samples=False)
+    build_report(root, metric="mean")
+    md = (root / "report.md").read_text()
+    answer = md.split("## The answer", 1)[1].split("\n|", 1)[0]
+    assert "has the lowest mean latency: **" in answer
+    assert "(1 run, no interval)" in answer
+    assert "mean mean" not in md
+    assert "| mean (ms) |" in md
+
+
 @pytest.mark.parametrize("metric", ["throughput_rps", "rps", "cpu_s_per_1k", "error_rate"])
 def test_other_headline_metrics(results_dir: Path, tmp_path: Path, metric: str) -> None:
     build_report(results_dir, out=tmp_path, metric=metric)

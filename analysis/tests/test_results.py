@@ -126,3 +126,12 @@ def test_empty_operation_has_no_latency(tmp_path: Path) -> None:
 ])
 def test_num_bands_follow_the_printed_value(value: float, want: str) -> None:
     assert num(value) == want
+
+
+@pytest.mark.parametrize("tie", [36.75, 18.75, 0.125, 2.5])
+def test_num_prints_a_tie_alike_from_either_side(tie: float) -> None:
+    # Two CPUs' BLAS kernels can land a hair either side of an exact tie.
+    below, above = tie * (1 - 4e-16), tie * (1 + 4e-16)
+    assert below < tie < above
+    assert num(below) == num(tie) == num(above)
+    assert num(below, 3) == num(above, 3)

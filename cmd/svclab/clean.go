@@ -12,6 +12,7 @@ import (
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -26,7 +27,7 @@ func init() {
 		if cmd.Hidden || cmd.Name() == "clean" {
 			return nil
 		}
-		if _, err := tempdir.Sweep(""); err != nil {
+		if _, _, err := sweepTemp(); err != nil {
 			fmt.Fprintln(cmd.ErrOrStderr(), "svclab: warning:", err)
 		}
 		if _, err := backing.Sweep(); err != nil {
@@ -53,7 +54,8 @@ behind, and lists it:
 
   - in $TMPDIR, each process's directory svclab-PID-*/ (deployments' unix
     sockets and control sockets, the load generator's HDR logs) whose owner
-    process is dead;
+    process is dead, after killing the nginx processes (sidecars' workers)
+    still running in it;
   - in each RESULTS_DIR given (an experiment's results directory, or a
     directory of them such as results/), the runs in flight runs/.tmp-ID/
     whose svclab is dead; svclab run --resume does this too;
@@ -88,9 +90,12 @@ when it starts; clean does it on demand.`,
 }
 
 func clean(w io.Writer, resultsDirs []string) error {
-	removed, err := tempdir.Sweep("")
+	removed, killed, err := sweepTemp()
 	errs := []error{err}
 	n := len(removed)
+	for _, k := range killed {
+		fmt.Fprintf(w, "killed nginx, process group %d, still running in %s\n", k.PGID, k.Dir)
+	}
 	dbs, err := backing.Sweep()
 	errs = append(errs, err)
 	n += len(dbs)
@@ -131,6 +136,19 @@ func clean(w io.Writer, resultsDirs []string) error {
 		fmt.Fprintln(w, "nothing to clean")
 	}
 	return errors.Join(errs...)
+}
+
+// sweepTemp removes the process directories in $TMPDIR whose svclab is
+// dead, after killing the nginx processes still running in them: the
+// proxies' workers, which outlive their master when it could not act on
+// its parent-death signal (sidecar.DeathSignal).
+func sweepTemp() ([]tempdir.Removed, []sidecar.Orphan, error) {
+	var killed []sidecar.Orphan
+	removed, err := tempdir.SweepPrefix("", tempdir.Prefix, func(dir string) int {
+		killed = append(killed, sidecar.KillOrphans(dir)...)
+		return 0
+	})
+	return removed, killed, err
 }
 
 // experiments returns dir when it is an experiment's results directory,

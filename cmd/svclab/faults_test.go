@@ -256,3 +256,51 @@ seed = 1
 		t.Errorf("one replica: %.1f%% errors after the kill, want all", 100*e)
 	}
 }
+
+// TestRunFaultAfterWarmupCalls: a fault is timed from the measurement's
+// start, which a warm-up by calls moves: 100 calls end the warm-up long
+// before its 30 s bound, and the kill at 1 s lands 1 s into the window,
+// not 1 s after the bound (when the run is long over).
+func TestRunFaultAfterWarmupCalls(t *testing.T) {
+	t.Parallel()
+	const src = `
+[app]
+name = "chain"
+[deploy]
+placement = "split"
+[deploy.faults.kill]
+target = "hop2"
+start = "1s"
+replica = 0
+[load]
+rate = 50
+warmup = "30s"
+warmup_calls = 100
+warmup_users = 2
+duration = "3s"
+[experiment]
+name = "f"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.replicas.hop2" = [1, 2]
+`
+	runs := runFaults(t, src, "deploy.replicas.hop2")
+	for level, r := range runs {
+		if r.file.Status != "ok" {
+			t.Fatalf("replicas=%s: run %s: %s", level, r.file.Status, r.file.Reason)
+		}
+		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "kill" || r.file.Faults[0].Error != "" {
+			t.Fatalf("replicas=%s: faults %+v, want the kill", level, r.file.Faults)
+		}
+		if from := r.file.Faults[0].FromS; from < 0.9 || from > 1.5 {
+			t.Errorf("replicas=%s: the kill acted %.3f s into the window, want 1 s", level, from)
+		}
+		if e := r.errorShare(0, 1); e > 0.01 {
+			t.Errorf("replicas=%s: %.1f%% errors before the kill", level, 100*e)
+		}
+	}
+	if e := runs["1"].errorShare(2, 3); e < 0.99 {
+		t.Errorf("one replica: %.1f%% errors in the window's third second, after the kill, want all", 100*e)
+	}
+}

@@ -155,7 +155,7 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	for _, r := range p.Runs {
 		row := []string{fmt.Sprint(r.Index), r.ID, fmt.Sprint(r.Repetition)}
 		for _, f := range d.Factors {
-			row = append(row, fmt.Sprint(r.Levels[f.Name]))
+			row = append(row, spec.FormatValue(r.Levels[f.Name]))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -208,7 +208,7 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 	for i, pt := range d.Points {
 		row := []string{fmt.Sprintf("  %d", i+1)}
 		for fi, li := range pt {
-			row = append(row, fmt.Sprint(d.Factors[fi].Levels[li]))
+			row = append(row, spec.FormatValue(d.Factors[fi].Levels[li]))
 		}
 		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(runs[fmt.Sprint(pt)], ",")), "\t"))
 	}
@@ -218,7 +218,7 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 func formatLevels(levels []any) string {
 	s := make([]string, len(levels))
 	for i, l := range levels {
-		s[i] = fmt.Sprint(l)
+		s[i] = spec.FormatValue(l)
 	}
 	return "{" + strings.Join(s, ", ") + "}"
 }

@@ -80,6 +80,9 @@ DIR), and exits 0, unless --report asked for the report.`,
 				}
 			}
 			if err != nil {
+				if errors.Is(err, experiment.ErrResumeMismatch) {
+					return usageError{err}
+				}
 				if errors.Is(err, experiment.ErrThresholdAbort) && out != nil && out.Dir != "" {
 					return exitError{exitThresholds, resumeError(err, out.Dir, args[0], sets)}
 				}

@@ -210,7 +210,7 @@ func TestRunKilledAndResumed(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, stderr, code = svclab(t, ctx, nil, "run", "--no-report", "--resume", expDir, specPath)
-	if code == 0 || !strings.Contains(stderr, "have changed since the experiment") {
+	if code != 2 || !strings.Contains(stderr, "have changed since the experiment") {
 		t.Errorf("resume with an edited spec: exit %d, %s", code, stderr)
 	}
 }

@@ -25,25 +25,24 @@ func TestRunScaling(t *testing.T) {
 	const src = `
 [app]
 name = "chain"
+payload = "large"
 
-# hop3's utilization is measured against its 0.1-core limit: 50 small
-# calls a second use several percent of it on any machine, so it scales up
-# at once, while the chain stays far below capacity beside other tests
-# (100 large calls a second timed out every call there).
+# 30 large calls a second cost hop3 2-4% of a core (CPU is read in 10 ms
+# ticks, so a 500 ms period sees it), above its 1% target, while the
+# chain stays far below capacity beside other tests (100 a second timed
+# out every call there).
 [deploy]
 placement = "split"
-[deploy.resources.hop3]
-cpu = 0.1
 [deploy.autoscale.hop3]
 min = 1
 max = 2
 cpu_target = 1
-sync_period = "200ms"
+sync_period = "500ms"
 
 [load]
-rate = 50
+rate = 30
 warmup = "200ms"
-duration = "1s"
+duration = "3s"
 
 [experiment]
 name = "sc"
@@ -93,8 +92,8 @@ seed = 1
 		if err != nil {
 			t.Fatal(err)
 		}
-		// 1.2 s of load at one decision per 200 ms.
-		if len(rows) < 4 {
+		// 3.2 s of load at one decision per 500 ms.
+		if len(rows) < 5 {
 			t.Errorf("%s: %d decisions in scaling.parquet", run, len(rows))
 		}
 		up := false

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,6 +11,7 @@ import (
 	_ "github.com/svclab/svclab/apps/all" // apps a spec may name
 	"github.com/svclab/svclab/internal/deploy"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
+	"github.com/svclab/svclab/internal/spec"
 )
 
 var upFlags struct {
@@ -30,7 +33,8 @@ period). There is no "svclab down": the processes live only as long as "up",
 and die with it even when it is killed with -9 (see docs/DEPLOY.md).
 
 The spec's [app] and [deploy] tables are used; [load] and [experiment] are
-ignored. Factors are not expanded: up deploys the spec as written.`,
+ignored. Factors are not expanded: up deploys the spec as written, and
+says which value of each factor's key that is; --set picks a level.`,
 	Example: `  svclab up experiments/chain.toml
   svclab up -v experiments/select.toml     # also show the processes' logs
   svclab up --set deploy.placement=monolith --set deploy.transport=http experiments/chain.toml`,
@@ -39,6 +43,9 @@ ignored. Factors are not expanded: up deploys the spec as written.`,
 		s, err := loadSpec(args[0], upFlags.sets)
 		if err != nil {
 			return err
+		}
+		if note := factorNote(s); note != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), note)
 		}
 		deployer, topo, err := deploy.Resolve(s)
 		if err != nil {
@@ -61,4 +68,30 @@ func init() {
 	upCmd.Flags().DurationVar(&upFlags.timeout, "timeout", 0, "how long to wait for readiness (default: deploy.start_timeout, 20s)")
 	addSetFlag(upCmd, &upFlags.sets)
 	rootCmd.AddCommand(upCmd)
+}
+
+// factorNote says, for a spec with factors, which value of each factor's
+// key up deploys (the spec's own, or the default), so that no one takes
+// the variant running for one of the levels they listed.
+func factorNote(s *spec.Spec) string {
+	var parts []string
+	for _, f := range s.Experiment.Factors {
+		if !strings.HasPrefix(f.Name, "app.") && !strings.HasPrefix(f.Name, "deploy.") {
+			continue // up deploys; it sends no load
+		}
+		v := "its default"
+		if x, ok := s.Lookup(f.Name); ok {
+			v = spec.FormatValue(x)
+		}
+		levels := make([]string, len(f.Levels))
+		for i, l := range f.Levels {
+			levels[i] = spec.FormatValue(l)
+		}
+		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, strings.Join(levels, ", ")))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "note: up deploys the spec as written, not its factors' levels: " + strings.Join(parts, "; ") +
+		". Pick a level with --set KEY=VALUE."
 }

@@ -5,6 +5,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -26,7 +27,7 @@ func Plot(f *File, path string) error {
 	p.X.Label.Text = "offered load (requests/s); filled: step passed, hollow: step failed"
 	p.Y.Label.Text = "latency (ms, from the intended send)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	p.X.Tick.Marker, p.Y.Tick.Marker = logTicks{}, logTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
 	p.Legend.Left = true
@@ -145,4 +146,44 @@ func sloLines(f *File) []limit {
 		}
 	}
 	return out
+}
+
+// logTicks marks a log axis at 1, 2 and 5 or at every digit of each decade
+// when powers of ten alone would label fewer than three ticks: a search
+// between 200 and 900 requests/s spans no power of ten, and plot.LogTicks
+// would leave that axis without a number.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return nil
+	}
+	first, last := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	marks := func(labelled []int) ([]plot.Tick, int) {
+		var ticks []plot.Tick
+		n := 0
+		for k := first; k <= last; k++ {
+			for m := 1; m <= 9; m++ {
+				v := float64(m) * math.Pow(10, float64(k))
+				if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+					continue
+				}
+				t := plot.Tick{Value: v}
+				if slices.Contains(labelled, m) {
+					t.Label = strconv.FormatFloat(v, 'f', -1, 64)
+					n++
+				}
+				ticks = append(ticks, t)
+			}
+		}
+		return ticks, n
+	}
+	var ticks []plot.Tick
+	for _, labelled := range [][]int{{1}, {1, 2, 5}, {1, 2, 3, 4, 5, 6, 7, 8, 9}} {
+		var n int
+		if ticks, n = marks(labelled); n >= 3 {
+			break
+		}
+	}
+	return ticks
 }

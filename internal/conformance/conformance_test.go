@@ -233,12 +233,13 @@ func testNoStall(t *testing.T, f *fixture) {
 			lat = append(lat, time.Since(start))
 		}
 	}
-	// The stall is a floor under every call, so the lower quartile shows
-	// it; the median also moved with CPU taken by other tests (27 ms of
-	// calls mostly at 15 ms, with make test's packages side by side).
+	// The stall is a floor under every call, so the fastest calls show
+	// it; the quartiles move with CPU taken by other tests (a lower
+	// quartile of 37 ms over a fastest call of 25 ms, with make test's
+	// packages side by side).
 	slices.Sort(lat)
-	if p25 := lat[len(lat)/4]; p25 > limit {
-		t.Errorf("lower quartile of %d sequential calls through the frontend: %s, want under %s (all: %v)", len(lat), p25, limit, lat)
+	if p10 := lat[len(lat)/10]; p10 > limit {
+		t.Errorf("10th percentile of %d sequential calls through the frontend: %s, want under %s (all: %v)", len(lat), p10, limit, lat)
 	}
 }
 

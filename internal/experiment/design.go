@@ -258,7 +258,7 @@ func sortEffects(e []string) {
 func (d *Design) Describe(p Point) string {
 	parts := make([]string, len(p))
 	for i, li := range p {
-		parts[i] = fmt.Sprintf("%s=%v", d.Factors[i].Name, d.Factors[i].Levels[li])
+		parts[i] = d.Factors[i].Name + "=" + spec.FormatValue(d.Factors[i].Levels[li])
 	}
 	return strings.Join(parts, " ")
 }

@@ -45,16 +45,39 @@ type faultEvent struct {
 	err                   error
 }
 
-// startFaults injects faults in the measurement that starts at start and
-// lasts d: each fault in a goroutine of its own that walks its windows, so
-// one fault's windows never overlap and different faults may.
-func startFaults(ctx context.Context, dep deploy.Deployment, faults []runtime.Fault, start time.Time, d time.Duration) *faultRun {
+// startFaults injects faults in the measurement that starts at the time
+// start delivers and lasts d: each fault in a goroutine of its own that
+// walks its windows, so one fault's windows never overlap and different
+// faults may. The start comes over a channel because a warm-up by calls
+// ends when its calls are done, which no one knows in advance.
+func startFaults(ctx context.Context, dep deploy.Deployment, faults []runtime.Fault, start <-chan time.Time, d time.Duration) *faultRun {
 	ctx, cancel := context.WithCancel(ctx)
 	fr := &faultRun{cancel: cancel}
+	if len(faults) == 0 {
+		return fr
+	}
+	var (
+		once  sync.Once
+		begin time.Time
+		ok    bool
+	)
+	waitStart := func() bool {
+		once.Do(func() {
+			select {
+			case begin, ok = <-start:
+			case <-ctx.Done():
+			}
+		})
+		return ok
+	}
 	for _, f := range faults {
 		fr.wg.Add(1)
 		go func() {
 			defer fr.wg.Done()
+			if !waitStart() {
+				return
+			}
+			start := begin
 			for _, w := range f.Windows(d) {
 				if !sleepUntil(ctx, start.Add(w.From)) {
 					return

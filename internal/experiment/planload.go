@@ -2,6 +2,9 @@ package experiment
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/svclab/svclab/internal/spec"
@@ -17,8 +20,19 @@ func noLoad(s *spec.Spec, err error) error {
 	if !errors.As(err, &se) || (se.Key != "load" && !strings.HasPrefix(se.Key, "load.")) {
 		return err
 	}
-	if _, ok := s.Lookup("load"); ok {
-		return err
+	if t, ok := s.Lookup("load"); ok {
+		if s.Line("load") > 0 {
+			return err
+		}
+		// The file has no [load]: --set flags made one, and the error is
+		// about a key they did not give.
+		var given []string
+		if m, ok := t.(map[string]any); ok {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				given = append(given, "load."+k)
+			}
+		}
+		return fmt.Errorf("%w (the spec has no [load] table and --set gave only %s: give the rest with --set, e.g. --set load.rate=100, or add a [load] table, docs/LOAD.md)", err, strings.Join(given, ", "))
 	}
 	for _, f := range s.Experiment.Factors {
 		if strings.HasPrefix(f.Name, "load.") {

@@ -16,15 +16,23 @@ func TestPlanWithoutLoad(t *testing.T) {
 	tests := []struct {
 		name, src string
 		want      string
+		sets      []string
 	}{
-		{"no [load]", "[app]\nname = \"chain\"\n", "x.toml: the spec has no [load] table, so it can be deployed (svclab up x.toml) but not run or planned"},
-		{"[load] without rate", "[app]\nname = \"chain\"\n[load]\nduration = \"1s\"\n", "x.toml:3: load.rate: must be > 0, got 0"},
-		{"load factor, no table", "[app]\nname = \"chain\"\n[experiment.factors]\n\"load.duration\" = [\"1s\", \"2s\"]\n", "load.rate: must be > 0"},
-		{"no [load], bad deployer first", "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"moon\"\n", "deploy.deployer"},
+		{"no [load]", "[app]\nname = \"chain\"\n", "x.toml: the spec has no [load] table, so it can be deployed (svclab up x.toml) but not run or planned", nil},
+		{"[load] without rate", "[app]\nname = \"chain\"\n[load]\nduration = \"1s\"\n", "x.toml:3: load.rate: must be > 0, got 0", nil},
+		{"load factor, no table", "[app]\nname = \"chain\"\n[experiment.factors]\n\"load.duration\" = [\"1s\", \"2s\"]\n", "load.rate: must be > 0", nil},
+		{"no [load], bad deployer first", "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"moon\"\n", "deploy.deployer", nil},
+		{"no [load], --set of part of one", "[app]\nname = \"chain\"\n",
+			"x.toml: load.rate: must be > 0, got 0 (the spec has no [load] table and --set gave only load.duration, load.warmup: give the rest with --set",
+			[]string{"load.duration=1s", "load.warmup=1s"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := PlanSpec(context.Background(), mustParse(t, tc.src), 1)
+			s, err := spec.Parse("x.toml", []byte(tc.src), tc.sets...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = PlanSpec(context.Background(), s, 1)
 			var se *spec.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("PlanSpec error %v, want a spec error with %q", err, tc.want)

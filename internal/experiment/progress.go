@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // progressEvery is how often a log that is not a terminal (a file, a CI
@@ -158,7 +159,7 @@ func (pg *progress) label() string {
 	sort.Strings(keys)
 	parts := []string{fmt.Sprintf("run %d/%d %s", pg.run.Index, len(pg.plan.Runs), pg.run.ID)}
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s=%v", k[strings.LastIndex(k, ".")+1:], pg.run.Levels[k]))
+		parts = append(parts, k[strings.LastIndex(k, ".")+1:]+"="+spec.FormatValue(pg.run.Levels[k]))
 	}
 	return strings.Join(parts, " ")
 }

@@ -98,6 +98,10 @@ var ErrInterrupted = errors.New("experiment interrupted")
 // does; the committed runs are kept and --resume continues.
 var ErrThresholdAbort = errors.New("threshold broken with abort_on_fail")
 
+// ErrResumeMismatch is returned by a resume whose spec, overrides or plan
+// differ from the experiment's: the user's input, found before any run.
+var ErrResumeMismatch = errors.New("cannot resume")
+
 // Execute runs (or resumes) the experiment a spec describes and returns where
 // its results are.
 func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) {
@@ -115,10 +119,10 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		var err error
 		st, ef, err = OpenStore(opts.ResumeDir)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w: %w", ErrResumeMismatch, err)
 		}
 		if got := SpecHash(s); got != ef.SpecSHA256 {
-			return nil, fmt.Errorf("%s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
+			return nil, fmt.Errorf("%w: %s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", ErrResumeMismatch, s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
 		}
 		seed = ef.Seed
 		if committed, err = st.Committed(); err != nil {
@@ -129,7 +133,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 			return nil, err
 		}
 		if err := samePlan(p, ef); err != nil {
-			return nil, fmt.Errorf("resume %s: %w", st.Dir, err)
+			return nil, fmt.Errorf("%w %s: %w", ErrResumeMismatch, st.Dir, err)
 		}
 		iso, err := DecideIsolation(s, logw)
 		if err != nil {
@@ -363,13 +367,28 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	cfg.Duration = load.Duration(p.Duration)
 	prog.begin(r, "warm-up")
 	measureStart := time.Now().Add(p.Warmup)
-	faults := startFaults(lctx, dep, pr.Runtime.Faults, measureStart, p.Duration)
+	// Faults are timed from the measurement's start, which a generator in
+	// this process reports once its warm-up (by time or by calls) is over;
+	// generator processes and pods warm up for load.warmup exactly.
+	measuring := make(chan time.Time, 1)
+	opt := load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()}
+	if inside == nil && cfg.GeneratorCount() == 1 {
+		opt.Measuring = func(t time.Time) {
+			select {
+			case measuring <- t:
+			default:
+			}
+		}
+	} else {
+		measuring <- measureStart
+	}
+	faults := startFaults(lctx, dep, pr.Runtime.Faults, measuring, p.Duration)
 	var res *load.Result
 	var lerr error
 	if inside != nil {
 		res, lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: prog.update})
 	} else {
-		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, load.Options{Progress: prog.update, HostTimer: floor, Sentinel: hostclock.SentinelExecutable()})
+		res, lerr = gens.runLoad(lctx, pr, dep, cfg, target, opt)
 	}
 	cancelLoad()
 	<-watchDone

@@ -75,9 +75,16 @@ func TestSpawnRate(t *testing.T) {
 
 // TestBottleneckFlag: an open loop asked for far more than it can send is
 // late, and says the generator was the bottleneck. Run refuses such a
-// rate (MaxRate), so the runner is driven directly.
+// rate (MaxRate), so the runner is driven directly. Each call holds a CPU
+// for 20 µs, so 2 million a second need 40 cores: on a quiet machine a
+// no-op target was sent at 2 million a second on time.
 func TestBottleneckFlag(t *testing.T) {
-	tg := &Target{Ops: []Op{noop("noop", 1)}}
+	spin := func(context.Context, *Session) error {
+		for start := time.Now(); time.Since(start) < 20*time.Microsecond; {
+		}
+		return nil
+	}
+	tg := &Target{Ops: []Op{{Name: "spin", Weight: 1, Do: spin}}}
 	res, err := runUnchecked(t, Config{Rate: 2e6, Duration: Duration(300 * time.Millisecond)}, tg)
 	if err != nil {
 		t.Fatal(err)

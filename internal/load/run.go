@@ -37,6 +37,12 @@ type Options struct {
 	// StartAt, when set, is the wall-clock moment the run starts, so that
 	// several generators start together (svclab load --start-at).
 	StartAt time.Time
+	// Measuring, when set, is called once, from Run's goroutine, with the
+	// wall-clock moment the measurement window begins (load.warmup after
+	// the start, or the end of a warm-up by calls), before the window's
+	// first request: what is timed from the window, such as a fault 2 s
+	// into it, waits for it.
+	Measuring func(start time.Time)
 	// Sentinel, when set, is the svclab binary an open loop runs as
 	// `svclab hostclock --sentinel` beside itself for its window: the
 	// floor its send lag is then judged against (sentinel.go).
@@ -193,6 +199,9 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	}
 	r.base = time.Now()
 	mwall := r.base.Add(time.Duration(r.mstart))
+	if r.opt.Measuring != nil {
+		r.opt.Measuring(mwall)
+	}
 	var err error
 	if r.rec.latLog, err = newHlog(filepath.Join(r.dir, "latency.hlog"), mwall, "latency"); err != nil {
 		return nil, r.abandon(err)

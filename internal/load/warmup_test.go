@@ -52,12 +52,28 @@ func TestWarmupCalls(t *testing.T) {
 	cfg := Config{Target: srv.URL, Rate: 50, Duration: Duration(time.Second),
 		Warmup: Duration(30 * time.Second), WarmupCalls: calls, WarmupUsers: users}
 	start := time.Now()
+	var measuring []time.Time
+	var servedAtMeasuring int64
 	res := run(t, cfg, Options{Progress: func(p Progress) {
 		if p.Warmup {
 			warmLines.Add(1)
 		}
+	}, Measuring: func(at time.Time) {
+		measuring = append(measuring, at)
+		servedAtMeasuring = srv.n.Load()
 	}})
 	took := time.Since(start)
+	// What is timed from the window (a fault) learns its start when the
+	// warm-up's calls are done, not load.warmup after the start.
+	if len(measuring) != 1 {
+		t.Fatalf("Measuring called %d times, want once", len(measuring))
+	}
+	if servedAtMeasuring != calls {
+		t.Errorf("Measuring was called when the server had answered %d requests, want the %d of the warm-up", servedAtMeasuring, calls)
+	}
+	if d := measuring[0].Sub(res.MeasureStart(cfg.Warmup.D())); d < -5*time.Millisecond || d > 5*time.Millisecond {
+		t.Errorf("Measuring reported a window %v away from the result's MeasureStart", d)
+	}
 
 	w := res.Warmup
 	if w == nil {
@@ -161,5 +177,25 @@ func TestWarmupCanceled(t *testing.T) {
 	time.Sleep(200 * time.Millisecond)
 	if later := srv.n.Load(); later != n {
 		t.Errorf("%d requests sent after Run returned", later-n)
+	}
+}
+
+// TestMeasuringAfterTimedWarmup: with a warm-up by time, Measuring reports
+// load.warmup after the start, before the window's first request.
+func TestMeasuringAfterTimedWarmup(t *testing.T) {
+	srv := newCountingServer(t, 0, 0)
+	const warm = 300 * time.Millisecond
+	cfg := Config{Target: srv.URL, Rate: 50, Warmup: Duration(warm), Duration: Duration(300 * time.Millisecond)}
+	var measuring []time.Time
+	before := time.Now()
+	res := run(t, cfg, Options{Measuring: func(at time.Time) { measuring = append(measuring, at) }})
+	if len(measuring) != 1 {
+		t.Fatalf("Measuring called %d times, want once", len(measuring))
+	}
+	if got := measuring[0].Sub(res.Started); got < warm-time.Millisecond || got > warm+time.Millisecond {
+		t.Errorf("Measuring reported the window %v after the start, want load.warmup = %v", got, warm)
+	}
+	if measuring[0].Before(before.Add(warm)) {
+		t.Errorf("window reported at %v, before the run could have warmed up", measuring[0].Sub(before))
 	}
 }

@@ -26,6 +26,10 @@ def num(v: Any, significant: int | None = None) -> str:
         return str(v)
     if not math.isfinite(x):
         return "—"
+    # Rounded to 12 significant digits first, so that a value that is a tie in
+    # exact arithmetic (36.75) prints the same whether this CPU's BLAS kernels
+    # computed it as 36.7499999999 or 36.7500000001.
+    x = float(f"{x:.12g}")
     if significant is not None:
         return f"{x:.0f}" if abs(x) >= 1e4 else f"{x:.{significant}g}"
     # The band is chosen on the value as printed, so 0.9999999 and 1.0000001

@@ -193,7 +193,7 @@ func (d *Deployment) startProxy(px sidecar.Proxy, host *process, opts Options) (
 	if err != nil {
 		return nil, fmt.Errorf("sidecar %s: %w", c.Name, err)
 	}
-	proc, err := d.launchProxy(cmd, info, listen, opts, cg, own)
+	proc, err := d.launchProxy(cmd, sidecar.DeathSignal(k), info, listen, opts, cg, own)
 	if err != nil {
 		return nil, fmt.Errorf("sidecar %s: %w", c.Name, err)
 	}
@@ -211,17 +211,18 @@ func (d *Deployment) plaintextBehindSidecar(p *process) bool {
 }
 
 // launchProxy starts a proxy program as a child of the deployment, as
-// start does a host: its own process group, a parent-death signal, its
-// output recorded, and moved into cg when that is set (proxyCgroup; own
-// says the proxy's process removes it). It belongs to no group's replicas
-// (group -1), so scaling and endpoint pushes never count it.
-func (d *Deployment) launchProxy(cmd *exec.Cmd, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options, cg *cgroup.Group, own bool) (*process, error) {
+// start does a host: its own process group, the parent-death signal
+// deathsig (sidecar.DeathSignal), its output recorded, and moved into cg
+// when that is set (proxyCgroup; own says the proxy's process removes it).
+// It belongs to no group's replicas (group -1), so scaling and endpoint
+// pushes never count it.
+func (d *Deployment) launchProxy(cmd *exec.Cmd, deathsig syscall.Signal, info deploy.ProcessInfo, listen map[string]runtime.Endpoint, opts Options, cg *cgroup.Group, own bool) (*process, error) {
 	dropCgroup := func() {
 		if cg != nil && own {
 			_ = cg.Remove()
 		}
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: deathsig}
 	r, w, err := os.Pipe()
 	if err != nil {
 		dropCgroup()

@@ -50,7 +50,7 @@ func (nginx) Render(c Config) ([]byte, error) {
 	// the workers it has reaped; a deployer samples the live worker too.
 	p("master_process on;")
 	p("worker_processes 1;")
-	p("pid %s;", filepath.Join(c.Dir, "nginx.pid"))
+	p("pid %s;", filepath.Join(c.Dir, nginxPIDFile))
 	p("error_log stderr warn;")
 	// Every request in flight to an HTTP/2 upstream holds its own upstream
 	// connection (nginx does not multiplex upstream streams), so an overloaded

@@ -31,13 +31,9 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(filepath.Join(c.Dir, "nginx.pid"))
+	master, err := masterPID(c.Dir)
 	if err != nil {
-		return fmt.Errorf("reload: the master's pid: %w", err)
-	}
-	master, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return fmt.Errorf("reload: the master's pid file holds %q", b)
+		return fmt.Errorf("reload: %w", err)
 	}
 	before, err := workers(master)
 	if err != nil {

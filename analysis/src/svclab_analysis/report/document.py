@@ -70,8 +70,13 @@ def build(a: Analysis) -> Document:
     better = "lowest" if lower_is_better(a.metric) else "highest"
     n_cfg = len(a.ranked)
     best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
-    text = (f"**{best[CONFIG]}** has the {better} mean {a.mlabel}: "
-            f"**{with_unit(best['mean'], u)}** ({conf}% CI {best_ci}, {int(best['n'])} runs).")
+    n_best = int(best["n"])
+    # "mean latency" is already a mean: the runs' mean of it is one word.
+    what = a.mlabel if a.mlabel.startswith("mean ") else f"mean {a.mlabel}"
+    spread = (f"{n_best} run{'' if n_best == 1 else 's'}, no interval" if best_ci == "—"
+              else f"{conf}% CI {best_ci}, {n_best} runs")
+    text = (f"**{best[CONFIG]}** has the {better} {what}: "
+            f"**{with_unit(best['mean'], u)}** ({spread}).")
     text += tradeoff.winner_errors(a.ranked, a.metric)
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
@@ -114,7 +119,9 @@ def build(a: Analysis) -> Document:
                      f"{num(r.ratio_to_best)} ({ci(r.ratio_ci_low, r.ratio_ci_high)})",
                      num(r.error_rate_pct), str(int(r.n))])
     s.blocks.append(Table(
-        ["rank", *a.cfg_headers(), f"mean {a.metric.removesuffix('_ms')} ({u})",
+        ["rank", *a.cfg_headers(),
+         f"mean ({u})" if a.metric.startswith("mean")
+         else f"mean {a.metric.removesuffix('_ms')} ({u})",
          f"{conf}% CI ({u})", f"median ({u})", f"median ÷ best (×, {conf}% CI)",
          "errors (%)", "runs"],
         rows, caption=f"Operation {a.operation!r}. One value per run; the CI of the mean is "

@@ -3,6 +3,7 @@ package nginx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -34,6 +35,12 @@ func TestProxyAndStop(t *testing.T) {
 	defer s.Stop(context.Background())
 	if s.URL() == up.URL {
 		t.Fatal("the ingress URL is the upstream's")
+	}
+	// One process, which its parent-death signal ends with svclab: a
+	// worker forked by a master would outlive a kill -9 of svclab.
+	kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", s.PID(), s.PID()))
+	if err != nil || len(strings.TrimSpace(string(kids))) > 0 {
+		t.Errorf("nginx (pid %d) has children %q (%v), want none", s.PID(), kids, err)
 	}
 	for i := range 3 {
 		resp, err := http.Post(s.URL()+"/svclab.shop.Gateway/GetProduct", "application/json", strings.NewReader(`{"id":`+strconv.Itoa(i)+`}`))
