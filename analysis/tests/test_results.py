@@ -51,6 +51,19 @@ def test_cpu_seconds_window_and_pids() -> None:
     assert cpu_seconds(res, 10.0) == pytest.approx(5.5)
 
 
+def test_cpu_seconds_leaves_out_every_generator() -> None:
+    # Several generators (loadgen#I) and kube load pods (named after the
+    # pod, role loadgen) are no more the system under test than loadgen.
+    rows = [("g0", "host", 1, 0.0, 0.0), ("g0", "host", 1, 10.0, 3.0),
+            ("loadgen", "loadgen", 2, 0.0, 0.0), ("loadgen", "loadgen", 2, 10.0, 7.0),
+            ("loadgen#1", "loadgen", 3, 0.0, 0.0), ("loadgen#1", "loadgen", 3, 10.0, 5.0),
+            ("load-0-x7k2p", "loadgen", 0, 0.0, 0.0), ("load-0-x7k2p", "loadgen", 0, 10.0, 9.0)]
+    res = pd.DataFrame(rows, columns=["process", "role", "pid", "t_s", "cpu_s"])
+    assert cpu_seconds(res, 10.0) == pytest.approx(3.0)
+    # A store written before the role column: the names say it.
+    assert cpu_seconds(res.drop(columns=["role"]).iloc[:6], 10.0) == pytest.approx(3.0)
+
+
 def test_hand_written_store_without_experiment_json(tmp_path: Path) -> None:
     root = make_results(tmp_path / "r", samples=False)
     (root / "experiment.json").unlink()

@@ -136,13 +136,20 @@ def cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
 
     `cpu_s` is cumulative per process, so the window's use is the last sample
     in [0, duration] minus the last sample at or before 0. Keyed by pid too: a
-    restarted or replicated process is a separate counter. The load generator
-    is excluded because it is not the system under test.
+    restarted or replicated process is a separate counter. The load
+    generators are excluded because they are not the system under test:
+    every row of role `loadgen` (svclab's own process, `loadgen#I` of
+    load.generators, a kube load pod), and by name in stores written before
+    the role column.
     """
     need = {"t_s", "process", "cpu_s"}
     if resources.empty or not need <= set(resources.columns):
         return math.nan
-    df = resources[resources["process"].astype(str) != "loadgen"]
+    name = resources["process"].astype(str)
+    gen = (name == "loadgen") | name.str.startswith("loadgen#")
+    if "role" in resources.columns:
+        gen |= resources["role"].astype(str) == "loadgen"
+    df = resources[~gen]
     if df.empty:
         return math.nan
     keys = ["process", "pid"] if "pid" in df.columns else ["process"]
