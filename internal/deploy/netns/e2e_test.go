@@ -154,7 +154,10 @@ func TestChainTwoHosts(t *testing.T) {
 						t.Fatal(err)
 					}
 					if ns == self {
-						t.Errorf("%s runs in svclab's own network namespace", p.Info())
+						// Seen once in a fresh make test (2026-11-27, the PID
+						// counter had wrapped): say what that PID is now.
+						cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Info().PID))
+						t.Errorf("%s runs in svclab's own network namespace (its command line now: %q)", p.Info(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
 					}
 					seen[ns] = p.Info().Name
 				}
