@@ -56,37 +56,36 @@ func startFaults(ctx context.Context, dep deploy.Deployment, faults []runtime.Fa
 	if len(faults) == 0 {
 		return fr
 	}
-	var (
-		once  sync.Once
-		begin time.Time
-		ok    bool
-	)
-	waitStart := func() bool {
-		once.Do(func() {
-			select {
-			case begin, ok = <-start:
-			case <-ctx.Done():
-			}
-		})
-		return ok
-	}
-	for _, f := range faults {
-		fr.wg.Add(1)
-		go func() {
-			defer fr.wg.Done()
-			if !waitStart() {
-				return
-			}
-			start := begin
-			for _, w := range f.Windows(d) {
-				if !sleepUntil(ctx, start.Add(w.From)) {
-					return
-				}
-				fr.inject(ctx, dep, f, start.Add(w.To))
-			}
-		}()
-	}
+	// One goroutine waits for the start, then each fault walks its windows
+	// in a goroutine of its own; wg counts the waiter until it has added them.
+	fr.wg.Add(1)
+	go func() {
+		defer fr.wg.Done()
+		var begin time.Time
+		select {
+		case begin = <-start:
+		case <-ctx.Done():
+			return
+		}
+		for _, f := range faults {
+			fr.wg.Add(1)
+			go func() {
+				defer fr.wg.Done()
+				fr.walk(ctx, dep, f, begin, d)
+			}()
+		}
+	}()
 	return fr
+}
+
+// walk injects f's windows in a measurement that began at start.
+func (fr *faultRun) walk(ctx context.Context, dep deploy.Deployment, f runtime.Fault, start time.Time, d time.Duration) {
+	for _, w := range f.Windows(d) {
+		if !sleepUntil(ctx, start.Add(w.From)) {
+			return
+		}
+		fr.inject(ctx, dep, f, start.Add(w.To))
+	}
 }
 
 // inject applies f now and removes it at until (or when ctx ends).
