@@ -82,16 +82,20 @@ func TestLiveUpdate(t *testing.T) {
 					t.Errorf("upstream %d got %d of %d calls, want %d ± 10%%", i, got, n, n/3)
 				}
 			}
-			// Upstream 1 leaves and 3 joins while 4 callers run.
-			var failed atomic.Int64
+			// Upstream 1 leaves and 3 joins while 4 callers run. The callers
+			// stop on a signal, bounded by time rather than by a count a
+			// slow reload could outlast (a loaded machine once saw them all
+			// finish before nginx's old worker had left).
+			var failed, total atomic.Int64
 			var firstErr atomic.Value
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
+			callersEnd := time.Now().Add(30 * time.Second)
 			for range 4 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					for i := 0; i < 2000; i++ {
+					for time.Now().Before(callersEnd) {
 						select {
 						case <-stop:
 							return
@@ -101,6 +105,7 @@ func TestLiveUpdate(t *testing.T) {
 							failed.Add(1)
 							firstErr.CompareAndSwap(nil, err)
 						}
+						total.Add(1)
 					}
 				}()
 			}
@@ -109,20 +114,29 @@ func TestLiveUpdate(t *testing.T) {
 			if err := k.(Live).Update(c, c.Listeners); err != nil {
 				t.Fatal(err)
 			}
-			// Envoy applies the file it sees a moment later.
-			time.Sleep(500 * time.Millisecond)
-			left := counts[1].Load()
+			// The update is live once the upstream that joined gets a call
+			// (Envoy applies the file it sees a moment later); calls then in
+			// flight to the one that left may still end there.
+			applied := time.Now().Add(10 * time.Second)
+			for counts[3].Load() == 0 && time.Now().Before(applied) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			time.Sleep(200 * time.Millisecond)
+			left, before := counts[1].Load(), total.Load()
 			time.Sleep(300 * time.Millisecond)
 			close(stop)
 			wg.Wait()
 			if f := failed.Load(); f > 0 {
 				t.Errorf("%d calls failed across the update, first: %v", f, firstErr.Load())
 			}
-			if got := counts[1].Load() - left; got > 0 {
-				t.Errorf("the upstream that left got %d calls after the update", got)
-			}
 			if counts[3].Load() == 0 {
-				t.Error("the upstream that joined got no call")
+				t.Fatalf("the upstream that joined got no call within 10 s of the update (%d calls in all)", total.Load())
+			}
+			if total.Load() == before {
+				t.Fatal("no call ran in the 300 ms after the update was live")
+			}
+			if got := counts[1].Load() - left; got > 0 {
+				t.Errorf("the upstream that left got %d of %d calls after the update was live", got, total.Load()-before)
 			}
 		})
 	}
