@@ -83,11 +83,7 @@ func factorNote(s *spec.Spec) string {
 		if x, ok := s.Lookup(f.Name); ok {
 			v = spec.FormatValue(x)
 		}
-		levels := make([]string, len(f.Levels))
-		for i, l := range f.Levels {
-			levels[i] = spec.FormatValue(l)
-		}
-		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, strings.Join(levels, ", ")))
+		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, formatLevels(f.Levels)))
 	}
 	if len(parts) == 0 {
 		return ""

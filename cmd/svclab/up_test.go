@@ -28,7 +28,7 @@ users = 3
 	defer cancel()
 	// A readiness timeout of 1 ns ends up as soon as it has deployed.
 	_, stderr, _ := svclab(t, ctx, []string{marker(t)}, "up", "--timeout", "1ns", "--set", "deploy.transport=http", spec)
-	want := "note: up deploys the spec as written, not its factors' levels: deploy.transport = http (levels grpc, http); deploy.placement = its default (levels monolith, split). Pick a level with --set KEY=VALUE."
+	want := "note: up deploys the spec as written, not its factors' levels: deploy.transport = http (levels {grpc, http}); deploy.placement = its default (levels {monolith, split}). Pick a level with --set KEY=VALUE."
 	if !strings.Contains(stderr, want) {
 		t.Errorf("stderr:\n%s\nwant the line\n%s", stderr, want)
 	}
