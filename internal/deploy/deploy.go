@@ -112,9 +112,9 @@ func Names() []string { return deployers.Names() }
 
 // Resolve checks everything s says about deployment before anything
 // starts: the deployer it names is registered, its topology resolves
-// (runtime.Resolve), the backing services its app declares can run here,
-// and the sidecar program it names is installed. Errors name the file,
-// line and key.
+// (runtime.Resolve), and, unless the deployer is Remote, the backing
+// services its app declares and the sidecar, ingress and mesh programs it
+// names can run here. Errors name the file, line and key.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
@@ -129,16 +129,13 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 			return nil, nil, err
 		}
 	}
-	if err := backing.Check(topo); err != nil {
-		return nil, nil, s.Errorf("app.name", "%w", err)
-	}
-	if err := checkIngress(s, topo); err != nil {
-		return nil, nil, err
-	}
-	if err := sidecar.Check(s); err != nil {
-		return nil, nil, err
-	}
-	if err := checkMesh(s, topo); err != nil {
+	if r, ok := d.(Remote); ok && r.RunsRemotely() {
+		// Only what the app declares is checked: the programs run
+		// elsewhere, from images, and this machine need not have them.
+		if err := backing.CheckDeclared(topo); err != nil {
+			return nil, nil, s.Errorf("app.name", "%w", err)
+		}
+	} else if err := checkLocalPrograms(s, topo); err != nil {
 		return nil, nil, err
 	}
 	if c, ok := d.(Checker); ok {
@@ -147,6 +144,32 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		}
 	}
 	return d, topo, nil
+}
+
+// checkLocalPrograms checks that this machine has the programs a deployer
+// that runs everything here starts beside the hosts: the backing servers,
+// the ingress, the sidecar proxy and the mesh backends.
+func checkLocalPrograms(s *spec.Spec, topo *runtime.Topology) error {
+	if err := backing.Check(topo); err != nil {
+		return s.Errorf("app.name", "%w", err)
+	}
+	if err := checkIngress(s, topo); err != nil {
+		return err
+	}
+	if err := sidecar.Check(s); err != nil {
+		return err
+	}
+	return checkMesh(s, topo)
+}
+
+// Remote is a Deployer whose deployments run away from this machine (the
+// kube deployer's pods, which run PostgreSQL, Redis and Istio's proxies
+// from images): when RunsRemotely is true, Resolve does not look here for
+// the programs a local deployment starts (PostgreSQL, redis-server, a
+// sidecar proxy, nginx, Jaeger, Prometheus), only at what the app
+// declares.
+type Remote interface {
+	RunsRemotely() bool
 }
 
 // SpecChecker is a Deployer with keys of its own in [deploy] (the netns

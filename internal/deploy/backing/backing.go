@@ -42,16 +42,27 @@ func Kinds() []string { return []string{runtime.BackingPostgres, runtime.Backing
 // Check reports, without starting anything, whether every backing service
 // topo's app declares can run on this machine. Its error names the app
 // and says what is missing.
-func Check(topo *runtime.Topology) error {
+func Check(topo *runtime.Topology) error { return check(topo, true) }
+
+// CheckDeclared reports whether every backing service topo's app declares
+// is one svclab can run, as Check does, without asking whether this
+// machine has its programs: for a deployer that runs them elsewhere (a
+// cluster's pods, from images).
+func CheckDeclared(topo *runtime.Topology) error { return check(topo, false) }
+
+func check(topo *runtime.Topology, local bool) error {
 	var errs []error
 	for _, b := range runtime.BackingsOf(topo) {
 		switch b.Kind {
 		case runtime.BackingPostgres:
+			if !local {
+				continue
+			}
 			if err := postgres.Check(); err != nil {
 				errs = append(errs, fmt.Errorf("app %s needs PostgreSQL for its backing service %q: %w", topo.App.Name, b.Name, err))
 			}
 		case runtime.BackingRedis:
-			if err := checkRedis(topo, b); err != nil {
+			if err := checkRedis(topo, b, local); err != nil {
 				errs = append(errs, err)
 			}
 		default:

@@ -14,11 +14,14 @@ import (
 // every run.
 const RedisMaxMemory = "256mb"
 
-// checkRedis reports whether b, a Redis backing service of topo's app, can
-// run here and is declared as svclab runs it.
-func checkRedis(topo *runtime.Topology, b runtime.Backing) error {
+// checkRedis reports whether b, a Redis backing service of topo's app, is
+// declared as svclab runs it and, when local, can run here.
+func checkRedis(topo *runtime.Topology, b runtime.Backing, local bool) error {
 	if b.Setup != "" {
 		return fmt.Errorf("app %s: backing service %q of kind %s has a Setup, but a Redis server starts every run empty", topo.App.Name, b.Name, b.Kind)
+	}
+	if !local {
+		return nil
 	}
 	if err := redis.Check(); err != nil {
 		return fmt.Errorf("app %s needs Redis for its backing service %q: %w", topo.App.Name, b.Name, err)
