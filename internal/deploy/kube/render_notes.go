@@ -62,8 +62,11 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 		add("app.ingress = %q is not rendered: the load pods call the entry's Service", ing)
 	}
 	for _, b := range runtime.BackingsOf(topo) {
-		if b.Kind == runtime.BackingPostgres {
+		switch b.Kind {
+		case runtime.BackingPostgres:
 			add("backing service %q runs the image %s, one pod, seeded from the app's setup SQL", b.Name, PostgresImage)
+		case runtime.BackingRedis:
+			add("backing service %q runs the image %s, one pod, empty at the start of each run", b.Name, RedisImage)
 		}
 	}
 	if _, ok := s.Lookup("load"); !ok {

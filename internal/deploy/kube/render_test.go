@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+	goredis "github.com/redis/go-redis/v9"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
@@ -506,5 +507,52 @@ func BenchmarkRender(b *testing.B) {
 		if _, err := YAML(objs); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRenderRedisBacking checks the boutique's Redis cart: a server pod
+// behind a Service, ready only once it answers, and the cartstore's hosts
+// given its address in the variable the local deployer sets, as a URL the
+// app's Redis client reads.
+func TestRenderRedisBacking(t *testing.T) {
+	src := "[app]\nname = \"boutique\"\ncart_store = \"redis\"\n[deploy]\ntransport = \"grpc\"\n"
+	objs := render(t, src, RenderOptions{RunID: "b2"})
+	deps := find[*appsv1.Deployment](objs)
+	db := deps["backing-cart"]
+	if db == nil {
+		t.Fatalf("no Deployment backing-cart among %v", slices.Sorted(maps.Keys(deps)))
+	}
+	c := db.Spec.Template.Spec.Containers[0]
+	if *db.Spec.Replicas != 1 || c.Image != RedisImage || c.ReadinessProbe == nil || c.ReadinessProbe.Exec == nil {
+		t.Errorf("Redis Deployment: replicas %d, container %+v", *db.Spec.Replicas, c)
+	}
+	if !slices.Contains(c.Args, "--maxmemory") || !slices.Contains(c.Args, "noeviction") {
+		t.Errorf("Redis args %v lack the local server's memory limit", c.Args)
+	}
+	if svc := find[*corev1.Service](objs)["backing-cart"]; svc == nil || svc.Spec.Ports[0].Port != RedisPort || svc.Spec.Selector[LabelGroup] != "backing-cart" {
+		t.Errorf("Redis Service %+v", svc)
+	}
+	want := "redis://backing-cart.svclab-b2.svc:6379/0"
+	found := 0
+	for name, d := range deps {
+		if name == "backing-cart" {
+			continue
+		}
+		env := d.Spec.Template.Spec.Containers[0].Env
+		i := slices.IndexFunc(env, func(e corev1.EnvVar) bool { return e.Name == "SVCLAB_BACKING_CART" })
+		if i < 0 || env[i].Value != want {
+			t.Errorf("%s: env %v, want SVCLAB_BACKING_CART=%s", name, env, want)
+		}
+		found++
+	}
+	if found == 0 {
+		t.Error("no host Deployment")
+	}
+	if _, err := goredis.ParseURL(want); err != nil {
+		t.Errorf("the app's Redis client cannot read %s: %v", want, err)
+	}
+	notes := strings.Join(Notes(resolve(t, src)), "\n")
+	if !strings.Contains(notes, `backing service "cart" runs the image redis:7`) {
+		t.Errorf("notes do not name the Redis image:\n%s", notes)
 	}
 }

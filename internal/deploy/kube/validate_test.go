@@ -50,7 +50,8 @@ var istioKinds = regexp.MustCompile(`Couldn't find schema for kind (PeerAuthenti
 
 // TestManifestsValidate renders the first and the last design point of
 // every spec in experiments/, and variants that turn on every object
-// kind (Istio, the node selector, several generators), and validates
+// kind (Istio, the node selector, several generators, a Redis backing
+// service), and validates
 // them against the official JSON schemas of the Kubernetes release
 // svclab's API types are, strictly (unknown fields are errors), with a
 // validator that shares no code with svclab.
@@ -115,6 +116,11 @@ func TestManifestsValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	write("s2-mesh-ambient-http", ambient)
+	redisCart, err := spec.Load("../../../experiments/s0-boutique.toml", "deploy.deployer=kube", "app.cart_store=redis")
+	if err != nil {
+		t.Fatal(err)
+	}
+	write("s0-boutique-redis", redisCart)
 
 	// About 20 s of CPU for the lot; the bound leaves room for a machine
 	// shared with other work.
