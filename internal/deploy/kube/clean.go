@@ -46,6 +46,9 @@ func (dep *Deployment) remove(ctx context.Context) error {
 			errs = append(errs, apiError(dep.client, fmt.Sprintf("delete %s %s", gvk.Kind, o.GetName()), err))
 		}
 	}
+	if err := dep.restoreNamespaceLabels(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

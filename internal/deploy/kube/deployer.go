@@ -145,7 +145,8 @@ func (d Deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	}
 	dep := &Deployment{
 		client: c, topo: topo, id: id, ns: Namespace(s, RenderOptions{RunID: id}),
-		log: opts.Log, exited: make(chan deploy.Process),
+		namedNamespace: s.Deploy.Kube.Namespace != "",
+		log:            opts.Log, exited: make(chan deploy.Process),
 	}
 	for _, o := range objs {
 		if isLoadJob(o) {
@@ -188,6 +189,12 @@ type Deployment struct {
 	// ownNamespace is set when Deploy created the namespace: Stop deletes
 	// it; otherwise Stop deletes the objects it applied.
 	ownNamespace bool
+	// namedNamespace is set when the spec names the namespace
+	// (deploy.kube.namespace), which may have been made beforehand.
+	namedNamespace bool
+	// restoreLabels are the labels Deploy changed on a namespace it did
+	// not make, with their values before (nil: absent), for Stop.
+	restoreLabels map[string]*string
 	// touched is set once anything may have been made in the cluster.
 	touched bool
 
