@@ -60,6 +60,9 @@ const (
 	// NoRBACContext is an authenticated user with no permission at all,
 	// for tests of a run without the RBAC it needs.
 	NoRBACContext = "svclab-kubetest-norbac"
+	// NoRBACUser is NoRBACContext's user name, for a test that grants it
+	// a Role.
+	NoRBACUser = "kubetest-norbac"
 )
 
 // FakeNodeAnnotation marks the nodes kwok manages.
@@ -297,7 +300,7 @@ func (c *Cluster) writeFiles() (files, error) {
 	if err != nil {
 		return f, err
 	}
-	norbac, err := ca.issue("kubetest-norbac", nil, false)
+	norbac, err := ca.issue(NoRBACUser, nil, false)
 	if err != nil {
 		return f, err
 	}
