@@ -52,7 +52,7 @@ deployer would. See docs/KUBERNETES.md.`,
 		},
 	}
 	addSetFlag(c, &sets)
-	c.Flags().IntVar(&point, "point", 1, "the design point to render, from 1 (the order of `svclab plan`'s design)")
+	c.Flags().IntVar(&point, "point", 1, "the design point to render, from 1, in the order of svclab plan's design")
 	return c
 }
 

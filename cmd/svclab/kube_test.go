@@ -71,3 +71,36 @@ func TestKubeRenderErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestKubeRenderHelp: --point's usage names its type, not a phrase of its
+// text (pflag takes a backquoted word as the flag's placeholder).
+func TestKubeRenderHelp(t *testing.T) {
+	t.Parallel()
+	out, stderr, code := svclab(t, t.Context(), nil, "kube", "render", "--help")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "--point int ") {
+		t.Errorf("--point's usage line is not \"--point int\":\n%s", out)
+	}
+}
+
+// TestPlanKubeSpecErrors: what a cluster run cannot do stops `svclab plan`
+// with exit 2 and the file, line and key, before a kubeconfig is read.
+func TestPlanKubeSpecErrors(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"../../experiments/faults.toml"},
+			"faults.toml:19: deploy.faults.link_cut: the kube deployer cannot inject faults"},
+		{[]string{"../../experiments/s1-hpa.toml", "--set", `deploy.hosts={vm1 = {groups = ["nope"]}}`},
+			`deploy.hosts.vm1.groups: placement`},
+	} {
+		_, stderr, code := svclab(t, t.Context(), []string{"KUBECONFIG=/nonexistent"}, append([]string{"plan", "--set", "deploy.deployer=kube"}, tt.args...)...)
+		if code != 2 || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}

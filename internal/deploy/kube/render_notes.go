@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -71,9 +72,30 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	}
 	if _, ok := s.Lookup("load"); !ok {
 		add("the spec has no [load] table: no load Job is rendered")
+	} else if n := localGenerators(s); n > 1 {
+		add("load.generators = %d is the local deployer's and is not rendered: on a cluster deploy.kube.generators (%d) load pods share the load", n, d.Kube.Generators)
+	}
+	if d.Faults.Any() {
+		add("[deploy.faults] is not rendered, and a run on a cluster refuses it: the faults act through the local and netns deployers' proxies and processes")
+	}
+	if _, set := s.Lookup("deploy.balancer"); set {
+		add("deploy.balancer = %q is not rendered: each host sees a peer as its Service's one address, spread by kube-proxy per connection (Istio: per request)", d.Balancer)
+	}
+	if s.Experiment.Isolation == spec.IsolationCPUSet {
+		add("experiment.isolation = %q divides this machine's CPUs between a local load generator and the hosts; on a cluster both are pods on the nodes, which it does not place", spec.IsolationCPUSet)
 	}
 	if len(d.Hosts) > 0 {
-		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus and memory and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(d.Hosts))[0])
+		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(d.Hosts))[0])
 	}
 	return out
+}
+
+// localGenerators is load.generators, 0 when it is not set or the [load]
+// table does not decode (the render reports that).
+func localGenerators(s *spec.Spec) int {
+	var cfg load.Config
+	if err := s.Decode("load", &cfg); err != nil || cfg.Generators == nil {
+		return 0
+	}
+	return *cfg.Generators
 }

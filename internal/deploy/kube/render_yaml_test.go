@@ -75,3 +75,30 @@ func TestNotesIstioTelemetryDefaults(t *testing.T) {
 		})
 	}
 }
+
+// TestNotesKeysNotRendered: keys the cluster ignores get a note naming
+// them, and only when the spec asks for what they do.
+func TestNotesKeysNotRendered(t *testing.T) {
+	for _, tt := range []struct {
+		name, extra string
+		note        string
+		want        bool
+	}{
+		{"one local generator", "[load]\nrate = 10\ngenerators = 1\n", "load.generators", false},
+		{"local generators", "[load]\nrate = 10\ngenerators = 4\n", "load.generators = 4 is the local deployer's and is not rendered: on a cluster deploy.kube.generators (1) load pods", true},
+		{"balancer left out", "", "deploy.balancer", false},
+		{"balancer", "balancer = \"least_outstanding\"\n", `deploy.balancer = "least_outstanding" is not rendered`, true},
+		{"isolation left out", "", "experiment.isolation", false},
+		{"isolation none", "[experiment]\nisolation = \"none\"\n", "experiment.isolation", false},
+		{"isolation cpuset", "[experiment]\nisolation = \"cpuset\"\n", `experiment.isolation = "cpuset" divides this machine's CPUs`, true},
+		{"faults", "[deploy.faults.kill]\ntarget = \"hop2\"\nstart = \"1s\"\n", "[deploy.faults] is not rendered, and a run on a cluster refuses it", true},
+		{"hosts", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = 1\nexclusive = true\n", "the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			notes := strings.Join(Notes(resolve(t, chainSplit+tt.extra)), "\n")
+			if got := strings.Contains(notes, tt.note); got != tt.want {
+				t.Errorf("note %q: %v, want %v:\n%s", tt.note, got, tt.want, notes)
+			}
+		})
+	}
+}
