@@ -378,6 +378,9 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
+	if err := s.checkLinkPairs(); err != nil {
+		return err
+	}
 	if err := s.checkKube(); err != nil {
 		return err
 	}
