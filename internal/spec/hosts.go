@@ -1,9 +1,11 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -124,6 +126,44 @@ func (s *Spec) tableKey(key string, table any) string {
 		return key + "." + quoteKeyPart(keys[0])
 	}
 	return key
+}
+
+// HostTables are the tables that place groups on emulated hosts and shape
+// the links between them: what a deployer that has no hosts cannot honour.
+var HostTables = []string{"deploy.hosts", "deploy.link", "deploy.links"}
+
+// HostTableKey returns the first of HostTables' tables (one host's, one
+// pair's) the spec writes, in file order, as the key to report it at; ok
+// is false when it writes none. A table set by a flag alone comes after
+// those in the file.
+func (s *Spec) HostTableKey() (key string, ok bool) {
+	var keys []string
+	for _, t := range HostTables {
+		v, written := s.Lookup(t)
+		if !written {
+			continue
+		}
+		m, _ := v.(map[string]any)
+		if t == "deploy.link" || len(m) == 0 {
+			keys = append(keys, s.tableKey(t, v))
+			continue
+		}
+		for name, sub := range m {
+			keys = append(keys, s.tableKey(t+"."+quoteKeyPart(name), sub))
+		}
+	}
+	if len(keys) == 0 {
+		return "", false
+	}
+	line := func(k string) int {
+		if l := s.Line(k); l > 0 {
+			return l
+		}
+		return math.MaxInt
+	}
+	return slices.MinFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(line(a), line(b)), strings.Compare(a, b))
+	}), true
 }
 
 // LinkKey is the spec key of a link table's key: "deploy.link.latency", or
