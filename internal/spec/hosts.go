@@ -128,17 +128,17 @@ func (s *Spec) tableKey(key string, table any) string {
 	return key
 }
 
-// HostTables are the tables that place groups on emulated hosts and shape
+// hostTables are the tables that place groups on emulated hosts and shape
 // the links between them: what a deployer that has no hosts cannot honour.
-var HostTables = []string{"deploy.hosts", "deploy.link", "deploy.links"}
+var hostTables = []string{"deploy.hosts", "deploy.link", "deploy.links"}
 
-// HostTableKey returns the first of HostTables' tables (one host's, one
+// HostTableKey returns the first of hostTables' tables (one host's, one
 // pair's) the spec writes, in file order, as the key to report it at; ok
 // is false when it writes none. A table set by a flag alone comes after
 // those in the file.
 func (s *Spec) HostTableKey() (key string, ok bool) {
 	var keys []string
-	for _, t := range HostTables {
+	for _, t := range hostTables {
 		v, written := s.Lookup(t)
 		if !written {
 			continue
