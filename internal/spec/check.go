@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 )
 
@@ -45,7 +46,7 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 	switch t.Kind() {
 	case reflect.String:
 		if _, ok := v.(string); !ok {
-			c.bad(key, "must be a string, got %s", Echo(v))
+			c.bad(key, "must be a string, got %s%s", Echo(v), c.quoteHint(key, v))
 		}
 	case reflect.Bool:
 		if _, ok := v.(bool); !ok {
@@ -147,6 +148,21 @@ func (c *checker) text(key string, v any, t reflect.Type) {
 		}
 	}
 	c.bad(key, "must be a string, got %s", Echo(v))
+}
+
+// quoteHint tells how to give a string key a value --set read as a number
+// or a boolean: Set takes `1` and `true` as TOML, as it must for number
+// keys, so a string that looks like one has to be quoted in the shell.
+func (c *checker) quoteHint(key string, v any) string {
+	switch v.(type) {
+	case int64, float64, bool:
+	default:
+		return ""
+	}
+	if _, flag := c.s.where(key); !strings.HasPrefix(flag, "--set ") {
+		return ""
+	}
+	return fmt.Sprintf("; quote it: --set '%s=\"%s\"'", key, Echo(v))
 }
 
 func (c *checker) bad(key, format string, args ...any) {

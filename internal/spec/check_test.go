@@ -401,3 +401,38 @@ y = 1
 		t.Error("a header under an array of tables was indexed outside its element")
 	}
 }
+
+// A string key given a number or a boolean by --set says how to quote it,
+// as the flag reads `1` as TOML; written in the file, the value needs no
+// shell advice.
+func TestSetStringKeyHint(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		set  string
+		want string
+	}{
+		{"", "deploy.kube.node_selector.vm=1",
+			`--set deploy.kube.node_selector.vm=1: deploy.kube.node_selector.vm: must be a string, got 1; quote it: --set 'deploy.kube.node_selector.vm="1"'`},
+		{"", `deploy.kube.node_selector."kubernetes.io/hostname"=2.5`,
+			`--set deploy.kube.node_selector."kubernetes.io/hostname"=2.5: deploy.kube.node_selector."kubernetes.io/hostname": must be a string, got 2.5; quote it: --set 'deploy.kube.node_selector."kubernetes.io/hostname"="2.5"'`},
+		{"", "deploy.kube.node_selector={vm=1}",
+			`--set deploy.kube.node_selector={vm=1}: deploy.kube.node_selector.vm: must be a string, got 1; quote it: --set 'deploy.kube.node_selector.vm="1"'`},
+		{"", "deploy.kube.namespace=true",
+			`--set deploy.kube.namespace=true: deploy.kube.namespace: must be a string, got true; quote it: --set 'deploy.kube.namespace="true"'`},
+		{"", "deploy.kube.namespace=[1]",
+			`--set deploy.kube.namespace=[1]: deploy.kube.namespace: must be a string, got a list`},
+		{"[deploy.kube.node_selector]\nvm = 1\n", "",
+			`x.toml:2: deploy.kube.node_selector.vm: must be a string, got 1`},
+	} {
+		t.Run(tc.set+tc.src, func(t *testing.T) {
+			var sets []string
+			if tc.set != "" {
+				sets = []string{tc.set}
+			}
+			_, err := Parse("x.toml", []byte(tc.src), sets...)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("error\n got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}

@@ -1,9 +1,11 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -25,8 +27,9 @@ type Host struct {
 }
 
 // Link is [deploy.link] (every pair of hosts) or one [deploy.links."a-b"]
-// (the pair a, b, in either order). A key a links table leaves out is
-// taken from [deploy.link].
+// (the pair a, b, in either order: a pair has one link, so "b-a" beside
+// "a-b" is an error). A key a links table leaves out is taken from
+// [deploy.link].
 type Link struct {
 	// Latency is the round trip the link adds.
 	Latency Duration `toml:"latency"`
@@ -70,6 +73,97 @@ func (s *Spec) LinkBetween(a, b string) Link {
 		}
 	}
 	return l
+}
+
+// checkLinkPairs refuses a pair named twice ("vm1-vm2" and "vm2-vm1"):
+// both would apply, one over the other, and the link would be what the
+// later table wrote in one direction of lookup and the earlier in the
+// other. The second key in file order is the mistake. A name that is no
+// pair is left to the deployer, which knows the hosts.
+func (s *Spec) checkLinkPairs() error {
+	raw, _ := s.Lookup("deploy.links")
+	links, _ := raw.(map[string]any)
+	first := map[string]string{} // unordered pair → the key that named it
+	for _, name := range s.orderedChildren("deploy.links", links) {
+		a, b, ok := strings.Cut(name, "-")
+		if !ok {
+			continue
+		}
+		pair := min(a, b) + "-" + max(a, b)
+		prev, dup := first[pair]
+		if !dup {
+			first[pair] = name
+			continue
+		}
+		line, flag := s.where(s.tableKey(LinkKey(prev, ""), links[prev]))
+		where := "at line " + strconv.Itoa(line)
+		if flag != "" {
+			where = "by " + flag
+		}
+		return s.Errorf(s.tableKey(LinkKey(name, ""), links[name]), "the pair %s is already set %s; a link joins a pair whichever host is named first, so write its keys in one table", prev, where)
+	}
+	return nil
+}
+
+// tableKey is the key to locate table (written at key) by: key itself when
+// the file, a factor or a flag wrote it (or a table holding it), else its
+// first key in file order, as `--set deploy.links."a-b".latency=...`
+// writes only that key.
+func (s *Spec) tableKey(key string, table any) string {
+	if _, ok := s.index.lines[key]; ok {
+		return key
+	}
+	for k := key; k != ""; k = parentKey(k) {
+		if _, ok := s.setBy[k]; ok {
+			return key
+		}
+		if _, ok := s.setByFlag[k]; ok {
+			return key
+		}
+	}
+	m, _ := table.(map[string]any)
+	if keys := s.orderedChildren(key, m); len(keys) > 0 {
+		return key + "." + quoteKeyPart(keys[0])
+	}
+	return key
+}
+
+// hostTables are the tables that place groups on emulated hosts and shape
+// the links between them: what a deployer that has no hosts cannot honour.
+var hostTables = []string{"deploy.hosts", "deploy.link", "deploy.links"}
+
+// HostTableKey returns the first of hostTables' tables (one host's, one
+// pair's) the spec writes, in file order, as the key to report it at; ok
+// is false when it writes none. A table set by a flag alone comes after
+// those in the file.
+func (s *Spec) HostTableKey() (key string, ok bool) {
+	var keys []string
+	for _, t := range hostTables {
+		v, written := s.Lookup(t)
+		if !written {
+			continue
+		}
+		m, _ := v.(map[string]any)
+		if t == "deploy.link" || len(m) == 0 {
+			keys = append(keys, s.tableKey(t, v))
+			continue
+		}
+		for name, sub := range m {
+			keys = append(keys, s.tableKey(t+"."+quoteKeyPart(name), sub))
+		}
+	}
+	if len(keys) == 0 {
+		return "", false
+	}
+	line := func(k string) int {
+		if l := s.Line(k); l > 0 {
+			return l
+		}
+		return math.MaxInt
+	}
+	return slices.MinFunc(keys, func(a, b string) int {
+		return cmp.Or(cmp.Compare(line(a), line(b)), strings.Compare(a, b))
+	}), true
 }
 
 // LinkKey is the spec key of a link table's key: "deploy.link.latency", or

@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -66,5 +68,58 @@ loss = 0.0
 		if got := s.LinkBetween(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s-%s: got %+v, want %+v", tc.a, tc.b, got, tc.want)
 		}
+	}
+}
+
+func TestLinkPairNamedTwice(t *testing.T) {
+	const head = "[app]\nname = \"chain\"\n"
+	for _, tc := range []struct {
+		name string
+		src  string
+		sets []string
+		want string // "" for no error
+	}{
+		{"reversed pair", head + "[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[deploy.links.\"vm2-vm1\"]\nlatency = \"9ms\"\n", nil,
+			`x.toml:5: deploy.links.vm2-vm1: the pair vm1-vm2 is already set at line 3;`},
+		{"client pair reversed", head + "[deploy.links.\"vm1-client\"]\nloss = 0.1\n[deploy.links.\"client-vm1\"]\nloss = 0.2\n", nil,
+			`x.toml:5: deploy.links.client-vm1: the pair vm1-client is already set at line 3;`},
+		{"by a flag", head + "[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n", []string{`deploy.links."vm2-vm1".latency="2ms"`},
+			`--set deploy.links."vm2-vm1".latency="2ms": deploy.links.vm2-vm1.latency: the pair vm1-vm2 is already set at line 3;`},
+		{"by a flag under [deploy]", head + "[deploy]\ntransport = \"grpc\"\n[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n", []string{`deploy.links."vm2-vm1".latency="2ms"`},
+			`--set deploy.links."vm2-vm1".latency="2ms": deploy.links.vm2-vm1.latency: the pair vm1-vm2 is already set at line 5;`},
+		{"distinct pairs", head + "[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[deploy.links.\"vm2-vm3\"]\nlatency = \"9ms\"\n[deploy.links.\"vm3-vm1\"]\nloss = 0.1\n", nil, ""},
+		// Not a pair at all: the deployer, which knows the hosts, says so.
+		{"no pair", head + "[deploy.links.vm1]\nlatency = \"1ms\"\n[deploy.links.vm2]\nlatency = \"1ms\"\n", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("x.toml", []byte(tc.src), tc.sets...)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error\n got %v\nwant prefix %q", err, tc.want)
+			}
+			var se *Error
+			if !errors.As(err, &se) {
+				t.Errorf("error %T is not a *spec.Error", err)
+			}
+		})
+	}
+}
+
+// A factor level that names a pair already in the file is refused at the
+// factor's line, for the design point that has it.
+func TestLinkPairNamedTwiceByFactor(t *testing.T) {
+	s, err := Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[experiment.factors]\n\"deploy.links.vm2-vm1\" = [{latency = \"2ms\"}, {latency = \"3ms\"}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.With(map[string]any{"deploy.links.vm2-vm1": map[string]any{"latency": "2ms"}})
+	want := "x.toml:6: deploy.links.vm2-vm1: the pair vm1-vm2 is already set at line 3;"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("error\n got %v\nwant prefix %q", err, want)
 	}
 }

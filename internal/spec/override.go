@@ -146,8 +146,22 @@ func FieldType(v any, key string) (reflect.Type, bool) {
 	return t, true
 }
 
-// splitKey splits a dotted key, honouring double-quoted parts.
+// splitKey splits a dotted key of a table's key, honouring double-quoted
+// parts.
 func splitKey(key string) ([]string, error) {
+	parts, err := splitParts(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) < 2 {
+		return nil, fmt.Errorf("name a key inside a table, e.g. load.rate")
+	}
+	return parts, nil
+}
+
+// splitParts splits a dotted key, honouring double-quoted parts
+// (deploy.kube.node_selector."kubernetes.io/hostname").
+func splitParts(key string) ([]string, error) {
 	var parts []string
 	for key != "" {
 		if strings.HasPrefix(key, `"`) {
@@ -175,9 +189,6 @@ func splitKey(key string) ([]string, error) {
 			}
 			key = key[1:]
 		}
-	}
-	if len(parts) < 2 {
-		return nil, fmt.Errorf("name a key inside a table, e.g. load.rate")
 	}
 	return parts, nil
 }

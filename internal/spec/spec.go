@@ -378,6 +378,9 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
+	if err := s.checkLinkPairs(); err != nil {
+		return err
+	}
 	if err := s.checkKube(); err != nil {
 		return err
 	}
@@ -620,10 +623,15 @@ func parentKey(k string) string {
 }
 
 // Lookup returns the value at a dotted path in the spec as written (or as
-// set by a factor level), and whether it is present.
+// set by a factor level), and whether it is present. A part holding a dot
+// is double-quoted, as errors name it (deploy.links."a.b").
 func (s *Spec) Lookup(path string) (any, bool) {
+	parts, err := splitParts(path)
+	if err != nil {
+		return nil, false
+	}
 	var cur any = s.tree
-	for _, p := range strings.Split(path, ".") {
+	for _, p := range parts {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil, false
@@ -661,21 +669,29 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 	paths := slices.Sorted(maps.Keys(levels))
 	for _, path := range paths {
 		factorKey := FactorKey(path)
-		parts := strings.Split(path, ".")
-		if len(parts) < 2 || !slices.Contains([]string{"app", "deploy", "load"}, parts[0]) {
+		// A factor's name is a dotted key as --set takes it, so a part
+		// holding a dot is double-quoted:
+		// 'deploy.kube.node_selector."kubernetes.io/hostname"'.
+		parts, err := splitKey(path)
+		if err != nil {
+			return nil, s.Errorf(factorKey, "a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\" (a part with a dot in double quotes: 'deploy.kube.node_selector.\"kubernetes.io/hostname\"'): %w", err)
+		}
+		if !slices.Contains([]string{"app", "deploy", "load"}, parts[0]) {
 			return nil, s.Errorf(factorKey, "a factor must be a key of [app], [deploy] or [load], written as a dotted path such as \"deploy.transport\"")
 		}
 		if err := setPath(tree, parts, deepCopy(levels[path])); err != nil {
 			return nil, s.Errorf(factorKey, "%w", err)
 		}
-		// Errors about the value point where the factor was written.
+		// Errors about the value point where the factor was written; they
+		// name the key as the checker does, each part quoted if need be.
+		key := s.absKey("", parts)
 		if line, flag := s.where(factorKey); flag != "" {
 			if setByFlag == nil {
 				setByFlag = map[string]string{}
 			}
-			setByFlag[path] = flag
+			setByFlag[key] = flag
 		} else {
-			setBy[path] = line + s.lineShift // where subtracts the shift again
+			setBy[key] = line + s.lineShift // where subtracts the shift again
 		}
 	}
 	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: setByFlag, lineShift: s.lineShift,

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -295,5 +296,56 @@ func TestParseTable(t *testing.T) {
 	}
 	if err := s.Decode("load", &l); err != nil || l.Rate != 7 {
 		t.Errorf("rate = %v, %v", l.Rate, err)
+	}
+}
+
+// A factor's name is a dotted key with --set's quoting, so a part holding
+// a dot (a node label) is one part, and errors about its levels point at
+// the factor.
+func TestWithQuotedFactorKey(t *testing.T) {
+	const head = "[app]\nname = \"chain\"\n[deploy]\ntransport = \"grpc\"\n[experiment.factors]\n"
+	for _, tc := range []struct {
+		name   string
+		factor string // the factor's line, line 6
+		level  any
+		want   map[string]string // node selector of the run
+		err    string
+	}{
+		{"quoted part", `'deploy.kube.node_selector."kubernetes.io/hostname"' = ["n1", "n2"]`, "n1",
+			map[string]string{"kubernetes.io/hostname": "n1"}, ""},
+		{"quoted plain part", `'deploy.kube."node_selector".zone' = ["a", "b"]`, "a",
+			map[string]string{"zone": "a"}, ""},
+		{"bad level", `'deploy.kube.node_selector."kubernetes.io/hostname"' = [1, 2]`, int64(1), nil,
+			`x.toml:6: deploy.kube.node_selector."kubernetes.io/hostname": must be a string, got 1`},
+		{"unterminated quote", `'deploy.kube.node_selector."kubernetes.io/hostname' = ["n1", "n2"]`, "n1", nil,
+			`x.toml:6: experiment.factors."deploy.kube.node_selector.\"kubernetes.io/hostname": a factor must be a key of [app], [deploy] or [load]`},
+		{"empty part", `"deploy.kube..zone" = ["n1", "n2"]`, "n1", nil,
+			`x.toml:6: experiment.factors."deploy.kube..zone": a factor must be a key of [app], [deploy] or [load]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("x.toml", []byte(head+tc.factor+"\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Experiment.Factors) != 1 {
+				t.Fatalf("factors = %+v", s.Experiment.Factors)
+			}
+			r, err := s.With(map[string]any{s.Experiment.Factors[0].Name: tc.level})
+			if tc.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("error\n got %v\nwant prefix %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.Deploy.Kube.NodeSelector; !maps.Equal(got, tc.want) {
+				t.Errorf("node selector = %v, want %v", got, tc.want)
+			}
+			if v, ok := r.Lookup(s.Experiment.Factors[0].Name); !ok || v != tc.level {
+				t.Errorf("Lookup(%s) = %v, %v; want %v", s.Experiment.Factors[0].Name, v, ok, tc.level)
+			}
+		})
 	}
 }

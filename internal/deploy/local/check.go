@@ -1,0 +1,25 @@
+package local
+
+import (
+	"strings"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// CheckSpec is deploy.SpecChecker: the local deployer runs every group on
+// this machine, so [deploy.hosts], [deploy.link] and [deploy.links] would
+// be ignored without a word, and a spec copied from the netns deployer's
+// example would measure one machine while its author believes it measures
+// two. Resolve calls it for every design point, so a factor that varies
+// deploy.deployer is checked at each of its levels.
+func (deployer) CheckSpec(s *spec.Spec, _ *runtime.Topology) error {
+	key, ok := s.HostTableKey()
+	if !ok {
+		return nil
+	}
+	if strings.HasPrefix(key, "deploy.hosts") {
+		return s.Errorf(key, "the %s deployer runs every group on this machine and has no hosts: set deploy.deployer = \"netns\" to emulate them (or \"kube\" to place groups on nodes), or remove [deploy.hosts]", Name)
+	}
+	return s.Errorf(key, "the %s deployer runs every group on this machine and has no links between hosts: set deploy.deployer = \"netns\" to emulate them, or remove [deploy.link] and [deploy.links]", Name)
+}
