@@ -2,13 +2,16 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -48,7 +51,9 @@ func TestPremadeNamespaceRoleBinding(t *testing.T) {
 	c := kubetest.Get(t)
 	istioCRDs(t, c)
 	ctx := context.Background()
-	const ns = "premade"
+	// Its own name each time: a namespace of an earlier -count is still
+	// terminating.
+	ns := fmt.Sprintf("premade-%d", time.Now().UnixNano()%1e9)
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{"team": "lab"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +70,8 @@ func TestPremadeNamespaceRoleBinding(t *testing.T) {
 	if _, err := c.Client.RbacV1().RoleBindings(ns).Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	user := c.ClientFor(t, kubetest.NoRBACContext)
+	granted(t, func() error { _, err := user.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{}); return err })
 	base := design(t, c, "60s", "context = \""+kubetest.NoRBACContext+"\"\nnamespace = \""+ns+"\"")
 	ambientSpec, err := base.Spec.With(map[string]any{"deploy.sidecar": "istio", "deploy.proxy_mode": "node"})
 	if err != nil {
@@ -119,7 +126,26 @@ func TestPremadeNamespaceRoleBinding(t *testing.T) {
 	if _, err := c.Client.RbacV1().Roles(ns).Update(ctx, role, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	granted(t, func() error { _, err := user.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); return err })
 	if err := run(ambient); err != nil {
 		t.Fatalf("ambient with get and patch on the namespace: %v", err)
+	}
+}
+
+// granted waits until the API server's RBAC authorizer, which learns of a
+// new Role or RoleBinding from its informers a moment after the write,
+// lets request through.
+func granted(t *testing.T, request func() error) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := request()
+		if !apierrors.IsForbidden(err) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Role is not in effect after 10 s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
