@@ -40,14 +40,20 @@ type Isolation struct {
 // allow it and "none" with a notice on log otherwise; "cpuset" asked for
 // where cgroups do not allow it is an error at the key.
 func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
-	if err := checkCgroups(s); err != nil {
-		return Isolation{}, err
-	}
 	cpus, err := cgroup.Allowed()
 	if err != nil {
 		return Isolation{}, err
 	}
 	all := Isolation{Mode: spec.IsolationNone, LoadgenCPUs: cgroup.List(cpus), SUTCPUs: cgroup.List(cpus), LoadgenCores: len(cpus), SUTCores: len(cpus)}
+	if remote(s) {
+		// The cluster enforces the limits and runs the load in pods: this
+		// machine's cgroups are neither needed nor meaningful.
+		all.Reason = fmt.Sprintf("the %s deployer runs the load and the system under test elsewhere", s.Deploy.Deployer)
+		return all, nil
+	}
+	if err := checkCgroups(s); err != nil {
+		return Isolation{}, err
+	}
 	if s.Experiment.Isolation == spec.IsolationNone {
 		return all, nil
 	}
@@ -71,6 +77,17 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		LoadgenCores: len(gen), SUTCores: len(sut),
 		Cgroup: m.Version().String(),
 	}, nil
+}
+
+// remote reports whether s's deployer runs its processes off this machine
+// (deploy.Remote). An unknown deployer is not remote; Resolve names it.
+func remote(s *spec.Spec) bool {
+	d, err := deploy.Lookup(s.Deploy.Deployer)
+	if err != nil {
+		return false
+	}
+	r, ok := d.(deploy.Remote)
+	return ok && r.RunsRemotely()
 }
 
 // checkCgroups fails, at the key, when the spec limits resources (in its

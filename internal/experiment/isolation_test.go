@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -109,4 +112,43 @@ func TestIsolationEnter(t *testing.T) {
 		t.Errorf("CPUs before %v, during %v (want %s), after %v", before, during, iso.LoadgenCPUs, after)
 	}
 	_ = cgroup.RemoveOwn()
+}
+
+// remoteDeployer stands for a deployer whose processes run elsewhere (the
+// kube deployer, which this package cannot import).
+type remoteDeployer struct{}
+
+func (remoteDeployer) Name() string       { return "test-remote" }
+func (remoteDeployer) RunsRemotely() bool { return true }
+func (remoteDeployer) Deploy(context.Context, *runtime.Topology, deploy.Options) (deploy.Deployment, error) {
+	return nil, errors.New("test-remote deploys nothing")
+}
+
+func init() { deploy.Register(remoteDeployer{}) }
+
+// TestDecideIsolationRemote: with a deployer that runs elsewhere, limits
+// and isolation are the cluster's, so neither this machine's cgroups are
+// asked for nor is the load generator moved onto a cpuset, even where
+// "cpuset" is written and could be had here.
+func TestDecideIsolationRemote(t *testing.T) {
+	s, err := spec.Parse("r.toml", []byte(`[app]
+name = "chain"
+[deploy]
+deployer = "test-remote"
+[deploy.resources.hop1]
+cpu = 0.5
+[experiment]
+isolation = "cpuset"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	iso, err := DecideIsolation(s, &log)
+	if err != nil || iso.Mode != spec.IsolationNone || !strings.Contains(iso.Reason, "test-remote deployer") {
+		t.Errorf("got %+v, %v; want none, the deployer named as the reason", iso, err)
+	}
+	if log.Len() != 0 {
+		t.Errorf("logged %q; a remote run's isolation is not this machine's", log.String())
+	}
 }
