@@ -33,9 +33,11 @@ var replicationSmokes = []replicationSmoke{
 		// other tests (make test-cli) a decode took over the spec's
 		// timeout, failing a 2-request run: this test checks the
 		// pipeline, not the latency, so it sends few requests per run and
-		// waits 30 s for each. A 1.5 s window holds two or three arrivals
-		// (the common 500 ms could hold none, which fails the run).
-		sets: []string{"load.rate=2", "load.timeout=30s", "load.duration=1500ms", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
+		// waits 30 s for each. The window must let each operation finish
+		// once: a 1.5 s one beside other tests once ended before the
+		// Python host's first LargeSize answer, and an operation with no
+		// answer in a run has no latency for the tables to analyse.
+		sets: []string{"load.rate=2", "load.timeout=30s", "load.duration=4s", `experiment.factors."deploy.languages.frontend"=["go","python"]`,
 			`experiment.factors."deploy.languages.selector"=["go","python"]`},
 		factors: map[string][]string{
 			"deploy.languages.frontend": {"go", "python"},
