@@ -47,7 +47,9 @@ var replicationSmokes = []replicationSmoke{
 	},
 	{
 		key: "s4", spec: "s4-rpc.toml",
-		sets: []string{`experiment.factors."app.string_len"=[2,1024]`},
+		// One closed-loop user: beside other tests the first call of a run
+		// once outlasted a 500 ms window, so three calls warm it first.
+		sets: []string{`experiment.factors."app.string_len"=[2,1024]`, "load.warmup_calls=3", "load.warmup=10s", "load.duration=1500ms"},
 		factors: map[string][]string{
 			"deploy.transport": {"grpc", "netrpc", "protorpc"},
 			"app.string_len":   {"2", "1024"},
@@ -67,8 +69,9 @@ var replicationSmokes = []replicationSmoke{
 	{
 		key: "s0", spec: "s0-granularity.toml",
 		// A closed loop through five hops: beside other tests a 500 ms
-		// window once completed no call, which fails the run.
-		sets: []string{`experiment.factors."load.users"=[2,8]`, "load.duration=1500ms"},
+		// window, and once a 1.5 s one after a 100 ms warm-up, completed no
+		// call, which fails the run; three calls warm it first.
+		sets: []string{`experiment.factors."load.users"=[2,8]`, "load.warmup_calls=3", "load.warmup=10s", "load.duration=1500ms"},
 		factors: map[string][]string{
 			"deploy.placement": {"monolith", "two", "split"},
 			"load.users":       {"2", "8"},
