@@ -129,7 +129,7 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 			return nil, nil, err
 		}
 	}
-	if r, ok := d.(Remote); ok && r.RunsRemotely() {
+	if IsRemote(d) {
 		// Only what the app declares is checked: the programs run
 		// elsewhere, from images, and this machine need not have them.
 		if err := backing.CheckDeclared(topo); err != nil {
@@ -170,6 +170,12 @@ func checkLocalPrograms(s *spec.Spec, topo *runtime.Topology) error {
 // declares.
 type Remote interface {
 	RunsRemotely() bool
+}
+
+// IsRemote reports whether d is a Remote deployer that runs remotely.
+func IsRemote(d Deployer) bool {
+	r, ok := d.(Remote)
+	return ok && r.RunsRemotely()
 }
 
 // SpecChecker is a Deployer with keys of its own in [deploy] (the netns

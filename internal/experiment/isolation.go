@@ -83,11 +83,7 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 // (deploy.Remote). An unknown deployer is not remote; Resolve names it.
 func remote(s *spec.Spec) bool {
 	d, err := deploy.Lookup(s.Deploy.Deployer)
-	if err != nil {
-		return false
-	}
-	r, ok := d.(deploy.Remote)
-	return ok && r.RunsRemotely()
+	return err == nil && deploy.IsRemote(d)
 }
 
 // checkCgroups fails, at the key, when the spec limits resources (in its
