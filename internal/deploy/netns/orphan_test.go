@@ -73,8 +73,11 @@ func startUpSpec(t *testing.T, body string) *exec.Cmd {
 	return cmd
 }
 
-// hostPIDs lists the processes running in the namespaces ns.
-func hostPIDs(t *testing.T, ns []string) []int {
+// hostPIDs lists the processes running in the namespaces ns, other than
+// svclab itself: /proc/PID/ns/net is the main thread's namespace, and Go
+// may have run a namespace-switching goroutine on svclab's main thread,
+// which the runtime then parks there rather than ending it.
+func hostPIDs(t *testing.T, ns []string, svclab int) []int {
 	t.Helper()
 	inode := map[string]bool{}
 	for _, n := range ns {
@@ -91,7 +94,9 @@ func hostPIDs(t *testing.T, ns []string) []int {
 		if err == nil && inode[l] {
 			var pid int
 			fmt.Sscanf(p, "/proc/%d/", &pid)
-			pids = append(pids, pid)
+			if pid != svclab {
+				pids = append(pids, pid)
+			}
 		}
 	}
 	return pids
@@ -120,9 +125,14 @@ func TestKill9(t *testing.T) {
 	if len(ns) != 4 { // router, client, two hosts
 		t.Fatalf("namespaces of svclab up: %v, want 4", ns)
 	}
-	pids := hostPIDs(t, ns)
+	pids := hostPIDs(t, ns, cmd.Process.Pid)
 	if len(pids) != 2 {
-		t.Fatalf("%d processes in the hosts' namespaces, want 2", len(pids))
+		var cmdlines []string
+		for _, pid := range pids {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+		}
+		t.Fatalf("%d processes in the hosts' namespaces, want 2: %s", len(pids), strings.Join(cmdlines, "; "))
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
