@@ -202,7 +202,5 @@ func TestKilledDeployerLeavesNoCgroups(t *testing.T) {
 	if _, err := os.Stat(filepath.Dir(owned[0])); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s remains after the sweep: %v", filepath.Dir(owned[0]), err)
 	}
-	if left := deploymentProcs(id); len(left) > 0 {
-		t.Errorf("processes %v of the killed deployer remain", left)
-	}
+	awaitNoProcs(t, id)
 }

@@ -454,11 +454,19 @@ func testNoOrphans(t *testing.T, sig syscall.Signal, src string, want int) {
 			t.Errorf("the sweep left %v of the killed deployer", dirs)
 		}
 	}
-	end := time.Now().Add(5 * time.Second)
+	awaitNoProcs(t, id)
+}
+
+// awaitNoProcs fails unless every process of deployment id has ended
+// within 10 s: the kernel's parent-death signal kills them at once, but a
+// loaded machine can take a while to run their exit.
+func awaitNoProcs(t *testing.T, id string) {
+	t.Helper()
+	end := time.Now().Add(10 * time.Second)
 	for {
 		left := deploymentProcs(id)
 		if len(left) == 0 {
-			break
+			return
 		}
 		if time.Now().After(end) {
 			t.Fatalf("processes %v of deployment %s outlived the deployer", left, id)

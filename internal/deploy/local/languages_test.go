@@ -147,13 +147,7 @@ func TestLanguagesNoOrphan(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	end := time.Now().Add(10 * time.Second)
-	for len(deploymentProcs(id)) > 0 {
-		if time.Now().After(end) {
-			t.Fatalf("processes %v of deployment %s outlived kill -9 of the deployer", deploymentProcs(id), id)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitNoProcs(t, id)
 }
 
 // TestLanguageFaults: a missing build is an error before anything starts,
