@@ -65,7 +65,8 @@ duration = "1s"
 // the deployer reads.
 func design(t *testing.T, c *kubetest.Cluster, timeout string, extra string) *runtime.Topology {
 	t.Helper()
-	// A parallel test cannot Setenv: its parent does (TestFailingPods).
+	// The shared cluster's kubeconfig is the process's (kubetest.Main):
+	// parallel tests cannot Setenv. Another cluster's is set here.
 	if os.Getenv("KUBECONFIG") != c.Kubeconfig {
 		t.Setenv("KUBECONFIG", c.Kubeconfig)
 	}
@@ -93,6 +94,7 @@ func namespaceGone(t *testing.T, c *kubetest.Cluster, ns string) {
 // nodes, its HPA and load Job are accepted by the API server, and Stop
 // deletes its namespace.
 func TestDeployRolloutStop(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	topo := design(t, c, "60s", "")
 	ctx := context.Background()
@@ -277,6 +279,7 @@ func istioCRDs(t *testing.T, c *kubetest.Cluster) {
 // with deploy.sidecar = "istio" and deploy.mtls applies its
 // PeerAuthentication and Telemetry.
 func TestIstioObjectsAccepted(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	istioCRDs(t, c)
 	topo := design(t, c, "60s", "")

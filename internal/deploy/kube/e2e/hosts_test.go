@@ -34,6 +34,7 @@ func labelNode(t *testing.T, c *kubetest.Cluster, node, key, value string) {
 // run on the node of the [deploy.hosts] table that lists it, whatever
 // the scheduler would have preferred.
 func TestHostsPlaceGroupsOnNodes(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	hosts := map[string]string{"vm1": c.Nodes[0], "vm2": c.Nodes[1]}
 	for h, n := range hosts {

@@ -48,6 +48,7 @@ func runnerRules(t *testing.T) []rbacv1.PolicyRule {
 // render shows, and Stop takes the label off again and leaves the
 // namespace.
 func TestPremadeNamespaceRoleBinding(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	istioCRDs(t, c)
 	ctx := context.Background()

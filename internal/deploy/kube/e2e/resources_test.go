@@ -50,6 +50,7 @@ func byProcess(rows []experiment.ResourceRow) map[string][]experiment.ResourceRo
 // emulates and the memory it emulates, including a pod that scaling adds
 // during the sampling; and the run's resources warning is gone.
 func TestPodResourceSamples(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	c.RequireMetrics(t)
 	topo := design(t, c, "60s", "")

@@ -35,6 +35,9 @@ func Main(m *testing.M) int {
 		return 1
 	default:
 		shared = c
+		// Parallel tests cannot Setenv, and every deployer they start
+		// reads the kubeconfig from the environment.
+		os.Setenv("KUBECONFIG", c.Kubeconfig)
 	}
 	code := m.Run()
 	if shared != nil {
