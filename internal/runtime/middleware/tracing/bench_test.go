@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 
@@ -34,6 +35,12 @@ func (c *collector) Export(_ context.Context, req *collectorpb.ExportTraceServic
 	}
 	return &collectorpb.ExportTraceServiceResponse{}, nil
 }
+
+// discardExporter takes every batch and drops it.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // cpuTime is the CPU time the process has used, user and system.
 func cpuTime(b *testing.B) time.Duration {
@@ -67,21 +74,34 @@ func startCollector(b *testing.B) (*collector, string) {
 // machine does not inflate as it does ns/op. Run with -count and compare
 // with benchstat, or -cpuprofile for where it goes.
 func BenchmarkHop(b *testing.B) {
-	for _, traced := range []bool{false, true} {
-		name := "off"
-		if traced {
-			name = "on"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		ratio   float64 // 0: no tracer
+		discard bool    // spans batched, then dropped instead of exported
+	}{
+		{"off", 0, false},
+		// Propagation and a sampler saying no: what any ratio pays on the
+		// calls it does not record.
+		{"unsampled", 1e-12, false},
+		// Recording and batching, no export: the on-path share.
+		{"discard", 1, true},
+		{"on", 1, false},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
 			var sopts transport.ServerOptions
 			var dopts transport.DialOptions
 			var tr *tracing.Tracer
 			var col *collector
+			traced := tc.ratio > 0
 			if traced {
 				var addr string
 				col, addr = startCollector(b)
+				opts := tracing.Options{Service: "bench", Deployment: "b1", Ratio: tc.ratio, Endpoint: addr}
+				if tc.discard {
+					opts.Exporter = discardExporter{}
+				}
 				var err error
-				tr, err = tracing.New(context.Background(), tracing.Options{Service: "bench", Deployment: "b1", Ratio: 1, Endpoint: addr})
+				tr, err = tracing.New(context.Background(), opts)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -134,8 +154,13 @@ func BenchmarkHop(b *testing.B) {
 				if err := tr.Shutdown(ctx); err != nil {
 					b.Fatal(err)
 				}
-				// None dropped: every call's two spans reached the collector.
-				if got, want := col.spans.Load(), 2*int64(b.N); got != want {
+				// None dropped: every call's two spans reached the collector
+				// (none when unsampled or discarded).
+				want := 2 * int64(b.N)
+				if tc.ratio < 1 || tc.discard {
+					want = 0
+				}
+				if got := col.spans.Load(); got != want {
 					b.Fatalf("collector got %d spans, want %d", got, want)
 				}
 			}
