@@ -347,3 +347,25 @@ def test_summary_region(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     doc.write_text(text.replace(summary.split("<!-- END summary -->")[0], "\nkept\n"))
     assert rp.main(["--results", str(results), "--doc", str(doc)]) == 0
     assert "<!-- BEGIN summary -->\nkept\n<!-- END summary -->" in doc.read_text()
+
+
+def test_operation_without_answers_is_left_out_with_a_note(tmp_path: Path) -> None:
+    # One run's movie operation got no answer in its window (count 0, as the
+    # generator writes it): that run leaves movie's cell, the others stay,
+    # and the region says which run and why.
+    d = write_store(tmp_path, "s4-rpc", [("deploy.transport", ["grpc", "netrpc"]),
+                                         ("app.string_len", [2, 1024])], s4_values, reps=3)
+    s = next((d / "runs").glob("r001-*")) / "summary.json"
+    data = json.loads(s.read_text())
+    op = next(o for o in data["operations"] if o["name"] == "movie")
+    op.update(count=0, errors=0, rps=0)
+    op["latency"] = {k: 0 for k in op["latency"]}
+    s.write_text(json.dumps(data))
+    text = rp.build_section(rp.STUDIES["s4"], d).text
+    row = next(ln for ln in text.splitlines() if ln.startswith("| movie |"))
+    # r001 is grpc at 2 chars, repetition 1: grpc keeps the other 5 runs.
+    assert est_text([0.92, 0.93, 0.91, 0.92, 0.93]) in row
+    assert "| 5 / 6 |" in row
+    assert "r001-" in text and "no answer" in text
+    void = next(ln for ln in text.splitlines() if ln.startswith("| void |"))
+    assert "| 6 / 6 |" in void

@@ -20,6 +20,11 @@ intervals, never typed in.
 A region whose spec has no results is left as it is, so running this on a
 fresh clone does not erase the committed tables.
 
+A run that got no answer for one operation in its measured window (a
+slow first call, a short window) is left out of that operation's figures
+only, and the region's head says which run and operation; its other
+operations still count.
+
 ``scripts/replicate.sh`` writes ``replicate.json`` into each results
 directory (the command, its wall time and the load average around it);
 the regions quote it when it is there.

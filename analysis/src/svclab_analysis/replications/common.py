@@ -85,6 +85,8 @@ class StudyData:
     run: run_id, bottleneck, duration_s, late_sends, and the generator's own
     gen_cpu_percent and gen_lag_p99_ms from run.json (NaN when missing).
     `factors` maps each varied spec key to its levels, in the spec's order.
+    A run that got no answer for an operation in its window has no row in
+    that operation's table; `notes` says which.
     """
 
     tables: Mapping[str, pd.DataFrame]
@@ -95,6 +97,8 @@ class StudyData:
     # Other experiments a study reads beside its own, by experiment name
     # (S0 whole: one spec per two-host placement).
     companions: Mapping[str, StudyData] = field(default_factory=dict)
+    # What was left out and why (study_data), for the region's head.
+    notes: Sequence[str] = ()
 
     def table(self, operation: str = "total") -> pd.DataFrame:
         return self.tables[operation]

@@ -73,6 +73,7 @@ def study_section(study: Study, exp: Experiment,
     head = [GENERATED_NOTE.format(path=used if comps else exp.path.name),
             provenance(exp, f"bin/svclab run {study.spec}"),
             *[provenance(e, f"bin/svclab run experiments/{k}.toml") for k, e in comps.items()],
+            *[f"- Note: {n}." for d in [data, *data.companions.values()] for n in d.notes],
             ""]
     return Section("\n".join([*head, body.text]), body.claims)
 

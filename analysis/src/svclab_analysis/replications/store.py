@@ -59,12 +59,25 @@ def study_data(exp: Experiment) -> StudyData:
     runs["gen_cpu_percent"] = [audits[str(r)].cpu_percent for r in runs["run_id"]]
     runs["gen_lag_p99_ms"] = [audits[str(r)].lag_p99_ms for r in runs["run_id"]]
     cores = (exp.meta.get("host") or {}).get("cores") or 2
+    tables, notes = {}, list(exp.notes)
+    for op in dict.fromkeys(exp.metrics["operation"]):
+        t = response_table(exp, op)
+        # No answer in the window: the run has no latency for this operation
+        # to compare, which is not a zero; its other operations still count.
+        none = t["count"] == 0
+        if none.any():
+            ids = ", ".join(f"`{r}`" for r in t.loc[none, "run_id"])
+            notes.append(f"{exp.path.name}: {op!r} got no answer in the measured window of "
+                         f"run(s) {ids}, left out of that operation's figures")
+            t = t[~none].reset_index(drop=True)
+        tables[op] = t
     return StudyData(
-        tables={op: response_table(exp, op) for op in dict.fromkeys(exp.metrics["operation"])},
+        tables=tables,
         runs=runs,
         factors={f.name: list(f.levels) for f in exp.factors},
         closed_loop=closed_loop(exp),
         cores=int(cores),
+        notes=tuple(notes),
     )
 
 
