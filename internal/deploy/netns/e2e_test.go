@@ -156,8 +156,7 @@ func TestChainTwoHosts(t *testing.T) {
 					if ns == self {
 						// Seen once in a fresh make test (2026-11-27, the PID
 						// counter had wrapped): say what that PID is now.
-						cmdline, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.Info().PID))
-						t.Errorf("%s runs in svclab's own network namespace (its command line now: %q)", p.Info(), bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+						t.Errorf("%s runs in svclab's own network namespace (its command line now: %q)", p.Info(), cmdline(p.Info().PID))
 					}
 					seen[ns] = p.Info().Name
 				}

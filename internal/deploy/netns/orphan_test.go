@@ -102,6 +102,13 @@ func hostPIDs(t *testing.T, ns []string, svclab int) []int {
 	return pids
 }
 
+// cmdline is what process pid runs now, its arguments joined by spaces,
+// for a failure message ("" once it has gone).
+func cmdline(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
+}
+
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -129,8 +136,7 @@ func TestKill9(t *testing.T) {
 	if len(pids) != 2 {
 		var cmdlines []string
 		for _, pid := range pids {
-			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, strings.ReplaceAll(string(b), "\x00", " ")))
+			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
 		}
 		t.Fatalf("%d processes in the hosts' namespaces, want 2: %s", len(pids), strings.Join(cmdlines, "; "))
 	}
