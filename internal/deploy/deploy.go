@@ -63,6 +63,11 @@ type Options struct {
 	// process of the deployment runs on: the system under test's share
 	// under experiment.isolation = "cpuset".
 	CPUs string
+	// TelemetryCPUs, when set, is the CPU list the deployment's telemetry
+	// backends (Jaeger, Prometheus) run on instead of CPUs: the load
+	// generator's under deploy.telemetry_cpus = "generator", as a
+	// collector on a machine of its own.
+	TelemetryCPUs string
 	// Backing runs the backing services the app declares (a database);
 	// the experiment runner passes one pool for all its runs. Nil: the
 	// deployment starts its own and stops it with the deployment.

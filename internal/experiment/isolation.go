@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	goruntime "runtime"
+	"slices"
 	"strings"
 
 	"github.com/svclab/svclab/internal/cgroup"
@@ -68,6 +69,9 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		}
 		all.Reason = err.Error()
 		fmt.Fprintf(log, "notice: the load generator and the system under test share every CPU (experiment.isolation = %q): %v\n", spec.IsolationNone, err)
+		if telemetryOnGenerator(s) {
+			fmt.Fprintf(log, "notice: deploy.telemetry_cpus = %q has no CPUs of the generator's to use: the telemetry backends share every CPU too\n", spec.TelemetryCPUsGenerator)
+		}
 		return all, nil
 	}
 	fmt.Fprintf(log, "isolation: the load generator runs on CPU %s, the system under test on CPU %s (cgroup %s cpusets)\n", cgroup.List(gen), cgroup.List(sut), m.Version())
@@ -173,6 +177,31 @@ func (iso *Isolation) AsSUT(start func() error) error {
 		return errors.Join(err, fmt.Errorf("move the load generator back onto its CPUs: %w", berr))
 	}
 	return err
+}
+
+// telemetryOnGenerator reports whether s, or a level of one of its
+// factors, asks for the telemetry backends on the generator's CPUs.
+func telemetryOnGenerator(s *spec.Spec) bool {
+	if s.Deploy.TelemetryCPUs == spec.TelemetryCPUsGenerator {
+		return true
+	}
+	for _, f := range s.Experiment.Factors {
+		if f.Name == "deploy.telemetry_cpus" && slices.Contains(f.Levels, any(spec.TelemetryCPUsGenerator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// TelemetryCPUs is the CPU list of the telemetry backends of a run whose
+// deploy.telemetry_cpus is where (deploy.Options.TelemetryCPUs): the
+// generator's under "generator" with the CPUs split, else empty, the
+// deployment's own.
+func (iso *Isolation) TelemetryCPUs(where string) string {
+	if iso == nil || iso.Mode != spec.IsolationCPUSet || where != spec.TelemetryCPUsGenerator {
+		return ""
+	}
+	return iso.LoadgenCPUs
 }
 
 // DeployCPUs is the CPU list a deployment is confined to

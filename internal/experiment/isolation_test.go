@@ -152,3 +152,41 @@ isolation = "cpuset"
 		t.Errorf("logged %q; a remote run's isolation is not this machine's", log.String())
 	}
 }
+
+// TestTelemetryCPUs: the telemetry backends get the generator's CPUs only
+// when a run asks for them and the CPUs are split.
+func TestTelemetryCPUs(t *testing.T) {
+	split := &Isolation{Mode: spec.IsolationCPUSet, LoadgenCPUs: "0", SUTCPUs: "1-3"}
+	shared := &Isolation{Mode: spec.IsolationNone, LoadgenCPUs: "0-3", SUTCPUs: "0-3"}
+	for _, c := range []struct {
+		iso   *Isolation
+		where string
+		want  string
+	}{
+		{split, spec.TelemetryCPUsGenerator, "0"},
+		{split, spec.TelemetryCPUsSystem, ""},
+		{shared, spec.TelemetryCPUsGenerator, ""},
+		{nil, spec.TelemetryCPUsGenerator, ""},
+	} {
+		if got := c.iso.TelemetryCPUs(c.where); got != c.want {
+			t.Errorf("%+v, %q: %q, want %q", c.iso, c.where, got, c.want)
+		}
+	}
+}
+
+// TestTelemetryOnGeneratorNotice: where the CPUs cannot be split, a spec
+// that asks for the backends on the generator's CPUs, in a factor level,
+// is told that they share every CPU.
+func TestTelemetryOnGeneratorNotice(t *testing.T) {
+	s, err := spec.Parse("i.toml", []byte("[app]\nname = \"chain\"\n[experiment.factors]\n\"deploy.telemetry_cpus\" = [\"system\", \"generator\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !telemetryOnGenerator(s) {
+		t.Error("a factor level of generator is not seen")
+	}
+	plain, _ := spec.Parse("i.toml", []byte("[app]\nname = \"chain\"\n"))
+	if telemetryOnGenerator(plain) {
+		t.Error("the default asks for the generator's CPUs")
+	}
+}

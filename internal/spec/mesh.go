@@ -1,13 +1,51 @@
 package spec
 
-import "math"
+import (
+	"math"
+	"slices"
+)
+
+// The values of deploy.telemetry_cpus: where the run's telemetry backends
+// (Jaeger for deploy.tracing, Prometheus for deploy.metrics) run when
+// experiment.isolation splits the CPUs.
+const (
+	// TelemetryCPUsSystem runs them on the system under test's CPUs, as
+	// a collector on the same node as the services: their ingest is
+	// part of what the mesh costs the hops.
+	TelemetryCPUsSystem = "system"
+	// TelemetryCPUsGenerator runs them on the load generator's CPUs, as
+	// a collector on a machine of its own: the hops pay only for making
+	// and sending spans and metrics.
+	TelemetryCPUsGenerator = "generator"
+)
+
+// TelemetryCPUsOptions lists the values of deploy.telemetry_cpus, the
+// default first.
+var TelemetryCPUsOptions = []string{TelemetryCPUsSystem, TelemetryCPUsGenerator}
 
 // checkMesh checks the mesh keys of [deploy]: deploy.mtls and
-// deploy.metrics are booleans (Decode checks those), and deploy.tracing is
-// a sampling ratio, the share of requests whose traces are kept.
+// deploy.metrics are booleans (Decode checks those), deploy.tracing is a
+// sampling ratio, the share of requests whose traces are kept, and
+// deploy.telemetry_cpus names CPUs that experiment.isolation can give.
 func (s *Spec) checkMesh() error {
 	if r := s.Deploy.Tracing; math.IsNaN(r) || r < 0 || r > 1 {
 		return s.Errorf("deploy.tracing", "must be a sampling ratio from 0.0 (off) to 1.0 (every request), got %v", r)
 	}
+	if !s.written("deploy.telemetry_cpus") {
+		s.Deploy.TelemetryCPUs = TelemetryCPUsSystem
+	}
+	switch v := s.Deploy.TelemetryCPUs; {
+	case !slices.Contains(TelemetryCPUsOptions, v):
+		return s.Errorf("deploy.telemetry_cpus", "must be %q (the system under test's CPUs) or %q (the load generator's), got %q", TelemetryCPUsSystem, TelemetryCPUsGenerator, v)
+	case v == TelemetryCPUsGenerator && s.isolationOff():
+		return s.Errorf("deploy.telemetry_cpus", "%q needs the CPUs split: experiment.isolation is %q, so the generator has no CPUs of its own", v, IsolationNone)
+	}
 	return nil
+}
+
+// isolationOff reports whether the spec turns experiment.isolation off. It
+// reads the key, not s.Experiment, which [deploy] is decoded before.
+func (s *Spec) isolationOff() bool {
+	v, _ := s.Lookup("experiment.isolation")
+	return v == IsolationNone
 }

@@ -11,7 +11,9 @@ func TestMeshKeys(t *testing.T) {
 		mtls    bool
 		tracing float64
 		metrics bool
-		err     string
+		// telemetry is deploy.telemetry_cpus; empty means the default.
+		telemetry string
+		err       string
 	}{
 		{src: "[deploy]\n"},
 		{src: "[deploy]\nmtls = true\ntracing = 0.25\nmetrics = true\n", mtls: true, tracing: 0.25, metrics: true},
@@ -22,6 +24,11 @@ func TestMeshKeys(t *testing.T) {
 		{src: "[deploy]\ntracing = nan\n", err: "x.toml:2: deploy.tracing: must be"},
 		{src: "[deploy]\nmtls = \"yes\"\n", err: "x.toml:2: deploy.mtls"},
 		{src: "[deploy]\nmetrics = 1\n", err: "x.toml:2: deploy.metrics"},
+		{src: "[deploy]\ntelemetry_cpus = \"generator\"\n", telemetry: TelemetryCPUsGenerator},
+		{src: "[deploy]\ntelemetry_cpus = \"system\"\n[experiment]\nisolation = \"none\"\n"},
+		{src: "[deploy]\ntelemetry_cpus = \"loadgen\"\n", err: `x.toml:2: deploy.telemetry_cpus: must be "system" (the system under test's CPUs) or "generator" (the load generator's), got "loadgen"`},
+		{src: "[deploy]\ntelemetry_cpus = \"\"\n", err: `x.toml:2: deploy.telemetry_cpus: must be "system"`},
+		{src: "[experiment]\nisolation = \"none\"\n[deploy]\ntracing = 1.0\ntelemetry_cpus = \"generator\"\n", err: `x.toml:5: deploy.telemetry_cpus: "generator" needs the CPUs split: experiment.isolation is "none"`},
 	}
 	for _, tt := range tests {
 		s, err := Parse("x.toml", []byte(tt.src))
@@ -37,6 +44,13 @@ func TestMeshKeys(t *testing.T) {
 		}
 		if d := s.Deploy; d.MTLS != tt.mtls || d.Tracing != tt.tracing || d.Metrics != tt.metrics {
 			t.Errorf("%q: mtls %v tracing %v metrics %v", tt.src, d.MTLS, d.Tracing, d.Metrics)
+		}
+		want := tt.telemetry
+		if want == "" {
+			want = TelemetryCPUsSystem
+		}
+		if got := s.Deploy.TelemetryCPUs; got != want {
+			t.Errorf("%q: telemetry_cpus %q, want %q", tt.src, got, want)
 		}
 	}
 }
@@ -55,5 +69,23 @@ func TestMeshFactorLevels(t *testing.T) {
 	_, err = s.With(map[string]any{"deploy.tracing": 2.0, "deploy.mtls": true})
 	if err == nil || !strings.Contains(err.Error(), "x.toml:2: deploy.tracing") {
 		t.Errorf("level 2.0: %v", err)
+	}
+}
+
+// TestTelemetryCPUsFactor checks that deploy.telemetry_cpus is a factor,
+// and that a level the isolation cannot give is refused at the factor's
+// line before any run.
+func TestTelemetryCPUsFactor(t *testing.T) {
+	src := "[experiment]\nisolation = \"none\"\n[experiment.factors]\n\"deploy.telemetry_cpus\" = [\"system\", \"generator\"]\n"
+	s, err := Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := s.With(map[string]any{"deploy.telemetry_cpus": "system"}); err != nil || r.Deploy.TelemetryCPUs != TelemetryCPUsSystem {
+		t.Errorf("level system: %v", err)
+	}
+	_, err = s.With(map[string]any{"deploy.telemetry_cpus": "generator"})
+	if err == nil || !strings.Contains(err.Error(), "x.toml:4: deploy.telemetry_cpus") {
+		t.Errorf("level generator without isolation: %v", err)
 	}
 }

@@ -143,6 +143,9 @@ type Deploy struct {
 	MTLS    bool    `toml:"mtls"`
 	Tracing float64 `toml:"tracing"`
 	Metrics bool    `toml:"metrics"`
+	// TelemetryCPUs is where the tracing and metrics backends run under
+	// experiment.isolation: one of TelemetryCPUsOptions (mesh.go).
+	TelemetryCPUs string `toml:"telemetry_cpus"`
 	// Languages maps a component to the language of its implementation:
 	// "go" (the default), "java" or "python" (runtime checks the names).
 	Languages map[string]string `toml:"languages"`

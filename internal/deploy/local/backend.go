@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
+
+	"github.com/svclab/svclab/internal/cgroup"
 )
 
 // startBackend starts cmd, a server the deployment runs beside its hosts
@@ -29,6 +32,10 @@ func (d *Deployment) startBackend(ctx context.Context, what string, cmd *exec.Cm
 	}
 	done = make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
+	if err := d.telemetry.add(d.id, cmd.Process.Pid); err != nil {
+		stopGroup(cmd, done)
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !ready(ctx) {
@@ -42,4 +49,50 @@ func (d *Deployment) startBackend(ctx context.Context, what string, cmd *exec.Cm
 		}
 	}
 	return done, nil
+}
+
+// telemetryGroup is the control group of a deployment's telemetry
+// backends under deploy.telemetry_cpus = "generator" (deploy.Options.
+// TelemetryCPUs): the load generator's CPUs and no limit. A backend starts
+// on the system under test's CPUs, as everything a deployment starts does
+// (experiment.Isolation.AsSUT), and is moved, every thread of it, before
+// it serves: Jaeger and Prometheus do not fork.
+type telemetryGroup struct {
+	cpus string // empty: the backends stay where they start
+	mu   sync.Mutex
+	g    *cgroup.Group
+}
+
+// add moves process pid into the group, which it makes on first use.
+func (t *telemetryGroup) add(id string, pid int) error {
+	if t.cpus == "" {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.g == nil {
+		m, err := cgroup.Open()
+		if err != nil {
+			return fmt.Errorf("deploy.telemetry_cpus needs a cgroup (cpus %q): %w", t.cpus, err)
+		}
+		if t.g, err = m.New(id+"-telemetry", cgroup.Limits{CPUs: t.cpus}); err != nil {
+			return fmt.Errorf("deploy.telemetry_cpus: %w", err)
+		}
+	}
+	if err := t.g.Add(pid); err != nil {
+		return fmt.Errorf("deploy.telemetry_cpus: move pid %d onto CPU %s: %w", pid, t.cpus, err)
+	}
+	return nil
+}
+
+// remove deletes the group once its backends have exited.
+func (t *telemetryGroup) remove() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.g == nil {
+		return nil
+	}
+	err := t.g.Remove()
+	t.g = nil
+	return err
 }

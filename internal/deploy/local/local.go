@@ -103,6 +103,7 @@ type Deployment struct {
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
+	telemetry   telemetryGroup   // the backends' CPUs (backend.go)
 	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
@@ -198,6 +199,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		stopTimeout: opts.StopTimeout,
 		net:         opts.Network,
 		cpus:        opts.CPUs,
+		telemetry:   telemetryGroup{cpus: opts.TelemetryCPUs},
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 		nextOrdinal: make([]int, len(p.Groups)),
@@ -330,6 +332,9 @@ wait:
 	}
 	d.closeHops()
 	d.mesh.collectSpans(ctx, d.topo.Groups)
+	if err := d.telemetry.remove(); err != nil {
+		errs = append(errs, err)
+	}
 	if d.spawn != nil {
 		d.spawn.close()
 	}
