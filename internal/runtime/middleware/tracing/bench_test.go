@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	collectorpb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -173,6 +174,60 @@ func BenchmarkHop(b *testing.B) {
 				if got != want {
 					b.Fatalf("%s: exported %d spans, want %d", tc.name, got, want)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkInterceptors is the tracing a hop puts on its request path,
+// without the wire: a client interceptor whose invoker hands the outgoing
+// trace context to a server interceptor, as a hop's two ends do, with
+// every call sampled and its two spans batched and dropped. It is the
+// floor under what tracing adds to a hop's latency: the OpenTelemetry
+// SDK's span start and end, W3C propagation and the batcher's enqueue.
+func BenchmarkInterceptors(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		ratio float64
+	}{{"unsampled", 1e-12}, {"sampled", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			discard := &discardExporter{}
+			tr, err := tracing.New(context.Background(), tracing.Options{Service: "bench", Deployment: "b1", Ratio: tc.ratio, Exporter: discard})
+			if err != nil {
+				b.Fatal(err)
+			}
+			server := tr.Server("echo")
+			client := tr.Client("echo")
+			info := &grpc.UnaryServerInfo{FullMethod: "/svclab.echo.Echo/Echo"}
+			handler := func(ctx context.Context, req any) (any, error) { return req, nil }
+			invoker := func(ctx context.Context, method string, req, reply any, _ *grpc.ClientConn, _ ...grpc.CallOption) error {
+				// The server's side sees what the client sent as incoming
+				// metadata, as every transport delivers it.
+				md, _ := metadata.FromOutgoingContext(ctx)
+				_, err := server(metadata.NewIncomingContext(context.Background(), md), req, info, handler)
+				return err
+			}
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := client(ctx, info.FullMethod, nil, nil, nil, invoker); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if err := tr.Shutdown(ctx); err != nil {
+				b.Fatal(err)
+			}
+			// Every span sampled reached the batcher, but for the few it
+			// drops when this loop outruns its export goroutine and fills
+			// its queue (2,048 spans), as a run's trace check would count.
+			want := 2 * int64(b.N)
+			if tc.ratio < 1 {
+				want = 0
+			}
+			if got := discard.spans.Load(); got > want || float64(got) < 0.98*float64(want) {
+				b.Fatalf("%d spans batched, want %d", got, want)
 			}
 		})
 	}
