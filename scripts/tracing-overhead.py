@@ -26,7 +26,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from scipy import stats
-
 from svclab_analysis.formatting import est, num
 from svclab_analysis.replications.store import latest_results
 from svclab_analysis.results import load_experiment, response_table
