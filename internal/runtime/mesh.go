@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"os"
 	"time"
 
 	"google.golang.org/grpc"
@@ -123,12 +124,16 @@ func newMeshInterceptors(ctx context.Context, cfg *hostv1.HostConfig) (*meshInte
 		}()
 	}
 	if t := cfg.GetMesh().GetTracing(); t != nil {
-		tr, err := tracing.New(ctx, tracing.Options{
+		opts := tracing.Options{
 			Service:    cfg.GetGroup(),
 			Deployment: cfg.GetDeployment(),
 			Ratio:      t.GetRatio(),
 			Endpoint:   t.GetOtlpEndpoint(),
-		})
+		}
+		if err := tracing.ExportFromEnv(&opts, os.Getenv(tracing.ExportEnv)); err != nil {
+			return nil, fmt.Errorf("mesh.tracing: %w", err)
+		}
+		tr, err := tracing.New(ctx, opts)
 		if err != nil {
 			return nil, fmt.Errorf("mesh.tracing: %w", err)
 		}

@@ -56,9 +56,47 @@ type Options struct {
 	// BatchTimeout is how long spans wait to be exported together;
 	// DefaultBatchTimeout when zero.
 	BatchTimeout time.Duration
-	// Exporter replaces the OTLP exporter (tests).
+	// Exporter replaces the OTLP exporter (tests, ExportEnv).
 	Exporter sdktrace.SpanExporter
+	// Unbatched hands each span to the exporter as it ends, on the
+	// request path, instead of to the batcher (ExportEnv).
+	Unbatched bool
 }
+
+// ExportEnv is a measurement knob in a host's environment that replaces
+// where its spans go, so that a run can tell which layer of tracing costs
+// the hops what (docs/PERFORMANCE.md, "Mesh: what tracing costs a hop"):
+// ExportDiscard batches the spans as usual and drops each batch;
+// ExportDrop drops each span as it ends, with no batcher at all. Unset, the
+// spans go over OTLP to the run's backend; under either value the run's
+// trace check finds none there and says so.
+const ExportEnv = "SVCLAB_TRACE_EXPORT"
+
+// The values of ExportEnv.
+const (
+	ExportDiscard = "discard"
+	ExportDrop    = "drop"
+)
+
+// ExportFromEnv applies ExportEnv's value v to opts; empty leaves them.
+func ExportFromEnv(opts *Options, v string) error {
+	switch v {
+	case "":
+	case ExportDiscard:
+		opts.Exporter = dropExporter{}
+	case ExportDrop:
+		opts.Exporter, opts.Unbatched = dropExporter{}, true
+	default:
+		return fmt.Errorf("tracing: %s=%q: want %q or %q", ExportEnv, v, ExportDiscard, ExportDrop)
+	}
+	return nil
+}
+
+// dropExporter drops every span it is given.
+type dropExporter struct{}
+
+func (dropExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (dropExporter) Shutdown(context.Context) error                             { return nil }
 
 // The batching of spans, as the SDK's BatchSpanProcessor defaults: a
 // batch is exported when it holds MaxExportBatch spans or every
@@ -101,8 +139,12 @@ func New(ctx context.Context, opts Options) (*Tracer, error) {
 	if timeout <= 0 {
 		timeout = DefaultBatchTimeout
 	}
+	processor := sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(timeout), sdktrace.WithMaxExportBatchSize(MaxExportBatch))
+	if opts.Unbatched {
+		processor = sdktrace.WithSyncer(exp)
+	}
 	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp, sdktrace.WithBatchTimeout(timeout), sdktrace.WithMaxExportBatchSize(MaxExportBatch)),
+		processor,
 		sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(opts.Ratio))),
 	)

@@ -5,7 +5,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -158,6 +160,78 @@ func TestBadRatio(t *testing.T) {
 	for _, r := range []float64{0, -1, 1.5} {
 		if _, err := tracing.New(context.Background(), tracing.Options{Ratio: r, Exporter: tracetest.NewInMemoryExporter()}); err == nil {
 			t.Errorf("ratio %v accepted", r)
+		}
+	}
+}
+
+// TestUnbatched: an unbatched tracer hands each span to its exporter as
+// the span ends, with no flush; a batched one holds them until its batch
+// is due (5 s) or flushed.
+func TestUnbatched(t *testing.T) {
+	for _, unbatched := range []bool{false, true} {
+		exp := tracetest.NewInMemoryExporter()
+		tr, err := tracing.New(context.Background(), tracing.Options{Service: "test", Deployment: "d1", Ratio: 1, Exporter: exp, Unbatched: unbatched})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := echo.NewEchoClient(conn(t, "grpc", tr, passThrough))
+		if _, err := c.Echo(context.Background(), &echo.EchoRequest{Payload: []byte("hi")}); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if unbatched {
+			want = 2
+		}
+		// The server span ends after the answer is on its way: wait for it
+		// a little when it is due at once.
+		got := len(exp.GetSpans())
+		for i := 0; i < 100 && got < want; i++ {
+			time.Sleep(10 * time.Millisecond)
+			got = len(exp.GetSpans())
+		}
+		if got != want {
+			t.Errorf("unbatched %v: %d spans exported before any flush, want %d", unbatched, got, want)
+		}
+		if err := tr.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(exp.GetSpans()); got != 2 {
+			t.Errorf("unbatched %v: %d spans after a flush, want 2", unbatched, got)
+		}
+		if err := tr.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func passThrough(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	return h(ctx, req)
+}
+
+// TestExportFromEnv: the measurement knob's values, and a clear error for
+// any other, naming the variable.
+func TestExportFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		v         string
+		replaced  bool
+		unbatched bool
+		err       string
+	}{
+		{v: ""},
+		{v: tracing.ExportDiscard, replaced: true},
+		{v: tracing.ExportDrop, replaced: true, unbatched: true},
+		{v: "otlp", err: `SVCLAB_TRACE_EXPORT="otlp": want "discard" or "drop"`},
+	} {
+		var o tracing.Options
+		err := tracing.ExportFromEnv(&o, tc.v)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.v, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || (o.Exporter != nil) != tc.replaced || o.Unbatched != tc.unbatched {
+			t.Errorf("%q: exporter replaced %v, unbatched %v, err %v", tc.v, o.Exporter != nil, o.Unbatched, err)
 		}
 	}
 }
