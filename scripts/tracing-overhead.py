@@ -1,12 +1,12 @@
 """Tracing's cost to a three-hop chain's median, and the backend's share.
 
-From the newest tracing-overhead results (or the directory given):
-
     bin/svclab run experiments/tracing-overhead.toml
-    .venv/bin/python scripts/tracing-overhead.py results [DIR]
+    .venv/bin/python scripts/tracing-overhead.py PATH
 
-For each placement of the tracing backend (deploy.telemetry_cpus), the
-runs traced at 1.0 against the runs not traced, on each run's p50:
+PATH is a tracing-overhead results directory, or a directory of results
+(then the newest tracing-overhead set in it). For each placement of the
+tracing backend (deploy.telemetry_cpus), the runs traced at 1.0 against
+the runs not traced, on each run's p50:
 
 - unpaired: the ratio of medians with a 95% bootstrap interval and
   Mann-Whitney's p (svclab_analysis.stats.mann_whitney), over every run;
@@ -14,10 +14,11 @@ runs traced at 1.0 against the runs not traced, on each run's p50:
   block that met one stretch of the machine's drift. Within a block the
   traced run is divided by the mean of that block's untraced runs; the
   median of those ratios gets an order-statistic interval, and Wilcoxon's
-  signed-rank test asks whether the ratios lie below the 1.05 bound.
+  signed-rank test asks whether the ratios lie below the 1.05 bound. It
+  needs at least six repetitions.
 
-It also prints the hosts' CPU per request and how many runs the self-audit
-flagged in each cell.
+It also prints the hosts' CPU per request and, per cell, how many runs
+carry each kind of self-audit warning (generator_lag, host_late, ...).
 """
 import math
 import sys
@@ -55,28 +56,45 @@ def block_ratios(df: pd.DataFrame, place: str) -> np.ndarray:
     return np.asarray(out)
 
 
+def results_dir(arg: Path) -> Path:
+    """PATH itself when it holds an experiment, else its newest tracing-overhead set."""
+    if (arg / "experiment.json").exists():
+        return arg
+    found = latest_results(arg, "tracing-overhead")
+    if found is None:
+        sys.exit(f"{arg}: neither a results directory nor one holding tracing-overhead results")
+    return found
+
+
+def warning_kinds(warnings: list[str]) -> set[str]:
+    """The kinds of a run's warnings: the text before each one's colon."""
+    return {w.split(":", 1)[0] for w in warnings}
+
+
 def main() -> None:
-    root = Path(sys.argv[1])
-    path = Path(sys.argv[2]) if len(sys.argv) > 2 else latest_results(root, "tracing-overhead")
-    if path is None:
-        sys.exit(f"no tracing-overhead results under {root}")
+    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+        sys.exit(__doc__)
+    path = results_dir(Path(sys.argv[1]))
     exp = load_experiment(path)
     df = response_table(exp)
     runs = exp.runs.set_index("run_id")
     df[TRACING] = df[TRACING].astype(str)
     df[PLACE] = df[PLACE].astype(str)
     df["dir"] = [runs.loc[r, "dir"] for r in df["run_id"]]
-    df["flagged"] = [bool(runs.loc[r, "warnings"]) for r in df["run_id"]]
+    df["kinds"] = [warning_kinds(runs.loc[r, "warnings"]) for r in df["run_id"]]
     df["cpu_ms"] = [host_cpu_ms_per_request(d, c) for d, c in zip(df["dir"], df["count"])]
     print(f"{path}: {len(df)} ok runs of {len(exp.runs)}")
 
-    print(f"\n{'tracing':<8} {'telemetry_cpus':<15} {'n':>3} {'median p50 ms':>14} {'hosts cpu ms/req':>17} {'flagged':>8}")
+    print(f"\n{'tracing':<8} {'telemetry_cpus':<15} {'n':>3} {'median p50 ms':>14} {'hosts cpu ms/req':>17}  warnings (runs)")
     for (tr, pl), g in df.groupby([TRACING, PLACE]):
-        print(f"{tr:<8} {pl:<15} {len(g):>3} {num(g['p50_ms'].median()):>14} {num(g['cpu_ms'].median()):>17} {int(g['flagged'].sum()):>8}")
+        kinds = sorted(set().union(*g["kinds"]))
+        counts = ", ".join(f"{k} {sum(k in ks for ks in g['kinds'])}" for k in kinds) or "none"
+        print(f"{tr:<8} {pl:<15} {len(g):>3} {num(g['p50_ms'].median()):>14} {num(g['cpu_ms'].median()):>17}  {counts}")
 
     off = df[df[TRACING] == "0"]
     same = mann_whitney(off[off[PLACE] == "generator"]["p50_ms"].to_numpy(), off[off[PLACE] == "system"]["p50_ms"].to_numpy())
-    print(f"\nuntraced, generator ÷ system placement (should be 1): {est(same['ratio'], same['ratio_ci_low'], same['ratio_ci_high'], '×')} p={same['p']:.2g}")
+    print(f"\nuntraced, generator ÷ system placement (should be 1): {est(same['ratio'], same['ratio_ci_low'], same['ratio_ci_high'], '×')} "
+          f"p={same['p']:.2g} (n={same['n_a']}, {same['n_b']})")
 
     base = off["p50_ms"].to_numpy()
     for place in sorted(set(df[PLACE])):
@@ -87,11 +105,13 @@ def main() -> None:
         print(f"\ntraced ÷ untraced, backend on the {place}'s CPUs:")
         print(f"  unpaired: ratio of medians {est(r['ratio'], r['ratio_ci_low'], r['ratio_ci_high'], '×')}, Mann-Whitney p={r['p']:.2g} (n={r['n_a']}, {r['n_b']})")
         br = block_ratios(df, place)
-        if len(br) >= 2:
-            lo, hi = median_ci(br)
-            w = stats.wilcoxon(np.log(br) - math.log(BOUND), alternative="less")
-            print(f"  blocked:  median of {len(br)} within-block ratios {est(float(np.median(br)), lo, hi, '×')}, "
-                  f"mean {num(float(np.mean(br)))}×; Wilcoxon signed-rank, ratios below {BOUND}: p={w.pvalue:.2g}")
+        if len(br) < 6:
+            print(f"  blocked:  {len(br)} repetition(s), too few for an interval (six at least)")
+            continue
+        lo, hi = median_ci(br)
+        w = stats.wilcoxon(np.log(br) - math.log(BOUND), alternative="less")
+        print(f"  blocked:  median of {len(br)} within-block ratios {est(float(np.median(br)), lo, hi, '×')}, "
+              f"mean {num(float(np.mean(br)))}×; Wilcoxon signed-rank, ratios below {BOUND}: p={w.pvalue:.2g}")
 
 
 if __name__ == "__main__":

@@ -264,7 +264,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	started := time.Now()
 	var dep deploy.Deployment
 	err = iso.AsSUT(func() (err error) {
-		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), Backing: pr.Backing})
+		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, pr.DeployOptions(&iso))
 		return err
 	})
 	if err != nil {

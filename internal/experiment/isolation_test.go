@@ -190,3 +190,20 @@ func TestTelemetryOnGeneratorNotice(t *testing.T) {
 		t.Error("the default asks for the generator's CPUs")
 	}
 }
+
+// TestDeployOptions: what every deployment of a prepared run is given
+// (run and capacity alike), the telemetry backends' CPUs included.
+func TestDeployOptions(t *testing.T) {
+	s, err := spec.Parse("i.toml", []byte("[app]\nname = \"chain\"\n[deploy]\ntracing = 1.0\ntelemetry_cpus = \"generator\"\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr := &Prepared{Spec: s}
+	split := &Isolation{Mode: spec.IsolationCPUSet, LoadgenCPUs: "0", SUTCPUs: "1-3"}
+	if o := pr.DeployOptions(split); o.CPUs != "1-3" || o.TelemetryCPUs != "0" {
+		t.Errorf("split: CPUs %q, telemetry %q; want 1-3 and 0", o.CPUs, o.TelemetryCPUs)
+	}
+	if o := pr.DeployOptions(&Isolation{Mode: spec.IsolationNone}); o.CPUs != "" || o.TelemetryCPUs != "" {
+		t.Errorf("none: CPUs %q, telemetry %q; want both empty", o.CPUs, o.TelemetryCPUs)
+	}
+}

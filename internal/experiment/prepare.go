@@ -42,6 +42,13 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
 }
 
+// DeployOptions are the options a prepared run is deployed with under
+// iso: the system under test's CPUs, its telemetry backends' CPUs
+// (deploy.telemetry_cpus), the experiment's backing servers.
+func (p *Prepared) DeployOptions(iso *Isolation) deploy.Options {
+	return deploy.Options{CPUs: iso.DeployCPUs(), TelemetryCPUs: iso.TelemetryCPUs(p.Spec.Deploy.TelemetryCPUs), Backing: p.Backing}
+}
+
 // Timing reads the warm-up and measurement durations of a prepared run.
 func (p *Prepared) Timing() Timing {
 	return Timing{Warmup: p.Load.Warmup.D(), Duration: p.Load.MeasureDuration()}

@@ -281,7 +281,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 
 	var dep deploy.Deployment
 	derr := iso.AsSUT(func() (err error) {
-		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, deploy.Options{CPUs: iso.DeployCPUs(), TelemetryCPUs: iso.TelemetryCPUs(pr.Spec.Deploy.TelemetryCPUs), Backing: pr.Backing})
+		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, pr.DeployOptions(iso))
 		return err
 	})
 	if derr != nil {

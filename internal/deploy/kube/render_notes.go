@@ -81,7 +81,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	if _, set := s.Lookup("deploy.balancer"); set {
 		add("deploy.balancer = %q is not rendered: each host sees a peer as its Service's one address, spread by kube-proxy per connection (Istio: per request)", d.Balancer)
 	}
-	if d.TelemetryCPUs == spec.TelemetryCPUsGenerator {
+	if d.TelemetryCPUs == spec.TelemetryCPUsGenerator && (d.Tracing > 0 || d.Metrics) {
 		add("deploy.telemetry_cpus = %q places this machine's Jaeger and Prometheus on the load generator's CPUs and is not rendered: a cluster's collectors run where its operators put them", d.TelemetryCPUs)
 	}
 	if s.Experiment.Isolation == spec.IsolationCPUSet {

@@ -93,6 +93,8 @@ func TestNotesKeysNotRendered(t *testing.T) {
 		{"isolation cpuset", "[experiment]\nisolation = \"cpuset\"\n", `experiment.isolation = "cpuset" divides this machine's CPUs`, true},
 		{"telemetry left out", "tracing = 1.0\n", "deploy.telemetry_cpus", false},
 		{"telemetry on the generator", "tracing = 1.0\ntelemetry_cpus = \"generator\"\n", `deploy.telemetry_cpus = "generator" places this machine's Jaeger and Prometheus`, true},
+		{"telemetry on the generator, metrics", "metrics = true\ntelemetry_cpus = \"generator\"\n", `deploy.telemetry_cpus = "generator"`, true},
+		{"telemetry on the generator, no backend", "telemetry_cpus = \"generator\"\n", "deploy.telemetry_cpus", false},
 		{"faults", "[deploy.faults.kill]\ntarget = \"hop2\"\nstart = \"1s\"\n", "[deploy.faults] is not rendered, and a run on a cluster refuses it", true},
 		{"hosts", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = 1\nexclusive = true\n", "the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation", true},
 	} {
