@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,55 @@ repetitions = 3
 	}
 	if strings.Join(got, " ") != "grpc1 http1 grpc2 http2 grpc3 http3" {
 		t.Errorf("order = %v", got)
+	}
+}
+
+// TestBlockedOrder: each repetition runs every point once, together, in
+// an order drawn anew for each repetition from the seed.
+func TestBlockedOrder(t *testing.T) {
+	src := `
+[experiment]
+order = "blocked"
+repetitions = 8
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"load.rate" = [10, 100]
+`
+	order := func(seed int64) [][]string {
+		p, err := NewPlan(context.Background(), mustParse(t, src), seed, fixedTiming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Runs) != 32 {
+			t.Fatalf("%d runs, want 32", len(p.Runs))
+		}
+		var blocks [][]string
+		for b := 0; b < 8; b++ {
+			var pts []string
+			for _, r := range p.Runs[4*b : 4*b+4] {
+				if r.Repetition != b+1 {
+					t.Errorf("run %s of repetition %d in block %d", r.ID, r.Repetition, b+1)
+				}
+				pts = append(pts, fmt.Sprintf("%v %v", r.Levels["deploy.transport"], r.Levels["load.rate"]))
+			}
+			if got := slices.Sorted(slices.Values(pts)); !reflect.DeepEqual(got, []string{"grpc 10", "grpc 100", "http 10", "http 100"}) {
+				t.Errorf("block %d has points %v, want each of 4 once", b+1, pts)
+			}
+			blocks = append(blocks, pts)
+		}
+		return blocks
+	}
+	a := order(42)
+	if !reflect.DeepEqual(a, order(42)) {
+		t.Error("same seed, different order")
+	}
+	distinct := map[string]bool{}
+	for _, b := range a {
+		distinct[fmt.Sprint(b)] = true
+	}
+	// Eight draws of 24 orders all alike would be a fixed order.
+	if len(distinct) < 2 {
+		t.Errorf("every repetition ran its points in one order: %v", a[0])
 	}
 }
 

@@ -25,7 +25,8 @@ type Experiment struct {
 	// MaxRuns caps the runs the design may make, design points times
 	// repetitions, which is checked before anything is expanded.
 	MaxRuns int
-	// Order is "random" (the default), "sequential" or "interleaved".
+	// Order is "random" (the default), "sequential", "interleaved" or
+	// "blocked".
 	Order string
 	// Seed randomises the run order. Nil means choose one and record it.
 	Seed *int64
@@ -145,7 +146,7 @@ func (s *Spec) decodeExperiment() error {
 		return s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design)
 	}
 	switch e.Order {
-	case "random", "sequential", "interleaved":
+	case "random", "sequential", "interleaved", "blocked":
 	case "":
 		if !s.written("experiment.order") {
 			e.Order = "random"
@@ -153,7 +154,7 @@ func (s *Spec) decodeExperiment() error {
 		}
 		fallthrough
 	default:
-		return s.Errorf("experiment.order", "must be \"random\", \"sequential\" or \"interleaved\", got %q", e.Order)
+		return s.Errorf("experiment.order", "must be \"random\", \"sequential\", \"interleaved\" or \"blocked\", got %q", e.Order)
 	}
 	if e.Response == "" && !s.written("experiment.response") {
 		e.Response = "p99_ms"
