@@ -200,7 +200,7 @@ func TestTextAsTyped(t *testing.T) {
 		{"non-ASCII bare key", "[app]\nname = \"chain\"\nnäme = 1\n", `x.toml:3: expected '=' after key (a bare key is ASCII letters, digits, '_' and '-'; quote any other: "näme")`},
 		{"non-ASCII first character", "[app]\né = 1\n", `x.toml:2: invalid character at start of key: U+00E9 'é' (a bare key is ASCII letters, digits, '_' and '-'; quote any other: "é")`},
 		{"quoted non-ASCII key", "[deploy]\n\"trånsport\" = \"grpc\"\n", `x.toml:2: deploy.trånsport: unknown key (did you mean "transport"?)`},
-		{"non-ASCII value", "[experiment]\norder = \"zufällig\"\n", `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved", got "zufällig"`},
+		{"non-ASCII value", "[experiment]\norder = \"zufällig\"\n", `x.toml:2: experiment.order: must be "random", "sequential", "interleaved" or "blocked", got "zufällig"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -231,7 +231,7 @@ func TestLongValuesAreCut(t *testing.T) {
 		t.Fatal("Parse accepted a 10000-character order")
 	}
 	_ = s
-	want := `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved", got "` + strings.Repeat("é", EchoLimit) + `"… (10000 characters)`
+	want := `x.toml:2: experiment.order: must be "random", "sequential", "interleaved" or "blocked", got "` + strings.Repeat("é", EchoLimit) + `"… (10000 characters)`
 	if err.Error() != want {
 		t.Errorf("error\n got %.300q\nwant %.300q", err, want)
 	}
@@ -280,7 +280,7 @@ func TestEmptyIsNotDefault(t *testing.T) {
 	tests := []struct{ key, src, want string }{
 		{"deploy.network", "[deploy]\nnetwork = \"\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got ""`},
 		{"experiment.design", "[experiment]\ndesign = \"\"\n", `x.toml:2: experiment.design: must be "full" or "fractional", got ""`},
-		{"experiment.order", "[experiment]\norder = \"\"\n", `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved", got ""`},
+		{"experiment.order", "[experiment]\norder = \"\"\n", `x.toml:2: experiment.order: must be "random", "sequential", "interleaved" or "blocked", got ""`},
 		{"experiment.response", "[experiment]\nresponse = \"\"\n", `x.toml:2: experiment.response: unknown metric ""`},
 	}
 	for _, tt := range tests {

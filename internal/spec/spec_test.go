@@ -106,7 +106,7 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"one level", "[experiment.factors]\n\"deploy.transport\" = [\"grpc\"]\n", `x.toml:2: experiment.factors."deploy.transport": a factor needs at least two levels, got 1`},
 		{"levels not list", "[experiment]\n[experiment.factors]\n\"load.rate\" = 5\n", `x.toml:3: experiment.factors."load.rate": levels must be a list`},
 		{"duplicate level", "[experiment.factors]\n\"load.rate\" = [1, 2, 1]\n", "level 1 is listed twice"},
-		{"bad order", "[experiment]\norder = \"shuffled\"\n", `x.toml:2: experiment.order: must be "random", "sequential" or "interleaved"`},
+		{"bad order", "[experiment]\norder = \"shuffled\"\n", `x.toml:2: experiment.order: must be "random", "sequential", "interleaved" or "blocked"`},
 		{"bad repetitions", "[experiment]\nrepetitions = 0\n", "x.toml:2: experiment.repetitions: must be between 1 and 10000"},
 		{"fractional without generators", "[experiment]\ndesign = \"fractional\"\n", "x.toml:2: experiment.design: a fractional design needs"},
 		{"generator unknown letter", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1,2]\nb = [1,2]\n[experiment.generators]\nD = \"AB\"\n", "x.toml:7: experiment.generators.D: no factor has letter D"},
