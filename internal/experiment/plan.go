@@ -71,35 +71,29 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 				order = append(order, slot{pi, r})
 			}
 		}
-	case "interleaved":
-		for r := 1; r <= e.Repetitions; r++ {
-			for pi := range d.Points {
-				order = append(order, slot{pi, r})
-			}
-		}
-	case "blocked":
-		// Every point once per repetition, as interleaved, but in an order
-		// drawn anew for each repetition: a point never always follows the
-		// same other one, so what a run leaves behind (a warm cache, a
-		// collector still ingesting) cannot favour one level, and each
-		// repetition stays a block of one stretch of the machine's drift.
-		rng := rand.New(rand.NewPCG(uint64(seed), 0x5c1ab))
-		for r := 1; r <= e.Repetitions; r++ {
-			block := make([]slot, 0, len(d.Points))
-			for pi := range d.Points {
-				block = append(block, slot{pi, r})
-			}
-			rng.Shuffle(len(block), func(i, j int) { block[i], block[j] = block[j], block[i] })
-			order = append(order, block...)
-		}
-	default: // random
+	default: // interleaved, blocked and random start from one slot per point per repetition
 		for r := 1; r <= e.Repetitions; r++ {
 			for pi := range d.Points {
 				order = append(order, slot{pi, r})
 			}
 		}
 		rng := rand.New(rand.NewPCG(uint64(seed), 0x5c1ab))
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		swap := func(o []slot) func(i, j int) { return func(i, j int) { o[i], o[j] = o[j], o[i] } }
+		switch e.Order {
+		case "blocked":
+			// Every point once per repetition, as interleaved, but in an
+			// order drawn anew for each repetition: a point never always
+			// follows the same other one, so what a run leaves behind (a
+			// warm cache, a collector still ingesting) cannot favour one
+			// level, and each repetition stays a block of one stretch of
+			// the machine's drift.
+			for start := 0; start < len(order); start += len(d.Points) {
+				block := order[start : start+len(d.Points)]
+				rng.Shuffle(len(block), swap(block))
+			}
+		case "random":
+			rng.Shuffle(len(order), swap(order))
+		}
 	}
 
 	// Each design point gets its effective spec once; repetitions share it.
