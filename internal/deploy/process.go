@@ -21,6 +21,12 @@ const (
 	// RoleNodeProxy is a proxy that every host of a machine shares
 	// (deploy.proxy_mode = "node").
 	RoleNodeProxy = "node-proxy"
+	// RoleTelemetry is a telemetry backend the deployment runs beside its
+	// hosts (deploy.tracing's Jaeger, deploy.metrics' Prometheus). It is
+	// sampled so that a mesh's collector has a cost of its own, and kept
+	// out of the system under test's CPU, as a collector on machines of
+	// its own would be.
+	RoleTelemetry = "telemetry"
 )
 
 // ProcessInfo says which process it is and what it runs. The runner records
@@ -53,6 +59,8 @@ func (p ProcessInfo) String() string {
 		return fmt.Sprintf("sidecar %s of group %s (pid %d)", p.Name, p.Group, p.PID)
 	case RoleNodeProxy:
 		return fmt.Sprintf("node proxy %s (pid %d)", p.Name, p.PID)
+	case RoleTelemetry:
+		return fmt.Sprintf("telemetry backend %s (pid %d)", p.Name, p.PID)
 	}
 	what := "group " + p.Group
 	if p.Name != p.Group {

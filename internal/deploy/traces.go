@@ -33,6 +33,20 @@ type TraceSource interface {
 	Spans() ([]Span, error)
 }
 
+// BackendSource is a deployment that runs telemetry backends beside its
+// processes (deploy.tracing's Jaeger, deploy.metrics' Prometheus), whose
+// resources the runner samples under RoleTelemetry.
+type BackendSource interface {
+	// Backends lists the backends running now.
+	Backends() []Backend
+}
+
+// Backend is one telemetry backend: which process, and its counters.
+type Backend struct {
+	Info   ProcessInfo
+	Source ResourceSource
+}
+
 // Sample is one value of one series a deployment's Prometheus scraped
 // (deploy.metrics).
 type Sample struct {

@@ -313,6 +313,11 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	for _, dp := range dep.Processes() {
 		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
 	}
+	if bs, ok := dep.(deploy.BackendSource); ok {
+		for _, b := range bs.Backends() {
+			sampled = append(sampled, Sampled{Process: b.Info, Source: b.Source})
+		}
+	}
 	for _, s := range sampled {
 		rf.Processes = append(rf.Processes, s.Process)
 	}

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
 )
 
 // startBackend starts cmd, a server the deployment runs beside its hosts
@@ -95,4 +97,38 @@ func (t *telemetryGroup) remove() error {
 	err := t.g.Remove()
 	t.g = nil
 	return err
+}
+
+// Backends lists the deployment's telemetry backends that are running, as
+// processes named telemetry.<backend> (a deploy.BackendSource). Their CPU
+// list is the telemetry group's, or the deployment's where they stayed
+// with the hosts.
+func (d *Deployment) Backends() []deploy.Backend {
+	m := d.mesh
+	if m == nil {
+		return nil
+	}
+	var out []deploy.Backend
+	add := func(name string, cmd *exec.Cmd, done <-chan struct{}) {
+		if cmd == nil || cmd.Process == nil {
+			return
+		}
+		select {
+		case <-done:
+			return
+		default:
+		}
+		info := deploy.ProcessInfo{Name: "telemetry." + name, Role: deploy.RoleTelemetry, PID: cmd.Process.Pid}
+		if cpus := cmp.Or(d.telemetry.cpus, d.cpus); cpus != "" {
+			info.Limits = &cgroup.Limits{CPUs: cpus}
+		}
+		out = append(out, deploy.Backend{Info: info, Source: d.proc.Process(info.PID)})
+	}
+	if m.jaeger != nil {
+		add("jaeger", m.jaeger.cmd, m.jaeger.done)
+	}
+	if m.prometheus != nil {
+		add("prometheus", m.prometheus.cmd, m.prometheus.done)
+	}
+	return out
 }

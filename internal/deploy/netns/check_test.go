@@ -24,44 +24,44 @@ func TestBadInput(t *testing.T) {
 		key        string
 		line       int
 		msg        string
+		// deploy is a line added to [deploy], at line 7.
+		deploy string
 	}{
 		{"group on two hosts", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
-			"deploy.hosts.vm2.groups", 10, "on two hosts"},
+			"deploy.hosts.vm2.groups", 10, "on two hosts", ""},
 		{"group on no host", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n",
-			"deploy.placement", 6, "group \"hop2\" of placement split is on no host"},
+			"deploy.placement", 6, "group \"hop2\" of placement split is on no host", ""},
 		{"unknown group", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop9\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
-			"deploy.hosts.vm1.groups", 8, "no group \"hop9\""},
-		{"no hosts", "", "deploy.deployer", 5, "needs hosts"},
+			"deploy.hosts.vm1.groups", 8, "no group \"hop9\"", ""},
+		{"no hosts", "", "deploy.deployer", 5, "needs hosts", ""},
 		{"unknown host in links", ok + "[deploy.links.\"vm1-vm3\"]\nlatency = \"1ms\"\n",
-			"deploy.links.vm1-vm3", 11, "names no pair of hosts"},
+			"deploy.links.vm1-vm3", 11, "names no pair of hosts", ""},
 		{"negative latency", ok + "[deploy.link]\nlatency = \"-1ms\"\n",
-			"deploy.link.latency", 12, "must not be negative"},
+			"deploy.link.latency", 12, "must not be negative", ""},
 		{"negative latency of a pair", ok + "[deploy.links.\"vm1-vm2\"]\nlatency = \"-2ms\"\n",
-			"deploy.links.vm1-vm2.latency", 12, "must not be negative"},
-		{"loss of one", ok + "[deploy.link]\nloss = 1.0\n", "deploy.link.loss", 12, "[0, 1)"},
-		{"negative loss", ok + "[deploy.links.\"vm2-vm1\"]\nloss = -0.1\n", "deploy.links.vm2-vm1.loss", 12, "[0, 1)"},
-		{"jitter over latency", ok + "[deploy.link]\nlatency = \"1ms\"\njitter = \"2ms\"\n", "deploy.link.jitter", 13, "must not exceed latency"},
-		{"bad bandwidth", ok + "[deploy.link]\nbandwidth = \"fast\"\n", "deploy.link.bandwidth", 12, "not a bandwidth"},
+			"deploy.links.vm1-vm2.latency", 12, "must not be negative", ""},
+		{"loss of one", ok + "[deploy.link]\nloss = 1.0\n", "deploy.link.loss", 12, "[0, 1)", ""},
+		{"negative loss", ok + "[deploy.links.\"vm2-vm1\"]\nloss = -0.1\n", "deploy.links.vm2-vm1.loss", 12, "[0, 1)", ""},
+		{"jitter over latency", ok + "[deploy.link]\nlatency = \"1ms\"\njitter = \"2ms\"\n", "deploy.link.jitter", 13, "must not exceed latency", ""},
+		{"bad bandwidth", ok + "[deploy.link]\nbandwidth = \"fast\"\n", "deploy.link.bandwidth", 12, "not a bandwidth", ""},
 		{"too many cpus", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n", goruntime.NumCPU()+1),
-			"deploy.hosts.vm1.cpus", 9, "this machine has"},
+			"deploy.hosts.vm1.cpus", 9, "this machine has", ""},
 		{"exclusive without cpus", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nexclusive = true\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
-			"deploy.hosts.vm1.exclusive", 9, "no cores of its own"},
+			"deploy.hosts.vm1.exclusive", 9, "no cores of its own", ""},
 		{"exclusive hosts sharing cores", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\ncpus = 1\nexclusive = true\n", goruntime.NumCPU()),
-			"deploy.hosts.vm2.exclusive", 13, "some must share"},
+			"deploy.hosts.vm2.exclusive", 13, "some must share", ""},
 		{"memory below the least", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nmemory = \"1MiB\"\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
-			"deploy.hosts.vm1.memory", 9, "must be at least 8MiB"},
-		{"unix sockets", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n", "deploy.network", 0, "over TCP"},
-		{"sidecars", ok, "deploy.sidecar", 0, "does not run sidecars"},
+			"deploy.hosts.vm1.memory", 9, "must be at least 8MiB", ""},
+		{"unix sockets", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n", "deploy.network", 7, "over TCP", `network = "unix"`},
+		{"sidecars", ok, "deploy.sidecar", 7, "does not run sidecars", `sidecar = "envoy"`},
+		{"mtls", ok, "deploy.mtls", 7, "does not run mesh features", "mtls = true"},
+		{"tracing", ok, "deploy.tracing", 7, "does not run mesh features", "tracing = 0.5"},
+		{"metrics", ok, "deploy.metrics", 7, "does not run mesh features", "metrics = true"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := head + tc.body
-			if tc.name == "unix sockets" {
-				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\nnetwork = \"unix\"\n", 1)
-				tc.line = 7
-			}
-			if tc.name == "sidecars" {
-				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\nsidecar = \"envoy\"\n", 1)
-				tc.line = 7
+			if tc.deploy != "" {
+				src = strings.Replace(src, "placement = \"split\"\n", "placement = \"split\"\n"+tc.deploy+"\n", 1)
 			}
 			path := filepath.Join(t.TempDir(), "spec.toml")
 			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
