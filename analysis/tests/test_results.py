@@ -13,7 +13,13 @@ from synth import make_results
 
 from svclab_analysis.errors import AnalysisError
 from svclab_analysis.formatting import num
-from svclab_analysis.results import cpu_seconds, hdr_quantiles, load_experiment, response_table
+from svclab_analysis.results import (
+    cpu_seconds,
+    hdr_quantiles,
+    load_experiment,
+    response_table,
+    window_cpu_seconds,
+)
 
 
 def test_runs_and_run_level_metrics(results_dir: Path) -> None:
@@ -62,6 +68,25 @@ def test_cpu_seconds_leaves_out_every_generator() -> None:
     assert cpu_seconds(res, 10.0) == pytest.approx(3.0)
     # A store written before the role column: the names say it.
     assert cpu_seconds(res.drop(columns=["role"]).iloc[:6], 10.0) == pytest.approx(3.0)
+
+
+def test_telemetry_backends_are_apart_from_the_system() -> None:
+    # Jaeger and Prometheus (role telemetry) are sampled, but a collector
+    # is not the system under test: its CPU is counted on its own.
+    jaeger, prom = "telemetry.jaeger", "telemetry.prometheus"
+    rows = [("hop1", "host", 1, -1.0, 0.5), ("hop1", "host", 1, 0.0, 1.0),
+            ("hop1", "host", 1, 12.0, 4.0),
+            ("hop1.envoy", "sidecar", 2, 0.0, 0.0), ("hop1.envoy", "sidecar", 2, 12.0, 1.25),
+            (jaeger, "telemetry", 3, 0.0, 2.0), (jaeger, "telemetry", 3, 6.0, 2.5),
+            (jaeger, "telemetry", 3, 12.0, 3.0),
+            (prom, "telemetry", 4, 0.0, 1.0), (prom, "telemetry", 4, 12.0, 1.5)]
+    res = pd.DataFrame(rows, columns=["process", "role", "pid", "t_s", "cpu_s"])
+    # host 4 - 1 = 3 s, sidecar 1.25 s; the backends 1 + 0.5 s stay out.
+    assert cpu_seconds(res, 12.0) == pytest.approx(4.25)
+    tele = res[res["role"] == "telemetry"]
+    assert window_cpu_seconds(tele, 12.0) == pytest.approx(1.5)
+    # Every row counts in window_cpu_seconds, whatever its role.
+    assert window_cpu_seconds(res, 12.0) == pytest.approx(5.75)
 
 
 def test_hand_written_store_without_experiment_json(tmp_path: Path) -> None:

@@ -131,27 +131,40 @@ def operation_metrics(op: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+# Roles in resources.parquet that are not the system under test: the load
+# generators, and the telemetry backends a deployment runs beside its
+# hosts (a mesh's collector, whose cost is reported apart).
+NOT_SUT_ROLES = ("loadgen", "telemetry")
+
+
 def cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
     """CPU seconds the system under test used in the measurement window.
 
+    The load generators are excluded because they are not the system under
+    test: every row of role `loadgen` (svclab's own process, `loadgen#I` of
+    load.generators, a kube load pod), and by name in stores written before
+    the role column; so are the telemetry backends (role `telemetry`).
+    """
+    if resources.empty or "process" not in resources.columns:
+        return math.nan
+    name = resources["process"].astype(str)
+    out = (name == "loadgen") | name.str.startswith("loadgen#")
+    if "role" in resources.columns:
+        out |= resources["role"].astype(str).isin(NOT_SUT_ROLES)
+    return window_cpu_seconds(resources[~out], duration_s)
+
+
+def window_cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
+    """CPU seconds the processes of `resources` used in the measurement window.
+
     `cpu_s` is cumulative per process, so the window's use is the last sample
     in [0, duration] minus the last sample at or before 0. Keyed by pid too: a
-    restarted or replicated process is a separate counter. The load
-    generators are excluded because they are not the system under test:
-    every row of role `loadgen` (svclab's own process, `loadgen#I` of
-    load.generators, a kube load pod), and by name in stores written before
-    the role column.
+    restarted or replicated process is a separate counter.
     """
     need = {"t_s", "process", "cpu_s"}
     if resources.empty or not need <= set(resources.columns):
         return math.nan
-    name = resources["process"].astype(str)
-    gen = (name == "loadgen") | name.str.startswith("loadgen#")
-    if "role" in resources.columns:
-        gen |= resources["role"].astype(str) == "loadgen"
-    df = resources[~gen]
-    if df.empty:
-        return math.nan
+    df = resources
     keys = ["process", "pid"] if "pid" in df.columns else ["process"]
     end = duration_s if duration_s and not math.isnan(duration_s) else math.inf
     total = 0.0
