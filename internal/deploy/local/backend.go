@@ -1,7 +1,6 @@
 package local
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -119,7 +118,11 @@ func (d *Deployment) Backends() []deploy.Backend {
 		default:
 		}
 		info := deploy.ProcessInfo{Name: "telemetry." + name, Role: deploy.RoleTelemetry, PID: cmd.Process.Pid}
-		if cpus := cmp.Or(d.telemetry.cpus, d.cpus); cpus != "" {
+		cpus := d.telemetry.cpus
+		if cpus == "" {
+			cpus = d.cpus
+		}
+		if cpus != "" {
 			info.Limits = &cgroup.Limits{CPUs: cpus}
 		}
 		out = append(out, deploy.Backend{Info: info, Source: d.proc.Process(info.PID)})
