@@ -309,3 +309,26 @@ def hop_breakdown(summary: pd.DataFrame, label_col: str, order: Sequence[str],
     ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="hop")
     ax.set_title(title)
     return to_png(fig)
+
+
+def role_cpu(summary: pd.DataFrame, label_col: str, order: Sequence[str], title: str) -> bytes:
+    """CPU per request by role: one stacked bar per configuration, a segment
+    per role (host, sidecar, node-proxy, telemetry, in summary's order).
+
+    summary has one row per configuration and role: label_col, role, cpu_ms.
+    """
+    roles = list(dict.fromkeys(summary["role"]))
+    labels = [lbl for lbl in order if lbl in set(summary[label_col])]
+    fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.45 * max(len(labels), 1)))
+    left = np.zeros(len(labels))
+    for i, role in enumerate(roles):
+        ms = summary[summary["role"] == role].set_index(label_col)["cpu_ms"].reindex(labels)
+        v = ms.fillna(0).to_numpy()
+        ax.barh(labels, v, left=left, color=colour(i), label=role,
+                hatch="//" if role == "telemetry" else None, edgecolor="white", linewidth=0.5)
+        left += v
+    ax.invert_yaxis()
+    ax.set_xlabel("CPU per request (ms, median over runs)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="role")
+    ax.set_title(title)
+    return to_png(fig)

@@ -179,6 +179,50 @@ def window_cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
     return total
 
 
+def role_usage(resources: pd.DataFrame, duration_s: float) -> pd.DataFrame:
+    """CPU seconds in the measurement window, mean RSS (MB) and process count
+    per role of resources.parquet (host, sidecar, node-proxy, telemetry); the
+    load generators are left out. Empty for stores without the role column."""
+    rows = []
+    if resources.empty or "role" not in resources.columns:
+        return pd.DataFrame(columns=["role", "cpu_s", "rss_mb", "processes"])
+    inside = resources[(resources["t_s"] >= 0) & (resources["t_s"] <= duration_s + 0.5)]
+    for role, g in resources.groupby("role", sort=True):
+        if role in ("", "loadgen"):
+            continue
+        win = inside[inside["role"] == role]
+        per_sample = win.groupby("t_s")["rss_bytes"].sum()
+        rows.append({"role": str(role), "cpu_s": window_cpu_seconds(g, duration_s),
+                     "rss_mb": float(per_sample.mean()) / 2**20 if len(per_sample) else math.nan,
+                     "processes": int(g["process"].nunique())})
+    return pd.DataFrame(rows, columns=["role", "cpu_s", "rss_mb", "processes"])
+
+
+def load_role_cpu(exp: Experiment) -> pd.DataFrame:
+    """CPU ms per request of each role of each ok run (role_usage over the
+    requests the run completed), with run_id and factor columns; empty when
+    no run recorded roles."""
+    ok = exp.ok_runs()
+    m = exp.metrics
+    counts = m[m["operation"] == "total"].set_index("run_id")["count"] if not m.empty else {}
+    frames = []
+    for _, r in ok.iterrows():
+        p = Path(r["dir"]) / "resources.parquet"
+        n = counts.get(r["run_id"], math.nan) if len(counts) else math.nan
+        if not p.exists() or not n or n != n:
+            continue
+        u = role_usage(_read_parquet(p), float(r["duration_s"]))
+        if u.empty:
+            continue
+        u["cpu_ms_per_request"] = 1000.0 * u["cpu_s"] / float(n)
+        u["run_id"] = r["run_id"]
+        frames.append(u)
+    if not frames:
+        return pd.DataFrame()
+    out = pd.concat(frames, ignore_index=True)
+    return out.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+
+
 def _read_parquet(path: Path) -> pd.DataFrame:
     try:
         return pd.read_parquet(path)

@@ -33,7 +33,7 @@ import pandas as pd
 from ..design import factorial
 from ..errors import AnalysisError
 from ..formatting import est, md_table, num
-from ..results import load_experiment, window_cpu_seconds
+from ..results import load_experiment, role_usage
 from .common import (
     CONFIDENCE,
     Claim,
@@ -80,24 +80,6 @@ SETUP_NAMES = {("off", "false"): "default", ("on", "false"): "observability",
 
 
 # ---------------------------------------------------------------- costs by role
-
-def role_usage(resources: pd.DataFrame, duration_s: float) -> pd.DataFrame:
-    """CPU seconds in the measurement window, mean RSS (MB) and process count
-    per role, the telemetry backends' included; the load generator is left out."""
-    rows = []
-    if resources.empty or "role" not in resources.columns:
-        return pd.DataFrame(columns=["role", "cpu_s", "rss_mb", "processes"])
-    inside = resources[(resources["t_s"] >= 0) & (resources["t_s"] <= duration_s + 0.5)]
-    for role, g in resources.groupby("role", sort=True):
-        if role in ("", "loadgen"):
-            continue
-        win = inside[inside["role"] == role]
-        per_sample = win.groupby("t_s")["rss_bytes"].sum()
-        rows.append({"role": str(role), "cpu_s": window_cpu_seconds(g, duration_s),
-                     "rss_mb": float(per_sample.mean()) / 2**20 if len(per_sample) else math.nan,
-                     "processes": int(g["process"].nunique())})
-    return pd.DataFrame(rows, columns=["role", "cpu_s", "rss_mb", "processes"])
-
 
 def run_costs(data: StudyData) -> pd.DataFrame:
     """One row per ok run: the factor levels, the latency metrics, requests

@@ -15,7 +15,7 @@ from ..design import Factorial, anova, factorial, two_level_subsets
 from ..errors import AnalysisError
 from ..formatting import num, pval, with_unit
 from ..metrics import CORE_METRICS, label_of, lower_is_better, unit_of
-from ..results import Experiment, response_table
+from ..results import Experiment, load_role_cpu, response_table
 from ..stats import cell_residuals, compare, describe, mann_whitney, sample_size, shapiro
 from . import tradeoff
 
@@ -50,6 +50,7 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     figures: dict[str, bytes] = field(default_factory=dict)
     cdf_source: str = ""
+    role_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)  # role_cpu_summary
 
     def cfg_headers(self) -> list[str]:
         if not self.factors:
@@ -192,8 +193,32 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     if len(tm) > 1:
         a.samplesize = sample_size(tm, m, by=[CONFIG], error_pct=TARGET_ERROR_PCT,
                                    confidence=confidence)
+    a.role_cpu = role_cpu_summary(exp, factors)
     a.warnings += checks(a)
     return a
+
+
+# The roles of resources.parquet in the order a request meets them, the
+# system under test's first; others (a future role) follow by name.
+ROLE_ORDER = ("host", "sidecar", "node-proxy", "telemetry")
+ROLE_LABELS = {"host": "hosts", "sidecar": "sidecars", "node-proxy": "node proxies",
+               "telemetry": "telemetry backends"}
+
+
+def role_cpu_summary(exp: Experiment, factors: list[str]) -> pd.DataFrame:
+    """Per configuration and role: the runs, and the median over them of the
+    role's CPU ms per request and memory (MB). Empty when no run recorded
+    roles (stores written before the role column)."""
+    rc = load_role_cpu(exp)
+    if rc.empty:
+        return rc
+    rc[CONFIG] = config_labels(rc, factors)
+    out = rc.groupby([CONFIG, "role"], sort=False).agg(
+        runs=("run_id", "nunique"), cpu_ms=("cpu_ms_per_request", "median"),
+        rss_mb=("rss_mb", "median"), processes=("processes", "median")).reset_index()
+    rank = {r: i for i, r in enumerate(ROLE_ORDER)}
+    out["_order"] = out["role"].map(lambda r: rank.get(r, len(rank)))
+    return out.sort_values(["_order", "role"]).drop(columns="_order").reset_index(drop=True)
 
 
 # Run warnings about the environment rather than the run (the kube

@@ -16,6 +16,7 @@ from .analysis import (
     CONFIG,
     CV_WARN_PCT,
     MIN_RUNS,
+    ROLE_LABELS,
     TARGET_ERROR_PCT,
     Analysis,
     term_significant,
@@ -220,6 +221,20 @@ def build(a: Analysis) -> Document:
         s.blocks.append(Table(["factor", "level", "runs", f"mean ({u})", f"{conf}% CI ({u})",
                                f"median ({u})"], rows,
                               caption="Pooled over the other factors' levels."))
+    if not a.role_cpu.empty:
+        roles = list(dict.fromkeys(a.role_cpu["role"]))
+        by = a.role_cpu.set_index([CONFIG, "role"])
+        s.blocks.append(Heading("CPU per request, by role (ms)"))
+        s.blocks.append(Table(
+            [*a.cfg_headers(), *[ROLE_LABELS.get(r, r) for r in roles], "runs"],
+            [[*a.cfg_cells(c), *[num(by["cpu_ms"].get((c, r), math.nan)) for r in roles],
+              integer(by["runs"].xs(c, level=CONFIG).max())]
+             for c in a.ranked[CONFIG] if c in by.index.get_level_values(CONFIG)],
+            caption="Median over runs of each role's CPU time in the measurement window "
+            "divided by the requests the run completed (resources.parquet). host, sidecar "
+            "and node-proxy are the system under test; telemetry is the run's Jaeger and "
+            "Prometheus, reported apart and left out of cpu_s_per_1k; the load generator "
+            "is left out."))
     if a.samplesize is not None:
         s.blocks.append(Heading("Sample size (Jain)"))
         s.blocks.append(Table(
@@ -251,11 +266,15 @@ def build(a: Analysis) -> Document:
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
+        "roles": "CPU per request of each role (median over runs, resources.parquet): "
+                 "the hosts, the proxies beside them or shared by the node, and the "
+                 "telemetry backends.",
         "hops": "Median time per traced request in each hop (hops.parquet, deploy.tracing): "
                 "the component's own work, and the wire on the way to it (the caller's "
                 "client span less the server span: encoding, network, TLS).",
     }
-    for key in ["box", "cdf", "timeseries", "scaling", "faults", "hops", "interactions"]:
+    for key in ["box", "cdf", "timeseries", "scaling", "faults", "hops", "roles",
+                "interactions"]:
         if key in a.figures:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:

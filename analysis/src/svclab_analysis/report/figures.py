@@ -67,6 +67,9 @@ def figures(a: Analysis) -> dict[str, bytes]:
     if not hops.empty:
         figs["hops"] = plots.hop_breakdown(hops, CONFIG, order,
                                            "Where a request's time goes, hop by hop (traces)")
+    if not a.role_cpu.empty and a.role_cpu["role"].nunique() > 1:
+        figs["roles"] = plots.role_cpu(a.role_cpu, CONFIG, order,
+                                       "Where the CPU goes, per request, by role")
     if len(a.factors) >= 2:
         figs["interactions"] = plots.interactions(
             a.table.dropna(subset=[a.metric]), a.factors[:4], a.metric, ylab,
