@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -28,7 +30,7 @@ func TestMeshKeys(t *testing.T) {
 		{src: "[deploy]\ntelemetry_cpus = \"system\"\n[experiment]\nisolation = \"none\"\n"},
 		{src: "[deploy]\ntelemetry_cpus = \"loadgen\"\n", err: `x.toml:2: deploy.telemetry_cpus: must be "system" (the system under test's CPUs) or "generator" (the load generator's), got "loadgen"`},
 		{src: "[deploy]\ntelemetry_cpus = \"\"\n", err: `x.toml:2: deploy.telemetry_cpus: must be "system"`},
-		{src: "[experiment]\nisolation = \"none\"\n[deploy]\ntracing = 1.0\ntelemetry_cpus = \"generator\"\n", err: `x.toml:5: deploy.telemetry_cpus: "generator" needs the CPUs split: experiment.isolation is "none"`},
+		{src: "[experiment]\nisolation = \"none\"\n[deploy]\ntracing = 1.0\ntelemetry_cpus = \"generator\"\n", err: `x.toml:5: deploy.telemetry_cpus: "generator" needs the CPUs split: experiment.isolation is "none" (line 2)`},
 	}
 	for _, tt := range tests {
 		s, err := Parse("x.toml", []byte(tt.src))
@@ -87,5 +89,23 @@ func TestTelemetryCPUsFactor(t *testing.T) {
 	_, err = s.With(map[string]any{"deploy.telemetry_cpus": "generator"})
 	if err == nil || !strings.Contains(err.Error(), "x.toml:4: deploy.telemetry_cpus") {
 		t.Errorf("level generator without isolation: %v", err)
+	}
+}
+
+// TestTelemetryCPUsIsolationBySet: when --set turns the isolation off under
+// a spec that asks for the generator's CPUs, the error at the telemetry key
+// names the flag that made the conflict.
+func TestTelemetryCPUsIsolationBySet(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.toml")
+	if err := os.WriteFile(path, []byte("[app]\nname = \"chain\"\n[deploy]\ntelemetry_cpus = \"generator\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path, "experiment.isolation=none")
+	want := path + `:4: deploy.telemetry_cpus: "generator" needs the CPUs split: experiment.isolation is "none" (by --set experiment.isolation=none)`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("got %v, want %s…", err, want)
+	}
+	if _, err := Load(path, "experiment.isolation=cpuset"); err != nil {
+		t.Errorf("with isolation cpuset: %v", err)
 	}
 }

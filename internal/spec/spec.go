@@ -597,6 +597,19 @@ func (s *Spec) Line(key string) int {
 	return line
 }
 
+// origin says where key's value comes from, for a message about another
+// key that it conflicts with: " (line N)" or " (by --set k=v)"; empty when
+// it is nowhere written.
+func (s *Spec) origin(key string) string {
+	switch line, flag := s.where(key); {
+	case flag != "":
+		return " (by " + flag + ")"
+	case line > 0:
+		return fmt.Sprintf(" (line %d)", line)
+	}
+	return ""
+}
+
 // where locates key: when a factor level or a --set flag replaced the key
 // or one of its parents, the nearest of those decides, as the file no
 // longer holds the value; otherwise the line of the key or of its nearest
