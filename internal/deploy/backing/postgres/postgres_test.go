@@ -131,6 +131,19 @@ func TestStartFailureLeavesNothing(t *testing.T) {
 
 func TestKill9LeavesNothing(t *testing.T) {
 	need(t)
+	// The dead owner's directory goes in a temp dir of this test's own:
+	// every svclab command sweeps the machine's, and one that starts
+	// between the kill and the checks below (make test runs the CLI's
+	// tests beside these) would remove it first.
+	private, err := os.MkdirTemp("", "kill9-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(private) })
+	if err := os.Chmod(private, 0o755); err != nil { // the server may run as another user
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", private)
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
