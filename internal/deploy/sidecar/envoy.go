@@ -85,7 +85,7 @@ func (envoy) Render(c Config) ([]byte, error) {
 			}
 			if tr := c.Tracing; tr != nil {
 				hcm["tracing"] = obj{
-					"random_sampling": obj{"value": 100 * tr.Ratio},
+					"random_sampling": obj{"value": envoySampling(tr.Ratio, l.Inbound)},
 					"provider": obj{
 						"name": "envoy.tracers.opentelemetry",
 						"typed_config": obj{
@@ -344,4 +344,20 @@ func alpnOf(proto Protocol) string {
 		return "http/1.1"
 	}
 	return ""
+}
+
+// envoySampling is the share (%) of requests a listener's HTTP connection
+// manager traces. Envoy keeps a span only when both its own decision and
+// the caller's sampled flag say so, and a request from the local app
+// carries no x-request-id, whose decision Envoy would otherwise follow: so
+// an outbound listener decides anew on every call, and at a ratio below 1
+// each would cut the trace once more. Outbound listeners therefore trace
+// everything and leave the decision to the app's traceparent; an inbound
+// listener decides at the ratio where a request enters the mesh (the
+// entry), and behind an outbound proxy follows its x-request-id.
+func envoySampling(ratio float64, inbound bool) float64 {
+	if !inbound {
+		return 100
+	}
+	return 100 * ratio
 }

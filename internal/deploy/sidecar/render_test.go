@@ -7,8 +7,10 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"math/big"
 	"net/url"
 	"os"
@@ -152,5 +154,48 @@ func TestProtocolOf(t *testing.T) {
 	}
 	if _, err := ProtocolOf("inproc"); err == nil {
 		t.Error("ProtocolOf(inproc) succeeded")
+	}
+}
+
+// TestEnvoySampling: with tracing below 1, only an inbound listener
+// samples at the ratio; an outbound one traces every call, so that the
+// app's decision in the traceparent is the one kept (TestEnvoySpansJaeger
+// checks whole traces in a real Envoy and Jaeger).
+func TestEnvoySampling(t *testing.T) {
+	c := Config{Name: "hop1.envoy", Protocol: HTTP2, Tracing: &Tracing{OTLP: "127.0.0.1:41005", Ratio: 0.25}, Listeners: []Listener{
+		{Name: "in_hop1", Port: 41001, Upstreams: []string{"127.0.0.1:41002"}, Inbound: true, Component: "hop1"},
+		{Name: "out_0_hop2", Port: 41003, Upstreams: []string{"127.0.0.1:41004"}, Component: "hop2"},
+	}}
+	text, err := envoy{}.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		StaticResources struct {
+			Listeners []struct {
+				Name         string `json:"name"`
+				FilterChains []struct {
+					Filters []struct {
+						TypedConfig struct {
+							Tracing struct {
+								RandomSampling struct {
+									Value float64 `json:"value"`
+								} `json:"random_sampling"`
+							} `json:"tracing"`
+						} `json:"typed_config"`
+					} `json:"filters"`
+				} `json:"filter_chains"`
+			} `json:"listeners"`
+		} `json:"static_resources"`
+	}
+	if err := json.Unmarshal(text, &conf); err != nil {
+		t.Fatalf("%v\n%s", err, text)
+	}
+	got := map[string]float64{}
+	for _, l := range conf.StaticResources.Listeners {
+		got[l.Name] = l.FilterChains[0].Filters[0].TypedConfig.Tracing.RandomSampling.Value
+	}
+	if want := map[string]float64{"in_hop1": 25, "out_0_hop2": 100}; !maps.Equal(got, want) {
+		t.Errorf("random_sampling by listener = %v, want %v", got, want)
 	}
 }
