@@ -44,6 +44,26 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
+	// pending are the checks not yet passed, so that a start timeout,
+	// which ends them all at once, can say which it was waiting for.
+	var mu sync.Mutex
+	pending := map[string]bool{}
+	check := func(name string, f func() error) {
+		mu.Lock()
+		pending[name] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := f(); err != nil {
+				cancel(fmt.Errorf("%s: %w", name, err))
+				return
+			}
+			mu.Lock()
+			delete(pending, name)
+			mu.Unlock()
+		}()
+	}
 	for _, p := range procs {
 		// A child that exits fails the deployment at once, whatever the
 		// health checks are doing.
@@ -62,15 +82,14 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 				tc = d.mesh.clientTLS(c)
 			}
 			checks++
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			check(fmt.Sprintf("%s: %s on %s", p.info, c, ep), func() error {
 				opts := d.healthDial()
 				opts.TLS = tc
 				if err := checkHealth(ctx, ep, opts); err != nil {
-					cancel(fmt.Errorf("%s: %s on %s not ready: %w", p.info, c, ep, err))
+					return fmt.Errorf("not ready: %w", err)
 				}
-			}()
+				return nil
+			})
 		}
 		if (checks == 0 && p.info.Role == deploy.RoleHost) || d.langHost(p) {
 			// No listener to probe: a group nobody calls across
@@ -78,13 +97,12 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 			// proxy with only outbound listeners has none to wait for.)
 			// A Java or Python host serves before it handles SIGTERM,
 			// which it does by the time it prints the ready line.
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			check(fmt.Sprintf("%s: ready line", p.info), func() error {
 				if err := p.waitLine(ctx, runtime.ReadyMarker); err != nil {
-					cancel(fmt.Errorf("%s: no ready line: %w", p.info, err))
+					return fmt.Errorf("not printed: %w", err)
 				}
-			}()
+				return nil
+			})
 		}
 	}
 	wg.Wait()
@@ -92,6 +110,13 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 		var ee *deploy.ExitError
 		if errors.As(err, &ee) {
 			return err
+		}
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			// The caller's deadline ended every check at once; name the
+			// ones it cut short.
+			if left := slices.Sorted(maps.Keys(pending)); len(left) > 0 {
+				err = fmt.Errorf("%w, waiting for %s", err, strings.Join(left, "; "))
+			}
 		}
 		return &NotReadyError{Err: err, Tails: deploy.StderrTails(d.Processes())}
 	}

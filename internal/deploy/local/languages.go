@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -174,7 +175,8 @@ func (d *Deployment) langCommand(cmd *exec.Cmd, hc *hostv1.HostConfig) {
 	cmd.Path, cmd.Args = argv[0], argv
 }
 
-// langHost reports whether p runs a Java or Python host.
+// langHost reports whether p runs a Java or Python host (not the proxy
+// beside one, which names the same component).
 func (d *Deployment) langHost(p *process) bool {
-	return len(p.info.Components) == 1 && d.langs[d.topo.Language(p.info.Components[0])] != nil
+	return p.info.Role == deploy.RoleHost && len(p.info.Components) == 1 && d.langs[d.topo.Language(p.info.Components[0])] != nil
 }

@@ -116,6 +116,47 @@ func TestLanguages(t *testing.T) {
 	}
 }
 
+// TestLanguagesBehindSidecars deploys a Java or Python component behind a
+// proxy: the proxy names the component it stands before, but only the host
+// prints the ready line its start waits for.
+func TestLanguagesBehindSidecars(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ lang, sidecar, mode string }{
+		{runtime.LangJava, spec.SidecarEnvoy, "sidecar"},
+		{runtime.LangPython, spec.SidecarHAProxy, "sidecar"},
+		{runtime.LangJava, spec.SidecarEnvoy, "node"},
+	} {
+		t.Run(tc.lang+"/"+tc.sidecar+"/"+tc.mode, func(t *testing.T) {
+			needLanguage(t, tc.lang)
+			proxyOrSkip(t, tc.sidecar)
+			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"60s\"\nsidecar = \""+tc.sidecar+"\"\nproxy_mode = \""+tc.mode+"\"\n[deploy.languages]\nselector = \""+tc.lang+"\"\n")
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			d, err := localDeployer(t).Deploy(ctx, p, deploy.Options{})
+			if err != nil {
+				t.Fatalf("deploy: %v", err)
+			}
+			defer d.Stop(context.Background())
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatalf("dial entry: %v", err)
+			}
+			defer conn.Close()
+			for _, r := range p.Requests() {
+				if _, err := r.Invoke(ctx, conn); err != nil {
+					t.Errorf("%s over %s: %v", r.Name, d.Entry(), err)
+				}
+			}
+			if err := d.Stop(ctx); err != nil {
+				t.Errorf("stop: %v", err)
+			}
+			if left := deploymentProcs(d.ID()); len(left) > 0 {
+				t.Errorf("processes %v outlived Stop", left)
+			}
+		})
+	}
+}
+
 // TestLanguagesNoOrphan kills a foreground deployer (`svclab up`) of a
 // Java and a Python component with -9: the JVM and the interpreter must die
 // with it.
