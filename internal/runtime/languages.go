@@ -72,13 +72,16 @@ func (p *Topology) resolveLanguages(s *spec.Spec) error {
 			return s.Errorf(key, "transport %q is Go's alone: a %s component speaks %s; set deploy.transport to one of them", p.Transport, lang, strings.Join(langTransports, " or "))
 		}
 		// The mesh features live in the Go host's runtime (mesh.go); the
-		// Java and Python hosts have metrics alone of them.
+		// Java and Python hosts have metrics alone of them. Behind
+		// sidecars the proxies carry mTLS, and the host stays plaintext on
+		// loopback.
+		sidecars := s.Deploy.Sidecar != "" && s.Deploy.Sidecar != spec.SidecarNone
 		for _, m := range []struct {
 			key string
 			on  bool
-		}{{"deploy.mtls", s.Deploy.MTLS}, {"deploy.tracing", s.Deploy.Tracing > 0}} {
+		}{{"deploy.mtls", s.Deploy.MTLS && !sidecars}, {"deploy.tracing", s.Deploy.Tracing > 0}} {
 			if m.on {
-				return s.Errorf(key, "%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics; turn it off or use \"go\"", m.key, lang)
+				return s.Errorf(key, "%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics (and mTLS behind deploy.sidecar); turn it off or use \"go\"", m.key, lang)
 			}
 		}
 		for _, g := range p.Groups {

@@ -38,6 +38,8 @@ func TestLanguageErrors(t *testing.T) {
 			"deploy.languages.frontend", 8, "http on tcp only"},
 		{"mtls", selectSplit + "mtls = true\n[deploy.languages]\nselector = \"java\"\n",
 			"deploy.languages.selector", 7, "deploy.mtls is served by Go hosts alone"},
+		{"tracing behind sidecars", selectSplit + "sidecar = \"envoy\"\nmtls = true\ntracing = 1.0\n[deploy.languages]\nselector = \"python\"\n",
+			"deploy.languages.selector", 9, "deploy.tracing is served by Go hosts alone"},
 		{"as a factor level", selectSplit + "[deploy.languages]\nselector = \"go\"\n[experiment]\n[experiment.factors]\n\"deploy.languages.selector\" = [\"go\", \"java\", \"pyton\"]\n",
 			"deploy.languages.selector", 9, `unknown language "pyton" (did you mean "python"?)`},
 	}
@@ -58,6 +60,21 @@ func TestLanguageErrors(t *testing.T) {
 				t.Errorf("got %q (key %q line %d), want key %q line %d containing %q", se.Error(), se.Key, se.Line, tc.key, tc.line, tc.msg)
 			}
 		})
+	}
+}
+
+// TestLanguageMTLSBehindSidecars: with sidecars the proxies carry mTLS and
+// the hosts stay plaintext, so a Java or Python component may have it.
+func TestLanguageMTLSBehindSidecars(t *testing.T) {
+	for _, sc := range []string{spec.SidecarEnvoy, spec.SidecarNginx, spec.SidecarHAProxy} {
+		s := parse(t, selectSplit+"mtls = true\nsidecar = \""+sc+"\"\n[deploy.languages]\nselector = \"java\"\n")
+		p, err := runtime.Resolve(s)
+		if err != nil {
+			t.Fatalf("%s: %v", sc, err)
+		}
+		if !p.Mesh.MTLS || p.Language("selector") != runtime.LangJava {
+			t.Errorf("%s: mtls %v, selector in %s", sc, p.Mesh.MTLS, p.Language("selector"))
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,15 +122,20 @@ func TestLanguages(t *testing.T) {
 // prints the ready line its start waits for.
 func TestLanguagesBehindSidecars(t *testing.T) {
 	t.Parallel()
-	for _, tc := range []struct{ lang, sidecar, mode string }{
-		{runtime.LangJava, spec.SidecarEnvoy, "sidecar"},
-		{runtime.LangPython, spec.SidecarHAProxy, "sidecar"},
-		{runtime.LangJava, spec.SidecarEnvoy, "node"},
+	for _, tc := range []struct {
+		lang, sidecar, mode string
+		mtls                bool // carried by the proxies alone
+	}{
+		{runtime.LangJava, spec.SidecarEnvoy, "sidecar", false},
+		{runtime.LangPython, spec.SidecarHAProxy, "sidecar", false},
+		{runtime.LangJava, spec.SidecarEnvoy, "node", false},
+		{runtime.LangPython, spec.SidecarEnvoy, "sidecar", true},
+		{runtime.LangJava, spec.SidecarNginx, "sidecar", true},
 	} {
-		t.Run(tc.lang+"/"+tc.sidecar+"/"+tc.mode, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/mtls=%v", tc.lang, tc.sidecar, tc.mode, tc.mtls), func(t *testing.T) {
 			needLanguage(t, tc.lang)
 			proxyOrSkip(t, tc.sidecar)
-			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"60s\"\nsidecar = \""+tc.sidecar+"\"\nproxy_mode = \""+tc.mode+"\"\n[deploy.languages]\nselector = \""+tc.lang+"\"\n")
+			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"60s\"\nsidecar = \""+tc.sidecar+"\"\nproxy_mode = \""+tc.mode+"\"\nmtls = "+strconv.FormatBool(tc.mtls)+"\n[deploy.languages]\nselector = \""+tc.lang+"\"\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			d, err := localDeployer(t).Deploy(ctx, p, deploy.Options{})
