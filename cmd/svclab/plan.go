@@ -144,6 +144,9 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 		if err := printPoints(w, p); err != nil {
 			return err
 		}
+		for _, n := range p.Inert() {
+			fmt.Fprintf(w, "notice: %s\n", n)
+		}
 		fmt.Fprintln(w)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/svclab/svclab/internal/spec"
@@ -202,4 +203,38 @@ func addSat(a, b time.Duration) time.Duration {
 		return maxDuration
 	}
 	return a + b
+}
+
+// Inert lists what spec.Inert says of each design point, once per saying,
+// with the points (1-based, as `svclab plan` numbers them) it holds for.
+func (p *Plan) Inert() []string {
+	specOf := map[string]*spec.Spec{}
+	for _, r := range p.Runs {
+		if k := fmt.Sprint(r.Point); specOf[k] == nil {
+			specOf[k] = r.Spec
+		}
+	}
+	points := map[string][]string{}
+	var order []string
+	for i, pt := range p.Design.Points {
+		s := specOf[fmt.Sprint(pt)]
+		if s == nil {
+			continue
+		}
+		for _, note := range s.Inert() {
+			if _, ok := points[note]; !ok {
+				order = append(order, note)
+			}
+			points[note] = append(points[note], fmt.Sprint(i+1))
+		}
+	}
+	out := make([]string, 0, len(order))
+	for _, note := range order {
+		if len(p.Design.Factors) == 0 {
+			out = append(out, note)
+			continue
+		}
+		out = append(out, fmt.Sprintf("design point %s: %s", strings.Join(points[note], ", "), note))
+	}
+	return out
 }

@@ -312,3 +312,27 @@ func TestEstimateNeverWraps(t *testing.T) {
 		t.Errorf("NewPlan error = %v, want the plan refused for its length", err)
 	}
 }
+
+// TestPlanInert: a note of spec.Inert is said once, with every design
+// point it holds for, numbered as `svclab plan` numbers them.
+func TestPlanInert(t *testing.T) {
+	src := "[app]\nname = \"chain\"\n[experiment]\nrepetitions = 2\n[experiment.factors]\n" +
+		"\"deploy.sidecar\" = [\"none\", \"envoy\"]\n\"deploy.proxy_mode\" = [\"sidecar\", \"node\"]\n\"deploy.mtls\" = [false, true]\n"
+	p, err := NewPlan(context.Background(), mustParse(t, src), 1, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int // the points with sidecar none and proxy_mode node
+	for i, pt := range p.Design.Points {
+		if pt[0] == 0 && pt[1] == 1 {
+			want = append(want, i+1)
+		}
+	}
+	got := p.Inert()
+	if len(got) != 1 || len(want) != 2 {
+		t.Fatalf("notes %q (points %v)", got, want)
+	}
+	if prefix := fmt.Sprintf("design point %d, %d: deploy.proxy_mode = \"node\" does nothing", want[0], want[1]); !strings.HasPrefix(got[0], prefix) {
+		t.Errorf("note %q, want it to begin %q", got[0], prefix)
+	}
+}

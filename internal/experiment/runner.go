@@ -132,6 +132,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err != nil {
 			return nil, err
 		}
+		noticeInert(logw, p)
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResumeMismatch, st.Dir, err)
 		}
@@ -145,6 +146,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
+	noticeInert(logw, p)
 	iso, err := DecideIsolation(s, logw)
 	if err != nil {
 		return nil, err
@@ -161,6 +163,13 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		return nil, err
 	}
 	return execute(ctx, st, p, prepared, committed, opts, logw, &iso, ef.HostTimer)
+}
+
+// noticeInert says which design points set keys that do nothing in them.
+func noticeInert(w io.Writer, p *Plan) {
+	for _, n := range p.Inert() {
+		fmt.Fprintf(w, "notice: %s\n", n)
+	}
 }
 
 // samePlan checks that a resumed plan is the one experiment.json recorded,

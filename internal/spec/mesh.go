@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"math"
 	"slices"
 )
@@ -48,4 +49,20 @@ func (s *Spec) checkMesh() error {
 func (s *Spec) isolationOff() bool {
 	v, _ := s.Lookup("experiment.isolation")
 	return v == IsolationNone
+}
+
+// Inert lists the keys a spec sets that do nothing in it, each with why:
+// they are not errors (a full factorial may well cross them with the key
+// they wait for), but a design point where they change nothing measures
+// the same system twice, and a user should hear so before it runs.
+func (s *Spec) Inert() []string {
+	var out []string
+	sidecars := s.Deploy.Sidecar != "" && s.Deploy.Sidecar != SidecarNone
+	if s.Deploy.ProxyMode == ProxyModeNode && !sidecars {
+		out = append(out, fmt.Sprintf("deploy.proxy_mode = %q does nothing without deploy.sidecar: no proxy runs", ProxyModeNode))
+	}
+	if s.Deploy.TelemetryCPUs == TelemetryCPUsGenerator && s.Deploy.Tracing == 0 && !s.Deploy.Metrics {
+		out = append(out, fmt.Sprintf("deploy.telemetry_cpus = %q places nothing: neither deploy.tracing nor deploy.metrics starts a backend", TelemetryCPUsGenerator))
+	}
+	return out
 }

@@ -109,3 +109,36 @@ func TestTelemetryCPUsIsolationBySet(t *testing.T) {
 		t.Errorf("with isolation cpuset: %v", err)
 	}
 }
+
+// TestInert: keys that change nothing in a spec are named, with why; the
+// same keys where they act are not.
+func TestInert(t *testing.T) {
+	for _, tc := range []struct {
+		deploy string
+		want   []string
+	}{
+		{"", nil},
+		{"proxy_mode = \"node\"\n", []string{`deploy.proxy_mode = "node" does nothing without deploy.sidecar`}},
+		{"proxy_mode = \"node\"\nsidecar = \"none\"\n", []string{`deploy.proxy_mode = "node" does nothing`}},
+		{"proxy_mode = \"node\"\nsidecar = \"envoy\"\n", nil},
+		{"telemetry_cpus = \"generator\"\n", []string{`deploy.telemetry_cpus = "generator" places nothing`}},
+		{"telemetry_cpus = \"generator\"\ntracing = 0.1\n", nil},
+		{"telemetry_cpus = \"generator\"\nmetrics = true\n", nil},
+		{"telemetry_cpus = \"generator\"\nproxy_mode = \"node\"\n", []string{"deploy.proxy_mode", "deploy.telemetry_cpus"}},
+	} {
+		s, err := Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy]\n"+tc.deploy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := s.Inert()
+		if len(got) != len(tc.want) {
+			t.Errorf("%q: %q, want %d notes", tc.deploy, got, len(tc.want))
+			continue
+		}
+		for i := range got {
+			if !strings.HasPrefix(got[i], tc.want[i]) {
+				t.Errorf("%q: note %d %q, want it to begin %q", tc.deploy, i, got[i], tc.want[i])
+			}
+		}
+	}
+}
