@@ -36,6 +36,13 @@ type progress struct {
 	last     load.Progress
 	total    *load.Operation // the finished run's measurement
 	done_    int
+	// runStart is when the current run began; ran and ranFor are how
+	// many runs were carried out here (not kept from before) and how long
+	// they took in all, deploy and stop included, which the plan's
+	// estimate cannot know.
+	runStart time.Time
+	ran      int
+	ranFor   time.Duration
 	lastLine time.Time
 	width    int
 	open     bool // a live line without its newline yet
@@ -74,6 +81,9 @@ func (pg *progress) skip() {
 // warm-up before the generator's first report).
 func (pg *progress) begin(r Run, phase string) {
 	pg.mu.Lock()
+	if r.ID != pg.run.ID || pg.runStart.IsZero() {
+		pg.runStart = time.Now()
+	}
 	pg.run, pg.phase, pg.last, pg.total = r, phase, load.Progress{}, nil
 	pg.mu.Unlock()
 	pg.print(true)
@@ -110,6 +120,11 @@ func (pg *progress) finish(rf *RunFile) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
 	pg.done_++
+	if !pg.runStart.IsZero() {
+		pg.ran++
+		pg.ranFor += time.Since(pg.runStart)
+		pg.runStart = time.Time{}
+	}
 	line := pg.label() + ": " + rf.Status
 	if t := pg.total; t != nil && t.Count > 0 {
 		line += fmt.Sprintf(" | %d requests  %.1f rps  %d err  p50 %.2f ms  p99 %.2f ms",
@@ -164,11 +179,18 @@ func (pg *progress) label() string {
 	return strings.Join(parts, " ")
 }
 
-// clock is the experiment's elapsed time and an estimate of what is left.
+// clock is the experiment's elapsed time and an estimate of what is left:
+// from the plan until a run has finished, then from the runs so far.
 func (pg *progress) clock(now time.Time) string {
 	per := pg.plan.Estimate() / time.Duration(max(1, len(pg.plan.Runs)))
+	if pg.ran > 0 {
+		per = pg.ranFor / time.Duration(pg.ran)
+	}
 	left := time.Duration(len(pg.plan.Runs)-pg.done_) * per
-	if pg.phase == "measuring" {
+	switch {
+	case pg.ran > 0 && !pg.runStart.IsZero():
+		left -= min(per, now.Sub(pg.runStart))
+	case pg.phase == "measuring":
 		left -= pg.last.Elapsed
 	}
 	return fmt.Sprintf("elapsed %s  left ~%s", fmtClock(now.Sub(pg.start)), fmtClock(max(0, left)))

@@ -130,3 +130,34 @@ func TestProgressTerminal(t *testing.T) {
 		t.Errorf("result line not kept, or a blank line after it:\n%q", out)
 	}
 }
+
+// TestProgressLearnsRunTime: until a run has finished, what is left is the
+// plan's estimate; after, it is the runs' own time, deploy and stop
+// included, which a mesh can make several times the estimate.
+func TestProgressLearnsRunTime(t *testing.T) {
+	p, err := NewPlan(context.Background(), mustParse(t, "[experiment]\nrepetitions = 4\n"), 7, fixedTiming)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	now := time.Now()
+	pg := newProgress(&b, false, p, now)
+	per := p.Estimate() / 4
+	if got, want := pg.clock(now), "left ~"+fmtClock(4*per); !strings.HasSuffix(got, want) {
+		t.Errorf("before any run: %q, want %q", got, want)
+	}
+	pg.begin(p.Runs[0], "deploying")
+	pg.runStart = now.Add(-20 * time.Second) // the first run took 20 s
+	pg.finish(&RunFile{Status: "ok"})
+	if got, want := pg.clock(time.Now()), "left ~"+fmtClock(3*20*time.Second); !strings.HasSuffix(got, want) {
+		t.Errorf("after a 20 s run: %q, want %q", got, want)
+	}
+	pg.begin(p.Runs[1], "deploying")
+	pg.runStart = time.Now().Add(-5 * time.Second) // 5 s into the second
+	if got, want := pg.clock(time.Now()), "left ~"+fmtClock(3*20*time.Second-5*time.Second); !strings.HasSuffix(got, want) {
+		t.Errorf("5 s into the second run: %q, want %q", got, want)
+	}
+	if per == 20*time.Second {
+		t.Fatal("the plan's estimate must differ from the runs' time for this test to tell them apart")
+	}
+}
