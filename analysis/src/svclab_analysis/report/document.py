@@ -234,7 +234,9 @@ def build(a: Analysis) -> Document:
             "divided by the requests the run completed (resources.parquet). host, sidecar "
             "and node-proxy are the system under test; telemetry is the run's Jaeger and "
             "Prometheus, reported apart and left out of cpu_s_per_1k; the load generator "
-            "is left out."))
+            "is left out. /proc counts CPU in 10 ms ticks, so short runs give coarse "
+            "values, and a backend's work on spans exported after the window is not "
+            "counted."))
     if a.samplesize is not None:
         s.blocks.append(Heading("Sample size (Jain)"))
         s.blocks.append(Table(
@@ -266,12 +268,16 @@ def build(a: Analysis) -> Document:
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
-        "roles": "CPU per request of each role (median over runs, resources.parquet): "
-                 "the hosts, the proxies beside them or shared by the node, and the "
-                 "telemetry backends.",
         "hops": "Median time per traced request in each hop (hops.parquet, deploy.tracing): "
                 "the component's own work, and the wire on the way to it (the caller's "
-                "client span less the server span: encoding, network, TLS).",
+                "client span less the server span: encoding, network, TLS). Envoy emits "
+                "spans of its own, shown crossed as the proxies' time; nginx and HAProxy "
+                "emit none, so behind them the proxies' time is part of the wire.",
+        "roles": "CPU per request of each role (median over runs, resources.parquet): "
+                 "the hosts, the proxies beside them or shared by the node, and the "
+                 "telemetry backends. CPU is read from /proc in 10 ms ticks, so a short "
+                 "run's small roles are coarse, and a backend's work on spans exported "
+                 "after the window (hosts batch them for up to 5 s) is not in it.",
     }
     for key in ["box", "cdf", "timeseries", "scaling", "faults", "hops", "roles",
                 "interactions"]:
