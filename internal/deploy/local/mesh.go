@@ -262,17 +262,24 @@ func (d *Deployment) Spans() ([]deploy.Span, error) {
 // MeshLines says where the mesh features of the deployment can be seen, for
 // `svclab up` (a deploy.MeshDescriber).
 func (d *Deployment) MeshLines() []string {
+	var out []string
+	if d.sidecars != nil {
+		out = append(out, fmt.Sprintf("proxies: the entry above is %s's proxy, as the load generator calls it; the gateway calls %s in its own process, past its proxy", d.topo.Entry, d.topo.Entry))
+	}
 	m := d.mesh
 	if m == nil {
-		return nil
+		return out
 	}
-	var out []string
 	if m.mtls {
 		f := m.clientFiles
-		out = append(out, fmt.Sprintf("mtls:    every listener but the gateway; a client certificate: --cacert %s --cert %s --key %s", f.CA, f.Cert, f.Key))
+		where := "every listener but the gateway"
+		if m.bySidecars {
+			where = "between the proxies and at the entry (each app is plaintext to its own proxy on loopback)"
+		}
+		out = append(out, fmt.Sprintf("mtls:    %s; a client certificate: --cacert %s --cert %s --key %s", where, f.CA, f.Cert, f.Key))
 	}
 	if m.jaeger != nil {
-		out = append(out, fmt.Sprintf("tracing: %g of requests, Jaeger UI at %s", m.tracing, m.jaeger.query))
+		out = append(out, fmt.Sprintf("tracing: %g%% of requests, Jaeger UI at %s", 100*m.tracing, m.jaeger.query))
 	}
 	if m.prometheus != nil {
 		out = append(out, fmt.Sprintf("metrics: Prometheus at %s (svclab_requests_total, svclab_request_duration_seconds, ...)", m.prometheus.web))
