@@ -30,12 +30,12 @@ type progress struct {
 	start time.Time
 	every time.Duration
 
-	mu       sync.Mutex
-	run      Run
-	phase    string
-	last     load.Progress
-	total    *load.Operation // the finished run's measurement
-	done_    int
+	mu    sync.Mutex
+	run   Run
+	phase string
+	last  load.Progress
+	total *load.Operation // the finished run's measurement
+	done_ int
 	// runStart is when the current run began; ran and ranFor are how
 	// many runs were carried out here (not kept from before) and how long
 	// they took in all, deploy and stop included, which the plan's
