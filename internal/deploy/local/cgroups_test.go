@@ -196,7 +196,15 @@ func TestKilledDeployerLeavesNoCgroups(t *testing.T) {
 	for _, r := range removed {
 		found = found || r.Owner.PID == cmd.Process.Pid
 	}
-	if !found {
+	_, statErr := os.Stat(filepath.Dir(owned[0]))
+	switch {
+	case !found && errors.Is(statErr, os.ErrNotExist):
+		// Every svclab command sweeps at start; one running beside this
+		// test (make test runs the CLI's) got there first. Nothing is
+		// left, which is what matters, but this sweep was not tested.
+		awaitNoProcs(t, id)
+		t.Skipf("another svclab's sweep removed the killed deployer's groups first")
+	case !found:
 		t.Errorf("the sweep removed %+v, not the groups of the killed deployer (pid %d)", removed, cmd.Process.Pid)
 	}
 	if _, err := os.Stat(filepath.Dir(owned[0])); !errors.Is(err, os.ErrNotExist) {
