@@ -123,19 +123,23 @@ func TestLanguages(t *testing.T) {
 func TestLanguagesBehindSidecars(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		lang, sidecar, mode string
-		mtls                bool // carried by the proxies alone
+		lang, sidecar, mode, transport string
+		mtls                           bool // carried by the proxies alone
 	}{
-		{runtime.LangJava, spec.SidecarEnvoy, "sidecar", false},
-		{runtime.LangPython, spec.SidecarHAProxy, "sidecar", false},
-		{runtime.LangJava, spec.SidecarEnvoy, "node", false},
-		{runtime.LangPython, spec.SidecarEnvoy, "sidecar", true},
-		{runtime.LangJava, spec.SidecarNginx, "sidecar", true},
+		{runtime.LangJava, spec.SidecarEnvoy, "sidecar", "grpc", false},
+		{runtime.LangPython, spec.SidecarHAProxy, "sidecar", "grpc", false},
+		{runtime.LangJava, spec.SidecarEnvoy, "node", "grpc", false},
+		{runtime.LangPython, spec.SidecarEnvoy, "sidecar", "grpc", true},
+		{runtime.LangJava, spec.SidecarNginx, "sidecar", "grpc", true},
+		// nginx names its upstream in Host unless told to pass the
+		// caller's, and the Java host refuses the name's underscore.
+		{runtime.LangJava, spec.SidecarNginx, "sidecar", "http", false},
+		{runtime.LangJava, spec.SidecarHAProxy, "sidecar", "http", true},
 	} {
-		t.Run(fmt.Sprintf("%s/%s/%s/mtls=%v", tc.lang, tc.sidecar, tc.mode, tc.mtls), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s/%s/mtls=%v", tc.lang, tc.sidecar, tc.mode, tc.transport, tc.mtls), func(t *testing.T) {
 			needLanguage(t, tc.lang)
 			proxyOrSkip(t, tc.sidecar)
-			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"60s\"\nsidecar = \""+tc.sidecar+"\"\nproxy_mode = \""+tc.mode+"\"\nmtls = "+strconv.FormatBool(tc.mtls)+"\n[deploy.languages]\nselector = \""+tc.lang+"\"\n")
+			p := resolve(t, "[app]\nname = \"select\"\n[deploy]\nplacement = \"split\"\nstart_timeout = \"60s\"\ntransport = \""+tc.transport+"\"\nsidecar = \""+tc.sidecar+"\"\nproxy_mode = \""+tc.mode+"\"\nmtls = "+strconv.FormatBool(tc.mtls)+"\n[deploy.languages]\nselector = \""+tc.lang+"\"\n")
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			d, err := localDeployer(t).Deploy(ctx, p, deploy.Options{})

@@ -112,6 +112,10 @@ func (nginx) Render(c Config) ([]byte, error) {
 		p("      proxy_pass http%s://%s;", scheme, l.Name)
 		p("      %s", upstreamTLS)
 		p("      proxy_http_version 1.1;")
+		// The caller's Host, as Envoy and HAProxy pass it: nginx would
+		// send the upstream block's name, whose underscore a Java
+		// host's HTTP server refuses (400).
+		p("      proxy_set_header Host $http_host;")
 		p("      proxy_set_header Connection \"\";")
 		p("      proxy_buffering off;")
 		p("      proxy_request_buffering off;")
