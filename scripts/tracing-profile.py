@@ -233,7 +233,7 @@ def split(run: Path) -> dict[str, float | str]:
         fail(f"{run}: {n} samples of the hosts {sorted(hosts)} on CPU {HOSTS_CPU}: too few to split")
     us = {name: counts[name] / meta["freq"] / requests * 1e6 for name, _ in LAYERS}
     return {"payload": meta.get("payload", "small"), "rate": meta.get("rate", 100.0),
-            "p50_us": total["latency"]["p50_ms"] * 1e3, "cpu_us": sum(us.values()), **us}
+            "seconds": meta["seconds"], "p50_us": total["latency"]["p50_ms"] * 1e3, "cpu_us": sum(us.values()), **us}
 
 
 def report(out: Path) -> pd.DataFrame:
@@ -246,10 +246,10 @@ def report(out: Path) -> pd.DataFrame:
     if not rows:
         fail(f"no measured runs under {out}")
     df = pd.DataFrame(rows)
-    if df[["payload", "rate"]].drop_duplicates().shape[0] > 1:
-        fail(f"{out} mixes runs of payloads {sorted(set(df['payload']))} and rates "
-             f"{sorted(set(df['rate']))}: give each its own OUT")
-    return df.drop(columns=["payload", "rate"])
+    if df[["payload", "rate", "seconds"]].drop_duplicates().shape[0] > 1:
+        fail(f"{out} mixes runs of payloads {sorted(set(df['payload']))}, rates "
+             f"{sorted(set(df['rate']))} and windows {sorted(set(df['seconds']))} s: give each its own OUT")
+    return df.drop(columns=["payload", "rate", "seconds"])
 
 
 def print_report(df: pd.DataFrame) -> None:
@@ -314,6 +314,12 @@ def main() -> None:
             fail("--rounds must be 1..50, --seconds 5..600 and --rate in (0, 10000]")
         if not SVCLAB.exists():
             fail(f"{SVCLAB} is missing: make build")
+        settings = {"payload": args.payload, "rate": args.rate, "seconds": args.seconds}
+        for old in args.out.glob("round*/*/perf.json"):
+            had = json.loads(old.read_text())
+            if differ := [f"{k} {had[k]} (asked: {v})" for k, v in settings.items() if had.get(k, v) != v]:
+                fail(f"{old.parent} was measured with {', '.join(differ)}: "
+                     "give these settings another OUT, as a report cannot mix them")
         rng = random.Random(args.seed)
         for r in range(args.rounds):
             order = list(levels)

@@ -234,7 +234,16 @@ func (p *Plan) Inert() []string {
 			out = append(out, note)
 			continue
 		}
-		out = append(out, fmt.Sprintf("design point %s: %s", strings.Join(points[note], ", "), note))
+		out = append(out, fmt.Sprintf("%s: %s", pointsPhrase(points[note]), note))
 	}
 	return out
+}
+
+// pointsPhrase names design points: "design point 3", "design points 3
+// and 7", "design points 1, 3 and 5".
+func pointsPhrase(nums []string) string {
+	if len(nums) == 1 {
+		return "design point " + nums[0]
+	}
+	return "design points " + strings.Join(nums[:len(nums)-1], ", ") + " and " + nums[len(nums)-1]
 }

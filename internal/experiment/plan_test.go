@@ -332,7 +332,7 @@ func TestPlanInert(t *testing.T) {
 	if len(got) != 1 || len(want) != 2 {
 		t.Fatalf("notes %q (points %v)", got, want)
 	}
-	if prefix := fmt.Sprintf("design point %d, %d: deploy.proxy_mode = \"node\" does nothing", want[0], want[1]); !strings.HasPrefix(got[0], prefix) {
+	if prefix := fmt.Sprintf("design points %d and %d: deploy.proxy_mode = \"node\" does nothing", want[0], want[1]); !strings.HasPrefix(got[0], prefix) {
 		t.Errorf("note %q, want it to begin %q", got[0], prefix)
 	}
 }

@@ -188,7 +188,9 @@ func (pg *progress) clock(now time.Time) string {
 	}
 	left := time.Duration(len(pg.plan.Runs)-pg.done_) * per
 	switch {
-	case pg.ran > 0 && !pg.runStart.IsZero():
+	case pg.runStart.IsZero():
+		// Between runs (a result line): the finished run is not left.
+	case pg.ran > 0:
 		left -= min(per, now.Sub(pg.runStart))
 	case pg.phase == "measuring":
 		left -= pg.last.Elapsed

@@ -148,7 +148,12 @@ func TestProgressLearnsRunTime(t *testing.T) {
 	}
 	pg.begin(p.Runs[0], "deploying")
 	pg.runStart = now.Add(-20 * time.Second) // the first run took 20 s
+	pg.update(load.Progress{Elapsed: 4 * time.Second, RPS: 100})
 	pg.finish(&RunFile{Status: "ok"})
+	// The result line counts the three runs left, and nothing off them.
+	if got, want := b.String(), "left ~"+fmtClock(3*20*time.Second)+"\n"; !strings.HasSuffix(got, want) {
+		t.Errorf("result line %q, want it to end %q", got, want)
+	}
 	if got, want := pg.clock(time.Now()), "left ~"+fmtClock(3*20*time.Second); !strings.HasSuffix(got, want) {
 		t.Errorf("after a 20 s run: %q, want %q", got, want)
 	}

@@ -81,7 +81,7 @@ func (p *Topology) resolveLanguages(s *spec.Spec) error {
 			on  bool
 		}{{"deploy.mtls", s.Deploy.MTLS && !sidecars}, {"deploy.tracing", s.Deploy.Tracing > 0}} {
 			if m.on {
-				return s.Errorf(key, "%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics (and mTLS behind deploy.sidecar); turn it off or use \"go\"", m.key, lang)
+				return s.Errorf(key, "%s%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics (and mTLS behind deploy.sidecar); turn it off or use \"go\"", m.key, s.Origin(m.key), lang)
 			}
 		}
 		for _, g := range p.Groups {

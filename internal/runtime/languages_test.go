@@ -37,9 +37,9 @@ func TestLanguageErrors(t *testing.T) {
 		{"java http client on unix", selectSplit + "transport = \"http\"\nnetwork = \"unix\"\n[deploy.languages]\nfrontend = \"java\"\n",
 			"deploy.languages.frontend", 8, "http on tcp only"},
 		{"mtls", selectSplit + "mtls = true\n[deploy.languages]\nselector = \"java\"\n",
-			"deploy.languages.selector", 7, "deploy.mtls is served by Go hosts alone"},
+			"deploy.languages.selector", 7, "deploy.mtls (line 5) is served by Go hosts alone"},
 		{"tracing behind sidecars", selectSplit + "sidecar = \"envoy\"\nmtls = true\ntracing = 1.0\n[deploy.languages]\nselector = \"python\"\n",
-			"deploy.languages.selector", 9, "deploy.tracing is served by Go hosts alone"},
+			"deploy.languages.selector", 9, "deploy.tracing (line 7) is served by Go hosts alone"},
 		{"as a factor level", selectSplit + "[deploy.languages]\nselector = \"go\"\n[experiment]\n[experiment.factors]\n\"deploy.languages.selector\" = [\"go\", \"java\", \"pyton\"]\n",
 			"deploy.languages.selector", 9, `unknown language "pyton" (did you mean "python"?)`},
 	}

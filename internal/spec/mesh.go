@@ -39,7 +39,7 @@ func (s *Spec) checkMesh() error {
 	case !slices.Contains(TelemetryCPUsOptions, v):
 		return s.Errorf("deploy.telemetry_cpus", "must be %q (the system under test's CPUs) or %q (the load generator's), got %q", TelemetryCPUsSystem, TelemetryCPUsGenerator, v)
 	case v == TelemetryCPUsGenerator && s.isolationOff():
-		return s.Errorf("deploy.telemetry_cpus", "%q needs the CPUs split: experiment.isolation is %q%s, so the generator has no CPUs of its own", v, IsolationNone, s.origin("experiment.isolation"))
+		return s.Errorf("deploy.telemetry_cpus", "%q needs the CPUs split: experiment.isolation is %q%s, so the generator has no CPUs of its own", v, IsolationNone, s.Origin("experiment.isolation"))
 	}
 	return nil
 }

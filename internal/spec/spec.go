@@ -597,10 +597,10 @@ func (s *Spec) Line(key string) int {
 	return line
 }
 
-// origin says where key's value comes from, for a message about another
+// Origin says where key's value comes from, for a message about another
 // key that it conflicts with: " (line N)" or " (by --set k=v)"; empty when
 // it is nowhere written.
-func (s *Spec) origin(key string) string {
+func (s *Spec) Origin(key string) string {
 	switch line, flag := s.where(key); {
 	case flag != "":
 		return " (by " + flag + ")"

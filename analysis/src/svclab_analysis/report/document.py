@@ -234,9 +234,11 @@ def build(a: Analysis) -> Document:
             "divided by the requests the run completed (resources.parquet). host, sidecar "
             "and node-proxy are the system under test; telemetry is the run's Jaeger and "
             "Prometheus, reported apart and left out of cpu_s_per_1k; the load generator "
-            "is left out. /proc counts CPU in 10 ms ticks, so short runs give coarse "
-            "values, and a backend's work on spans exported after the window is not "
-            "counted."))
+            "is left out. A run's hosts and proxies add up to its cpu_s_per_1k (ms per "
+            "request is CPU·s per 1000 requests); these medians, taken role by role, add "
+            "up to that table's median only roughly. /proc counts CPU in 10 ms ticks, "
+            "so short runs give coarse values, and a backend's work on spans exported "
+            "after the window is not counted."))
     if a.samplesize is not None:
         s.blocks.append(Heading("Sample size (Jain)"))
         s.blocks.append(Table(
