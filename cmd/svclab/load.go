@@ -122,7 +122,7 @@ type keyFlag struct {
 }
 
 var loadKeyFlags = []keyFlag{
-	{"url", "", "target", "target: an http:// URL (path and query included), or host:port for gRPC", nil, nil},
+	{"url", "", "target", "target: an http:// URL (path and query included), or host:port (or grpc://host:port) for gRPC", nil, nil},
 	{"mode", "", "mode", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`, nil, nil},
 	{"protocol", "", "protocol", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`, nil, nil},
 	{"rate", "", "rate", "open loop: arrivals per second", nil, nil},
@@ -151,6 +151,10 @@ var loadKeyFlags = []keyFlag{
 	{"body-base64", "", "request.body_base64", "gRPC request as serialized proto bytes, base64", nil, nil},
 	{"header", "H", "request.headers", `request header "Name: value"; repeatable`, headersValue, nil},
 	{"expect-status", "", "request.expect_status", "HTTP status that counts as success (default: any below 400)", nil, nil},
+	{"cacert", "", "tls.ca", "gRPC over TLS: PEM file of the CA that signs the server's certificate, as ghz's --cacert (svclab up prints a deploy.mtls entry's)", nil, nil},
+	{"cert", "", "tls.cert", "gRPC over TLS: client certificate, PEM, with --key, for a server that asks for one", nil, nil},
+	{"key", "", "tls.key", "gRPC over TLS: the client certificate's private key, PEM", nil, nil},
+	{"server-name", "", "tls.server_name", "gRPC over TLS: the name the server's certificate must carry (default: the target's host)", nil, nil},
 }
 
 // keyValue is the pflag.Value of a keyFlag. It keeps what the user typed,
@@ -733,7 +737,7 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 		fmt.Fprintf(stderr, "threshold broken: %s\n", b)
 	}
 	if tot.Count == tot.Errors {
-		return noSuccess(tot)
+		return noSuccess(tot, cfg)
 	}
 	if len(breaches) > 0 {
 		return exitError{exitThresholds, fmt.Errorf("%d threshold(s) of load.thresholds broken", len(breaches))}
@@ -742,7 +746,7 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 }
 
 // noSuccess says why a run in which no request succeeded failed.
-func noSuccess(tot load.Operation) error {
+func noSuccess(tot load.Operation, cfg load.Config) error {
 	if tot.Count == 0 {
 		return errors.New("no request was sent in the measurement window; lengthen --duration or raise --rate")
 	}
@@ -752,5 +756,11 @@ func noSuccess(tot load.Operation) error {
 			classes = append(classes, fmt.Sprintf("%s %d", c, n))
 		}
 	}
-	return fmt.Errorf("no request succeeded: all %d failed (%s)", tot.Count, strings.Join(classes, ", "))
+	hint := ""
+	if cfg.Protocol == load.GRPC && cfg.TLS == nil && tot.ErrorsByClass["grpc_unavailable"] == tot.Count {
+		// A TLS server closes a plaintext client's connection, which
+		// gRPC reports as unavailable.
+		hint = "; if the server speaks TLS (a deploy.mtls entry), give --cacert, and --cert and --key for its client certificate"
+	}
+	return fmt.Errorf("no request succeeded: all %d failed (%s)%s", tot.Count, strings.Join(classes, ", "), hint)
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/pki"
 )
 
 func TestLoadCommandErrors(t *testing.T) {
@@ -150,6 +151,15 @@ func TestLoadFlagsAreKeys(t *testing.T) {
 	t.Parallel()
 	const url = "http://127.0.0.1:9/base"
 	dir := t.TempDir() // --raw-samples needs one; nothing is written
+	// --cacert, --cert and --key need files that hold PEM.
+	ca, err := pki.NewCA("flags")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := ca.Write(t.TempDir(), "svclab.client")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		flags []string
@@ -209,6 +219,12 @@ spawn_rate = 2.5`},
 		{"call alone", []string{"--call", "svclab.echo.Echo/Echo", "--rate", "1"},
 			[]string{"load.protocol=grpc", "load.request.method=svclab.echo.Echo/Echo", "load.rate=1"},
 			"[load]\nprotocol = \"grpc\"\nrate = 1\n[load.request]\nmethod = \"svclab.echo.Echo/Echo\""},
+		{"gRPC over TLS",
+			[]string{"--call", "svclab.echo.Echo/Echo", "--rate", "1", "--cacert", cred.CA, "--cert", cred.Cert, "--key", cred.Key, "--server-name", "localhost"},
+			[]string{"load.protocol=grpc", "load.request.method=svclab.echo.Echo/Echo", "load.rate=1",
+				`load.tls.ca="` + cred.CA + `"`, `load.tls.cert="` + cred.Cert + `"`, `load.tls.key="` + cred.Key + `"`, "load.tls.server_name=localhost"},
+			"[load]\nprotocol = \"grpc\"\nrate = 1\n[load.request]\nmethod = \"svclab.echo.Echo/Echo\"\n[load.tls]\nca = \"" + cred.CA +
+				"\"\ncert = \"" + cred.Cert + "\"\nkey = \"" + cred.Key + "\"\nserver_name = \"localhost\""},
 		{"gRPC request",
 			[]string{"--protocol", "grpc", "--rate", "1", "--call", "svclab.echo.Echo/Echo", "--body-base64", "aGk="},
 			[]string{"load.protocol=grpc", "load.rate=1", "load.request.method=svclab.echo.Echo/Echo", "load.request.body_base64=aGk="},

@@ -32,6 +32,8 @@ type Config struct {
 	// Protocol is "http" (HTTP/1.1 keep-alive), "h2c" (HTTP/2 without TLS)
 	// or "grpc". Empty means "http".
 	Protocol Protocol `toml:"protocol,omitempty" json:"protocol,omitempty"`
+	// TLS makes a gRPC target's connections TLS; nil is plaintext.
+	TLS *TLS `toml:"tls,omitempty" json:"tls,omitempty"`
 	// Rate is the open-loop arrival rate in requests (or flows) per second.
 	Rate float64 `toml:"rate,omitempty" json:"rate,omitempty"`
 	// Arrival is "constant" or "poisson".
@@ -267,6 +269,11 @@ func (c *Config) Validate() error {
 			bad("target", "%v", err)
 		}
 	}
+	if c.TLS != nil {
+		if key, err := c.TLS.check(c.protocol()); err != nil {
+			bad("tls."+key, "%v", err)
+		}
+	}
 	// number checks a float key: finite, and within [lo, hi] (above lo
 	// when positive).
 	number := func(key string, v, lo, hi float64, positive bool) {
@@ -417,7 +424,7 @@ func (c *Config) Validate() error {
 }
 
 // checkTarget checks the target as its protocol reads it: an http:// URL
-// for http and h2c, host:port or grpc://host:port for gRPC. A target that
+// for http and h2c, host:port or grpc://host:port (or grpc+tcp://) for gRPC. A target that
 // does not fit would only fail request by request, after the run.
 func (c *Config) checkTarget() error {
 	t := c.Target
@@ -429,7 +436,8 @@ func (c *Config) checkTarget() error {
 	if c.protocol() == GRPC {
 		hostport := t
 		if hasScheme {
-			if scheme != "grpc" {
+			// grpc+tcp:// is how svclab up prints an entry.
+			if scheme != "grpc" && scheme != "grpc+tcp" {
 				return fmt.Errorf("protocol \"grpc\" wants host:port or grpc://host:port, got a %s:// URL, %s (for an HTTP server, use protocol \"http\" or \"h2c\")", scheme, spec.Echo(t))
 			}
 			u, err := url.Parse(t)

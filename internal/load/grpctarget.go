@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -27,10 +28,18 @@ func grpcTarget(cfg *Config, t *Target, steps []Request) error {
 	if u, err := url.Parse(addr); err == nil && u.Scheme != "" && u.Host != "" {
 		addr = u.Host
 	}
+	creds := insecure.NewCredentials()
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.config()
+		if err != nil {
+			return &spec.KeyError{Key: "load.tls", Msg: err.Error()}
+		}
+		creds = credentials.NewTLS(tc)
+	}
 	n := max(cfg.Connections, 1)
 	var conns []*grpc.ClientConn
 	for range n {
-		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 		if err != nil {
 			for _, c := range conns {
 				c.Close()
