@@ -217,10 +217,16 @@ def load_role_cpu(exp: Experiment) -> pd.DataFrame:
         u["cpu_ms_per_request"] = 1000.0 * u["cpu_s"] / float(n)
         u["run_id"] = r["run_id"]
         frames.append(u)
+    return _with_factors(frames, ok, exp)
+
+
+def _with_factors(frames: list[pd.DataFrame], ok: pd.DataFrame, exp: Experiment) -> pd.DataFrame:
+    """The runs' frames as one, each row with its run's factor levels;
+    empty when no run had one."""
     if not frames:
         return pd.DataFrame()
-    out = pd.concat(frames, ignore_index=True)
-    return out.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+    return pd.concat(frames, ignore_index=True).merge(
+        ok[["run_id", *exp.factor_names]], on="run_id")
 
 
 def _read_parquet(path: Path) -> pd.DataFrame:
@@ -414,10 +420,7 @@ def load_timeseries(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd
             ts = _read_parquet(p)
             ts["run_id"] = r["run_id"]
             frames.append(ts)
-    if not frames:
-        return pd.DataFrame()
-    ts = pd.concat(frames, ignore_index=True)
-    return ts.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+    return _with_factors(frames, ok, exp)
 
 
 def load_scaling(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd.DataFrame:
@@ -435,10 +438,7 @@ def load_scaling(exp: Experiment, run_ids: Iterable[str] | None = None) -> pd.Da
             df["run_id"] = r["run_id"]
             frames.append(df)
     frames = [f for f in frames if not f.empty]
-    if not frames:
-        return pd.DataFrame()
-    df = pd.concat(frames, ignore_index=True)
-    return df.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+    return _with_factors(frames, ok, exp)
 
 
 def replicas_over_time(scaling: pd.DataFrame) -> pd.DataFrame:
@@ -464,10 +464,7 @@ def load_hops(exp: Experiment) -> pd.DataFrame:
             h = _read_parquet(p)
             h["run_id"] = r["run_id"]
             frames.append(h)
-    if not frames:
-        return pd.DataFrame()
-    hops = pd.concat(frames, ignore_index=True)
-    return hops.merge(ok[["run_id", *exp.factor_names]], on="run_id")
+    return _with_factors(frames, ok, exp)
 
 
 def load_samples(
