@@ -76,13 +76,11 @@ func (p *Topology) resolveLanguages(s *spec.Spec) error {
 		// sidecars the proxies carry mTLS, and the host stays plaintext on
 		// loopback.
 		sidecars := s.Deploy.Sidecar != "" && s.Deploy.Sidecar != spec.SidecarNone
-		for _, m := range []struct {
-			key string
-			on  bool
-		}{{"deploy.mtls", s.Deploy.MTLS && !sidecars}, {"deploy.tracing", s.Deploy.Tracing > 0}} {
-			if m.on {
-				return s.Errorf(key, "%s%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics (and mTLS behind deploy.sidecar); turn it off or use \"go\"", m.key, s.Origin(m.key), lang)
+		for _, m := range MeshOf(s.Deploy).Keys() {
+			if m == "deploy.metrics" || m == "deploy.mtls" && sidecars {
+				continue
 			}
+			return s.Errorf(key, "%s%s is served by Go hosts alone, and a %s component has no mesh feature but deploy.metrics (and mTLS behind deploy.sidecar); turn it off or use \"go\"", m, s.Origin(m), lang)
 		}
 		for _, g := range p.Groups {
 			if slices.Contains(g.Components, c) && len(g.Components) > 1 {

@@ -36,6 +36,21 @@ type Mesh struct {
 	Resilience spec.Resilience
 }
 
+// Keys are the spec keys of the features m turns on, of those a host
+// builds in: deploy.mtls, deploy.tracing, deploy.metrics, in that order.
+func (m Mesh) Keys() []string {
+	var keys []string
+	for _, f := range []struct {
+		key string
+		on  bool
+	}{{"deploy.mtls", m.MTLS}, {"deploy.tracing", m.Tracing > 0}, {"deploy.metrics", m.Metrics}} {
+		if f.on {
+			keys = append(keys, f.key)
+		}
+	}
+	return keys
+}
+
 // MeshOf reads the mesh keys of a validated [deploy] table.
 func MeshOf(d spec.Deploy) Mesh {
 	return Mesh{MTLS: d.MTLS, Tracing: d.Tracing, Metrics: d.Metrics, Resilience: d.Resilience}

@@ -56,13 +56,8 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 	// The mesh's credentials name loopback, and its backends listen on
 	// svclab's own loopback, which no host's namespace reaches: refused,
 	// as sidecars are, rather than run with spans and series lost.
-	for _, f := range []struct {
-		key string
-		on  bool
-	}{{"deploy.mtls", topo.Mesh.MTLS}, {"deploy.tracing", topo.Mesh.Tracing > 0}, {"deploy.metrics", topo.Mesh.Metrics}} {
-		if f.on {
-			return nil, s.Errorf(f.key, "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its hosts yet; leave %s out or use deploy.deployer = \"local\"", Name, f.key)
-		}
+	if keys := topo.Mesh.Keys(); len(keys) > 0 {
+		return nil, s.Errorf(keys[0], "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its hosts yet; leave %s out or use deploy.deployer = \"local\"", Name, keys[0])
 	}
 	p := &plan{s: s, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
 	for i := range p.hostOf {
