@@ -30,9 +30,9 @@ func grpcTarget(cfg *Config, t *Target, steps []Request) error {
 	}
 	creds := insecure.NewCredentials()
 	if cfg.TLS != nil {
-		tc, err := cfg.TLS.config()
+		tc, key, err := cfg.TLS.config()
 		if err != nil {
-			return &spec.KeyError{Key: "load.tls", Msg: err.Error()}
+			return &spec.KeyError{Key: "load.tls." + key, Msg: err.Error()}
 		}
 		creds = credentials.NewTLS(tc)
 	}

@@ -2,10 +2,11 @@ package load
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"os"
+
+	"github.com/svclab/svclab/internal/pki"
 )
 
 // TLS is [load.tls]: a gRPC target over TLS, as ghz's --cacert, --cert and
@@ -35,37 +36,30 @@ func (t *TLS) check(p Protocol) (string, error) {
 		}
 		return "key", errors.New("a client certificate needs its key: give key too")
 	}
-	for _, f := range []struct{ key, path string }{{"ca", t.CA}, {"cert", t.Cert}, {"key", t.Key}} {
-		if f.path == "" {
-			continue
-		}
-		if _, err := os.Stat(f.path); err != nil {
-			return f.key, err
-		}
-	}
-	_, err := t.config()
-	return "ca", err
+	_, key, err := t.config()
+	return key, err
 }
 
-// config reads the files into a client's tls.Config.
-func (t *TLS) config() (*tls.Config, error) {
+// config reads the files into a client's tls.Config; on error it names
+// the key whose file is at fault.
+func (t *TLS) config() (*tls.Config, string, error) {
 	c := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName}
 	if t.CA != "" {
-		pem, err := os.ReadFile(t.CA)
+		pool, err := pki.CertPool(t.CA)
 		if err != nil {
-			return nil, err
+			return nil, "ca", err
 		}
-		c.RootCAs = x509.NewCertPool()
-		if !c.RootCAs.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("%s holds no PEM certificate", t.CA)
-		}
+		c.RootCAs = pool
 	}
 	if t.Cert != "" {
+		if _, err := os.Stat(t.Key); err != nil {
+			return nil, "key", err
+		}
 		pair, err := tls.LoadX509KeyPair(t.Cert, t.Key)
 		if err != nil {
-			return nil, fmt.Errorf("client certificate %s and key %s: %w", t.Cert, t.Key, err)
+			return nil, "cert", fmt.Errorf("client certificate %s and key %s: %w", t.Cert, t.Key, err)
 		}
 		c.Certificates = []tls.Certificate{pair}
 	}
-	return c, nil
+	return c, "", nil
 }

@@ -92,6 +92,8 @@ func TestTLSBadInput(t *testing.T) {
 		{"key without cert", GRPC, TLS{Key: notPEM}, "load.tls.cert", "needs its certificate"},
 		{"no such CA", GRPC, TLS{CA: filepath.Join(dir, "none.pem")}, "load.tls.ca", "no such file"},
 		{"CA not PEM", GRPC, TLS{CA: notPEM}, "load.tls.ca", "holds no PEM certificate"},
+		{"cert not PEM", GRPC, TLS{Cert: notPEM, Key: notPEM}, "load.tls.cert", "client certificate"},
+		{"no such key", GRPC, TLS{Cert: notPEM, Key: filepath.Join(dir, "none.key")}, "load.tls.key", "no such file"},
 		{"over http", HTTP, TLS{CA: notPEM}, "load.tls.ca", "TLS is for protocol \"grpc\""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -224,13 +224,9 @@ func Load(f Files) (*Identity, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pki: load %s and %s: %w", f.Cert, f.Key, err)
 	}
-	caPEM, err := os.ReadFile(f.CA)
+	roots, err := CertPool(f.CA)
 	if err != nil {
-		return nil, fmt.Errorf("pki: %w", err)
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("pki: %s holds no PEM certificate", f.CA)
+		return nil, err
 	}
 	id, run, err := identity(cert.Leaf)
 	if err != nil {
@@ -240,6 +236,19 @@ func Load(f Files) (*Identity, error) {
 		return nil, fmt.Errorf("pki: %s is not issued by the CA in %s: %w", f.Cert, f.CA, err)
 	}
 	return &Identity{Cert: cert, Roots: roots, ID: id, Run: run}, nil
+}
+
+// CertPool reads the CA certificates of a PEM file.
+func CertPool(path string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pki: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("pki: %s holds no PEM certificate", path)
+	}
+	return pool, nil
 }
 
 // ServerConfig is the TLS 1.3 configuration of a server with identity id:
