@@ -1,5 +1,6 @@
 # svclab build, test and run targets. Every install step the project needs
-# lives here or in .ci/run, so a fresh machine needs nothing done by hand.
+# lives here or in a script a target calls, so a fresh machine with Go and
+# Python 3.11 needs nothing done by hand.
 
 SHELL := /bin/bash
 GO ?= go
@@ -45,9 +46,20 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: kube-validate envoy all build test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy all build test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
+
+# The Debian packages a target needs (scripts/system-deps.sh, by group:
+# venv, test, bench): installed with apt-get when make runs as root, else
+# named in one warning with the tests that skip without them.
+# SYSTEM_DEPS=check only warns, root or not.
+SYSTEM_DEPS ?= install
+system_deps = @PYTHON=$(PYTHON) scripts/system-deps.sh $(if $(filter check,$(SYSTEM_DEPS)),--check )$(1)
+
+## system-deps: install (as root) or name the Debian packages make test and make bench need
+system-deps:
+	$(call system_deps,test bench)
 
 ## build: compile the svclab binary into bin/svclab
 build:
@@ -73,6 +85,7 @@ $(ENVOY_DIR)/bin/envoy:
 venv: $(VENV)/.installed
 # (its dependencies come from a per-machine cache: scripts/cached-venv.sh)
 $(VENV)/.installed: analysis/pyproject.toml analysis/constraints.txt scripts/cached-venv.sh
+	$(call system_deps,venv)
 	SVCLAB_CACHE=$(CACHE) PYTHON=$(PYTHON) scripts/cached-venv.sh $(VENV) analysis test analysis/constraints.txt
 	touch $@
 
@@ -154,11 +167,13 @@ lint: venv
 	cd analysis && $(VENV)/bin/mypy src
 
 ## test: every test, Go, Java and Python (the conformance suite runs in test-go).
-## The builds run three at a time. Then the Go tests that measure time
+## First the Debian packages the tests need (scripts/system-deps.sh). The
+## builds run three at a time. Then the Go tests that measure time
 ## closely run, with the Python and Kubernetes tests beside them at the
 ## lowest CPU priority (they measure no time, and take only the CPU the
 ## others leave). Then the other Go tests: the CLI's beside the rest.
 test:
+	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory -j3 --output-sync=line test-timed test-py test-kube BG_NICE=19
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest
@@ -215,6 +230,7 @@ test-py: venv build
 
 ## bench: Go benchmarks and the comparisons against peer tools (docs/PERFORMANCE.md)
 bench: build
+	$(call system_deps,bench)
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@for s in scripts/bench/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; bash "$$s" || exit 1; done
 
