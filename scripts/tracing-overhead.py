@@ -29,7 +29,7 @@ import pandas as pd
 from scipy import stats
 from svclab_analysis.formatting import est, num
 from svclab_analysis.replications.store import latest_results
-from svclab_analysis.results import load_experiment, response_table
+from svclab_analysis.results import RunWarning, load_experiment, response_table
 from svclab_analysis.stats import mann_whitney, median_ci
 
 BOUND = 1.05
@@ -66,9 +66,9 @@ def results_dir(arg: Path) -> Path:
     return found
 
 
-def warning_kinds(warnings: list[str]) -> set[str]:
-    """The kinds of a run's warnings: the text before each one's colon."""
-    return {w.split(":", 1)[0] for w in warnings}
+def warning_kinds(warnings: list[RunWarning]) -> set[str]:
+    """The kinds of a run's warnings."""
+    return {w.kind or "other" for w in warnings}
 
 
 def main() -> None:

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // Options configure Execute.
@@ -76,7 +76,7 @@ type RunFile struct {
 	Ended      string            `json:"ended"`
 	WarmupS    float64           `json:"warmup_s"`
 	DurationS  float64           `json:"duration_s"`
-	Warnings   []string          `json:"warnings"`
+	Warnings   []warn.Warning    `json:"warnings"`
 	// Thresholds lists the thresholds of [load.thresholds] the run broke.
 	Thresholds []string             `json:"thresholds,omitempty"`
 	Generator  any                  `json:"generator,omitempty"`
@@ -230,15 +230,15 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 			out.Breached++
 			fmt.Fprintf(logw, "run %d/%d %s broke thresholds: %s\n", r.Index, len(p.Runs), r.ID, strings.Join(rf.Thresholds, "; "))
 		}
-		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "generator_bottleneck") }) {
+		if _, ok := warn.Find(rf.Warnings, warn.GeneratorBottleneck); ok && rf.Status == "ok" {
 			out.Bottlenecked++
 		}
-		if rf.Status == "ok" && slices.ContainsFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "saturated") }) {
+		if _, ok := warn.Find(rf.Warnings, warn.Saturated); ok && rf.Status == "ok" {
 			out.Saturated++
 		}
-		if i := slices.IndexFunc(rf.Warnings, func(w string) bool { return strings.HasPrefix(w, "stalled") }); i >= 0 && rf.Status == "ok" {
+		if w, ok := warn.Find(rf.Warnings, warn.Stalled); ok && rf.Status == "ok" {
 			out.Stalled++
-			fmt.Fprintf(logw, "run %d/%d %s %s\n", r.Index, len(p.Runs), r.ID, rf.Warnings[i])
+			fmt.Fprintf(logw, "run %d/%d %s %s\n", r.Index, len(p.Runs), r.ID, w.Text)
 		}
 		if rf.Status == "ok" {
 			out.OK++
@@ -278,7 +278,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels,
 		Started: time.Now().UTC().Format(time.RFC3339Nano),
 		WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(),
-		Warnings: []string{}, Status: "ok",
+		Warnings: []warn.Warning{}, Status: "ok",
 	}
 	prog.begin(r, "deploying")
 	fail := func(reason string, tails map[string]string) {
@@ -466,12 +466,12 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	}
 	rf.Processes = append(rf.Processes, sampler.Joined()...)
 	if rf.Traces, err = writeTraces(w.Dir, dep, pr.Runtime.Mesh.Tracing, sent.total()); err != nil {
-		rf.Warnings = append(rf.Warnings, fmt.Sprintf("traces: %v", err))
+		rf.Warnings = append(rf.Warnings, warn.Newf(warn.Traces, "%v", err))
 	} else if rf.Traces != nil {
 		rf.Warnings = append(rf.Warnings, rf.Traces.Problems()...)
 	}
 	if err := writeMetrics(w.Dir, dep, pr.Runtime.Mesh.Metrics, measureStart); err != nil {
-		rf.Warnings = append(rf.Warnings, fmt.Sprintf("metrics: %v", err))
+		rf.Warnings = append(rf.Warnings, warn.Newf(warn.Metrics, "%v", err))
 	}
 	return rf, commitRun(w, rf)
 }

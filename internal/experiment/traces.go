@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // TracesFile is the per-hop latency breakdown of a run with deploy.tracing.
@@ -72,19 +73,22 @@ type TraceCheck struct {
 
 // Problems lists what the check found wrong: spans dropped, or (at ratio
 // 1) a trace count other than the calls sent.
-func (c TraceCheck) Problems() []string {
-	var out []string
+func (c TraceCheck) Problems() []warn.Warning {
+	var out []warn.Warning
+	add := func(format string, args ...any) {
+		out = append(out, warn.Warning{Kind: warn.SpansDropped, Text: fmt.Sprintf(format, args...)})
+	}
 	if c.Orphans > 0 {
-		out = append(out, fmt.Sprintf("%d span(s) lost their parent: spans were dropped", c.Orphans))
+		add("%d span(s) lost their parent: spans were dropped", c.Orphans)
 	}
 	if c.Unanswered > 0 {
-		out = append(out, fmt.Sprintf("%d client or proxy span(s) have no server span under them: spans were dropped", c.Unanswered))
+		add("%d client or proxy span(s) have no server span under them: spans were dropped", c.Unanswered)
 	}
 	if c.Roots != c.Traces {
-		out = append(out, fmt.Sprintf("%d trace(s) but %d root span(s)", c.Traces, c.Roots))
+		add("%d trace(s) but %d root span(s)", c.Traces, c.Roots)
 	}
 	if c.Ratio == 1 && c.Sent >= 0 && int64(c.Traces) != c.Sent {
-		out = append(out, fmt.Sprintf("%d call(s) sent at sampling 1.0 but %d trace(s) arrived", c.Sent, c.Traces))
+		add("%d call(s) sent at sampling 1.0 but %d trace(s) arrived", c.Sent, c.Traces)
 	}
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // chainTrace is one request through a 3-hop chain: hop1 serves 1000 µs,
@@ -72,6 +73,13 @@ func TestAnalyzeTracesDropped(t *testing.T) {
 		c, _ := AnalyzeTraces(tt.spans, tt.sent, 1)
 		if !tt.check(c) || len(c.Problems()) == 0 {
 			t.Errorf("%s: check %+v, problems %v", tt.name, c, c.Problems())
+		}
+		// Each is a spans_dropped warning, which its text alone (a
+		// result of an svclab before kinds) also reads as.
+		for _, p := range c.Problems() {
+			if p.Kind != warn.SpansDropped || warn.Parse(p.Text) != p {
+				t.Errorf("%s: problem %+v, read from its text %+v: want kind %s", tt.name, p, warn.Parse(p.Text), warn.SpansDropped)
+			}
 		}
 	}
 	// Below ratio 1 the count of traces is not known in advance.

@@ -13,6 +13,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // auditor measures the generator itself over the measurement window: its
@@ -177,13 +178,13 @@ type auditInput struct {
 }
 
 // judge fills the verdict, its reason and the warnings of a run.
-func judge(g *Generator, in auditInput) (warnings []string) {
+func judge(g *Generator, in auditInput) (warnings []warn.Warning) {
 	if in.sends < minSends {
 		g.Verdict = VerdictTooFew
 		g.Reason = fmt.Sprintf("too few sends to judge the generator: %d in the window, the audit needs %d", in.sends, minSends)
-		warnings = []string{"generator_audit: " + g.Reason}
+		warnings = []warn.Warning{warn.Newf(warn.GeneratorAudit, "%s", g.Reason)}
 		if in.dropped > 0 {
-			warnings = append(warnings, fmt.Sprintf("dropped: %d arrivals were not sent because %d requests were already in flight (load.max_inflight)", in.dropped, in.maxInflight))
+			warnings = append(warnings, warn.Newf(warn.Dropped, "%d arrivals were not sent because %d requests were already in flight (load.max_inflight)", in.dropped, in.maxInflight))
 		}
 		return warnings
 	}
@@ -206,14 +207,14 @@ func judge(g *Generator, in auditInput) (warnings []string) {
 	if len(reasons) > 0 {
 		g.Verdict, g.Bottleneck = VerdictBottleneck, true
 		g.Reason = strings.Join(reasons, "; ")
-		warnings = append(warnings, "generator_bottleneck: "+g.Reason)
+		warnings = append(warnings, warn.Newf(warn.GeneratorBottleneck, "%s", g.Reason))
 	}
-	if w := hostLateWarning(g, in); w != "" && lagOK {
+	if w, ok := hostLateWarning(g, in); ok && lagOK {
 		warnings = append(warnings, w)
 	}
 	if !in.closed {
 		if w := lagAccounts(in.lag, in.total.Latency); w != "" {
-			warnings = append(warnings, "generator_lag: "+w)
+			warnings = append(warnings, warn.Newf(warn.GeneratorLag, "%s", w))
 		}
 	}
 	return warnings
@@ -341,11 +342,11 @@ func ownWork(in auditInput) string {
 // hostLateWarning is the note of a run whose lag the window's floor
 // excuses (judge gives it only then): the sentinel was late too, so the latencies hold the host's
 // lateness, which no generator on those CPUs could have avoided.
-func hostLateWarning(g *Generator, in auditInput) string {
+func hostLateWarning(g *Generator, in auditInput) (warn.Warning, bool) {
 	if in.closed || !hostLate(in) || g.LagP99Ms <= float64(lateNs)/1e6 {
-		return ""
+		return warn.Warning{}, false
 	}
-	return fmt.Sprintf("host_late: the host woke a bare timer loop on the generator's CPUs late in this window (p99 %.3f ms, p99.9 %.3f ms): the send lag (p99 %.3f ms) is the host's, not the generator's, and is in the latencies", in.window.P99Ms, in.window.P999Ms, g.LagP99Ms)
+	return warn.Newf(warn.HostLate, "the host woke a bare timer loop on the generator's CPUs late in this window (p99 %.3f ms, p99.9 %.3f ms): the send lag (p99 %.3f ms) is the host's, not the generator's, and is in the latencies", in.window.P99Ms, in.window.P999Ms, g.LagP99Ms), true
 }
 
 // saturationShare is the share of the offered rate an open loop must
@@ -364,19 +365,19 @@ const (
 // healthy service with mean latency W answers all but about the last W's
 // (Little's law): completed is held to that share of offered, and not
 // to answers the window's end cut off.
-func saturation(closed bool, s Summary, sends int64) string {
+func saturation(closed bool, s Summary, sends int64) (warn.Warning, bool) {
 	if closed || sends < minSends || s.DurationS <= 0 || len(s.Operations) == 0 {
-		return ""
+		return warn.Warning{}, false
 	}
 	tot := s.Operations[0]
 	offered := float64(sends+s.Dropped) / s.DurationS
 	timeouts := tot.ErrorsByClass["timeout"]
 	inWindow := max(1-tot.Latency.MeanMs/1e3/s.DurationS, 0)
 	if tot.CompletedRPS >= saturationShare*inWindow*offered && float64(timeouts) <= timeoutShare*float64(sends) {
-		return ""
+		return warn.Warning{}, false
 	}
-	return fmt.Sprintf("saturated: completed %.1f req/s of %.1f offered (%.0f%%; at its mean latency of %.1f ms a service that kept up would have completed about %.0f%% within the window), %d requests timed out, %d arrivals dropped: the system under test did not keep up with the rate, so the latencies describe its queue",
-		tot.CompletedRPS, offered, 100*tot.CompletedRPS/offered, tot.Latency.MeanMs, 100*inWindow, timeouts, s.Dropped)
+	return warn.Newf(warn.Saturated, "completed %.1f req/s of %.1f offered (%.0f%%; at its mean latency of %.1f ms a service that kept up would have completed about %.0f%% within the window), %d requests timed out, %d arrivals dropped: the system under test did not keep up with the rate, so the latencies describe its queue",
+		tot.CompletedRPS, offered, 100*tot.CompletedRPS/offered, tot.Latency.MeanMs, 100*inWindow, timeouts, s.Dropped), true
 }
 
 // lagAccounts names the reported latency percentiles that the

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // lagOf builds a lag histogram (µs) of n sends: all at base µs but the
@@ -149,15 +150,16 @@ func TestJudge(t *testing.T) {
 				g.LagP99Ms = float64(h.ValueAtQuantile(99)) / 1e3
 				g.LagP999Ms = float64(h.ValueAtQuantile(99.9)) / 1e3
 			}
-			warns := strings.Join(judge(&g, tc.in), "\n")
+			ws := judge(&g, tc.in)
+			warns := texts(ws)
 			if g.Verdict != tc.verdict || g.Bottleneck != (tc.verdict == VerdictBottleneck) {
 				t.Errorf("verdict %q (bottleneck %v), want %q; reason %q", g.Verdict, g.Bottleneck, tc.verdict, g.Reason)
 			}
 			if tc.reason != "" && !strings.Contains(g.Reason, tc.reason) {
 				t.Errorf("reason %q lacks %q", g.Reason, tc.reason)
 			}
-			if tc.verdict == VerdictBottleneck && !strings.Contains(warns, "generator_bottleneck: "+g.Reason) {
-				t.Errorf("warnings %q lack the verdict", warns)
+			if b, ok := warn.Find(ws, warn.GeneratorBottleneck); ok != (tc.verdict == VerdictBottleneck) || ok && b.Text != "generator_bottleneck: "+g.Reason {
+				t.Errorf("warnings %q: a generator_bottleneck one %v, want %v, saying the reason", warns, ok, tc.verdict == VerdictBottleneck)
 			}
 			if tc.warn != "" && !strings.Contains(warns, tc.warn) {
 				t.Errorf("warnings %q lack %q", warns, tc.warn)
@@ -262,9 +264,9 @@ func TestSaturation(t *testing.T) {
 		{"too few sends", false, sum(1, 0, 0), 50, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := saturation(tc.closed, tc.s, tc.sends)
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Errorf("saturation = %q, want %q", got, tc.want)
+			got, ok := saturation(tc.closed, tc.s, tc.sends)
+			if ok != (tc.want != "") || !strings.Contains(got.Text, tc.want) || ok && got.Kind != warn.Saturated {
+				t.Errorf("saturation = %+v, %v; want %q", got, ok, tc.want)
 			}
 		})
 	}
@@ -301,10 +303,8 @@ func TestTwoRequestsNoVerdict(t *testing.T) {
 	if g.Verdict != VerdictTooFew || g.Bottleneck || !strings.Contains(g.Reason, "too few sends") {
 		t.Fatalf("generator %+v: want no verdict, too few sends", g)
 	}
-	for _, w := range res.Warnings {
-		if strings.HasPrefix(w, "generator_bottleneck") {
-			t.Errorf("warning %q", w)
-		}
+	if w, ok := warn.Find(res.Warnings, warn.GeneratorBottleneck); ok {
+		t.Errorf("warning %q", w)
 	}
 }
 
@@ -434,4 +434,13 @@ func TestRemovedUserFinishesItsRequest(t *testing.T) {
 	if tot.Count < 20 || tot.Errors != 0 {
 		t.Errorf("total %+v: want every request of the removed users answered", tot)
 	}
+}
+
+// texts are the warnings' texts, a line each, for a test to search.
+func texts(ws []warn.Warning) string {
+	var b strings.Builder
+	for _, w := range ws {
+		b.WriteString(w.Text + "\n")
+	}
+	return b.String()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/tempdir"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // ShardFile is shard.json, which a generator of several writes beside its
@@ -30,8 +31,9 @@ type ShardInfo struct {
 	// Started and Ended bound the generator's run, warm-up included.
 	Started time.Time `json:"started"`
 	Ended   time.Time `json:"ended"`
-	// Warnings are the generator's own, as run.json's "warnings".
-	Warnings []string `json:"warnings"`
+	// Warnings are the generator's own, as run.json's "warnings" (a
+	// shard.json of an older svclab holds plain strings, which read too).
+	Warnings []warn.Warning `json:"warnings"`
 }
 
 // WriteShard writes the run's files into dir, as WriteDir does, and
@@ -41,7 +43,7 @@ func (r *Result) WriteShard(dir string, s Shard) error {
 		return err
 	}
 	b, err := json.MarshalIndent(ShardInfo{Shard: s.String(), Started: r.Started, Ended: r.Ended,
-		Warnings: append([]string{}, r.Warnings...)}, "", "  ")
+		Warnings: append([]warn.Warning{}, r.Warnings...)}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("load: encoding %s: %w", ShardFile, err)
 	}
@@ -286,11 +288,12 @@ func cmpOr(v, def float64) float64 {
 // mergeAudits is the whole's audit: counts and CPU summed, the worst lag
 // and GC figures, a bottleneck when any generator was one, and each
 // generator's audit kept. Each generator's warnings are kept, naming it;
-// a bottleneck is one "generator_bottleneck:" warning for the whole, as
-// the runner counts those.
-func mergeAudits(shards []*shardResult) (Generator, []string) {
+// a bottleneck is one generator_bottleneck warning for the whole, as the
+// runner counts those.
+func mergeAudits(shards []*shardResult) (Generator, []warn.Warning) {
 	var g Generator
-	var reasons, warnings []string
+	var reasons []string
+	var warnings []warn.Warning
 	n := len(shards)
 	fewSends := 0
 	for i, s := range shards {
@@ -326,22 +329,17 @@ func mergeAudits(shards []*shardResult) (Generator, []string) {
 			fewSends++
 		}
 		for _, w := range s.info.Warnings {
-			if strings.HasPrefix(w, "generator_bottleneck: ") {
+			if w.Kind == warn.GeneratorBottleneck {
 				continue // the whole's line below says it
 			}
-			if k, rest, ok := strings.Cut(w, ": "); ok && !strings.Contains(k, " ") {
-				w = k + ": " + name + ": " + rest
-			} else {
-				w = name + ": " + w
-			}
-			warnings = append(warnings, w)
+			warnings = append(warnings, w.About(name))
 		}
 	}
 	switch {
 	case len(reasons) > 0:
 		g.Verdict, g.Bottleneck = "bottleneck", true
 		g.Reason = strings.Join(reasons, "; ")
-		warnings = append([]string{"generator_bottleneck: " + g.Reason}, warnings...)
+		warnings = append([]warn.Warning{warn.Newf(warn.GeneratorBottleneck, "%s", g.Reason)}, warnings...)
 	case fewSends == n:
 		g.Verdict = "too_few_sends"
 		g.Reason = "too few sends to judge any generator"

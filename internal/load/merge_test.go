@@ -2,6 +2,7 @@ package load
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/svclab/svclab/internal/warn"
 )
 
 func intp(v int) *int { return &v }
@@ -264,5 +267,41 @@ func TestMergeRefusesDifferentLoads(t *testing.T) {
 	}
 	if _, err := Merge(); err == nil {
 		t.Fatal("Merge of nothing succeeded")
+	}
+}
+
+// TestMergeShardWarnings: the generators' warnings, from a shard.json of
+// today (kind and text) or of an svclab before kinds (plain strings),
+// merge into the same warnings: each names its generator after its kind,
+// and the bottlenecks are one generator_bottleneck line for the whole.
+func TestMergeShardWarnings(t *testing.T) {
+	old := []string{
+		`{"shard": "0/2", "warnings": ["generator_bottleneck: CPU", "saturated: completed 1.0 req/s", "interrupted after 1.0 s of measurement"]}`,
+		`{"shard": "1/2", "warnings": ["stalled: no answer for 1.5 s"]}`,
+	}
+	typed := []string{
+		`{"shard": "0/2", "warnings": [{"kind": "generator_bottleneck", "text": "generator_bottleneck: CPU"}, {"kind": "saturated", "text": "saturated: completed 1.0 req/s"}, {"kind": "interrupted", "text": "interrupted after 1.0 s of measurement"}]}`,
+		`{"shard": "1/2", "warnings": [{"kind": "stalled", "text": "stalled: no answer for 1.5 s"}]}`,
+	}
+	want := []warn.Warning{
+		{Kind: warn.GeneratorBottleneck, Text: "generator_bottleneck: generator 0/2: CPU"},
+		{Kind: warn.Saturated, Text: "saturated: generator 0/2: completed 1.0 req/s"},
+		{Kind: warn.Interrupted, Text: "generator 0/2: interrupted after 1.0 s of measurement"},
+		{Kind: warn.Stalled, Text: "stalled: generator 1/2: no answer for 1.5 s"},
+	}
+	for name, files := range map[string][]string{"old": old, "typed": typed} {
+		var shards []*shardResult
+		for i, f := range files {
+			s := &shardResult{sum: Summary{Generator: &Generator{Verdict: VerdictOK}}}
+			if err := json.Unmarshal([]byte(f), &s.info); err != nil {
+				t.Fatalf("%s shard %d: %v", name, i, err)
+			}
+			shards = append(shards, s)
+		}
+		shards[0].sum.Generator = &Generator{Verdict: VerdictBottleneck, Bottleneck: true, Reason: "CPU"}
+		_, got := mergeAudits(shards)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s shard.json: merged warnings\n%+v\nwant\n%+v", name, got, want)
+		}
 	}
 }

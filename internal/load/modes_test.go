@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/warn"
 )
 
 func noop(name string, weight float64) Op {
@@ -94,7 +96,7 @@ func TestBottleneckFlag(t *testing.T) {
 	if !g.Bottleneck || !strings.Contains(g.Reason, "late") || g.LateSends == 0 {
 		t.Fatalf("generator %+v: want the bottleneck flag for late sends", g)
 	}
-	if len(res.Warnings) == 0 || !strings.HasPrefix(res.Warnings[0], "generator_bottleneck: ") {
+	if len(res.Warnings) == 0 || res.Warnings[0].Kind != warn.GeneratorBottleneck || !strings.HasPrefix(res.Warnings[0].Text, "generator_bottleneck: ") {
 		t.Fatalf("warnings %v", res.Warnings)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // Result is what a run measured, in the shapes of docs/RESULTS.md.
@@ -25,9 +26,9 @@ type Result struct {
 	Series []SeriesRow
 	// Generator is the self-audit, the "generator" object of run.json.
 	Generator Generator
-	// Warnings are for run.json's "warnings", such as
-	// "generator_bottleneck: 12% of sends were late by more than 1 ms".
-	Warnings []string
+	// Warnings are for run.json's "warnings": a generator_bottleneck,
+	// saturated, stalled, … warning (package warn) each.
+	Warnings []warn.Warning
 	// Started and Ended bound the run, warm-up included.
 	Started, Ended time.Time
 	// Warmup is what a warm-up by calls did (warmup.go), or nil.
@@ -227,10 +228,10 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		dropped: rec.dropped, maxInflight: r.cfg.maxInflight(), floor: r.opt.HostTimer,
 		window: window, windowErr: windowErr, total: s.Operations[0]})...)
 	if secs := int(math.Ceil(dur)); gcLineUp(g.LateInGCSeconds, g.LateSends, gcSecs, secs) {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("generator_gc: %d of %d late sends fell in the %d of %d seconds in which the generator paused for GC (%d pauses, longest ≤ %.2f ms)", g.LateInGCSeconds, g.LateSends, gcSecs, secs, g.GCPauses, g.GCPauseMaxMs))
+		res.Warnings = append(res.Warnings, warn.Newf(warn.GeneratorGC, "%d of %d late sends fell in the %d of %d seconds in which the generator paused for GC (%d pauses, longest ≤ %.2f ms)", g.LateInGCSeconds, g.LateSends, gcSecs, secs, g.GCPauses, g.GCPauseMaxMs))
 	}
 	if ctxErr != nil {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("interrupted after %.1f s of measurement", dur))
+		res.Warnings = append(res.Warnings, warn.Warning{Kind: warn.Interrupted, Text: fmt.Sprintf("interrupted after %.1f s of measurement", dur)})
 	}
 	res.Generator = g
 	res.Summary.Generator = &res.Generator
@@ -417,8 +418,8 @@ func (r *Result) Table(w io.Writer) error {
 			fmt.Fprintf(w, "errors of %s: %v\n", o.Name, classes)
 		}
 	}
-	for _, warn := range r.Warnings {
-		fmt.Fprintf(w, "warning: %s\n", warn)
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", wn.Text)
 	}
 	_, err := fmt.Fprint(w)
 	return err

@@ -151,7 +151,7 @@ func TestDroppedAndErrors(t *testing.T) {
 	if res.Summary.Dropped < 50 || tot.ErrorsByClass["timeout"] != tot.Count || tot.Count < 5 {
 		t.Errorf("dropped %d, total %+v: want most arrivals dropped and the rest timed out", res.Summary.Dropped, tot)
 	}
-	if len(res.Warnings) == 0 || !strings.Contains(strings.Join(res.Warnings, ";"), "max_inflight") {
+	if len(res.Warnings) == 0 || !strings.Contains(texts(res.Warnings), "max_inflight") {
 		t.Errorf("warnings %v lack the drops", res.Warnings)
 	}
 

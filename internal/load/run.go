@@ -235,7 +235,7 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 	res, err := r.finish(started, ctx.Err())
 	if res != nil && warm != nil {
 		res.Warmup = warm
-		if w := warm.Warning(); w != "" {
+		if w, ok := warm.Warning(); ok {
 			res.Warnings = append(res.Warnings, w)
 		}
 	}
@@ -243,11 +243,11 @@ func (r *runner) run(ctx context.Context) (*Result, error) {
 		for i := range res.Summary.Operations {
 			res.Summary.Operations[i].CompletedRPS = float64(r.completed[i].Load()) / res.Summary.DurationS
 		}
-		if w := saturation(r.closed, res.Summary, res.Generator.Sends); w != "" {
+		if w, ok := saturation(r.closed, res.Summary, res.Generator.Sends); ok {
 			res.Warnings = append(res.Warnings, w)
 		}
 		if r.stall != nil {
-			if w := r.stall.warning(r.stopAt); w != "" {
+			if w, ok := r.stall.warning(r.stopAt); ok {
 				res.Warnings = append(res.Warnings, w)
 			}
 		}

@@ -135,12 +135,12 @@ func TestSaturationWarning(t *testing.T) {
 	t.Cleanup(slow.Close)
 	res := run(t, Config{Target: slow.URL, Rate: 200, Duration: Duration(1500 * time.Millisecond), Timeout: Duration(500 * time.Millisecond)}, Options{})
 	tot := mustOp(t, res, "total")
-	w := strings.Join(res.Warnings, "\n")
+	w := texts(res.Warnings)
 	if !strings.Contains(w, "saturated: completed ") || !strings.Contains(w, fmt.Sprintf(" %d requests timed out", tot.ErrorsByClass["timeout"])) || tot.ErrorsByClass["timeout"] < 100 {
 		t.Errorf("completed %.1f/s of 200 offered, %v; warnings %q: want a saturated warning naming the timeouts", tot.CompletedRPS, tot.ErrorsByClass, w)
 	}
 	res = run(t, Config{Target: okServer(t).URL, Rate: 100, Duration: Duration(1500 * time.Millisecond)}, Options{})
-	if w := strings.Join(res.Warnings, "\n"); strings.Contains(w, "saturated") {
+	if w := texts(res.Warnings); strings.Contains(w, "saturated") {
 		t.Errorf("a healthy service warned: %q (completed %.1f/s)", w, mustOp(t, res, "total").CompletedRPS)
 	}
 }

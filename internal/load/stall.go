@@ -1,9 +1,10 @@
 package load
 
 import (
-	"fmt"
 	"sync"
 	"time"
+
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // A stall is a stretch of an open loop's window in which requests were
@@ -80,15 +81,15 @@ func (w *stallWatch) close(t int64) {
 	}
 }
 
-// warning ends the watch at the window's end and names the longest stall,
-// "" without one.
-func (w *stallWatch) warning(end int64) string {
+// warning ends the watch at the window's end and names the longest stall;
+// false without one.
+func (w *stallWatch) warning(end int64) (warn.Warning, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.close(end)
 	if w.longest == 0 {
-		return ""
+		return warn.Warning{}, false
 	}
-	return fmt.Sprintf("stalled: no answer for %.1f s from T+%.1f s of the window, while requests were outstanding and new ones fell due: the system under test stopped answering, and its latencies hide it",
-		float64(w.longest)/1e9, float64(w.longestFrom-w.mstart)/1e9)
+	return warn.Newf(warn.Stalled, "no answer for %.1f s from T+%.1f s of the window, while requests were outstanding and new ones fell due: the system under test stopped answering, and its latencies hide it",
+		float64(w.longest)/1e9, float64(w.longestFrom-w.mstart)/1e9), true
 }

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // stallWatch on event sequences whose silences are known by
@@ -97,9 +99,9 @@ func TestStallWatch(t *testing.T) {
 					w.answered(e.ms * 1e6)
 				}
 			}
-			got := w.warning(11000 * 1e6)
-			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
-				t.Errorf("warning %q, want %q", got, tc.want)
+			got, ok := w.warning(11000 * 1e6)
+			if ok != (tc.want != "") || !strings.Contains(got.Text, tc.want) || ok && got.Kind != warn.Stalled {
+				t.Errorf("warning %+v, %v; want %q", got, ok, tc.want)
 			}
 		})
 	}
@@ -137,12 +139,8 @@ func TestStalledServer(t *testing.T) {
 				dur = 2 * time.Second
 			}
 			res := run(t, Config{Target: srv.URL, Rate: 100, Arrival: "constant", Connections: 400, Duration: Duration(dur)}, Options{})
-			var got string
-			for _, w := range res.Warnings {
-				if strings.HasPrefix(w, "stalled: ") {
-					got = w
-				}
-			}
+			w, _ := warn.Find(res.Warnings, warn.Stalled)
+			got := w.Text
 			if !stall {
 				if got != "" {
 					t.Fatalf("a server that answered throughout: %q", got)

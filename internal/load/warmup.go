@@ -10,6 +10,7 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // A warm-up by calls (load.warmup_calls) is a closed loop of back-to-back
@@ -42,14 +43,14 @@ type Warmup struct {
 	CutByTime bool `json:"cut_by_time"`
 }
 
-// Warning is run.json's warning for a warm-up cut by its time bound, or
-// "" when it ran whole.
-func (w *Warmup) Warning() string {
+// Warning is run.json's warning for a warm-up cut by its time bound;
+// false when it ran whole.
+func (w *Warmup) Warning() (warn.Warning, bool) {
 	if w == nil || !w.CutByTime {
-		return ""
+		return warn.Warning{}, false
 	}
-	return fmt.Sprintf("warmup_cut: %d of load.warmup_calls = %d calls completed in load.warmup = %gs; the measurement may start cold (raise load.warmup or load.warmup_users)",
-		w.Calls, w.TargetCalls, w.BoundS)
+	return warn.Newf(warn.WarmupCut, "%d of load.warmup_calls = %d calls completed in load.warmup = %gs; the measurement may start cold (raise load.warmup or load.warmup_users)",
+		w.Calls, w.TargetCalls, w.BoundS), true
 }
 
 // MeasureStart is when the measurement window of the run began: after

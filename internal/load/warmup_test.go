@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // countingServer answers the first slowN requests after slow and the rest
@@ -110,10 +112,8 @@ func TestWarmupCalls(t *testing.T) {
 	if ms := res.MeasureStart(cfg.Warmup.D()); math.Abs(ms.Sub(res.Started).Seconds()-w.DurationS) > 1e-6 {
 		t.Errorf("MeasureStart is %v after Started, want the warm-up's %.3fs", ms.Sub(res.Started), w.DurationS)
 	}
-	for _, warn := range res.Warnings {
-		if strings.HasPrefix(warn, "warmup_cut") {
-			t.Errorf("warning %q for a warm-up that ran whole", warn)
-		}
+	if w, ok := warn.Find(res.Warnings, warn.WarmupCut); ok {
+		t.Errorf("warning %q for a warm-up that ran whole", w)
 	}
 }
 
@@ -141,11 +141,7 @@ func TestWarmupCutByTime(t *testing.T) {
 	if w.DurationS < bound.Seconds() || w.DurationS > bound.Seconds()+2*slow.Seconds()+1 {
 		t.Errorf("cut warm-up took %.3fs, want its bound %v plus at most the call in flight", w.DurationS, bound)
 	}
-	found := false
-	for _, warn := range res.Warnings {
-		found = found || strings.HasPrefix(warn, "warmup_cut: ")
-	}
-	if !found {
+	if w, ok := warn.Find(res.Warnings, warn.WarmupCut); !ok || !strings.HasPrefix(w.Text, "warmup_cut: ") {
 		t.Errorf("warnings %q do not say the warm-up was cut", res.Warnings)
 	}
 	if tot := mustOp(t, res, "total"); tot.Count == 0 || tot.Count != srv.n.Load()-w.Calls {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +67,52 @@ class Experiment:
 
     def ok_runs(self) -> pd.DataFrame:
         return self.runs[self.runs["status"] == "ok"]
+
+
+# Warning kinds the analysis matches; internal/warn names every kind.
+BOTTLENECK = "generator_bottleneck"
+RESOURCES = "resources"
+
+
+@dataclass(frozen=True)
+class RunWarning:
+    """One line of run.json's "warnings": a kind to match, a text to show."""
+
+    kind: str
+    text: str
+
+
+_OF_GENERATOR = re.compile(r"generator [0-9]+/[0-9]+: ")
+_KIND_PREFIX = re.compile(r"([a-z][a-z0-9_]*): ")
+_SPANS = re.compile(r"[0-9]+ (span|client or proxy span|trace|call)\(s\) ")
+
+
+def warning_kind(text: str) -> str:
+    """The kind of a warning of a result written before warnings had kinds.
+
+    Such a result holds plain strings: the kind is the word before the first
+    ": " ("saturated: ..."), or `interrupted` and `spans_dropped` for those
+    texts, which have none; "" when the text shows no kind. internal/warn's
+    Parse derives it alike, and internal/warn/testdata/legacy.json holds both
+    to the same cases.
+    """
+    m = _OF_GENERATOR.match(text)
+    body = text[m.end():] if m else text
+    if k := _KIND_PREFIX.match(body):
+        return k.group(1)
+    if body.startswith("interrupted after "):
+        return "interrupted"
+    if _SPANS.match(body):
+        return "spans_dropped"
+    return ""
+
+
+def run_warning(raw: Any) -> RunWarning:
+    """A warning as run.json holds it: {"kind", "text"}, or an older plain string."""
+    if isinstance(raw, dict):
+        return RunWarning(str(raw.get("kind") or ""), str(raw.get("text") or ""))
+    text = str(raw)
+    return RunWarning(warning_kind(text), text)
 
 
 def level_str(value: Any) -> str:
@@ -306,14 +353,10 @@ def load_experiment(
         levels = {str(k): level_str(v) for k, v in (run.get("levels") or {}).items()}
         run_levels.append(levels)
         gen = run.get("generator") or {}
-        warnings = [str(w) for w in run.get("warnings") or []]
-        bottleneck = bool(gen.get("bottleneck")) or any(
-            w.startswith("generator_bottleneck") for w in warnings
-        )
-        if bottleneck and gen.get("reason") and not any(
-            w.startswith("generator_bottleneck") for w in warnings
-        ):
-            warnings.insert(0, f"generator_bottleneck: {gen['reason']}")
+        warnings = [run_warning(w) for w in run.get("warnings") or []]
+        bottleneck = bool(gen.get("bottleneck")) or any(w.kind == BOTTLENECK for w in warnings)
+        if bottleneck and gen.get("reason") and not any(w.kind == BOTTLENECK for w in warnings):
+            warnings.insert(0, RunWarning(BOTTLENECK, f"{BOTTLENECK}: {gen['reason']}"))
         row: dict[str, Any] = {
             "run_id": str(run.get("id") or d.name),
             "index": int(run.get("index") or 0),

@@ -18,6 +18,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/tempdir"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 var _ deploy.LoadRunner = (*Deployment)(nil)
@@ -56,7 +57,7 @@ func (dep *Deployment) RunLoad(ctx context.Context, cfg load.Config, opts load.O
 		return nil, fmt.Errorf("kube: merge the generators' results: %w", err)
 	}
 	if note := dep.ResourceNote(); note != "" {
-		res.Warnings = append(res.Warnings, note)
+		res.Warnings = append(res.Warnings, warn.Warning{Kind: warn.Resources, Text: note})
 	}
 	return res, nil
 }

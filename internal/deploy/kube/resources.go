@@ -11,6 +11,7 @@ import (
 	metricsclient "k8s.io/metrics/pkg/client/clientset/versioned"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // metricsGroup is the API group of the resource metrics API.
@@ -176,7 +177,7 @@ func (dep *Deployment) servesMetrics() (bool, error) {
 // ResourceNotePrefix starts ResourceNote's warning: the report collects
 // the warnings with it into one line per experiment, as the cluster, not
 // the run, lacks the samples.
-const ResourceNotePrefix = "resources: "
+const ResourceNotePrefix = string(warn.Resources) + ": "
 
 // ResourceNote is run.json's warning that the run's resources.parquet has
 // no samples of the pods, and why: whether the cluster serves the metrics

@@ -15,7 +15,7 @@ from ..design import Factorial, anova, factorial, two_level_subsets
 from ..errors import AnalysisError
 from ..formatting import num, pval, with_unit
 from ..metrics import CORE_METRICS, label_of, lower_is_better, unit_of
-from ..results import Experiment, load_role_cpu, response_table
+from ..results import BOTTLENECK, RESOURCES, Experiment, load_role_cpu, response_table
 from ..stats import cell_residuals, compare, describe, mann_whitney, sample_size, shapiro
 from . import tradeoff
 
@@ -221,9 +221,9 @@ def role_cpu_summary(exp: Experiment, factors: list[str]) -> pd.DataFrame:
     return out.sort_values(["_order", "role"]).drop(columns="_order").reset_index(drop=True)
 
 
-# Run warnings about the environment rather than the run (the kube
-# deployer's "resources: " note, internal/deploy/kube ResourceNote).
-EXPERIMENT_WIDE = ("resources: ",)
+# Kinds of run warnings about the environment rather than the run (the
+# kube deployer's note, internal/deploy/kube ResourceNote).
+EXPERIMENT_WIDE = (RESOURCES,)
 
 
 def checks(a: Analysis) -> list[str]:
@@ -243,7 +243,7 @@ def checks(a: Analysis) -> list[str]:
             out.append(f"{c}: no run finished ok, so it is missing from every table")
     bott = runs[(runs["status"] == "ok") & runs["bottleneck"]]
     for r in bott.itertuples():
-        detail = next((w for w in r.warnings if w.startswith("generator_bottleneck")),
+        detail = next((w.text for w in r.warnings if w.kind == BOTTLENECK),
                       "the load generator flagged itself")
         out.append(f"run {r.run_id}: the load generator was the bottleneck ({detail}); its "
                    "latencies include the generator's own delay")
@@ -253,10 +253,10 @@ def checks(a: Analysis) -> list[str]:
     alike: dict[str, int] = {}
     for r in ok.itertuples():
         for w in r.warnings:
-            if w.startswith(EXPERIMENT_WIDE):
-                alike[w] = alike.get(w, 0) + 1
-            elif not w.startswith("generator_bottleneck"):
-                out.append(f"run {r.run_id}: {w}")
+            if w.kind in EXPERIMENT_WIDE:
+                alike[w.text] = alike.get(w.text, 0) + 1
+            elif w.kind != BOTTLENECK:
+                out.append(f"run {r.run_id}: {w.text}")
     for w, k in alike.items():
         out.append(f"{w} ({'every run' if k == len(ok) else f'{k} of {len(ok)} runs'})")
     u = a.unit
