@@ -11,7 +11,8 @@ from __future__ import annotations
 import itertools
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,65 @@ def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
         return float(np.mean(x)), float(np.mean(x))
     ci = stats.ttest_1samp(x, 0.0).confidence_interval(confidence_level=confidence)
     return float(ci.low), float(ci.high)
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A centre with its interval and how it was computed.
+
+    `method` is "log-t" (geometric mean; Student's t on ln y, back-transformed),
+    "bca" or "percentile" (the mean; bootstrap over runs), "t" (the mean;
+    Student's t, for values that can be negative) or "none" (fewer than two
+    values: no interval).
+    """
+
+    center: float
+    low: float
+    high: float
+    method: str
+
+    @property
+    def kind(self) -> str:
+        """What `center` is: "geometric mean" or "mean"."""
+        return "geometric mean" if self.method == "log-t" else "mean"
+
+
+# The rule for an interval over runs (docs/ANALYSIS.md, "Intervals the data
+# can support"): a quantity positive in every run gets its interval on the log
+# scale, which can never reach zero; one that is zero in some run (an error
+# rate) gets a BCa bootstrap of the mean over runs, whose bounds stay inside
+# the runs' range; only a quantity that can be negative gets Student's t.
+def run_interval(
+    x: np.ndarray, confidence: float = 0.95, n_resamples: int = 4999, seed: int = 0
+) -> Interval:
+    """The interval over runs that the data can support (see the rule above)."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    if len(x) == 0:
+        return Interval(math.nan, math.nan, math.nan, "none")
+    positive = bool(np.all(x > 0))
+    center = float(stats.gmean(x)) if positive else float(np.mean(x))
+    if len(x) < 2:
+        return Interval(center, math.nan, math.nan, "none")
+    if np.ptp(x) <= 1e-12 * np.max(np.abs(x)):
+        return Interval(center, center, center, "log-t" if positive else "t")
+    if positive:
+        lo, hi = mean_ci(np.log(x), confidence)
+        return Interval(center, math.exp(lo), math.exp(hi), "log-t")
+    if np.any(x < 0):
+        lo, hi = mean_ci(x, confidence)
+        return Interval(center, lo, hi, "t")
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            # Two or three runs make BCa degenerate; percentile is the fallback.
+            warnings.simplefilter("ignore")
+            res = stats.bootstrap((x,), np.mean, confidence_level=confidence,
+                                  n_resamples=n_resamples, method=method,
+                                  rng=np.random.default_rng(seed))
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return Interval(center, lo, hi, method.lower())
+    return Interval(center, math.nan, math.nan, "none")
 
 
 def median_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -66,6 +126,11 @@ def describe(
 ) -> pd.DataFrame:
     """Per group and metric: n, mean with CI, sd, CV and median with CI.
 
+    `center`, `center_ci_low`, `center_ci_high` and `center_method` are
+    `run_interval`'s: the geometric mean on the log scale for a quantity
+    positive in every run, so that its interval never goes below zero.
+    `mean_ci_*` stay Student's t on the original scale.
+
     NaN values of a metric (for example CPU when resources.parquet is absent)
     are dropped for that metric only.
     """
@@ -85,14 +150,18 @@ def describe(
                 sd = 0.0  # float noise of equal values: no spread
             lo, hi = mean_ci(x, confidence)
             mlo, mhi = median_ci(x, confidence)
+            iv = run_interval(x, confidence)
             row.update(
-                mean=mean, mean_ci_low=lo, mean_ci_high=hi, sd=sd,
+                mean=mean, mean_ci_low=lo, mean_ci_high=hi,
+                center=iv.center, center_ci_low=iv.low, center_ci_high=iv.high,
+                center_method=iv.method, sd=sd,
                 cv_pct=100.0 * sd / abs(mean) if mean != 0 and not math.isnan(sd) else math.nan,
                 median=float(np.median(x)), median_ci_low=mlo, median_ci_high=mhi,
                 min=float(np.min(x)), max=float(np.max(x)),
             )
             rows.append(row)
-    cols = [*by, "metric", "n", "mean", "mean_ci_low", "mean_ci_high", "sd", "cv_pct", "median",
+    cols = [*by, "metric", "n", "mean", "mean_ci_low", "mean_ci_high", "center", "center_ci_low",
+            "center_ci_high", "center_method", "sd", "cv_pct", "median",
             "median_ci_low", "median_ci_high", "min", "max"]
     return pd.DataFrame(rows).reindex(columns=cols)
 
@@ -281,3 +350,136 @@ def cell_residuals(df: pd.DataFrame, response: str, by: Sequence[str]) -> np.nda
         return (y - y.mean()).to_numpy()
     means = df.groupby(list(by), observed=True)[response].transform("mean")
     return (df[response].astype(float) - means).to_numpy()
+
+
+Cell = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CellMeans:
+    """The cell-means model of a design: one mean per configuration and the
+    pooled within-configuration variance, on the log scale when `log`.
+
+    Every contrast of configurations (a marginal mean, a ratio of levels, a
+    ratio of ratios) is a weighted sum of these means; its standard error is
+    √(s² · Σ w²/n) on `dof` = runs − configurations degrees of freedom, which
+    is 0 without replication: then there is no error term and no interval.
+    """
+
+    factors: tuple[str, ...]
+    mean: Mapping[Cell, float]
+    n: Mapping[Cell, int]
+    s2: float
+    dof: int
+    log: bool
+
+
+def cell_means(df: pd.DataFrame, response: str, factors: Sequence[str],
+               log: bool | None = None) -> CellMeans:
+    """Fit the cell-means model. `log=None` chooses the log scale when every
+    value is positive (the interval rule of `run_interval`)."""
+    y = numeric_response(df, response)
+    if log is None:
+        log = bool((y > 0).all())
+    if log:
+        if (y <= 0).any():
+            raise AnalysisError(f"log scale needs a positive response; {response!r} has "
+                                "values <= 0")
+        y = np.log(y)
+    data = pd.DataFrame({f: df[f].astype(str).to_numpy() for f in factors})
+    data["y"] = y.to_numpy()
+    means: dict[Cell, float] = {}
+    counts: dict[Cell, int] = {}
+    sse = 0.0
+    for key, g in _groups(data, list(factors)):
+        v = g["y"].to_numpy(dtype=float)
+        means[key] = float(np.mean(v))
+        counts[key] = len(v)
+        sse += float(np.sum((v - np.mean(v)) ** 2))
+    dof = len(data) - len(means)
+    s2 = sse / dof if dof > 0 else math.nan
+    return CellMeans(tuple(factors), means, counts, s2, dof, log)
+
+
+@dataclass(frozen=True)
+class Contrast:
+    """A weighted sum of cell means with its Student-t interval (on the
+    model's scale: a log ratio when the model is on the log scale)."""
+
+    estimate: float
+    se: float
+    dof: int
+    low: float
+    high: float
+
+
+def cell_contrast(cm: CellMeans, weights: Mapping[Cell, float],
+                  confidence: float = 0.95) -> Contrast:
+    """Σ w·mean over the cells of `weights`, each of which must hold runs."""
+    missing = [c for c in weights if c not in cm.mean]
+    if missing:
+        raise AnalysisError("no run in configuration " + ", ".join(
+            f"{f}={v}" for f, v in zip(cm.factors, missing[0], strict=True)))
+    est = float(sum(w * cm.mean[c] for c, w in weights.items()))
+    if cm.dof <= 0 or not math.isfinite(cm.s2):
+        return Contrast(est, math.nan, max(cm.dof, 0), math.nan, math.nan)
+    se = math.sqrt(cm.s2 * sum(w * w / cm.n[c] for c, w in weights.items()))
+    t = float(stats.t.ppf(1 - (1 - confidence) / 2, cm.dof))
+    return Contrast(est, se, cm.dof, est - t * se, est + t * se)
+
+
+def level_cells(cm: CellMeans, fixed: Mapping[str, str],
+                levels: Mapping[str, Sequence[str]]) -> list[Cell]:
+    """Every configuration with the `fixed` levels, the other factors taking
+    each combination of their `levels`: the cells a marginal mean averages
+    over with equal weight."""
+    choices = [[fixed[f]] if f in fixed else list(levels[f]) for f in cm.factors]
+    return [tuple(c) for c in itertools.product(*choices)]
+
+
+def marginal_means(df: pd.DataFrame, response: str, factors: Sequence[str],
+                   levels: Mapping[str, Sequence[str]] | None = None,
+                   confidence: float = 0.95) -> pd.DataFrame:
+    """Per factor and level: the mean over the design's configurations at that
+    level, each configuration weighted equally (the estimated marginal mean),
+    not the runs pooled as if different configurations were repeats.
+
+    On the log scale (a geometric mean) when the response is positive in every
+    run. The interval is the cell-means model's (pooled error), absent without
+    replication or when a combination of the other factors' levels has no run.
+    Columns: factor, level, configurations, runs, center, ci_low, ci_high, kind.
+    """
+    y = numeric_response(df, response)
+    data = df.loc[y.index].assign(**{response: y})
+    cm = cell_means(data, response, factors)
+    if levels is None:
+        levels = {f: ordered_levels(data[f]) for f in factors}
+    rows: list[dict[str, Any]] = []
+    for f in factors:
+        for lv in levels[f]:
+            cells = level_cells(cm, {f: lv}, levels)
+            row: dict[str, Any] = {"factor": f, "level": lv,
+                                   "configurations": sum(c in cm.mean for c in cells),
+                                   "runs": sum(cm.n.get(c, 0) for c in cells),
+                                   "kind": "geometric mean" if cm.log else "mean"}
+            if row["configurations"] < len(cells):
+                row.update(center=math.nan, ci_low=math.nan, ci_high=math.nan)
+            else:
+                k = cell_contrast(cm, {c: 1.0 / len(cells) for c in cells}, confidence)
+                back = math.exp if cm.log else float
+                row.update(center=back(k.estimate),
+                           ci_low=back(k.low) if math.isfinite(k.low) else math.nan,
+                           ci_high=back(k.high) if math.isfinite(k.high) else math.nan)
+            rows.append(row)
+    return pd.DataFrame(rows, columns=["factor", "level", "configurations", "runs", "center",
+                                       "ci_low", "ci_high", "kind"])
+
+
+def replicated(df: pd.DataFrame, by: Sequence[str]) -> bool:
+    """Whether some configuration has two or more runs: without that there is
+    no error term, and no test or interval over runs can be computed."""
+    if df.empty:
+        return False
+    if not by:
+        return len(df) > 1
+    return bool(df.groupby(list(by), observed=True).size().max() > 1)
