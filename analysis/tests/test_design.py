@@ -198,6 +198,9 @@ def test_unreplicated_design_has_no_error_term() -> None:
     assert term(res, "A")["percent"] == pytest.approx(100 * 462.25 / (462.25 + 90.25 + 25))
     assert res.dof_error == 0
     assert any("no confidence intervals" in n for n in res.notes)
+    # No error term is not an error of 0%: its share is absent, not 0.
+    assert math.isnan(term(res, "Residual")["percent"])
+    assert math.isnan(term(res, "Residual")["sum_sq"])
 
 
 def test_unbalanced_design_is_flagged() -> None:

@@ -210,7 +210,9 @@ def factorial(
     if dof == 0:
         notes.append("one replication per cell: no error term, so no confidence intervals")
         ci.loc[:, :] = math.nan
-        table.loc["Residual", "sum_sq"] = 0.0
+        # Not 0: without replication the error is not measured, and "error
+        # 0%" would read as runs that never vary.
+        table.loc["Residual", "sum_sq"] = math.nan
 
     n = len(fit_df)
     rows = []

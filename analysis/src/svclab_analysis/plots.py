@@ -61,7 +61,8 @@ def to_png(fig: Figure) -> bytes:
 
 def influence_bars(terms: pd.DataFrame, title: str) -> bytes:
     """Percent of variation per term (allocation of variation), largest first."""
-    t = terms[terms["term"] != "Intercept"].copy()
+    # Without replication the error has no share (NaN), not a share of 0.
+    t = terms[(terms["term"] != "Intercept") & terms["percent"].notna()].copy()
     t["label"] = t["term"].replace({"Residual": "error (between runs)"})
     t = t.sort_values("percent", ascending=True)
     fig, ax = plt.subplots(figsize=(7.0, 0.42 * len(t) + 0.9))
