@@ -217,6 +217,34 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_decide(args: argparse.Namespace) -> int:
+    from .questions import answer_record, experiment_answers, is_sequential
+    from .results import load_experiment
+    from .sequential import METHOD
+
+    exp = load_experiment(args.results)
+    answers = experiment_answers(exp, confidence=args.confidence)
+    if not answers:
+        raise AnalysisError(f"{args.results}: the spec declares no [[experiment.questions]]")
+    decided = all(a.decided for a in answers)
+    if args.format == "json":
+        print(json.dumps({"decided": decided, "sequential": is_sequential(exp.meta),
+                          "method": METHOD if is_sequential(exp.meta) else
+                          "Student's t on the log scale, cell-means model",
+                          "questions": [answer_record(a) for a in answers]}, indent=1))
+        return 0
+    for a in answers:
+        blocks = f", {a.blocks} blocks" if a.method == "sequential" else ""
+        state = "decided" if a.decided else "undecided"
+        print(f"{a.question.name}: {state} ({a.runs} runs{blocks})")
+        for r in a.ratios:
+            where = " ".join(f"{f}={v}" for f, v in r.by)
+            print(f"  {where or 'all'}: {_fmt(r.ratio)}x ({_fmt(r.low)} to {_fmt(r.high)}) "
+                  f"{r.verdict}")
+    print("decided" if decided else "undecided")
+    return 0
+
+
 def _confidence(s: str) -> float:
     try:
         v = float(s)
@@ -272,6 +300,13 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--confidence", type=_confidence, default=0.95,
                    help="confidence level, default 0.95")
     r.set_defaults(func=cmd_report)
+
+    d = sub.add_parser("decide", help="answer the spec's questions: decided or not, so far")
+    d.add_argument("results", help="an svclab results directory")
+    d.add_argument("--confidence", type=_confidence, default=0.95,
+                   help="confidence level, default 0.95")
+    d.add_argument("--format", choices=["table", "json"], default="table")
+    d.set_defaults(func=cmd_decide)
     return p
 
 

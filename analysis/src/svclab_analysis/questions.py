@@ -40,6 +40,7 @@ import pandas as pd
 from . import sequential
 from .errors import AnalysisError
 from .metrics import METRICS, canonical, lower_is_better
+from .results import Experiment, response_table
 from .stats import Cell, cell_contrast, cell_means
 
 
@@ -369,3 +370,47 @@ def answer_all(questions: Sequence[Question], runs: pd.DataFrame, factors: Seque
     """Every question answered: after each block of a sequential experiment,
     `all(a.decided for a in answer_all(...))` says whether it may stop."""
     return [answer(q, runs, factors, levels, sequential_design, confidence) for q in questions]
+
+
+def experiment_answers(exp: Experiment, confidence: float = 0.95) -> list[Answer]:
+    """The questions of a results directory's spec, answered from its ok runs
+    (the response operation's metrics); [] when the spec declares none."""
+    questions = parse_questions(exp.meta, exp.factor_names)
+    if not questions:
+        return []
+    table = response_table(exp, exp.response_operation)
+    table = table.merge(exp.runs[["run_id", "bottleneck"]], on="run_id", how="left")
+    present = {f: set(table[f].dropna().astype(str)) for f in exp.factor_names}
+    factors = [f for f in exp.factor_names if len(present[f]) >= 2]
+    levels = {f.name: [lv for lv in f.levels if lv in present[f.name]] for f in exp.factors
+              if f.name in factors}
+    return answer_all(questions, table, factors, levels, is_sequential(exp.meta), confidence)
+
+
+def answer_record(a: Answer) -> dict[str, Any]:
+    """An answer as plain JSON-ready values (`svclab-analysis decide`)."""
+    q = a.question
+
+    def cell(by: tuple[tuple[str, str], ...]) -> dict[str, str]:
+        return dict(by)
+
+    def number(v: float) -> float | None:
+        return v if math.isfinite(v) else None
+
+    margin: Any = None
+    if q.margin is not None:
+        margin = {"kind": q.margin.kind, "given": q.margin.given, "low": q.margin.low,
+                  "high": q.margin.high}
+    return {
+        "name": q.name, "effect": q.effect, "by": list(q.by), "metric": q.metric,
+        "margin": margin, "decided": a.decided, "method": a.method, "runs": a.runs,
+        "blocks": a.blocks, "flagged": a.flagged, "confidence": a.confidence,
+        "ratios": [{"by": cell(r.by), "level": r.level, "base": r.base,
+                    "ratio": number(r.ratio), "low": number(r.low), "high": number(r.high),
+                    "verdict": r.verdict} for r in a.ratios],
+        "interactions": [{"by": cell(i.by), "base_by": cell(i.base_by), "level": i.level,
+                          "ratio": number(i.ratio), "low": number(i.low),
+                          "high": number(i.high), "differs": i.differs}
+                         for i in a.interactions],
+        "notes": list(a.notes),
+    }
