@@ -11,6 +11,8 @@ from .. import __version__
 from ..design import Factorial
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
+from ..questions import Answer, Margin, level_label
+from ..sequential import METHOD
 from . import tradeoff
 from .analysis import (
     CONFIG,
@@ -55,6 +57,94 @@ def effects_table(fit: Factorial, unit: str) -> Table:
                f"significant at {conf}% (t with {fit.dof_error} degrees of freedom).")
     return Table(headers, rows, caption=f"Coding: {coding}. r = {fit.replications} runs per "
                  f"configuration.{sig}")
+
+
+def _pct(confidence: float) -> str:
+    """95 for 0.95, 97.5 for 0.975."""
+    return f"{100 * confidence:.4g}"
+
+
+def _where(by: tuple[tuple[str, str], ...]) -> str:
+    return " · ".join(f"{f.rsplit('.', 1)[-1]}={level_label(v)}" for f, v in by)
+
+
+def claim_text(m: Margin) -> str:
+    """The margin's claim as the report states it."""
+    if m.kind == "equivalence":
+        return f"the equivalence margin {num(m.low)}–{num(m.high)}×"
+    bound = f"≤ {num(m.high)}×" if m.high is not None else f"≥ {num(m.low)}×"
+    return f"the {m.kind} margin {bound}"
+
+
+def verdict_text(verdict: str, margin: Margin | None) -> str:
+    if margin is None:
+        return {"differs": "the levels differ",
+                "undecided": "not distinguishable from 1×"}[verdict]
+    c = claim_text(margin)
+    return {"holds": f"meets {c}", "fails": f"misses {c}",
+            "undecided": f"not yet decided against {c}"}[verdict]
+
+
+def question_sentence(ans: Answer) -> str:
+    """One sentence: the ratio per `by` level with its interval and verdict,
+    the interaction, and whether the question is decided after how many runs."""
+    q = ans.question
+    k = max(len(ans.ratios), 1)
+    conf_each = 1 - (1 - ans.confidence) / k
+    levels = list(dict.fromkeys(r.level for r in ans.ratios))
+    parts = []
+    for r in ans.ratios:
+        iv = (f"{_pct(conf_each)}% CI {ci(r.low, r.high, '×')}" if math.isfinite(r.low)
+              and math.isfinite(r.high) else "no interval")
+        lvl = f" for {level_label(r.level)}" if len(levels) > 1 else ""
+        where = f" with {_where(r.by)}" if r.by else ""
+        parts.append(f"**{num(r.ratio)}×**{lvl}{where} ({iv}; "
+                     f"{verdict_text(r.verdict, q.margin)})")
+    text = f"**{q.name}**: {label_of(q.metric)}"
+    if ans.ratios:
+        head = level_label(levels[0]) if len(levels) == 1 else "each level"
+        text += (f" with {q.effect} = {head} over {level_label(ans.ratios[0].base)} is "
+                 + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1])
+    else:
+        text += " could not be compared"
+    k_int = max(len(ans.interactions), 1)
+    for i in ans.interactions:
+        iv = (f"{_pct(1 - (1 - ans.confidence) / k_int)}% CI {ci(i.low, i.high, '×')}"
+              if i.differs is not None else "no interval")
+        said = {True: "a difference", False: "no difference shown", None: "undecided"}[i.differs]
+        text += (f"; the ratio is {num(i.ratio)}× as large with {_where(i.by)} as with "
+                 f"{_where(i.base_by)} ({iv}: {said})")
+    blocks = f" in {ans.blocks} blocks" if ans.method == "sequential" else ""
+    text += (f" — **{'decided' if ans.decided else 'not decided'}** after {ans.runs} "
+             f"run{'' if ans.runs == 1 else 's'}{blocks}")
+    if ans.flagged:
+        text += (f", leaving out {ans.flagged} run{'' if ans.flagged == 1 else 's'} the load "
+                 "generator flagged")
+    text += "."
+    if ans.notes:
+        text += " (" + "; ".join(ans.notes) + ".)"
+    return text
+
+
+def questions_section(answers: list[Answer], sequential_design: bool) -> Section:
+    """The report's first section: each question of the spec answered."""
+    s = Section("questions", "Answers to the questions")
+    s.blocks.append(Bullets([question_sentence(x) for x in answers], "answer"))
+    if sequential_design:
+        how = (f"Intervals are an {METHOD}: they stay valid however the experiment chose "
+               "to stop, and each block of runs (every configuration once) gives one "
+               "estimate of each ratio.")
+    else:
+        how = ("Intervals are Student's t on the log scale from the cell-means model of "
+               "every configuration, with the pooled run-to-run error.")
+    s.blocks.append(Para(
+        "Each ratio compares a level with the first level of the question's factor, "
+        "averaging over the factors the question does not name with equal weight. " + how +
+        " The ratios of one question share its error rate (Bonferroni), which is why their "
+        "intervals can be wider than 95%. A question is decided when every ratio is: its "
+        "interval lies wholly inside or wholly outside the margin (or, without a margin, "
+        "excludes 1×)."))
+    return s
 
 
 def build(a: Analysis) -> Document:
