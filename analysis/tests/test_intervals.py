@@ -58,14 +58,22 @@ def test_one_run_has_no_interval_and_negative_values_keep_t():
     assert (neg.low, neg.high) == pytest.approx(mean_ci(np.array([-1.0, 0.5, 2.0])))
 
 
-def test_describe_carries_the_rule():
-    df = pd.DataFrame({"g": ["a"] * 3 + ["b"] * 3, "y": [*WIDE, 0.0, 0.1, 0.2]})
-    d = describe(df, ["y"], by=["g"]).set_index("g")
-    assert d.loc["a", "center_method"] == "log-t" and d.loc["a", "center_ci_low"] > 0
-    assert d.loc["b", "center_method"] in ("bca", "percentile")
-    assert d.loc["b", "center_ci_low"] >= 0
+def test_describe_carries_the_rule_one_scale_per_metric():
+    df = pd.DataFrame({"g": ["a"] * 3 + ["b"] * 3, "lat": [*WIDE, 2.0, 2.5, 3.0],
+                       "err": [0.3, 0.1, 0.2, 0.0, 0.1, 0.2]})
+    d = describe(df, ["lat", "err"], by=["g"]).set_index(["g", "metric"])
+    a = d.loc[("a", "lat")]
+    assert a["center_method"] == "log-t" and a["center_kind"] == "geometric mean"
+    assert a["center_ci_low"] > 0
     # Student's t on the original scale is still there for its other readers.
-    assert d.loc["a", "mean_ci_low"] < 0
+    assert a["mean_ci_low"] < 0
+    # One zero run puts the whole metric on the original scale, group a too:
+    # a table's column holds one kind of centre.
+    for g in ("a", "b"):
+        e = d.loc[(g, "err")]
+        assert e["center_kind"] == "mean" and e["center_method"] in ("bca", "percentile")
+        assert e["center_ci_low"] >= 0
+    assert d.loc[("a", "err"), "center"] == pytest.approx(0.2)
 
 
 def unbalanced() -> pd.DataFrame:

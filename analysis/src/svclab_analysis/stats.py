@@ -49,11 +49,7 @@ class Interval:
     low: float
     high: float
     method: str
-
-    @property
-    def kind(self) -> str:
-        """What `center` is: "geometric mean" or "mean"."""
-        return "geometric mean" if self.method == "log-t" else "mean"
+    kind: str  # what `center` is: "geometric mean" or "mean"
 
 
 # The rule for an interval over runs (docs/ANALYSIS.md, "Intervals the data
@@ -62,25 +58,32 @@ class Interval:
 # rate) gets a BCa bootstrap of the mean over runs, whose bounds stay inside
 # the runs' range; only a quantity that can be negative gets Student's t.
 def run_interval(
-    x: np.ndarray, confidence: float = 0.95, n_resamples: int = 4999, seed: int = 0
+    x: np.ndarray, confidence: float = 0.95, n_resamples: int = 4999, seed: int = 0,
+    positive: bool | None = None,
 ) -> Interval:
-    """The interval over runs that the data can support (see the rule above)."""
+    """The interval over runs that the data can support (see the rule above).
+
+    `positive` decides the scale for several groups alike (every group of a
+    metric on the log scale when the metric is positive in every run of
+    every group); by default x's own values decide."""
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
+    if positive is None:
+        positive = bool(len(x) and np.all(x > 0))
+    kind = "geometric mean" if positive else "mean"
     if len(x) == 0:
-        return Interval(math.nan, math.nan, math.nan, "none")
-    positive = bool(np.all(x > 0))
+        return Interval(math.nan, math.nan, math.nan, "none", kind)
     center = float(stats.gmean(x)) if positive else float(np.mean(x))
     if len(x) < 2:
-        return Interval(center, math.nan, math.nan, "none")
+        return Interval(center, math.nan, math.nan, "none", kind)
     if np.ptp(x) <= 1e-12 * np.max(np.abs(x)):
-        return Interval(center, center, center, "log-t" if positive else "t")
+        return Interval(center, center, center, "log-t" if positive else "t", kind)
     if positive:
         lo, hi = mean_ci(np.log(x), confidence)
-        return Interval(center, math.exp(lo), math.exp(hi), "log-t")
+        return Interval(center, math.exp(lo), math.exp(hi), "log-t", kind)
     if np.any(x < 0):
         lo, hi = mean_ci(x, confidence)
-        return Interval(center, lo, hi, "t")
+        return Interval(center, lo, hi, "t", kind)
     for method in ("BCa", "percentile"):
         with warnings.catch_warnings():
             # Two or three runs make BCa degenerate; percentile is the fallback.
@@ -90,8 +93,8 @@ def run_interval(
                                   rng=np.random.default_rng(seed))
         lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
         if math.isfinite(lo) and math.isfinite(hi):
-            return Interval(center, lo, hi, method.lower())
-    return Interval(center, math.nan, math.nan, "none")
+            return Interval(center, lo, hi, method.lower(), kind)
+    return Interval(center, math.nan, math.nan, "none", kind)
 
 
 def median_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
@@ -126,15 +129,19 @@ def describe(
 ) -> pd.DataFrame:
     """Per group and metric: n, mean with CI, sd, CV and median with CI.
 
-    `center`, `center_ci_low`, `center_ci_high` and `center_method` are
-    `run_interval`'s: the geometric mean on the log scale for a quantity
-    positive in every run, so that its interval never goes below zero.
+    `center`, `center_ci_low`, `center_ci_high`, `center_method` and
+    `center_kind` are `run_interval`'s: the geometric mean on the log scale
+    for a metric positive in every run (of every group), so that its
+    interval never goes below zero.
     `mean_ci_*` stay Student's t on the original scale.
 
     NaN values of a metric (for example CPU when resources.parquet is absent)
     are dropped for that metric only.
     """
     rows: list[dict[str, Any]] = []
+    # One scale per metric, so that every group's centre is the same kind.
+    positive = {m: bool((pd.to_numeric(df[m], errors="coerce").dropna() > 0).all())
+                for m in metrics}
     for key, g in _groups(df, by):
         for m in metrics:
             x = pd.to_numeric(g[m], errors="coerce").dropna().to_numpy(dtype=float)
@@ -150,18 +157,18 @@ def describe(
                 sd = 0.0  # float noise of equal values: no spread
             lo, hi = mean_ci(x, confidence)
             mlo, mhi = median_ci(x, confidence)
-            iv = run_interval(x, confidence)
+            iv = run_interval(x, confidence, positive=positive[m])
             row.update(
                 mean=mean, mean_ci_low=lo, mean_ci_high=hi,
                 center=iv.center, center_ci_low=iv.low, center_ci_high=iv.high,
-                center_method=iv.method, sd=sd,
+                center_method=iv.method, center_kind=iv.kind, sd=sd,
                 cv_pct=100.0 * sd / abs(mean) if mean != 0 and not math.isnan(sd) else math.nan,
                 median=float(np.median(x)), median_ci_low=mlo, median_ci_high=mhi,
                 min=float(np.min(x)), max=float(np.max(x)),
             )
             rows.append(row)
     cols = [*by, "metric", "n", "mean", "mean_ci_low", "mean_ci_high", "center", "center_ci_low",
-            "center_ci_high", "center_method", "sd", "cv_pct", "median",
+            "center_ci_high", "center_method", "center_kind", "sd", "cv_pct", "median",
             "median_ci_low", "median_ci_high", "min", "max"]
     return pd.DataFrame(rows).reindex(columns=cols)
 
