@@ -40,11 +40,12 @@ def test_files_and_section_order(report_dir: Path) -> None:
 def test_answer_numbers(report_dir: Path) -> None:
     md = (report_dir / "report.md").read_text()
     answer = section(md, "The answer")
-    # Best cell: p99 runs 1.9, 2.0, 2.1 ms -> mean 2.00 ms, sd 0.1, and the
-    # t interval 2.0 ± t(0.975; 2) * 0.1 / sqrt(3) = 2.0 ± 0.248 -> 1.75–2.25 ms.
-    assert "**transport=grpc · payload=small** has the lowest mean p99 latency: **2.00 ms**" \
+    # Best cell: p99 runs 1.9, 2.0, 2.1 ms -> geometric mean (1.9·2·2.1)^(1/3)
+    # = 1.998 ms; the logs have mean 0.69231 and sd 0.05005, so the interval is
+    # exp(0.69231 ± t(0.975; 2)·0.05005/√3) = exp(0.69231 ± 0.12434) -> 1.76–2.26 ms.
+    assert "**transport=grpc · payload=small** has the lowest p99 latency: **2.00 ms**" \
         in answer
-    assert "95% CI 1.75–2.25 ms, 3 runs" in answer
+    assert "(geometric mean of 3 runs, 95% CI 1.76–2.26 ms)" in answer
     # Worst: grpc/large at 8.0 ms, median ratio 8.0 / 2.0 = 4.
     assert "transport=grpc · payload=large, has 8.00 ms: its median is 4.00×" in answer
     # Allocation of variation from cell means 2 (grpc,small), 4 (http,small),
@@ -55,8 +56,10 @@ def test_answer_numbers(report_dir: Path) -> None:
     # payload explains 36.75 / 56.33 = 65.2%.
     assert "**app.payload** explains 65.2% of the variation" in answer
     rows = [ln for ln in answer.splitlines() if ln.startswith("| ")]
-    assert rows[0].startswith("| rank | transport | payload | mean p99 (ms) | 95% CI (ms)")
-    assert rows[1].startswith("| 1 | grpc | small | 2.00 | 1.75–2.25 | 2.00 | 1 (best) |")
+    assert rows[0].startswith("| rank | transport | payload | geometric mean p99 (ms) | "
+                              "95% CI (ms)")
+    assert rows[1].startswith("| 1 | grpc | small | 2.00 | 1.76–2.26 | 2.00 | 1 (best) |")
+    # 7.9, 8.0, 8.1 ms: exp(2.07939 ± 4.303·0.01250/√3) -> 7.755–8.252 ms.
     assert rows[4].startswith("| 4 | grpc | large | 8.00 | 7.75–8.25 | 8.00 | 4.00 (")
     # 36.75 may print as 36.7 or 36.8 depending on the last bit of the float.
     assert re.search(r"\| app\.payload \| 1\.75 \| 1\.68–1\.82 \| 36\.[78] \| 65\.2 \|", answer)
@@ -123,7 +126,7 @@ def test_single_configuration(tmp_path: Path) -> None:
     build_report(root)
     md = (root / "report.md").read_text()
     assert "from the HDR histogram logs (latency.hlog)" in md
-    assert "**all runs** has the lowest mean p99 latency: **3.00 ms**" in md
+    assert "**all runs** has the lowest p99 latency: **3.00 ms**" in md
     assert "no (one level: grpc)" in md
     assert "Nothing to compare" in md
 

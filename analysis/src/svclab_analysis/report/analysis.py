@@ -15,8 +15,18 @@ from ..design import Factorial, anova, factorial, two_level_subsets
 from ..errors import AnalysisError
 from ..formatting import num, pval, with_unit
 from ..metrics import CORE_METRICS, label_of, lower_is_better, unit_of
+from ..questions import Answer, experiment_answers, is_sequential
 from ..results import BOTTLENECK, RESOURCES, Experiment, load_role_cpu, response_table
-from ..stats import cell_residuals, compare, describe, mann_whitney, sample_size, shapiro
+from ..stats import (
+    cell_residuals,
+    compare,
+    describe,
+    mann_whitney,
+    marginal_means,
+    replicated,
+    sample_size,
+    shapiro,
+)
 from . import tradeoff
 
 CV_WARN_PCT = 10.0  # between-run CV above this: the runs disagree
@@ -38,6 +48,10 @@ class Analysis:
     ranked: pd.DataFrame  # per configuration, best first
     per_metric: pd.DataFrame  # describe() per configuration, every metric
     per_level: dict[str, pd.DataFrame]
+    replicated: bool = True  # some configuration has two or more runs: an error term
+    marginal: pd.DataFrame = field(default_factory=pd.DataFrame)  # marginal_means()
+    answers: list[Answer] = field(default_factory=list)  # the spec's questions
+    sequential: bool = False  # experiment.until = "decided"
     main: Factorial | None = None
     main_kind: str = ""  # "factorial", "main-effects", "anova"
     anova_table: pd.DataFrame | None = None
@@ -109,7 +123,9 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
 
     cells = describe(tm, [m], by=[CONFIG], confidence=confidence)
     asc = lower_is_better(m)
-    ranked = cells.sort_values("mean", ascending=asc).reset_index(drop=True)
+    # Ranked by the centre the tables show: the geometric mean of a positive
+    # metric (stats.run_interval's rule).
+    ranked = cells.sort_values("center", ascending=asc, kind="stable").reset_index(drop=True)
     best = ranked[CONFIG].iloc[0]
     best_vals = tm.loc[tm[CONFIG] == best, m].to_numpy()
     ratios = []
@@ -134,6 +150,9 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
 
     a = Analysis(exp, m, exp.response_operation, confidence, log, table, factors, constants,
                  ranked, per_metric, per_level)
+    a.replicated = replicated(tm, [CONFIG])
+    a.sequential = is_sequential(exp.meta)
+    a.answers = experiment_answers(exp, confidence)
     a.warnings += exp.notes
     if log and (tm[m] <= 0).any():
         a.warnings.append(f"log scale requested but {m} has values <= 0: analysed on the "
@@ -143,6 +162,9 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     design_kind = str((exp.meta.get("design") or {}).get("kind") or "full")
     levels = {f: [str(v) for v in tm[f].dropna().unique()] for f in factors}
     if factors:
+        order = {f: [lv for lv in exp.factors[exp.factor_names.index(f)].levels
+                     if lv in levels[f]] for f in factors}
+        a.marginal = marginal_means(tm, m, factors, order, confidence)
         two_level = all(len(v) == 2 for v in levels.values())
         if two_level:
             try:
@@ -158,8 +180,6 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
         else:
             a.anova_table = anova(tm, m, factors, log=log)
             a.main_kind = "anova"
-            order = {f: [lv for lv in exp.factors[exp.factor_names.index(f)].levels
-                         if lv in levels[f]] for f in factors}
             for subset in two_level_subsets(order):
                 chosen = {f: list(v) for f, v in subset.items()}
                 try:
@@ -181,13 +201,15 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
         a.residuals = cell_residuals(tm.assign(**{m: y}), m, [CONFIG] if factors else [])
     a.shapiro = shapiro(a.residuals)
 
-    for f in factors:
+    # Without replication a test would take different configurations for
+    # repeats: there is no error term to test against.
+    for f in factors if a.replicated else []:
         try:
             a.pairwise[f] = compare(tm, m, f, confidence=confidence,
                                     n_resamples=BOOTSTRAP_RESAMPLES)
         except AnalysisError:
             continue
-    if tm[CONFIG].nunique() > 2 and len(factors) > 1:
+    if a.replicated and tm[CONFIG].nunique() > 2 and len(factors) > 1:
         a.configs_compare = compare(tm, m, CONFIG, confidence=confidence,
                                     n_resamples=BOOTSTRAP_RESAMPLES)
     if len(tm) > 1:

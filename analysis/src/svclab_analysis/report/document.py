@@ -129,7 +129,8 @@ def question_sentence(ans: Answer) -> str:
 def questions_section(answers: list[Answer], sequential_design: bool) -> Section:
     """The report's first section: each question of the spec answered."""
     s = Section("questions", "Answers to the questions")
-    s.blocks.append(Bullets([question_sentence(x) for x in answers], "answer"))
+    # One paragraph per question, styled as the answer is.
+    s.blocks += [Para(question_sentence(x), "answer") for x in answers]
     if sequential_design:
         how = (f"Intervals are an {METHOD}: they stay valid however the experiment chose "
                "to stop, and each block of runs (every configuration once) gives one "
@@ -147,6 +148,14 @@ def questions_section(answers: list[Answer], sequential_design: bool) -> Section
     return s
 
 
+def interval_rule(kind: str) -> str:
+    """The caption's words for the centre's interval (stats.run_interval)."""
+    if kind == "geometric mean":
+        return ("the geometric mean's CI is Student's t over runs on the log scale, so it "
+                "never reaches below zero.")
+    return "the mean's CI is a BCa bootstrap over runs (a run's value is zero)."
+
+
 def build(a: Analysis) -> Document:
     """The report's sections, in reading order, from an analysis and its figures."""
     u = a.unit
@@ -154,25 +163,28 @@ def build(a: Analysis) -> Document:
     exp = a.exp
     meta = exp.meta
     best = a.ranked.iloc[0]
+    center_kind = str(best["center_kind"])  # "geometric mean" or "mean", one per metric
     sections: list[Section] = []
+
+    # ---- the questions the spec asked, before any ranking
+    if a.answers:
+        sections.append(questions_section(a.answers, a.sequential))
 
     # ---- the answer
     s = Section("answer", "The answer")
     better = "lowest" if lower_is_better(a.metric) else "highest"
     n_cfg = len(a.ranked)
-    best_ci = ci(best["mean_ci_low"], best["mean_ci_high"], u)
+    best_ci = ci(best["center_ci_low"], best["center_ci_high"], u)
     n_best = int(best["n"])
-    # "mean latency" is already a mean: the runs' mean of it is one word.
-    what = a.mlabel if a.mlabel.startswith("mean ") else f"mean {a.mlabel}"
     spread = (f"{n_best} run{'' if n_best == 1 else 's'}, no interval" if best_ci == "—"
-              else f"{conf}% CI {best_ci}, {n_best} runs")
-    text = (f"**{best[CONFIG]}** has the {better} {what}: "
-            f"**{with_unit(best['mean'], u)}** ({spread}).")
+              else f"{center_kind} of {n_best} runs, {conf}% CI {best_ci}")
+    text = (f"**{best[CONFIG]}** has the {better} {a.mlabel}: "
+            f"**{with_unit(best['center'], u)}** ({spread}).")
     text += tradeoff.winner_errors(a.ranked, a.metric)
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
-                 f"has {with_unit(worst['mean'], u)}: its median is "
+                 f"has {with_unit(worst['center'], u)}: its median is "
                  f"{num(worst['ratio_to_best'])}× the best's "
                  f"({conf}% CI {ci(worst['ratio_ci_low'], worst['ratio_ci_high'], '×')}).")
     terms = None
@@ -190,7 +202,7 @@ def build(a: Analysis) -> Document:
             text += (f" **{top['term']}** explains {num(top['percent'])}% of the variation "
                      f"in {'log ' if a.log else ''}{a.mlabel}")
             text += (f"; differences between repeated runs explain {num(err_pct)}%."
-                     if err_pct == err_pct else ".")
+                     if err_pct == err_pct and a.replicated else ".")
             # A share of variation is not evidence: say when the top term could
             # be noise, so the headline cannot overclaim.
             sig = term_significant(a, str(top["term"]))
@@ -199,24 +211,30 @@ def build(a: Analysis) -> Document:
                          f"{conf}% confidence; more repetitions would settle it.")
             elif err_pct == err_pct and err_pct > float(top["percent"]):
                 text += " Run-to-run noise outweighs every factor."
+    if not a.replicated and a.factors:
+        text += (" **No error term:** each configuration ran once, so no share, ratio or "
+                 "difference here can be told from run-to-run noise, and no test or interval "
+                 "is computed; set `experiment.repetitions` to 3 or more (or "
+                 "`experiment.until = \"decided\"` with questions) to measure it.")
     iso = exp.meta.get("isolation") or {}
     text += generator_caution(exp.runs, isolated=iso.get("mode") == "cpuset")
     s.blocks.append(Para(text, "answer"))
     rows = []
     for i, r in enumerate(a.ranked.itertuples(), start=1):
-        rows.append([str(i), *a.cfg_cells(getattr(r, CONFIG)), num(r.mean),
-                     ci(r.mean_ci_low, r.mean_ci_high),
+        rows.append([str(i), *a.cfg_cells(getattr(r, CONFIG)), num(r.center),
+                     ci(r.center_ci_low, r.center_ci_high),
                      num(r.median), "1 (best)" if i == 1 else
                      f"{num(r.ratio_to_best)} ({ci(r.ratio_ci_low, r.ratio_ci_high)})",
                      num(r.error_rate_pct), str(int(r.n))])
     s.blocks.append(Table(
         ["rank", *a.cfg_headers(),
-         f"mean ({u})" if a.metric.startswith("mean")
-         else f"mean {a.metric.removesuffix('_ms')} ({u})",
+         f"{center_kind} ({u})" if a.metric.startswith("mean")
+         else f"{center_kind} {a.metric.removesuffix('_ms')} ({u})",
          f"{conf}% CI ({u})", f"median ({u})", f"median ÷ best (×, {conf}% CI)",
          "errors (%)", "runs"],
-        rows, caption=f"Operation {a.operation!r}. One value per run; the CI of the mean is "
-        f"Student's t over runs, the ratio's CI a bootstrap over runs.", highlight_first=True))
+        rows, caption=f"Operation {a.operation!r}. One value per run; "
+        f"{interval_rule(center_kind)} "
+        "The ratio's CI is a bootstrap over runs.", highlight_first=True))
     if "influence" in a.figures:
         s.blocks.append(Figure("influence", "Share of the variation in the headline metric "
                                "that each factor, each interaction and the run-to-run error "
@@ -227,13 +245,17 @@ def build(a: Analysis) -> Document:
         s.blocks.append(Heading(f"Effects ({kind})"))
         s.blocks.append(effects_table(a.main, u))
     if a.anova_table is not None:
+        residual_name = ("error (between runs)" if a.replicated else
+                         "residual (the highest interaction)")
         s.blocks.append(Heading("ANOVA (type II sums of squares)"))
         s.blocks.append(Table(
             ["term", "df", "sum of squares", "F", "p", "variation explained (%)"],
-            [["error (between runs)" if t.term == "Residual" else t.term, str(t.df),
+            [[residual_name if t.term == "Residual" else t.term, str(t.df),
               num(t.sum_sq), num(t.F), pval(t.p), num(t.percent)]
              for t in a.anova_table.itertuples()],
-            caption="Factors with more than two levels: ANOVA on run-level values."))
+            caption="Factors with more than two levels: ANOVA on run-level values."
+            + ("" if a.replicated else " No configuration ran twice, so the error is the "
+               "highest-order interaction, assumed to be absent, not run-to-run noise.")))
         for subset, fit in a.subsets:
             s.blocks.append(Heading(f"2^k r effects on the two-level subset "
                                     f"({_levels_phrase(subset)})"))
@@ -279,8 +301,11 @@ def build(a: Analysis) -> Document:
     # ---- per-metric tables
     s = Section("metrics", "Per-metric tables")
     s.blocks.append(Para(f"Each run gives one value per metric; the tables summarise runs. "
-                         f"Intervals are {conf}%: Student's t for the mean, order statistics "
-                         f"for the median (which need 6 or more runs; — otherwise)."))
+                         f"Intervals are {conf}%. A metric positive in every run shows its "
+                         "geometric mean with Student's t on the log scale, which never "
+                         "reaches below zero; one that is zero in some run (an error rate) "
+                         "its mean with a BCa bootstrap over runs. The median's interval is "
+                         "from order statistics (which need 6 or more runs; — otherwise)."))
     for metric in a.per_metric["metric"].unique():
         mu = unit_of(metric)
         dm = a.per_metric[a.per_metric["metric"] == metric].set_index(CONFIG).reindex(
@@ -292,25 +317,30 @@ def build(a: Analysis) -> Document:
         # A long unit in every header would push the table off the page: the
         # heading and the caption state it once instead.
         hu = f" ({mu})" if len(mu) <= 5 else ""
+        mk = str(dm["center_kind"].dropna().iloc[0]) if dm["center_kind"].notna().any() \
+            else "mean"
         s.blocks.append(Table(
-            [*a.cfg_headers(), "runs", f"mean{hu}", f"{conf}% CI{hu}", f"median{hu}",
+            [*a.cfg_headers(), "runs", f"{mk}{hu}", f"{conf}% CI{hu}", f"median{hu}",
              *([f"{conf}% CI{hu}"] if has_mci else []), f"sd{hu}", "CV (%)"],
-            [[*a.cfg_cells(getattr(r, CONFIG)), integer(r.n), num(r.mean),
-              ci(r.mean_ci_low, r.mean_ci_high), num(r.median),
+            [[*a.cfg_cells(getattr(r, CONFIG)), integer(r.n), num(r.center),
+              ci(r.center_ci_low, r.center_ci_high), num(r.median),
               *([ci(r.median_ci_low, r.median_ci_high)] if has_mci else []), num(r.sd),
               num(r.cv_pct)]
              for r in dm.itertuples()],
             caption="" if hu else f"All values in {mu} except the CV."))
-    if a.per_level:
+    if not a.marginal.empty:
+        mm = a.marginal
         s.blocks.append(Heading(f"{a.mlabel} per factor level ({u})"))
-        rows = []
-        for f, dl in a.per_level.items():
-            for r in dl[dl["metric"] == a.metric].itertuples():
-                rows.append([f, str(r._1), str(int(r.n)), num(r.mean),
-                             ci(r.mean_ci_low, r.mean_ci_high), num(r.median)])
-        s.blocks.append(Table(["factor", "level", "runs", f"mean ({u})", f"{conf}% CI ({u})",
-                               f"median ({u})"], rows,
-                              caption="Pooled over the other factors' levels."))
+        s.blocks.append(Table(
+            ["factor", "level", "configurations", "runs", f"{mm['kind'].iloc[0]} ({u})",
+             f"{conf}% CI ({u})"],
+            [[r.factor, level_label(str(r.level)), str(r.configurations), str(r.runs),
+              num(r.center), ci(r.ci_low, r.ci_high)] for r in mm.itertuples()],
+            caption="Each level's marginal mean: the mean over the design's configurations "
+            "at that level, each weighted equally whatever its number of runs, not the runs "
+            "pooled as if different configurations were repeats. The interval uses the "
+            "pooled run-to-run error of every configuration; without replication there is "
+            "none."))
     if not a.role_cpu.empty:
         roles = list(dict.fromkeys(a.role_cpu["role"]))
         by = a.role_cpu.set_index([CONFIG, "role"])
@@ -377,7 +407,8 @@ def build(a: Analysis) -> Document:
             s.blocks.append(Figure(key, captions[key]))
     for key in a.figures:
         if key.startswith("curve_"):
-            s.blocks.append(Figure(key, f"Mean {a.mlabel} ({u}) with its {conf}% CI against "
+            s.blocks.append(Figure(key, f"{a.ranked['center_kind'].iloc[0].capitalize()} "
+                                        f"{a.mlabel} ({u}) with its {conf}% CI against "
                                         f"{key[6:]}."))
     if "qq" in a.figures:
         s.blocks.append(Figure("qq", captions["qq"]))
@@ -424,7 +455,11 @@ def build(a: Analysis) -> Document:
                  for r in dunn.itertuples()],
                 caption="Configurations as " + " · ".join(a.cfg_headers()) + "."))
     if len(s.blocks) == 1:
-        s.blocks.append(Para("Nothing to compare: the runs have one configuration."))
+        s.blocks.append(Para(
+            "No test: each configuration ran once, so there is no error term, and a test "
+            "would take different configurations for repeats. Set `experiment.repetitions` "
+            "to 3 or more." if a.factors and not a.replicated else
+            "Nothing to compare: the runs have one configuration."))
     sections.append(s)
 
     # ---- warnings
@@ -453,16 +488,35 @@ def _pairs_table(pr: pd.DataFrame, u: str) -> Table:
 
 def methods_text(a: Analysis) -> list[str]:
     conf = round(100 * a.confidence)
+    questions = []
+    if a.answers:
+        questions.append(
+            "**Questions.** Each question of the spec is a ratio of its factor's levels on "
+            "the log scale over runs, averaged over the other factors with equal weight, "
+            "judged against its margin (non-inferiority, superiority or equivalence) or, "
+            "without one, against 1×; its ratios share the error rate by Bonferroni. "
+            + (f"The experiment stopped when decided, so the intervals are an {METHOD}, "
+               "valid whenever it stopped." if a.sequential else
+               "Intervals are Student's t from the cell-means model with the pooled "
+               "run-to-run error.")
+            + " Runs the load generator flagged are left out of the answers.")
     return [
+        *questions,
         "**The run is the unit of replication.** Each run is reduced to one value per metric "
         "(p50, p95, p99 and mean latency from the run's HDR histogram, throughput as served "
         "requests per second, error rate, CPU seconds of the system under test per 1000 "
         "requests). Requests within a run share the same process, caches and neighbours, so "
         "they are not independent; tests on them would find every difference significant. "
         "Per-request samples appear only in the CDF.",
-        f"**Intervals.** The mean's {conf}% interval uses Student's t over runs; the median's "
-        "is distribution-free, from order statistics; ratios of medians use a bootstrap "
-        "(BCa, percentile when BCa degenerates) over runs.",
+        f"**Intervals.** {conf}%, chosen by one rule: a metric positive in every run "
+        "(latency, throughput, CPU) gets its geometric mean with Student's t on the log "
+        "scale over runs, so no interval reaches below zero; one that is zero in some run "
+        "(an error rate) its mean with a BCa bootstrap over runs; one run gets no interval. "
+        "Per factor level, the marginal mean weights the design's configurations equally. "
+        "The median's interval is distribution-free, from order statistics; ratios of "
+        "medians use a bootstrap (BCa, percentile when BCa degenerates) over runs. Without "
+        "replication there is no error term: no interval, no test, and no share of "
+        "variation for the error.",
         "**Factorial designs** (Jain, ch. 18). Each two-level factor is coded −1/+1; the effect "
         "q is half the difference between the high and the low level's means. Each term's sum "
         "of squares is 2^k·r·q², and its share of the total is the 'variation explained'. "

@@ -82,9 +82,13 @@ def figures(a: Analysis) -> dict[str, bytes]:
                          confidence=a.confidence)
             d[f] = pd.to_numeric(d[f])
             d["series"] = config_labels(d, others) if others else ""
+            # The centre and interval of the tables (stats.run_interval), which
+            # never reach below zero for a positive metric.
+            d = d.assign(mean=d["center"], mean_ci_low=d["center_ci_low"],
+                         mean_ci_high=d["center_ci_high"])
             figs[f"curve_{f}"] = plots.response_curve(
                 d, f, "series" if others else None, f.rsplit(".", 1)[-1], ylab,
-                f"{a.mlabel} against {f.rsplit('.', 1)[-1]} (mean, "
+                f"{a.mlabel} against {f.rsplit('.', 1)[-1]} ({d['center_kind'].iloc[0]}, "
                 f"{round(100 * a.confidence)}% CI)")
     if len(a.residuals) >= 3 and np.ptp(a.residuals) > 0:
         rl = f"residual ({'log ' + u if a.log else u})" if u else "residual"

@@ -1,0 +1,166 @@
+"""The report of issue 33: the spec's questions answered first, intervals a
+positive quantity can support, and no error term claimed without
+replication. Stores in the RESULTS.md layout (tests/stores.py)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from stores import write_store
+from test_questions import SPEC  # the new user's question, as issue 33 writes it
+from test_report import section
+
+from svclab_analysis import cli
+from svclab_analysis.report import build_report
+
+OFF = {"deploy.mtls": False, "deploy.tracing": 0.0}
+ON = {"deploy.mtls": True, "deploy.tracing": 1.0}
+NOISE = [0.98, 1.0, 1.02]  # per repetition: the same spread in every configuration
+
+
+def mesh_values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+    cost = (1.30 if lv["deploy.transport"] == "grpc" else 1.03) if lv["mesh"] == ON else 1.0
+    return {"total": {"p50_ms": 2.0 * cost * NOISE[rep - 1]}}
+
+
+def with_spec(d: Path, spec_text: str) -> Path:
+    meta = json.loads((d / "experiment.json").read_text())
+    meta["spec_text"] = spec_text
+    (d / "experiment.json").write_text(json.dumps(meta))
+    return d
+
+
+def question_store(root: Path, reps: int = 3) -> Path:
+    d = write_store(root, "mesh-cost", [("deploy.transport", ["grpc", "http"]),
+                                        ("mesh", [OFF, ON])], mesh_values, reps=reps)
+    return with_spec(d, SPEC)
+
+
+def test_questions_are_answered_first(tmp_path: Path) -> None:
+    d = question_store(tmp_path)
+    build_report(d)
+    md = (d / "report.md").read_text()
+    heads = [ln[3:] for ln in md.splitlines() if ln.startswith("## ")]
+    assert heads[:2] == ["Answers to the questions", "The answer"]
+    q = section(md, "Answers to the questions")
+    items = [ln for ln in q.splitlines() if ln.startswith("**")]
+    assert len(items) == 1  # one sentence per question
+    s = items[0]
+    # Every configuration's runs are 2·cost·(0.98, 1.00, 1.02): the pooled
+    # sd of ln y is s = 0.020003 on 12 − 4 = 8 degrees of freedom, a ratio's
+    # standard error s·√(2/3) = 0.016332 and Bonferroni's t(1 − 0.025/2; 8)
+    # = 2.7515, so grpc's 1.30 has 1.30·exp(±0.044937) = 1.24–1.36 (beyond
+    # the 1.10 margin) and http's 1.03 has 0.985–1.08 (inside it). The
+    # interaction 1.03/1.30 = 0.792 has s·√(4/3) and t(0.975; 8) = 2.3060:
+    # 0.751–0.836.
+    assert s.startswith("**mesh cost by transport**: p50 latency with mesh = "
+                        "mtls=true, tracing=1 over mtls=false, tracing=0 is ")
+    assert "**1.30×** with transport=grpc (97.5% CI 1.24–1.36×; misses the " \
+           "non-inferiority margin ≤ 1.10×)" in s
+    assert "**1.03×** with transport=http (97.5% CI 0.985–1.08×; meets the " \
+           "non-inferiority margin ≤ 1.10×)" in s
+    assert ("the ratio is 0.792× as large with transport=http as with transport=grpc "
+            "(95% CI 0.751–0.836×: a difference)") in s
+    assert "**decided** after 12 runs." in s
+    assert "Student's t on the log scale from the cell-means model" in q
+    # The linked factor's levels read as keys in the per-level table too.
+    assert "| mesh | mtls=true, tracing=1 | 2 | 6 |" in md
+
+
+def test_decide_prints_the_state_for_the_runner(tmp_path: Path) -> None:
+    d = question_store(tmp_path)
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["decide", str(d), "--format", "json"]) == 0
+    got = json.loads(out.getvalue())
+    assert got["decided"] is True and got["sequential"] is False
+    (q,) = got["questions"]
+    assert q["runs"] == 12 and q["margin"]["kind"] == "non-inferiority"
+    assert [r["verdict"] for r in q["ratios"]] == ["fails", "holds"]
+    assert q["ratios"][0]["ratio"] == pytest.approx(1.30)
+    assert cli.main(["decide", str(write_store(tmp_path, "none", [("a", [1, 2])],
+                                               lambda lv, rep: {"total": {"p50_ms": 1.0}},
+                                               reps=2))]) == 2
+
+
+def test_sequential_questions_use_the_confidence_sequence(tmp_path: Path) -> None:
+    d = question_store(tmp_path, reps=3)
+    with_spec(d, SPEC.replace("repetitions = 3", 'until = "decided"'))
+    build_report(d)
+    q = section((d / "report.md").read_text(), "Answers to the questions")
+    # Three blocks: the sequence is unbounded until the fourth.
+    assert "no interval" in q and "**not decided** after 12 runs in 3 blocks" in q
+    assert "anytime-valid t confidence sequence over blocks (Lai 1976" in q
+
+
+def test_one_run_per_configuration_claims_no_error_term(tmp_path: Path) -> None:
+    d = question_store(tmp_path, reps=1)
+    build_report(d)
+    md = (d / "report.md").read_text()
+    answer = section(md, "The answer")
+    assert "**No error term:**" in answer and "`experiment.repetitions`" in answer
+    assert "differences between repeated runs explain" not in answer
+    assert "| error (between runs) |" in answer
+    assert not re.search(r"\| error \(between runs\) \|[^\n]*\| 0 \|", answer)
+    pairs = section(md, "Pairwise comparisons")
+    assert "No test: each configuration ran once" in pairs
+    assert "Mann-Whitney U" not in pairs.split("\n", 3)[-1].split("No test")[1]
+    assert "Kruskal" not in pairs and "Dunn" not in pairs
+    q = section(md, "Answers to the questions")
+    assert "no error term" in q and "**not decided**" in q
+
+
+def test_no_interval_of_a_positive_metric_goes_below_zero(tmp_path: Path) -> None:
+    # The quickstart's p99: three runs of 1.9, 3.1 and 26 ms, where Student's
+    # t on the original scale gave "−15.3 to 31.7 ms".
+    spread = [1.9, 3.1, 26.0]
+
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        k = 1.0 if lv["deploy.transport"] == "grpc" else 1.2
+        return {"total": {"p50_ms": k * spread[rep - 1] / 3, "p95_ms": k * spread[rep - 1] / 2,
+                          "p99_ms": k * spread[rep - 1]}}
+
+    d = write_store(tmp_path, "quick", [("deploy.transport", ["grpc", "http"]),
+                                        ("app.size", ["std", "large"])], values, reps=3)
+    build_report(d)
+    md = (d / "report.md").read_text()
+    # The ranking and every per-metric and per-level table; the effects table
+    # holds differences (effects q), which may rightly be negative.
+    for text in (section(md, "The answer").split("### Effects")[0],
+                 section(md, "Per-metric tables")):
+        # ci() writes "a to b" exactly when a bound is negative.
+        assert "| 95% CI (ms) |" in text
+        assert not re.search(r"−[0-9.]+ to ", text)
+    # The pooled per-level table gave this level's six runs a Student-t
+    # interval of −0.921 to 8.50 ms. Its marginal geometric mean is exp of
+    # the mean of ln y over the two configurations (three runs each), with
+    # a log-scale interval above zero.
+    row = re.search(r"\| app\.size \| std \| 2 \| 6 \| ([0-9.]+) \| ([0-9.]+)–([0-9.]+) \|", md)
+    assert row is not None
+    lo, hi = float(row.group(2)), float(row.group(3))
+    assert 0 < lo < float(row.group(1)) < hi
+    x = np.log([k * v / 3 for k in (1.0, 1.2) for v in spread])
+    assert float(row.group(1)) == pytest.approx(math.exp(x.mean()), rel=5e-3)
+
+
+def test_unreplicated_anova_names_its_residual(tmp_path: Path) -> None:
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        base = {"default": 10.0, "obs": 12.0, "mtls": 11.0}[lv["mesh.setup"]]
+        return {"total": {"p50_ms": base * (1.5 if lv["load.rate"] == 100 else 1.0)
+                          + 0.1 * len(lv["mesh.setup"])}}
+
+    d = write_store(tmp_path, "s2-like", [("mesh.setup", ["default", "obs", "mtls"]),
+                                          ("load.rate", [10, 100])], values, reps=1)
+    build_report(d)
+    answer = section((d / "report.md").read_text(), "The answer")
+    assert "| residual (the highest interaction) |" in answer
+    assert "error (between runs)" not in answer.split("### ANOVA")[1].split("###")[0]
+    assert "the error is the highest-order interaction" in answer
