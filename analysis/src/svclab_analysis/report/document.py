@@ -496,7 +496,8 @@ def methods_text(a: Analysis) -> list[str]:
             "judged against its margin (non-inferiority, superiority or equivalence) or, "
             "without one, against 1×; its ratios share the error rate by Bonferroni. "
             + (f"The experiment stopped when decided, so the intervals are an {METHOD}, "
-               "valid whenever it stopped." if a.sequential else
+               "valid whenever it stopped; the ranking's and the tables' intervals below "
+               "are fixed-sample ones, not corrected for the stopping." if a.sequential else
                "Intervals are Student's t from the cell-means model with the pooled "
                "run-to-run error.")
             + " Runs the load generator flagged are left out of the answers.")
