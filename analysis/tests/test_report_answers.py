@@ -164,3 +164,15 @@ def test_unreplicated_anova_names_its_residual(tmp_path: Path) -> None:
     assert "| residual (the highest interaction) |" in answer
     assert "error (between runs)" not in answer.split("### ANOVA")[1].split("###")[0]
     assert "the error is the highest-order interaction" in answer
+
+
+def test_a_bad_question_is_a_warning_in_the_report_and_an_error_to_decide(
+        tmp_path: Path) -> None:
+    d = question_store(tmp_path)
+    with_spec(d, SPEC.replace('effect = "mesh"', 'effect = "meshh"'))
+    build_report(d)
+    md = (d / "report.md").read_text()
+    assert "## Answers to the questions" not in md
+    assert ("the spec's questions are not answered: experiment.questions[0].effect: "
+            "'meshh' is not a factor") in section(md, "Warnings")
+    assert cli.main(["decide", str(d)]) == 2

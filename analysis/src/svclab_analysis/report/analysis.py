@@ -151,9 +151,14 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     a = Analysis(exp, m, exp.response_operation, confidence, log, table, factors, constants,
                  ranked, per_metric, per_level)
     a.replicated = replicated(tm, [CONFIG])
-    a.sequential = is_sequential(exp.meta)
-    a.answers = experiment_answers(exp, confidence)
     a.warnings += exp.notes
+    try:
+        a.sequential = is_sequential(exp.meta)
+        a.answers = experiment_answers(exp, confidence)
+    except AnalysisError as exc:
+        # The runs are worth their report even when a question cannot be
+        # read; `svclab-analysis decide` fails on it instead.
+        a.warnings.append(f"the spec's questions are not answered: {exc}")
     if log and (tm[m] <= 0).any():
         a.warnings.append(f"log scale requested but {m} has values <= 0: analysed on the "
                           "original scale")
