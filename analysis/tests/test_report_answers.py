@@ -19,7 +19,9 @@ from test_questions import SPEC  # the new user's question, as issue 33 writes i
 from test_report import section
 
 from svclab_analysis import cli
+from svclab_analysis.formatting import num
 from svclab_analysis.report import build_report
+from svclab_analysis.sequential import halfwidth_factor
 
 OFF = {"deploy.mtls": False, "deploy.tracing": 0.0}
 ON = {"deploy.mtls": True, "deploy.tracing": 1.0}
@@ -176,3 +178,30 @@ def test_a_bad_question_is_a_warning_in_the_report_and_an_error_to_decide(
     assert ("the spec's questions are not answered: experiment.questions[0].effect: "
             "'meshh' is not a factor") in section(md, "Warnings")
     assert cli.main(["decide", str(d)]) == 2
+
+
+def test_sequential_answer_from_blocks(tmp_path: Path) -> None:
+    """Six blocks with run-to-run noise: each block's log ratio enters the
+    confidence sequence, and the sentence reports its interval and blocks."""
+    rng = np.random.default_rng(5)
+    noise = {(t, m, rep): float(rng.normal(0, 0.03)) for t in ("grpc", "http")
+             for m in ("off", "on") for rep in range(1, 7)}
+
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        t, m = lv["deploy.transport"], "on" if lv["mesh"] == ON else "off"
+        cost = (1.30 if t == "grpc" else 1.03) if m == "on" else 1.0
+        return {"total": {"p50_ms": 2.0 * cost * math.exp(noise[(t, m, rep)])}}
+
+    d = write_store(tmp_path, "mesh-seq", [("deploy.transport", ["grpc", "http"]),
+                                           ("mesh", [OFF, ON])], values, reps=6)
+    with_spec(d, SPEC.replace("repetitions = 3", 'until = "decided"'))
+    build_report(d)
+    q = section((d / "report.md").read_text(), "Answers to the questions")
+    grpc = np.array([math.log(1.30) + noise[("grpc", "on", r)] - noise[("grpc", "off", r)]
+                     for r in range(1, 7)])
+    half = float(halfwidth_factor(6, 0.025)) * float(np.std(grpc, ddof=1))
+    lo, hi = math.exp(grpc.mean() - half), math.exp(grpc.mean() + half)
+    assert lo > 1.10  # the mesh's 30% over grpc is beyond the margin after six blocks
+    assert (f"with transport=grpc (97.5% CI {num(lo)}–{num(hi)}×; misses the "
+            "non-inferiority margin ≤ 1.10×)") in q
+    assert "after 24 runs in 6 blocks" in q
