@@ -323,7 +323,9 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
                 w = _contrast_weights(q, levels, factors, cell, lv)
                 est, lo, hi, nb = interval(w, conf_each)
                 blocks = max(blocks, nb)
-                low, high = math.exp(lo), math.exp(hi)
+                # An unbounded sequence (too few blocks) has no interval yet.
+                low = math.exp(lo) if math.isfinite(lo) else math.nan
+                high = math.exp(hi) if math.isfinite(hi) else math.nan
                 ratios.append(Ratio(tuple(cell.items()), lv, eff_levels[0], math.exp(est),
                                     low, high, judge(low, high, q.margin)))
                 logs[(i, lv)] = (est, w)
@@ -340,7 +342,8 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
             finite = math.isfinite(lo) and math.isfinite(hi)
             interactions.append(Interaction(
                 tuple(cell.items()), tuple(by_cells[0].items()), lv, math.exp(est),
-                math.exp(lo), math.exp(hi), (lo > 0 or hi < 0) if finite else None))
+                math.exp(lo) if finite else math.nan, math.exp(hi) if finite else math.nan,
+                (lo > 0 or hi < 0) if finite else None))
 
     n_runs = len(data)
     if sequential_design:
