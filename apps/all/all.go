@@ -10,4 +10,5 @@ import (
 	_ "github.com/svclab/svclab/apps/rpcops"   // registers "rpcops"
 	_ "github.com/svclab/svclab/apps/select"   // registers "select"
 	_ "github.com/svclab/svclab/apps/shop"     // registers "shop"
+	_ "github.com/svclab/svclab/apps/synth"    // registers "synth"
 )

@@ -20,6 +20,7 @@ import (
 	"github.com/svclab/svclab/proto/rpcops"
 	"github.com/svclab/svclab/proto/selector"
 	"github.com/svclab/svclab/proto/shop"
+	"github.com/svclab/svclab/proto/synth"
 )
 
 // request is the CodeGeneratorRequest buf sends for files, rebuilt from
@@ -62,7 +63,7 @@ func TestPlugin(t *testing.T) {
 	bin := plugin(t)
 	req := request(echo.File_echo_echo_proto, chain.File_chain_chain_proto, kinds.File_kinds_kinds_proto,
 		rpcops.File_rpcops_rpcops_proto, selector.File_selector_selector_proto, shop.File_shop_shop_proto,
-		boutique.File_boutique_boutique_proto)
+		boutique.File_boutique_boutique_proto, synth.File_synth_synth_proto)
 	in, err := proto.Marshal(req)
 	if err != nil {
 		t.Fatal(err)

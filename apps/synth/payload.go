@@ -1,0 +1,55 @@
+package synth
+
+import (
+	"strings"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	synthpb "github.com/svclab/svclab/proto/synth"
+)
+
+// fill is the text payloads are cut from: slicing a string shares its
+// bytes, so an answer costs no copy of its own before the transport's.
+var fill = strings.Repeat("x", 1<<20)
+
+// padSize is the encoded size of CallResponse.pad set: a tag and a byte.
+const padSize = 2
+
+// Response returns the response whose protobuf encoding is exactly size
+// bytes (0 for a size below 2, which no non-empty message has).
+func Response(size int) *synthpb.CallResponse {
+	switch {
+	case size < padSize:
+		return &synthpb.CallResponse{}
+	case size == padSize:
+		return &synthpb.CallResponse{Pad: true}
+	}
+	if n, ok := payloadLen(size); ok {
+		return &synthpb.CallResponse{Payload: text(n)}
+	}
+	// One size at each step of the length's varint has no payload
+	// length; the pad field's two bytes make it up.
+	n, _ := payloadLen(size - padSize)
+	return &synthpb.CallResponse{Payload: text(n), Pad: true}
+}
+
+// payloadLen is the payload length n whose field (tag, varint length,
+// n bytes) is size bytes, if there is one.
+func payloadLen(size int) (int, bool) {
+	const tag = 1 // field 1, wire type 2
+	for k := 1; k <= 10; k++ {
+		n := size - tag - k
+		// proto3 leaves an empty string out, so n = 0 is no field.
+		if n > 0 && protowire.SizeVarint(uint64(n)) == k {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+func text(n int) string {
+	if n <= len(fill) {
+		return fill[:n]
+	}
+	return strings.Repeat("x", n)
+}

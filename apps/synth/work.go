@@ -1,0 +1,91 @@
+package synth
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/status"
+)
+
+// threadCPU is the CPU time the calling OS thread has used.
+func threadCPU() time.Duration {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		// The thread CPU clock exists on every Linux since 2.6.12; without
+		// it no work could be measured, so fail loudly rather than spin.
+		panic("synth: CLOCK_THREAD_CPUTIME_ID: " + err.Error())
+	}
+	return time.Duration(ts.Nano())
+}
+
+// burnSink keeps the compiler from removing the busy loop.
+var burnSink atomic.Uint64
+
+// burnChunk is how many loop iterations run between reads of the thread
+// clock: about a microsecond, so the clock's system call is a small share
+// of the time burnt and the overshoot is about a microsecond.
+const burnChunk = 1000
+
+// burnCPU spends d of the calling goroutine's thread's CPU time. The
+// goroutine is locked to its thread meanwhile, so that the thread whose
+// clock is read is the one that burns; time the thread spends preempted
+// by another process does not count, which is what makes cpu = "2ms" mean
+// 2 ms of CPU on a busy machine too.
+func burnCPU(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	end := threadCPU() + d
+	x := burnSink.Load() | 1
+	for threadCPU() < end {
+		for range burnChunk {
+			// xorshift: cheap, and the compiler cannot fold it.
+			x ^= x << 13
+			x ^= x >> 7
+			x ^= x << 17
+		}
+	}
+	burnSink.Store(x)
+}
+
+// pageSize is the stride at which touchMemory writes: one byte a page
+// makes the kernel back every page.
+var pageSize = unix.Getpagesize()
+
+// memorySink holds the last allocation's first byte, so that neither the
+// allocation nor the writes can be optimised away.
+var memorySink atomic.Uint32
+
+// touchMemory allocates n bytes, writes every page of them, and lets them
+// go for the garbage collector.
+func touchMemory(n int) {
+	if n <= 0 {
+		return
+	}
+	b := make([]byte, n)
+	for i := 0; i < n; i += pageSize {
+		b[i] = byte(i)
+	}
+	b[n-1] = 1
+	memorySink.Store(uint32(b[0]))
+}
+
+// sleepFor waits d without using CPU, or until ctx ends.
+func sleepFor(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	}
+}
