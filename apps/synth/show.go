@@ -18,6 +18,7 @@ import (
 // and edit. Call Validate first.
 func (c *Config) TOML() []byte {
 	var b strings.Builder
+	fmt.Fprintf(&b, "# %d services; a request of %s makes %.4g calls on average.\n", len(c.services), c.EntryName, c.expectedCalls())
 	b.WriteString("[app]\nname = " + strconv.Quote(Name) + "\n")
 	b.WriteString("entry = " + strconv.Quote(c.EntryName) + "\n")
 	if c.Seed != 0 {
