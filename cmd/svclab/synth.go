@@ -3,6 +3,9 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,9 +19,9 @@ func init() {
 func newSynthCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "synth",
-		Short: "The synth app: show the services of a described or generated topology",
+		Short: "The synth app: show a described or generated topology, import one from call-graph traces",
 	}
-	c.AddCommand(newSynthShowCmd())
+	c.AddCommand(newSynthShowCmd(), newSynthImportCmd())
 	return c
 }
 
@@ -73,5 +76,81 @@ func synthShow(path string, sets []string, format string, w io.Writer) error {
 		out = append(out, '\n')
 	}
 	_, err = w.Write(out)
+	return err
+}
+
+func newSynthImportCmd() *cobra.Command {
+	var entry, response, out string
+	var cpuShare float64
+	c := &cobra.Command{
+		Use:   "import TRACE.csv",
+		Short: "Write a synth spec from microservice call-graph traces (Alibaba's 2021 and 2022 schemas)",
+		Long: `import reads a call-graph trace in the schema of Alibaba's published
+microservice traces (cluster-trace-microservices-v2021 MSCallGraph, or v2022
+CallGraph: a CSV whose header names traceid, rpcid or rpc_id, um, dm and rt)
+and writes a synth spec of one entry service's traces: its services and
+edges, each edge's probability (the share of its caller's calls that made
+it) and count (its calls when made), and each service's own time, its
+response time less its callees', clamped at zero. The traces give wall time
+only: --cpu-share of it is written as cpu, the rest as sleep; and no sizes:
+every service answers --response bytes.
+
+Rows whose rpc ids break the call tree, duplicates, rows of one rpc id that
+disagree, and traces without their root call are dropped; rows that do not
+parse are reported by line and column and skipped. The counts and reasons,
+and the share of time that could not be attributed, go to standard error and
+into the spec's first lines. See docs/APPS.md, "synth".`,
+		Example: `  svclab synth import CallGraph_0.csv --entry MS_27421 -o imported.toml
+  svclab synth import apps/synth/testdata/alibaba-2022-sample.csv`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			w := cmd.OutOrStdout()
+			if out != "" {
+				f, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				w = f
+			}
+			return synthImport(args[0], entry, cpuShare, response, w, cmd.ErrOrStderr())
+		},
+	}
+	c.Flags().StringVar(&entry, "entry", "", "the entry service whose traces to import (default: the entry of the most traces)")
+	c.Flags().Float64Var(&cpuShare, "cpu-share", 0.5, "the part of each service's own time written as cpu, the rest as sleep, 0 to 1")
+	c.Flags().StringVar(&response, "response", "1KiB", "every service's response size")
+	c.Flags().StringVarP(&out, "output", "o", "", "write the spec to this file instead of standard output")
+	return c
+}
+
+func synthImport(path, entry string, cpuShare float64, response string, w, report io.Writer) error {
+	if cpuShare < 0 || cpuShare > 1 {
+		return usageError{fmt.Errorf("--cpu-share %g: must be between 0 and 1", cpuShare)}
+	}
+	var size synth.Size
+	if err := size.UnmarshalText([]byte(response)); err != nil {
+		return usageError{fmt.Errorf("--response: %w", err)}
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return usageError{err}
+	}
+	defer f.Close()
+	c, rep, err := synth.ImportAlibaba(f, synth.ImportOptions{Entry: entry, CPUShare: cpuShare, Response: size})
+	if rep != nil {
+		for _, l := range rep.Lines() {
+			fmt.Fprintln(report, "svclab synth import: "+l)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Imported by svclab synth import from %s (--cpu-share %g, --response %s).\n", filepath.Base(path), cpuShare, size)
+	for _, l := range rep.Lines() {
+		b.WriteString("# " + l + "\n")
+	}
+	b.Write(c.TOML())
+	_, err = io.WriteString(w, b.String())
 	return err
 }
