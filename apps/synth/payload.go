@@ -2,6 +2,7 @@ package synth
 
 import (
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -10,7 +11,9 @@ import (
 
 // fill is the text payloads are cut from: slicing a string shares its
 // bytes, so an answer costs no copy of its own before the transport's.
-var fill = strings.Repeat("x", 1<<20)
+// It is made on first use, as every svclab process links this package
+// and only synth hosts need it.
+var fill = sync.OnceValue(func() string { return strings.Repeat("x", 1<<20) })
 
 // padSize is the encoded size of CallResponse.pad set: a tag and a byte.
 const padSize = 2
@@ -48,8 +51,8 @@ func payloadLen(size int) (int, bool) {
 }
 
 func text(n int) string {
-	if n <= len(fill) {
-		return fill[:n]
+	if f := fill(); n <= len(f) {
+		return f[:n]
 	}
 	return strings.Repeat("x", n)
 }

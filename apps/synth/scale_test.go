@@ -1,0 +1,75 @@
+package synth_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime/transport"
+)
+
+// TestScale measures how a generated topology deploys as it grows: the
+// time from Deploy to ready and each host's resident memory, split for
+// 10, 30 and 100 services and in one process for 1,000, then 100 requests
+// through each. It runs only with SVCLAB_SYNTH_SCALE=1, as it takes the
+// machine for a minute (docs/PERFORMANCE.md, "Synth topologies at scale").
+func TestScale(t *testing.T) {
+	if os.Getenv("SVCLAB_SYNTH_SCALE") == "" {
+		t.Skip("set SVCLAB_SYNTH_SCALE=1 to measure")
+	}
+	for _, tc := range []struct {
+		services  int
+		placement string
+	}{{10, "split"}, {30, "split"}, {100, "split"}, {1000, "monolith"}} {
+		t.Run(fmt.Sprintf("%d-%s", tc.services, tc.placement), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+			defer cancel()
+			start := time.Now()
+			d := up(t, ctx, fmt.Sprintf(`[app]
+name = "synth"
+[app.graph]
+kind = "barabasi_albert"
+services = %d
+m = 1
+seed = 1
+work = { cpu = "50us" }
+response = "100B"
+probability = "0.2"
+[deploy]
+transport = "grpc"
+placement = %q
+start_timeout = "5m"
+`, tc.services, tc.placement))
+			ready := time.Since(start)
+			var rss []float64
+			for _, p := range d.Processes() {
+				if p.Info().Role != deploy.RoleHost {
+					continue
+				}
+				u, err := p.Resources().Sample(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rss = append(rss, float64(u.RSSBytes)/(1<<20))
+			}
+			slices.Sort(rss)
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			req := d.Topology().Requests()[0]
+			for range 100 {
+				if _, err := req.Invoke(ctx, conn); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("%d services %s: %d host processes ready in %v; RSS per host min %.1f MiB, median %.1f, max %.1f",
+				tc.services, tc.placement, len(rss), ready.Round(time.Millisecond), rss[0], rss[len(rss)/2], rss[len(rss)-1])
+		})
+	}
+}
