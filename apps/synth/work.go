@@ -1,13 +1,11 @@
 package synth
 
 import (
-	"context"
 	"runtime"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc/status"
 )
 
 // threadCPU is the CPU time the calling OS thread has used.
@@ -73,19 +71,4 @@ func touchMemory(n int) {
 	}
 	b[n-1] = 1
 	memorySink.Store(uint32(b[0]))
-}
-
-// sleepFor waits d without using CPU, or until ctx ends.
-func sleepFor(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return status.FromContextError(ctx.Err()).Err()
-	}
 }
