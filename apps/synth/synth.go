@@ -181,6 +181,12 @@ func (c *Config) Validate() error {
 		return errors.Join(errs...)
 	}
 	names := slices.Sorted(maps.Keys(c.services))
+	for _, name := range names {
+		if c.services[name] == nil {
+			// A table written empty; JSON may say null for it.
+			c.services[name] = &Service{}
+		}
+	}
 	if c.EntryName == "" {
 		bad("entry", "missing: name the service clients call (one of %s)", shortList(names))
 	} else if _, ok := c.services[c.EntryName]; !ok {
@@ -217,9 +223,6 @@ func (s *Service) validate(written bool, key, name string, names []string, all m
 	}
 	if !serviceName.MatchString(name) {
 		bad(key, "service name %q must start with a letter and hold only letters, digits, '_' and '-' (at most 63)", name)
-	}
-	if s == nil {
-		return errs
 	}
 	if s.Response.kind == "" && s.Response.a == 1 {
 		bad(key+".response", "must be 0 or at least 2 bytes: a non-empty message holds a field's tag and length")
@@ -368,8 +371,8 @@ func (c *Config) expectedCalls() float64 {
 // Entry is the configured entry service.
 func (c *Config) Entry() string { return c.EntryName }
 
-// Services in force, by name: those listed, or those generated. Valid
-// after Validate.
+// ServicesInForce are the services by name: those listed, or those
+// generated. Valid after Validate.
 func (c *Config) ServicesInForce() map[string]*Service { return c.services }
 
 // Order lists the services from the entry, breadth first. Valid after
@@ -494,10 +497,10 @@ func (s *server) Call(ctx context.Context, in *synthpb.CallRequest) (*synthpb.Ca
 		return nil, err
 	}
 	d := s.draw()
-	burnCPU(durationOf(d.work[0]))
+	burnCPU(time.Duration(d.work[0]))
 	touchMemory(int(d.work[1]))
 	// The work's sleep is the test knob's wait, cut short alike.
-	if err := runtime.Sleep(ctx, s.name, durationOf(d.work[2]).Microseconds()); err != nil {
+	if err := runtime.Sleep(ctx, s.name, time.Duration(d.work[2]).Microseconds()); err != nil {
 		return nil, err
 	}
 	if s.maxDepth == 0 || in.GetDepth() < s.maxDepth {
@@ -543,5 +546,3 @@ func (s *server) calls(ctx context.Context, depth uint32, counts []int) error {
 	wg.Wait()
 	return first
 }
-
-func durationOf(ns float64) time.Duration { return time.Duration(ns) }
