@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -183,7 +184,7 @@ func (c *Config) Validate() error {
 	names := slices.Sorted(maps.Keys(c.services))
 	for _, name := range names {
 		if c.services[name] == nil {
-			// A table written empty; JSON may say null for it.
+			// The host's JSON may say null for a service with no keys.
 			c.services[name] = &Service{}
 		}
 	}
@@ -193,7 +194,7 @@ func (c *Config) Validate() error {
 		bad("entry", "unknown service %q%s", c.EntryName, spec.DidYouMean(c.EntryName, names))
 	}
 	for _, name := range names {
-		errs = append(errs, c.services[name].validate(c.Graph == nil, "services."+keyPart(name), name, names, c.services)...)
+		errs = append(errs, c.services[name].validate("services."+keyPart(name), name, names, c.services)...)
 	}
 	if len(errs) > 0 {
 		return errors.Join(errs...)
@@ -214,9 +215,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// validate checks one service written at key; written is false for a
-// generated one, whose values the generator made and checked already.
-func (s *Service) validate(written bool, key, name string, names []string, all map[string]*Service) []error {
+// validate checks one service written at key.
+func (s *Service) validate(key, name string, names []string, all map[string]*Service) []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, runtime.KeyErrorf(key, format, args...))
@@ -250,12 +250,13 @@ func (s *Service) validate(written bool, key, name string, names []string, all m
 	return errs
 }
 
-// keyPart quotes a service name that a dotted key could not hold bare.
+// keyPart quotes a service name as the spec's index of keys does, so
+// that an error about it finds its line.
 func keyPart(name string) string {
-	if serviceName.MatchString(name) {
-		return name
+	if name == "" || strings.ContainsAny(name, `. "`) {
+		return strconv.Quote(name)
 	}
-	return fmt.Sprintf("%q", name)
+	return name
 }
 
 func shortList(names []string) string {
