@@ -501,18 +501,25 @@ func (r *ImportReport) Lines() []string {
 	}
 	for _, reason := range slices.Sorted(maps.Keys(r.Dropped)) {
 		if r.Dropped[reason] > 0 {
-			out = append(out, fmt.Sprintf("dropped %d rows: %s", r.Dropped[reason], reason))
+			out = append(out, fmt.Sprintf("dropped %s: %s", rowsText(r.Dropped[reason]), reason))
 		}
 	}
 	for _, e := range r.BadRowErrors {
 		out = append(out, "does not parse: "+e)
 	}
 	if n := r.BadRows - len(r.BadRowErrors); n > 0 {
-		out = append(out, fmt.Sprintf("and %d more rows that do not parse", n))
+		out = append(out, fmt.Sprintf("and %s more that do not parse", rowsText(n)))
 	}
 	out = append(out, fmt.Sprintf("%.1f%% of the services' response time is not attributed: their callees took longer than they did (calls in parallel, or clocks apart), and own time is clamped at zero", 100*r.Unattributed))
 	for _, n := range slices.Sorted(maps.Keys(r.Names)) {
 		out = append(out, fmt.Sprintf("service %s is %s in the trace", n, r.Names[n]))
 	}
 	return out
+}
+
+func rowsText(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return strconv.Itoa(n) + " rows"
 }

@@ -65,7 +65,7 @@ func TestSynthImport(t *testing.T) {
 	if err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", "", 0.25, "2KiB", &out, &report); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# dropped 1 rows: duplicate row\n", "# entry MS_10: 149 traces imported", "[app.services.MS_db1]\n", `response = "2KiB"`} {
+	for _, want := range []string{"# dropped 1 row: duplicate row\n", "# entry MS_10: 149 traces imported", "[app.services.MS_db1]\n", `response = "2KiB"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("spec lacks %q:\n%s", want, out.String())
 		}
