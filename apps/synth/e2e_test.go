@@ -265,3 +265,62 @@ func TestResponseSizesOnTheWire(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryTransport deploys a small topology over every transport (inproc
+// in one process, the others split) and sends the default request, whose
+// check is the entry's response size, and a call of each service behind
+// it, whose answers the services themselves read.
+func TestEveryTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("deploys processes; skipped with -short")
+	}
+	const topology = `[app]
+name = "synth"
+entry = "front"
+[app.services.front]
+response = "1000B"
+calls = [{ to = "back", count = 2 }]
+mode = "parallel"
+[app.services.back]
+work = { cpu = "100us", memory = "64KiB", sleep = "100us" }
+response = "lognormal(2KiB, 0.5)"
+[deploy]
+transport = %q
+placement = %q
+`
+	for _, tc := range []struct{ transport, placement string }{
+		{"inproc", "monolith"}, {"grpc", "split"}, {"http", "split"}, {"netrpc", "split"}, {"protorpc", "split"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			d := up(t, ctx, fmt.Sprintf(topology, tc.transport, tc.placement))
+			req := d.Topology().Requests()[0]
+			if tc.transport == "inproc" {
+				// Only the HTTP/JSON gateway reaches an inproc app.
+				for range 20 {
+					resp, err := http.Post(d.GatewayURL()+req.Method, "application/json", bytes.NewReader(req.JSON()))
+					if err != nil {
+						t.Fatal(err)
+					}
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK || len(body) != len(`{"payload":""}`)+len(synth.Response(1000).GetPayload()) {
+						t.Fatalf("%s: %d bytes: %.80s", resp.Status, len(body), body)
+					}
+				}
+				return
+			}
+			conn, err := d.Dial(ctx, transport.DialOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			for range 20 {
+				if _, err := req.Invoke(ctx, conn); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
