@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	synthpb "github.com/svclab/svclab/proto/synth"
 )
 
 // ImportOptions say what an import of call-graph traces writes.
@@ -25,6 +27,10 @@ type ImportOptions struct {
 	CPUShare float64
 	// Response is every service's response size: the traces give none.
 	Response Size
+	// Paths, when above zero, writes the call trees of that many of the
+	// most frequent shapes as app.paths, for requests that follow a
+	// trace's tree exactly.
+	Paths int
 }
 
 // ImportReport says what an import read, kept and dropped, and why.
@@ -47,6 +53,9 @@ type ImportReport struct {
 	// Names maps each service name written to the trace's name, where
 	// they differ.
 	Names map[string]string
+	// Shapes is how many distinct call trees the imported traces have,
+	// and PathTraces how many traces the written paths' shapes cover.
+	Shapes, PathTraces int
 }
 
 // Reasons a row is left out of an import.
@@ -279,9 +288,7 @@ func buildTree(rows []traceRow, rep *ImportReport) *callTree {
 		calls[id] = c
 	}
 	// Parents before children: by depth, then by id.
-	ids := slices.SortedFunc(maps.Keys(calls), func(a, b string) int {
-		return cmp.Or(cmp.Compare(strings.Count(a, "."), strings.Count(b, ".")), strings.Compare(a, b))
-	})
+	ids := slices.SortedFunc(maps.Keys(calls), compareRPCIDs)
 	t := &callTree{}
 	kept := map[string]*call{}
 	for _, id := range ids {
@@ -364,6 +371,10 @@ type aggregate struct {
 	invocations         map[string]int // with children
 	parallel            map[string]int // invocations whose callees outlasted them
 	order               []string
+	// shapes counts the traces of each call tree, by its text with the
+	// traces' names; trees keeps one tree of each.
+	shapes map[string]int
+	trees  map[string]*call
 }
 
 func newAggregate() *aggregate {
@@ -371,11 +382,35 @@ func newAggregate() *aggregate {
 		calls: map[string]int{}, edgeCalls: map[string]map[string]int{}, edgeTaken: map[string]map[string]int{},
 		edgeOrder: map[string][]string{}, own: map[string]float64{}, total: map[string]float64{},
 		clamped: map[string]float64{}, invocations: map[string]int{}, parallel: map[string]int{},
+		shapes: map[string]int{}, trees: map[string]*call{},
 	}
 }
 
 func (a *aggregate) add(t *callTree) {
 	a.visit(t.root)
+	key := formatPath(planOf(t.root, nil))
+	a.shapes[key]++
+	if a.trees[key] == nil {
+		a.trees[key] = t.root
+	}
+}
+
+// planOf is the calls under c as a plan, services renamed by names (kept
+// as they are where names is nil).
+func planOf(c *call, names map[string]string) *synthpb.Plan {
+	plan := &synthpb.Plan{}
+	for _, ch := range c.children {
+		to := ch.dm
+		if names != nil {
+			to = names[to]
+		}
+		step := &synthpb.Step{To: to}
+		if len(ch.children) > 0 {
+			step.Plan = planOf(ch, names)
+		}
+		plan.Calls = append(plan.Calls, step)
+	}
+	return plan
 }
 
 func (a *aggregate) visit(c *call) {
@@ -470,6 +505,14 @@ func (a *aggregate) config(opts ImportOptions, rep *ImportReport) *Config {
 	if total > 0 {
 		rep.Unattributed = clamped / total
 	}
+	rep.Shapes = len(a.shapes)
+	keys := slices.SortedFunc(maps.Keys(a.shapes), func(x, y string) int {
+		return cmp.Or(cmp.Compare(a.shapes[y], a.shapes[x]), strings.Compare(x, y))
+	})
+	for _, k := range keys[:min(opts.Paths, len(keys))] {
+		c.Paths = append(c.Paths, formatPath(planOf(a.trees[k], names)))
+		rep.PathTraces += a.shapes[k]
+	}
 	return c
 }
 
@@ -511,6 +554,9 @@ func (r *ImportReport) Lines() []string {
 		out = append(out, fmt.Sprintf("and %s more that do not parse", rowsText(n)))
 	}
 	out = append(out, fmt.Sprintf("%.1f%% of the services' response time is not attributed: their callees took longer than they did (calls in parallel, or clocks apart), and own time is clamped at zero", 100*r.Unattributed))
+	if r.PathTraces > 0 {
+		out = append(out, fmt.Sprintf("app.paths: the most frequent call trees, covering %d of the %d traces (%d distinct trees)", r.PathTraces, r.Traces, r.Shapes))
+	}
 	for _, n := range slices.Sorted(maps.Keys(r.Names)) {
 		out = append(out, fmt.Sprintf("service %s is %s in the trace", n, r.Names[n]))
 	}
@@ -522,4 +568,21 @@ func rowsText(n int) string {
 		return "1 row"
 	}
 	return strconv.Itoa(n) + " rows"
+}
+
+// compareRPCIDs orders rpc ids by depth, then siblings by number (0.1.2
+// before 0.1.10), the order the calls were made in.
+func compareRPCIDs(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	if c := cmp.Compare(len(pa), len(pb)); c != 0 {
+		return c
+	}
+	for i := range pa {
+		na, _ := strconv.Atoi(pa[i])
+		nb, _ := strconv.Atoi(pb[i])
+		if c := cmp.Compare(na, nb); c != 0 {
+			return c
+		}
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/svclab/svclab/apps/synth"
 	"github.com/svclab/svclab/internal/runtime"
@@ -147,16 +148,11 @@ func (c counting) NewStream(ctx context.Context, desc *grpc.StreamDesc, method s
 	return c.cc.NewStream(ctx, desc, method, opts...)
 }
 
-// TestImportReplay: the imported spec, replayed for 1,000 requests of its
-// entry, makes on each edge the calls the sample's traces made per trace,
-// within sampling error.
-func TestImportReplay(t *testing.T) {
-	c, rep := importSample(t)
-	// Only the calls are under test: the replay need not wait.
-	for _, s := range c.ServicesInForce() {
-		s.Work = synth.Work{}
-	}
-	ctx := context.Background()
+// inprocApp builds a config's services in this process, each on its own
+// in-process channel, and returns a client of the entry and a counter of
+// the calls on each edge ("from>to").
+func inprocApp(t *testing.T, c *synth.Config) (synthpb.ServiceClient, map[string]*atomic.Int64) {
+	t.Helper()
 	channels := map[string]*inproc.Channel{}
 	counts := map[string]*atomic.Int64{}
 	comps := c.Components()
@@ -167,17 +163,30 @@ func TestImportReplay(t *testing.T) {
 		deps := runtime.Deps{}
 		for _, d := range comp.Deps {
 			n := &atomic.Int64{}
-			counts[rep.Names[comp.Name]+comp.Name+">"+d] = n
+			counts[comp.Name+">"+d] = n
 			deps[d] = counting{cc: channels[d], n: n}
 		}
-		impl, err := comp.New(ctx, deps)
+		impl, err := comp.New(context.Background(), deps)
 		if err != nil {
 			t.Fatal(err)
 		}
 		channels[comp.Name].RegisterService(comp.Service, impl)
 	}
+	return synthpb.NewServiceClient(channels[c.Entry()]), counts
+}
+
+// TestImportReplay: the imported spec, replayed for 1,000 requests of its
+// entry, makes on each edge the calls the sample's traces made per trace,
+// within sampling error.
+func TestImportReplay(t *testing.T) {
+	c, rep := importSample(t)
+	// Only the calls are under test: the replay need not wait.
+	for _, s := range c.ServicesInForce() {
+		s.Work = synth.Work{}
+	}
+	entry, counts := inprocApp(t, c)
+	ctx := context.Background()
 	const requests = 1000
-	entry := synthpb.NewServiceClient(channels[c.Entry()])
 	for range requests {
 		if _, err := entry.Call(ctx, &synthpb.CallRequest{}); err != nil {
 			t.Fatal(err)
@@ -213,4 +222,88 @@ func TestImportReplay(t *testing.T) {
 			t.Errorf("%s: %.3f calls a request, the sample's %.3f ± %.3f", e, got, mean, tol)
 		}
 	}
+}
+
+// TestImportPaths: --paths writes the most frequent call trees, and a
+// request following one makes exactly its calls.
+func TestImportPaths(t *testing.T) {
+	f, err := os.Open(sample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, rep, err := synth.ImportAlibaba(f, synth.ImportOptions{Paths: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Paths) != 3 || rep.PathTraces < 3 || rep.Shapes < 3 {
+		t.Fatalf("paths %q, covering %d traces of %d shapes", c.Paths, rep.PathTraces, rep.Shapes)
+	}
+	reqs := c.Requests()
+	if len(reqs) != 3 || reqs[0].Name != "path1" {
+		t.Fatalf("requests %v", reqs)
+	}
+	for _, s := range c.ServicesInForce() {
+		s.Work = synth.Work{}
+	}
+	for i, path := range c.Paths {
+		entry, counts := inprocApp(t, c)
+		for range 10 {
+			if _, err := reqs[i].Invoke(context.Background(), entryConn{entry}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := edgesOfPath(c.Entry(), path)
+		for e, n := range counts {
+			if got := n.Load(); got != 10*int64(want[e]) {
+				t.Errorf("path %q: %s called %d times in 10 requests, want %d", path, e, got, 10*want[e])
+			}
+		}
+	}
+}
+
+// entryConn invokes through a generated client, for Request.Invoke.
+type entryConn struct{ c synthpb.ServiceClient }
+
+func (e entryConn) Invoke(ctx context.Context, _ string, args, reply any, _ ...grpc.CallOption) error {
+	resp, err := e.c.Call(ctx, args.(*synthpb.CallRequest))
+	if err != nil {
+		return err
+	}
+	proto.Merge(reply.(*synthpb.CallResponse), resp)
+	return nil
+}
+
+func (e entryConn) NewStream(context.Context, *grpc.StreamDesc, string, ...grpc.CallOption) (grpc.ClientStream, error) {
+	return nil, nil
+}
+
+// edgesOfPath counts the calls per edge of a path as written, read
+// character by character: a name calls what its parentheses hold.
+func edgesOfPath(entry, path string) map[string]int {
+	out := map[string]int{}
+	stack := []string{entry}
+	name, last := "", ""
+	flush := func() {
+		if name != "" {
+			out[stack[len(stack)-1]+">"+name]++
+			last, name = name, ""
+		}
+	}
+	for _, r := range path {
+		switch r {
+		case ' ':
+			flush()
+		case '(':
+			flush()
+			stack = append(stack, last)
+		case ')':
+			flush()
+			stack = stack[:len(stack)-1]
+		default:
+			name += string(r)
+		}
+	}
+	flush()
+	return out
 }

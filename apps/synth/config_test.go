@@ -8,6 +8,7 @@ import (
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all"
 	"github.com/svclab/svclab/internal/spec"
+	synthpb "github.com/svclab/svclab/proto/synth"
 )
 
 // issueSpec is the example of the issue that asked for the app.
@@ -252,5 +253,43 @@ func TestDistributionText(t *testing.T) {
 		if err := again.UnmarshalText([]byte(d.String())); err != nil || again != d {
 			t.Errorf("%q does not read back: %v %v", d, again, err)
 		}
+	}
+}
+
+// TestPaths: a path is checked against the graph at its line, and becomes
+// a default request of its own.
+func TestPaths(t *testing.T) {
+	_, err := resolve(t, issueSpec+`[deploy]
+placement = "monolith"
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(issueSpec, `entry = "gateway"`, `entry = "gateway"
+paths = [
+  "catalog cart",
+  "catalog(cart)",
+  "cart(",
+]`, 1)
+	_, err = resolve(t, src)
+	for _, want := range []string{
+		`synth.toml:6: app.paths[1]: catalog does not call cart (its calls: none)`,
+		`synth.toml:7: app.paths[2]: the '(' after cart is not closed`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "paths[0]") {
+		t.Errorf("a good path refused: %v", err)
+	}
+	topo, err := resolve(t, strings.Replace(issueSpec, `entry = "gateway"`, `entry = "gateway"
+paths = ["catalog catalog cart"]`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reqs := topo.Requests()
+	if len(reqs) != 1 || reqs[0].Name != "path1" || reqs[0].Message.(*synthpb.CallRequest).GetPlan().GetCalls()[1].GetTo() != "catalog" {
+		t.Errorf("requests %v", reqs)
 	}
 }

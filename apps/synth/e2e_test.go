@@ -14,8 +14,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/stats"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svclab/svclab/apps/synth"
@@ -266,10 +269,17 @@ func TestResponseSizesOnTheWire(t *testing.T) {
 	}
 }
 
+// badPath has back call front, which it does not.
+var badPath = &synthpb.CallRequest{Follow: true, Plan: &synthpb.Plan{Calls: []*synthpb.Step{
+	{To: "back", Plan: &synthpb.Plan{Calls: []*synthpb.Step{{To: "front"}}}},
+}}}
+
 // TestEveryTransport deploys a small topology over every transport (inproc
 // in one process, the others split) and sends the default request, whose
 // check is the entry's response size, and a call of each service behind
-// it, whose answers the services themselves read.
+// it, whose answers the services themselves read; then a request whose
+// path has back call front, which back refuses: the path crossed the
+// transport to the second hop.
 func TestEveryTransport(t *testing.T) {
 	if testing.Short() {
 		t.Skip("deploys processes; skipped with -short")
@@ -298,6 +308,19 @@ placement = %q
 			req := d.Topology().Requests()[0]
 			if tc.transport == "inproc" {
 				// Only the HTTP/JSON gateway reaches an inproc app.
+				body, err := protojson.Marshal(badPath)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp, err := http.Post(d.GatewayURL()+req.Method, "application/json", bytes.NewReader(body))
+				if err != nil {
+					t.Fatal(err)
+				}
+				msg, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(msg), "path calls front") {
+					t.Errorf("a path back→front: %s %s, want 400 from back", resp.Status, msg)
+				}
 				for range 20 {
 					resp, err := http.Post(d.GatewayURL()+req.Method, "application/json", bytes.NewReader(req.JSON()))
 					if err != nil {
@@ -320,6 +343,10 @@ placement = %q
 				if _, err := req.Invoke(ctx, conn); err != nil {
 					t.Fatal(err)
 				}
+			}
+			_, err = synthpb.NewServiceClient(conn).Call(ctx, badPath)
+			if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "back: the request's path calls front") {
+				t.Errorf("a path back→front: %v, want back's InvalidArgument", err)
 			}
 		})
 	}

@@ -27,6 +27,13 @@ func (c *Config) TOML() []byte {
 	if c.MaxDepth != 0 {
 		fmt.Fprintf(&b, "max_depth = %d\n", c.MaxDepth)
 	}
+	if len(c.Paths) > 0 {
+		b.WriteString("paths = [\n")
+		for _, p := range c.Paths {
+			b.WriteString("  " + strconv.Quote(p) + ",\n")
+		}
+		b.WriteString("]\n")
+	}
 	for _, name := range c.order {
 		s := c.services[name]
 		fmt.Fprintf(&b, "\n[app.services.%s]\n", keyPart(name))

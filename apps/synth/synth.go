@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svclab/svclab/internal/runtime"
@@ -81,6 +83,10 @@ type Config struct {
 	Services map[string]*Service `toml:"services" json:"services,omitempty"`
 	// Graph generates the services instead ([app.graph]).
 	Graph *Graph `toml:"graph" json:"graph,omitempty"`
+	// Paths, when given, are the default requests: each a call tree the
+	// request carries and the services follow instead of their calls'
+	// counts and probabilities (parsePath's notation).
+	Paths []string `toml:"paths" json:"paths,omitempty"`
 
 	// services are the services in force: Services, or those Graph
 	// generated. Validate sets them.
@@ -88,6 +94,8 @@ type Config struct {
 	// order is the services' names from the entry, breadth first, then
 	// those the entry cannot reach, by name.
 	order []string
+	// plans are Paths, parsed.
+	plans []*synthpb.Plan
 }
 
 // Service is one service's description.
@@ -200,6 +208,18 @@ func (c *Config) Validate() error {
 		return errors.Join(errs...)
 	}
 	c.order = c.callOrder()
+	c.plans = nil
+	for i, text := range c.Paths {
+		plan, err := parsePath(text)
+		if err == nil {
+			err = c.checkPath(c.EntryName, plan)
+		}
+		if err != nil {
+			bad(fmt.Sprintf("paths[%d]", i), "%v", err)
+			continue
+		}
+		c.plans = append(c.plans, plan)
+	}
 	if c.MaxDepth == 0 {
 		errs = append(errs, c.cycles(prefix)...)
 	}
@@ -397,25 +417,37 @@ func (c *Config) Components() []runtime.Component {
 	return comps
 }
 
-// Requests is one call of the entry. When the entry's response size is a
+// Requests is one call of the entry, or with app.paths one call per
+// path, named path1, path2, ... When the entry's response size is a
 // constant, the answer's size is checked.
 func (c *Config) Requests() []runtime.Request {
-	r := runtime.Request{
-		Name:        "call",
-		Method:      synthpb.Service_Call_FullMethodName,
-		Message:     &synthpb.CallRequest{},
-		NewResponse: func() proto.Message { return new(synthpb.CallResponse) },
-	}
+	var check func(proto.Message) error
 	if resp := c.services[c.EntryName].Response; resp.kind == "" {
 		want := int(resp.a)
-		r.Check = func(m proto.Message) error {
+		check = func(m proto.Message) error {
 			if got := proto.Size(m); got != want {
 				return fmt.Errorf("response of %d bytes, want %d", got, want)
 			}
 			return nil
 		}
 	}
-	return []runtime.Request{r}
+	request := func(name string, m *synthpb.CallRequest) runtime.Request {
+		return runtime.Request{
+			Name:        name,
+			Method:      synthpb.Service_Call_FullMethodName,
+			Message:     m,
+			NewResponse: func() proto.Message { return new(synthpb.CallResponse) },
+			Check:       check,
+		}
+	}
+	if len(c.plans) == 0 {
+		return []runtime.Request{request("call", &synthpb.CallRequest{})}
+	}
+	out := make([]runtime.Request, len(c.plans))
+	for i, plan := range c.plans {
+		out[i] = request(fmt.Sprintf("path%d", i+1), &synthpb.CallRequest{Follow: true, Plan: plan})
+	}
+	return out
 }
 
 // seedOf is a service's own seed: the app's, mixed with its name, so that
@@ -434,6 +466,7 @@ type server struct {
 	maxDepth uint32
 	parallel bool
 	edges    []edge
+	clients  map[string]synthpb.ServiceClient // by callee, for paths
 	// mu guards src, which is not safe for concurrent use.
 	mu  sync.Mutex
 	src rand.Source
@@ -451,9 +484,13 @@ func newServer(name string, svc *Service, seed uint64, maxDepth int, deps runtim
 		maxDepth: uint32(maxDepth),
 		parallel: svc.Mode == Parallel,
 		src:      rand.NewPCG(seedOf(seed, name)),
+		clients:  map[string]synthpb.ServiceClient{},
+	}
+	for _, to := range svc.callees() {
+		s.clients[to] = synthpb.NewServiceClient(deps.Conn(to))
 	}
 	for _, call := range svc.Calls {
-		s.edges = append(s.edges, edge{Call: call, client: synthpb.NewServiceClient(deps.Conn(call.To))})
+		s.edges = append(s.edges, edge{Call: call, client: s.clients[call.To]})
 	}
 	return s
 }
@@ -504,26 +541,45 @@ func (s *server) Call(ctx context.Context, in *synthpb.CallRequest) (*synthpb.Ca
 	if err := runtime.Sleep(ctx, s.name, time.Duration(d.work[2]).Microseconds()); err != nil {
 		return nil, err
 	}
-	if s.maxDepth == 0 || in.GetDepth() < s.maxDepth {
-		if err := s.calls(ctx, in.GetDepth()+1, d.calls); err != nil {
-			return nil, err
+	var calls []outCall
+	switch {
+	case in.GetFollow():
+		for _, step := range in.GetPlan().GetCalls() {
+			client, ok := s.clients[step.GetTo()]
+			if !ok {
+				return nil, status.Errorf(codes.InvalidArgument, "%s: the request's path calls %s, which %s does not call", s.name, step.GetTo(), s.name)
+			}
+			calls = append(calls, outCall{client, &synthpb.CallRequest{Depth: in.GetDepth() + 1, Follow: true, Plan: step.GetPlan()}})
 		}
+	case s.maxDepth == 0 || in.GetDepth() < s.maxDepth:
+		req := &synthpb.CallRequest{Depth: in.GetDepth() + 1}
+		for i, n := range d.calls {
+			for range n {
+				calls = append(calls, outCall{s.edges[i].client, req})
+			}
+		}
+	}
+	if err := s.call(ctx, calls); err != nil {
+		return nil, err
 	}
 	return Response(d.size), nil
 }
 
-// calls makes the drawn calls, one after another or all at once.
-func (s *server) calls(ctx context.Context, depth uint32, counts []int) error {
-	req := &synthpb.CallRequest{Depth: depth}
+// outCall is one call a request makes.
+type outCall struct {
+	client synthpb.ServiceClient
+	req    *synthpb.CallRequest
+}
+
+// call makes the calls, one after another or all at once.
+func (s *server) call(ctx context.Context, calls []outCall) error {
 	// A response may be larger than grpc-go's default 4 MB limit; a
 	// spec that asks for one means it.
 	opt := grpc.MaxCallRecvMsgSize(math.MaxInt32)
 	if !s.parallel {
-		for i, n := range counts {
-			for range n {
-				if _, err := s.edges[i].client.Call(ctx, req, opt); err != nil {
-					return err
-				}
+		for _, c := range calls {
+			if _, err := c.client.Call(ctx, c.req, opt); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -531,18 +587,16 @@ func (s *server) calls(ctx context.Context, depth uint32, counts []int) error {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var first error
-	for i, n := range counts {
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if _, err := s.edges[i].client.Call(ctx, req, opt); err != nil {
-					mu.Lock()
-					first = cmp.Or(first, err)
-					mu.Unlock()
-				}
-			}()
-		}
+	for _, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.client.Call(ctx, c.req, opt); err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		}()
 	}
 	wg.Wait()
 	return first

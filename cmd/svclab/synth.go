@@ -82,6 +82,7 @@ func synthShow(path string, sets []string, format string, w io.Writer) error {
 func newSynthImportCmd() *cobra.Command {
 	var entry, response, out string
 	var cpuShare float64
+	var paths int
 	c := &cobra.Command{
 		Use:   "import TRACE.csv",
 		Short: "Write a synth spec from microservice call-graph traces (Alibaba's 2021 and 2022 schemas)",
@@ -113,22 +114,25 @@ into the spec's first lines. See docs/APPS.md, "synth".`,
 				defer f.Close()
 				w = f
 			}
-			return synthImport(args[0], entry, cpuShare, response, w, cmd.ErrOrStderr())
+			return synthImport(args[0], synth.ImportOptions{Entry: entry, CPUShare: cpuShare, Paths: paths}, response, w, cmd.ErrOrStderr())
 		},
 	}
 	c.Flags().StringVar(&entry, "entry", "", "the entry service whose traces to import (default: the entry of the most traces)")
 	c.Flags().Float64Var(&cpuShare, "cpu-share", 0.5, "the part of each service's own time written as cpu, the rest as sleep, 0 to 1")
 	c.Flags().StringVar(&response, "response", "1KiB", "every service's response size")
 	c.Flags().StringVarP(&out, "output", "o", "", "write the spec to this file instead of standard output")
+	c.Flags().IntVar(&paths, "paths", 0, "write the call trees of this many of the most frequent shapes as app.paths (0: none)")
 	return c
 }
 
-func synthImport(path, entry string, cpuShare float64, response string, w, report io.Writer) error {
-	if cpuShare < 0 || cpuShare > 1 {
-		return usageError{fmt.Errorf("--cpu-share %g: must be between 0 and 1", cpuShare)}
+func synthImport(path string, opts synth.ImportOptions, response string, w, report io.Writer) error {
+	if opts.CPUShare < 0 || opts.CPUShare > 1 {
+		return usageError{fmt.Errorf("--cpu-share %g: must be between 0 and 1", opts.CPUShare)}
 	}
-	var size synth.Size
-	if err := size.UnmarshalText([]byte(response)); err != nil {
+	if opts.Paths < 0 {
+		return usageError{fmt.Errorf("--paths %d: must not be negative", opts.Paths)}
+	}
+	if err := opts.Response.UnmarshalText([]byte(response)); err != nil {
 		return usageError{fmt.Errorf("--response: %w", err)}
 	}
 	f, err := os.Open(path)
@@ -136,7 +140,7 @@ func synthImport(path, entry string, cpuShare float64, response string, w, repor
 		return usageError{err}
 	}
 	defer f.Close()
-	c, rep, err := synth.ImportAlibaba(f, synth.ImportOptions{Entry: entry, CPUShare: cpuShare, Response: size})
+	c, rep, err := synth.ImportAlibaba(f, opts)
 	if rep != nil {
 		for _, l := range rep.Lines() {
 			fmt.Fprintln(report, "svclab synth import: "+l)
@@ -146,7 +150,7 @@ func synthImport(path, entry string, cpuShare float64, response string, w, repor
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Imported by svclab synth import from %s (--cpu-share %g, --response %s).\n", filepath.Base(path), cpuShare, size)
+	fmt.Fprintf(&b, "# Imported by svclab synth import from %s (--cpu-share %g, --response %s, --paths %d).\n", filepath.Base(path), opts.CPUShare, opts.Response, opts.Paths)
 	for _, l := range rep.Lines() {
 		b.WriteString("# " + l + "\n")
 	}

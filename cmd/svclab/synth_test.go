@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svclab/svclab/apps/synth"
 )
 
 // TestSynthShow prints a generated graph as TOML, reads that back as a
@@ -62,10 +64,10 @@ response = "uniform(100B, 2KiB)"
 func TestSynthImport(t *testing.T) {
 	t.Parallel()
 	var out, report strings.Builder
-	if err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", "", 0.25, "2KiB", &out, &report); err != nil {
+	if err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", synth.ImportOptions{CPUShare: 0.25, Paths: 2}, "2KiB", &out, &report); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# dropped 1 row: duplicate row\n", "# entry MS_10: 149 traces imported", "[app.services.MS_db1]\n", `response = "2KiB"`} {
+	for _, want := range []string{"# dropped 1 row: duplicate row\n", "paths = [\n  \"MS_21(", "# entry MS_10: 149 traces imported", "[app.services.MS_db1]\n", `response = "2KiB"`} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("spec lacks %q:\n%s", want, out.String())
 		}
@@ -81,7 +83,7 @@ func TestSynthImport(t *testing.T) {
 	if err := synthShow(path, nil, synthTOML, &again); err != nil {
 		t.Fatalf("the imported spec does not read back: %v", err)
 	}
-	err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", "MS_404", 0.25, "2KiB", &out, &report)
+	err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", synth.ImportOptions{Entry: "MS_404"}, "2KiB", &out, &report)
 	if err == nil || !strings.Contains(err.Error(), `no complete trace has entry "MS_404" (entries: MS_10, MS_90)`) {
 		t.Errorf("unknown entry: %v", err)
 	}

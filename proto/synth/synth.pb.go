@@ -37,7 +37,13 @@ type CallRequest struct {
 	// Test knob: the service sleeps this long before its work, and stops
 	// early when the caller's deadline or cancellation reaches it. It is
 	// not passed on to the services it calls.
-	SleepMicros   int64 `protobuf:"varint,2,opt,name=sleep_micros,json=sleepMicros,proto3" json:"sleep_micros,omitempty"`
+	SleepMicros int64 `protobuf:"varint,2,opt,name=sleep_micros,json=sleepMicros,proto3" json:"sleep_micros,omitempty"`
+	// When set, the service makes exactly the calls of plan, passing each
+	// callee its step's plan, instead of its configured calls (their counts
+	// and probabilities): the request carries its own path through the
+	// graph, as a trace recorded it (app.paths).
+	Follow        bool  `protobuf:"varint,3,opt,name=follow,proto3" json:"follow,omitempty"`
+	Plan          *Plan `protobuf:"bytes,4,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -86,6 +92,118 @@ func (x *CallRequest) GetSleepMicros() int64 {
 	return 0
 }
 
+func (x *CallRequest) GetFollow() bool {
+	if x != nil {
+		return x.Follow
+	}
+	return false
+}
+
+func (x *CallRequest) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// Plan is the calls one service makes for a request that follows a path.
+type Plan struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Calls         []*Step                `protobuf:"bytes,1,rep,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Plan) Reset() {
+	*x = Plan{}
+	mi := &file_synth_synth_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Plan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Plan) ProtoMessage() {}
+
+func (x *Plan) ProtoReflect() protoreflect.Message {
+	mi := &file_synth_synth_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Plan.ProtoReflect.Descriptor instead.
+func (*Plan) Descriptor() ([]byte, []int) {
+	return file_synth_synth_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Plan) GetCalls() []*Step {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+// Step is one call of a plan: the service called and the calls it makes.
+type Step struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	To            string                 `protobuf:"bytes,1,opt,name=to,proto3" json:"to,omitempty"`
+	Plan          *Plan                  `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Step) Reset() {
+	*x = Step{}
+	mi := &file_synth_synth_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Step) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Step) ProtoMessage() {}
+
+func (x *Step) ProtoReflect() protoreflect.Message {
+	mi := &file_synth_synth_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Step.ProtoReflect.Descriptor instead.
+func (*Step) Descriptor() ([]byte, []int) {
+	return file_synth_synth_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Step) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *Step) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
 type CallResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Sized so that the whole response message, encoded as protobuf, is
@@ -102,7 +220,7 @@ type CallResponse struct {
 
 func (x *CallResponse) Reset() {
 	*x = CallResponse{}
-	mi := &file_synth_synth_proto_msgTypes[1]
+	mi := &file_synth_synth_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -114,7 +232,7 @@ func (x *CallResponse) String() string {
 func (*CallResponse) ProtoMessage() {}
 
 func (x *CallResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_synth_synth_proto_msgTypes[1]
+	mi := &file_synth_synth_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -127,7 +245,7 @@ func (x *CallResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallResponse.ProtoReflect.Descriptor instead.
 func (*CallResponse) Descriptor() ([]byte, []int) {
-	return file_synth_synth_proto_rawDescGZIP(), []int{1}
+	return file_synth_synth_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CallResponse) GetPayload() string {
@@ -148,10 +266,17 @@ var File_synth_synth_proto protoreflect.FileDescriptor
 
 const file_synth_synth_proto_rawDesc = "" +
 	"\n" +
-	"\x11synth/synth.proto\x12\fsvclab.synth\"F\n" +
+	"\x11synth/synth.proto\x12\fsvclab.synth\"\x86\x01\n" +
 	"\vCallRequest\x12\x14\n" +
 	"\x05depth\x18\x01 \x01(\rR\x05depth\x12!\n" +
-	"\fsleep_micros\x18\x02 \x01(\x03R\vsleepMicros\":\n" +
+	"\fsleep_micros\x18\x02 \x01(\x03R\vsleepMicros\x12\x16\n" +
+	"\x06follow\x18\x03 \x01(\bR\x06follow\x12&\n" +
+	"\x04plan\x18\x04 \x01(\v2\x12.svclab.synth.PlanR\x04plan\"0\n" +
+	"\x04Plan\x12(\n" +
+	"\x05calls\x18\x01 \x03(\v2\x12.svclab.synth.StepR\x05calls\">\n" +
+	"\x04Step\x12\x0e\n" +
+	"\x02to\x18\x01 \x01(\tR\x02to\x12&\n" +
+	"\x04plan\x18\x02 \x01(\v2\x12.svclab.synth.PlanR\x04plan\":\n" +
 	"\fCallResponse\x12\x18\n" +
 	"\apayload\x18\x01 \x01(\tR\apayload\x12\x10\n" +
 	"\x03pad\x18\x02 \x01(\bR\x03pad2H\n" +
@@ -172,19 +297,24 @@ func file_synth_synth_proto_rawDescGZIP() []byte {
 	return file_synth_synth_proto_rawDescData
 }
 
-var file_synth_synth_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_synth_synth_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_synth_synth_proto_goTypes = []any{
 	(*CallRequest)(nil),  // 0: svclab.synth.CallRequest
-	(*CallResponse)(nil), // 1: svclab.synth.CallResponse
+	(*Plan)(nil),         // 1: svclab.synth.Plan
+	(*Step)(nil),         // 2: svclab.synth.Step
+	(*CallResponse)(nil), // 3: svclab.synth.CallResponse
 }
 var file_synth_synth_proto_depIdxs = []int32{
-	0, // 0: svclab.synth.Service.Call:input_type -> svclab.synth.CallRequest
-	1, // 1: svclab.synth.Service.Call:output_type -> svclab.synth.CallResponse
-	1, // [1:2] is the sub-list for method output_type
-	0, // [0:1] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	1, // 0: svclab.synth.CallRequest.plan:type_name -> svclab.synth.Plan
+	2, // 1: svclab.synth.Plan.calls:type_name -> svclab.synth.Step
+	1, // 2: svclab.synth.Step.plan:type_name -> svclab.synth.Plan
+	0, // 3: svclab.synth.Service.Call:input_type -> svclab.synth.CallRequest
+	3, // 4: svclab.synth.Service.Call:output_type -> svclab.synth.CallResponse
+	4, // [4:5] is the sub-list for method output_type
+	3, // [3:4] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_synth_synth_proto_init() }
@@ -198,7 +328,7 @@ func file_synth_synth_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_synth_synth_proto_rawDesc), len(file_synth_synth_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,6 +16,7 @@ func (x *CallRequest) AppendProtoJSON(b []byte) ([]byte, error) {
 		return append(b, "{}"...), nil
 	}
 	start := len(b)
+	var err error
 	if x.Depth != 0 {
 		b = append(b, ",\"depth\":"...)
 		b = strconv.AppendUint(b, uint64(x.Depth), 10)
@@ -23,6 +24,16 @@ func (x *CallRequest) AppendProtoJSON(b []byte) ([]byte, error) {
 	if x.SleepMicros != 0 {
 		b = append(b, ",\"sleepMicros\":"...)
 		b = pbjson.AppendQuotedInt(b, x.SleepMicros)
+	}
+	if x.Follow {
+		b = append(b, ",\"follow\":"...)
+		b = pbjson.AppendBool(b, x.Follow)
+	}
+	if x.Plan != nil {
+		b = append(b, ",\"plan\":"...)
+		if b, err = x.Plan.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
 	}
 	if len(b) == start {
 		return append(b, "{}"...), nil
@@ -77,6 +88,194 @@ func (x *CallRequest) DecodeProtoJSON(d *pbjson.Decoder) error {
 					return err
 				}
 				x.SleepMicros = v
+			}
+		case "follow":
+			if seen[0]&(1<<2) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 2
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.Bool()
+				if err != nil {
+					return err
+				}
+				x.Follow = v
+			}
+		case "plan":
+			if seen[0]&(1<<3) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 3
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Plan)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Plan = v
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Plan) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if len(x.Calls) > 0 {
+		b = append(b, ",\"calls\":"...)
+		b = append(b, '[')
+		for i, v := range x.Calls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = v.AppendProtoJSON(b); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Plan) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "calls":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			if err := d.ArrayStart(); err != nil {
+				return err
+			}
+			for first := true; ; first = false {
+				more, err := d.NextElem(first)
+				if err != nil {
+					return err
+				}
+				if !more {
+					break
+				}
+				v := new(Step)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Calls = append(x.Calls, v)
+			}
+		default:
+			if err := d.Unknown(name); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// AppendProtoJSON appends x as protojson writes it. See package pbjson.
+func (x *Step) AppendProtoJSON(b []byte) ([]byte, error) {
+	if x == nil {
+		return append(b, "{}"...), nil
+	}
+	start := len(b)
+	var err error
+	if x.To != "" {
+		b = append(b, ",\"to\":"...)
+		if b, err = pbjson.AppendString(b, x.To); err != nil {
+			return b, err
+		}
+	}
+	if x.Plan != nil {
+		b = append(b, ",\"plan\":"...)
+		if b, err = x.Plan.AppendProtoJSON(b); err != nil {
+			return b, err
+		}
+	}
+	if len(b) == start {
+		return append(b, "{}"...), nil
+	}
+	b[start] = '{'
+	return append(b, '}'), nil
+}
+
+// DecodeProtoJSON reads x, which is empty, as protojson does. See
+// package pbjson.
+func (x *Step) DecodeProtoJSON(d *pbjson.Decoder) error {
+	if err := d.ObjectStart(); err != nil {
+		return err
+	}
+	var seen [1]uint64
+	for first := true; ; first = false {
+		more, err := d.NextField(first)
+		if err != nil || !more {
+			return err
+		}
+		name, err := d.Name()
+		if err != nil {
+			return err
+		}
+		switch string(name) {
+		case "to":
+			if seen[0]&(1<<0) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 0
+			if d.Null() {
+				continue
+			}
+			{
+				v, err := d.String()
+				if err != nil {
+					return err
+				}
+				x.To = v
+			}
+		case "plan":
+			if seen[0]&(1<<1) != 0 {
+				return pbjson.ErrFallback
+			}
+			seen[0] |= 1 << 1
+			if d.Null() {
+				continue
+			}
+			{
+				v := new(Plan)
+				if err := v.DecodeProtoJSON(d); err != nil {
+					return err
+				}
+				x.Plan = v
 			}
 		default:
 			if err := d.Unknown(name); err != nil {
