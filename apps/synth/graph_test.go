@@ -111,10 +111,11 @@ func TestFrozenReadsBack(t *testing.T) {
 	if !reflect.DeepEqual(gen.Order(), frozen.Order()) || frozen.Entry() != "s0" {
 		t.Errorf("order %v, want %v", frozen.Order(), gen.Order())
 	}
-	// A listed spec reads back too, distributions and all.
-	listed := fromSpec(t, issueSpec)
+	// A listed spec reads back too, distributions and paths and all.
+	listed := fromSpec(t, strings.Replace(issueSpec, `entry = "gateway"`, `entry = "gateway"
+paths = ["catalog cart", "cart"]`, 1))
 	again := fromSpec(t, string(listed.TOML()))
-	if !reflect.DeepEqual(listed.ServicesInForce(), again.ServicesInForce()) {
+	if !reflect.DeepEqual(listed.ServicesInForce(), again.ServicesInForce()) || !reflect.DeepEqual(again.Paths, []string{"catalog cart", "cart"}) {
 		t.Errorf("listed services differ after a round trip:\n%s", listed.TOML())
 	}
 }

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	synthpb "github.com/svclab/svclab/proto/synth"
@@ -92,7 +93,7 @@ func writePath(b *strings.Builder, plan *synthpb.Plan) {
 func (c *Config) checkPath(caller string, plan *synthpb.Plan) error {
 	for _, step := range plan.GetCalls() {
 		callees := c.services[caller].callees()
-		if !strings.Contains(" "+strings.Join(callees, " ")+" ", " "+step.GetTo()+" ") {
+		if !slices.Contains(callees, step.GetTo()) {
 			return fmt.Errorf("%s does not call %s (its calls: %s)", caller, step.GetTo(), orNone(callees))
 		}
 		if err := c.checkPath(step.GetTo(), step.GetPlan()); err != nil {
