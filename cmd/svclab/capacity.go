@@ -171,7 +171,7 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 	if err != nil {
 		return nil, nil, usageError{err}
 	}
-	s, err := loadSpec(path, o.sets)
+	s, err := loadSpec(path, o.sets, true)
 	if err != nil {
 		return nil, nil, err
 	}

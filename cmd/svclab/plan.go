@@ -83,10 +83,15 @@ func addSetFlag(c *cobra.Command, sets *[]string) {
 
 // loadSpec reads a spec and applies --set overrides in order, before the
 // spec is checked. Every error here is bad input (exit status 2), whether
-// the file is missing, unreadable or wrong, or an override is.
-func loadSpec(path string, sets []string) (*spec.Spec, error) {
+// the file is missing, unreadable or wrong, or an override is. When
+// [deploy] or [experiment] is wrong, the mistakes of [app] and, for a
+// command that sends load, of [load] are reported with them.
+func loadSpec(path string, sets []string, sendsLoad bool) (*spec.Spec, error) {
 	s, err := spec.Load(path, sets...)
 	if err != nil {
+		if s != nil {
+			err = experiment.Check(s, err, sendsLoad)
+		}
 		return nil, usageError{err}
 	}
 	return s, nil
@@ -96,7 +101,7 @@ func loadSpec(path string, sets []string) (*spec.Spec, error) {
 // points (run, plan, kube render), which refuse a --set of a factor's key:
 // every point would replace its value.
 func loadDesignSpec(path string, sets []string) (*spec.Spec, error) {
-	s, err := loadSpec(path, sets)
+	s, err := loadSpec(path, sets, true)
 	if err != nil {
 		return nil, err
 	}

@@ -40,7 +40,7 @@ says which value of each factor's key that is; --set picks a level.`,
   svclab up --set deploy.placement=monolith --set deploy.transport=http experiments/chain.toml`,
 	Args: exactArgs(1, "give the spec file, e.g. svclab up experiments/chain.toml"),
 	RunE: func(cmd *cobra.Command, args []string) error {
-		s, err := loadSpec(args[0], upFlags.sets)
+		s, err := loadSpec(args[0], upFlags.sets, false)
 		if err != nil {
 			return err
 		}

@@ -288,3 +288,85 @@ func writeSpecFile(t *testing.T, dir, name, body string) string {
 	}
 	return p
 }
+
+// TestAllSpecErrorsInOnePass: plan, run and up report every mistake of a
+// spec at once, in file order, whichever stage finds it (the spec's own
+// tables, the app's, the load's, each design point's), and a mistake that
+// every design point shares once.
+func TestAllSpecErrorsInOnePass(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results")
+	// Mistakes in four tables: [deploy] and [experiment] are the spec's,
+	// [app] and [load] their owners'.
+	four := writeSpecFile(t, dir, "four.toml", `[app]
+name = "chain"
+paylod = "small"
+
+[deploy]
+network = "udp"
+
+[load]
+rate = -5
+duration = "1s"
+
+[experiment]
+order = "shuffled"
+`)
+	// Mistakes only a design point shows: both points share them.
+	points := writeSpecFile(t, dir, "points.toml", `[app]
+name = "chain"
+hops = -1
+
+[load]
+rate = 10
+duration = "1s"
+mode = "sometimes"
+
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+`)
+	fourWant := []string{
+		"four.toml:3: app.paylod: unknown key",
+		"four.toml:6: deploy.network: must be",
+		"four.toml:9: load.rate: must be > 0",
+		"four.toml:13: experiment.order: must be",
+	}
+	pointsWant := []string{"points.toml:3: app.hops", "points.toml:8: load.mode"}
+	tests := []struct {
+		cmd  []string
+		spec string
+		want []string
+	}{
+		{[]string{"plan"}, four, fourWant},
+		{[]string{"run", "--no-report", "--results", results}, four, fourWant},
+		// up reads no [load]
+		{[]string{"up"}, four, []string{fourWant[0], fourWant[1], fourWant[3]}},
+		{[]string{"plan"}, points, pointsWant},
+		{[]string{"run", "--no-report", "--results", results}, points, pointsWant},
+	}
+	for _, tc := range tests {
+		t.Run(tc.cmd[0]+" "+filepath.Base(tc.spec), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, stderr, code := svclab(t, ctx, nil, append(append([]string{}, tc.cmd...), tc.spec)...)
+			if code != 2 {
+				t.Fatalf("exit %d, want 2\n%s", code, stderr)
+			}
+			at := 0
+			for _, w := range tc.want {
+				i := strings.Index(stderr[at:], w)
+				if i < 0 {
+					t.Fatalf("stderr lacks %q after the errors before it (want %q in this order):\n%s", w, tc.want, stderr)
+				}
+				if n := strings.Count(stderr, w); n != 1 {
+					t.Errorf("%q said %d times, want once:\n%s", w, n, stderr)
+				}
+				at += i + len(w)
+			}
+			if tc.cmd[0] == "up" && strings.Contains(stderr, "load.rate") {
+				t.Errorf("up reports [load], which it does not read:\n%s", stderr)
+			}
+		})
+	}
+}

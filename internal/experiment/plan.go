@@ -98,7 +98,11 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 	}
 
 	// Each design point gets its effective spec once; repetitions share it.
+	// Every design point is checked, and the errors of all of them are
+	// reported together, each once.
 	specs := make([]*spec.Spec, len(d.Points))
+	var errs spec.Errors
+	timed, mismatched := -1, false // the first point whose timing is known; one differing from it said
 	for i, pt := range d.Points {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("planning stopped after checking %d of %d design points: %w", i, len(d.Points), context.Cause(ctx))
@@ -106,11 +110,13 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		levels := d.levels(pt)
 		rs, err := s.With(levels)
 		if err != nil {
-			return nil, err
+			errs.Add(err)
+			continue
 		}
 		t, err := loadTiming(rs)
 		if err != nil {
-			return nil, err
+			errs.Add(err)
+			continue
 		}
 		if e.Warmup > 0 {
 			t.Warmup = e.Warmup.D()
@@ -118,13 +124,18 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		if e.Duration > 0 {
 			t.Duration = e.Duration.D()
 		}
-		if i == 0 {
-			p.Warmup, p.Duration = t.Warmup, t.Duration
-		} else if t.Warmup != p.Warmup || t.Duration != p.Duration {
-			return nil, s.Errorf("experiment.factors", "every run must have the same warm-up and duration, but %s has %s and %s where %s has %s and %s; set experiment.warmup and experiment.duration rather than making them factors",
-				d.Describe(pt), t.Warmup, t.Duration, d.Describe(d.Points[0]), p.Warmup, p.Duration)
+		switch {
+		case timed < 0:
+			timed, p.Warmup, p.Duration = i, t.Warmup, t.Duration
+		case (t.Warmup != p.Warmup || t.Duration != p.Duration) && !mismatched:
+			errs.Add(s.Errorf("experiment.factors", "every run must have the same warm-up and duration, but %s has %s and %s where %s has %s and %s; set experiment.warmup and experiment.duration rather than making them factors",
+				d.Describe(pt), t.Warmup, t.Duration, d.Describe(d.Points[timed]), p.Warmup, p.Duration))
+			mismatched = true
 		}
 		specs[i] = rs
+	}
+	if err := errs.Err(); err != nil {
+		return nil, err
 	}
 	for i, sl := range order {
 		if err := stopped(ctx, i, "ordering the runs"); err != nil {

@@ -14,8 +14,20 @@ import (
 // and no load.* factor: such a spec (experiments/chain.toml, say)
 // describes a deployment for `svclab up`, and the first load key it lacks
 // ("load.rate: must be > 0") would not tell the user so. Other errors,
-// and errors of a spec that has a [load] table, pass unchanged.
+// and errors of a spec that has a [load] table, pass unchanged; so does
+// each error err joins.
 func noLoad(s *spec.Spec, err error) error {
+	parts := spec.Unjoin(err)
+	if len(parts) > 1 {
+		for i, p := range parts {
+			parts[i] = noLoadOne(s, p)
+		}
+		return spec.Join(parts...)
+	}
+	return noLoadOne(s, err)
+}
+
+func noLoadOne(s *spec.Spec, err error) error {
 	var se *spec.Error
 	if !errors.As(err, &se) || (se.Key != "load" && !strings.HasPrefix(se.Key, "load.")) {
 		return err

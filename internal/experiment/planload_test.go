@@ -40,3 +40,36 @@ func TestPlanWithoutLoad(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanReportsEveryPoint: planning reports the mistakes of every design
+// point in one error, in file order, and one that several points share
+// once.
+func TestPlanReportsEveryPoint(t *testing.T) {
+	src := `[app]
+name = "chain"
+hops = -1
+[load]
+duration = "1s"
+[experiment.factors]
+"load.rate" = [-1, 10, -2]
+"deploy.transport" = ["grpc", "http"]
+`
+	s, err := spec.Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = PlanSpec(context.Background(), s, 1)
+	if err == nil {
+		t.Fatal("PlanSpec took a spec with mistakes")
+	}
+	got := strings.Split(err.Error(), "\n")
+	want := []string{"x.toml:3: app.hops", "x.toml:7: load.rate: must be > 0, got -1", "x.toml:7: load.rate: must be > 0, got -2"}
+	if len(got) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(got), len(want), err)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(got[i], w) {
+			t.Errorf("error %d = %q, want %q", i, got[i], w)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/backing"
@@ -25,21 +26,55 @@ type Prepared struct {
 // the load generator, so that every error in any run surfaces before the
 // first one starts.
 func Prepare(s *spec.Spec) (*Prepared, error) {
-	dep, rp, err := deploy.Resolve(s)
-	if err != nil {
-		return nil, err
-	}
-	var lc load.Config
-	if err := s.Decode("load", &lc); err != nil {
-		return nil, err
-	}
-	if err := lc.Validate(); err != nil {
-		return nil, s.Locate("load", err)
-	}
-	if err := checkGenerators(s, lc); err != nil {
+	// The deployment and the load are checked apart, so that a mistake in
+	// each is reported in one pass.
+	dep, rp, derr := deploy.Resolve(s)
+	lc, lerr := decodeLoad(s)
+	if err := spec.Join(derr, lerr); err != nil {
 		return nil, err
 	}
 	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
+}
+
+// decodeLoad decodes and checks s's [load] table.
+func decodeLoad(s *spec.Spec) (load.Config, error) {
+	var lc load.Config
+	if err := s.Decode("load", &lc); err != nil {
+		return lc, err
+	}
+	if err := lc.Validate(); err != nil {
+		return lc, s.Locate("load", err)
+	}
+	return lc, checkGenerators(s, lc)
+}
+
+// Check adds to ownErr, the error spec.Load gave s for its [deploy] or
+// [experiment] table, the mistakes of the tables spec does not own, so
+// that one invocation reports them all: [app], and [load] for a command
+// that sends load, as the spec writes them, each unless a factor sets a key of it (its levels are not
+// known for sure while [experiment] is wrong) or the other mistakes could
+// make it wrong (the app's components decide what [deploy] may name).
+func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
+	var es spec.Errors
+	es.Add(ownErr)
+	factors, _ := s.Lookup("experiment.factors")
+	setByFactor := func(table string) bool {
+		m, _ := factors.(map[string]any)
+		for name := range m {
+			if name == table || strings.HasPrefix(name, table+".") {
+				return true
+			}
+		}
+		return false
+	}
+	if _, ok := s.Lookup("load"); ok && sendsLoad && !setByFactor("load") {
+		_, err := decodeLoad(s)
+		es.Add(err)
+	}
+	if !setByFactor("app") {
+		es.Add(runtime.CheckApp(s))
+	}
+	return es.Err()
 }
 
 // DeployOptions are the options a prepared run is deployed with under

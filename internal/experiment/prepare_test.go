@@ -18,8 +18,14 @@ name = "chain"
 "deploy.deployer" = ["nowhere", "moon"]
 `)
 	_, _, err := PlanSpec(context.Background(), s, 1)
-	var se *spec.Error
-	if !errors.As(err, &se) || se.Key != "deploy.deployer" || se.Line != 4 {
-		t.Fatalf("PlanSpec error %v, want one about deploy.deployer at line 4", err)
+	found := 0
+	for _, e := range spec.Unjoin(err) {
+		var se *spec.Error
+		if errors.As(e, &se) && se.Key == "deploy.deployer" && se.Line == 4 {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("PlanSpec error %v, want one about each level of deploy.deployer at line 4", err)
 	}
 }

@@ -158,19 +158,9 @@ func (p *Topology) ConfigJSON() (json.RawMessage, error) {
 // value, a component that is unknown, placed twice or not placed, and the
 // inproc transport with more than one group.
 func Resolve(s *spec.Spec) (*Topology, error) {
-	if s.App.Name == "" {
-		return nil, s.Errorf("app.name", "missing: name the app (known: %s)", strings.Join(Apps(), ", "))
-	}
-	app, err := Lookup(s.App.Name)
+	app, cfg, err := decodeApp(s)
 	if err != nil {
-		return nil, s.Errorf("app.name", "%v", err)
-	}
-	cfg := app.NewConfig()
-	if err := s.Decode("app", cfg); err != nil {
 		return nil, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, s.Locate("app", err)
 	}
 	p := &Topology{
 		App:       app,
@@ -249,6 +239,33 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// CheckApp checks the spec's [app] table alone, as Resolve does first:
+// the app it names and the app's own keys. It reports those mistakes of a
+// spec whose [deploy] is wrong, which Resolve cannot take.
+func CheckApp(s *spec.Spec) error {
+	_, _, err := decodeApp(s)
+	return err
+}
+
+// decodeApp looks up the app s names and decodes [app] into its config.
+func decodeApp(s *spec.Spec) (*App, Config, error) {
+	if s.App.Name == "" {
+		return nil, nil, s.Errorf("app.name", "missing: name the app (known: %s)", strings.Join(Apps(), ", "))
+	}
+	app, err := Lookup(s.App.Name)
+	if err != nil {
+		return nil, nil, s.Errorf("app.name", "%v", err)
+	}
+	cfg := app.NewConfig()
+	if err := s.Decode("app", cfg); err != nil {
+		return nil, nil, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, s.Locate("app", err)
+	}
+	return app, cfg, nil
 }
 
 // indexComponents checks the app's own component list, whose mistakes are

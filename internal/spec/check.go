@@ -3,7 +3,6 @@ package spec
 import (
 	"cmp"
 	"encoding"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -13,10 +12,6 @@ import (
 	"strings"
 	"sync"
 )
-
-// maxErrors bounds how many problems one Decode reports: enough to fix a
-// file in one pass, few enough to read.
-const maxErrors = 20
 
 var (
 	textUnmarshaler = reflect.TypeFor[encoding.TextUnmarshaler]()
@@ -170,21 +165,13 @@ func (c *checker) bad(key, format string, args ...any) {
 	c.errs = append(c.errs, &Error{File: c.s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...)})
 }
 
-// err joins what was found, in file order, at most maxErrors of it.
+// err joins what was found, in file order, at most MaxErrors of it.
 func (c *checker) err() error {
-	if len(c.errs) == 0 {
-		return nil
+	var es Errors
+	for _, e := range c.errs {
+		es.Add(e)
 	}
-	slices.SortStableFunc(c.errs, func(a, b *Error) int { return cmp.Compare(a.Line, b.Line) })
-	out := make([]error, 0, min(len(c.errs), maxErrors)+1)
-	for i, e := range c.errs {
-		if i == maxErrors {
-			out = append(out, fmt.Errorf("%s: and %d more errors", c.s.Path, len(c.errs)-maxErrors))
-			break
-		}
-		out = append(out, e)
-	}
-	return errors.Join(out...)
+	return es.Err()
 }
 
 // keysInFileOrder lists a table's keys by the line they are written on,

@@ -93,7 +93,7 @@ func TestDecodeSpeaksSpec(t *testing.T) {
 func TestDecodeBoundsErrorCount(t *testing.T) {
 	var b strings.Builder
 	b.WriteString("[load]\nstages = [\n")
-	for i := 0; i < 50; i++ {
+	for i := 0; i < MaxErrors+30; i++ {
 		b.WriteString("  {rate = \"x\"},\n")
 	}
 	b.WriteString("]\n")
@@ -104,8 +104,8 @@ func TestDecodeBoundsErrorCount(t *testing.T) {
 	var c richCfg
 	err = s.Decode("load", &c)
 	parts := Unjoin(err)
-	if len(parts) != maxErrors+1 || !strings.Contains(parts[maxErrors].Error(), "and 30 more errors") {
-		t.Fatalf("got %d errors, last %v; want %d and a count of the rest", len(parts), parts[len(parts)-1], maxErrors+1)
+	if len(parts) != MaxErrors+1 || !strings.Contains(parts[MaxErrors].Error(), "and 30 more errors") {
+		t.Fatalf("got %d errors, last %v; want %d and a count of the rest", len(parts), parts[len(parts)-1], MaxErrors+1)
 	}
 	if !strings.HasPrefix(parts[1].Error(), "x.toml:4: load.stages[1].rate:") {
 		t.Errorf("second error %q, want it at the second element's line", parts[1])

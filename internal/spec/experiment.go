@@ -109,76 +109,65 @@ func (s *Spec) decodeExperiment() error {
 	e := Experiment{
 		Name: t.Name, Design: t.Design, Order: t.Order, Seed: t.Seed,
 		Warmup: t.Warmup, Duration: t.Duration, Cooldown: t.Cooldown, Response: t.Response,
-		Repetitions: 1, Isolation: t.Isolation,
+		Repetitions: 1, MaxRuns: DefaultMaxRuns, Isolation: t.Isolation,
 	}
-	if err := s.checkIsolation(t.Isolation); err != nil {
-		return err
-	}
-	if e.Name == "" {
+	// Every key is checked, so that one pass reports every mistake; the
+	// design is checked only when the keys it depends on are right.
+	var errs Errors
+	errs.Add(s.checkIsolation(t.Isolation))
+	switch {
+	case !s.written("experiment.name"):
 		base := s.Path[strings.LastIndex(s.Path, "/")+1:]
 		e.Name = strings.TrimSuffix(base, ".toml")
-	} else if !nameRE.MatchString(e.Name) {
-		return s.Errorf("experiment.name", "must be letters, digits, '.', '_' or '-' (it names a directory), got %q", e.Name)
+	case !nameRE.MatchString(e.Name):
+		errs.Add(s.Errorf("experiment.name", "must be letters, digits, '.', '_' or '-' (it names a directory), got %q", e.Name))
 	}
 	if t.Repetitions != nil {
 		if *t.Repetitions < 1 || *t.Repetitions > 10000 {
-			return s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions)
+			errs.Add(s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions))
 		}
 		e.Repetitions = *t.Repetitions
 	}
-	e.MaxRuns = DefaultMaxRuns
 	if t.MaxRuns != nil {
 		if *t.MaxRuns < 1 || *t.MaxRuns > maxMaxRuns {
-			return s.Errorf("experiment.max_runs", "must be between 1 and %d, got %d", maxMaxRuns, *t.MaxRuns)
+			errs.Add(s.Errorf("experiment.max_runs", "must be between 1 and %d, got %d", maxMaxRuns, *t.MaxRuns))
 		}
 		e.MaxRuns = *t.MaxRuns
 	}
 	// A key written as "" is refused rather than taken for its default.
-	switch e.Design {
-	case "full", "fractional":
-	case "":
-		if !s.written("experiment.design") {
-			e.Design = "full"
-			break
-		}
-		fallthrough
-	default:
-		return s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design)
+	if e.Design == "" && !s.written("experiment.design") {
+		e.Design = "full"
+	} else if e.Design != "full" && e.Design != "fractional" {
+		errs.Add(s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design))
 	}
-	switch e.Order {
-	case "random", "sequential", "interleaved", "blocked":
-	case "":
-		if !s.written("experiment.order") {
-			e.Order = "random"
-			break
-		}
-		fallthrough
-	default:
-		return s.Errorf("experiment.order", "must be \"random\", \"sequential\", \"interleaved\" or \"blocked\", got %q", e.Order)
+	if e.Order == "" && !s.written("experiment.order") {
+		e.Order = "random"
+	} else if !slices.Contains([]string{"random", "sequential", "interleaved", "blocked"}, e.Order) {
+		errs.Add(s.Errorf("experiment.order", "must be \"random\", \"sequential\", \"interleaved\" or \"blocked\", got %q", e.Order))
 	}
 	if e.Response == "" && !s.written("experiment.response") {
 		e.Response = "p99_ms"
 	} else if !slices.Contains(ResponseMetrics, e.Response) {
-		return s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", "))
+		errs.Add(s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", ")))
 	}
 	var err error
-	if e.Factors, err = s.factors(t.Factors); err != nil {
-		return err
+	e.Factors, err = s.factors(t.Factors)
+	errs.Add(err)
+	if err == nil {
+		e.Generators, err = s.generators(t.Generators, e.Factors)
+		errs.Add(err)
 	}
-	if e.Generators, err = s.generators(t.Generators, e.Factors); err != nil {
-		return err
-	}
-	if e.Design == "fractional" && len(e.Generators) == 0 {
-		return s.Errorf("experiment.design", "a fractional design needs [experiment.generators], e.g. D = \"ABC\"")
-	}
-	if e.Design == "full" && len(e.Generators) > 0 {
-		return s.Errorf("experiment.generators", "generators need design = \"fractional\"")
-	}
-	if err := s.checkRunCount(e); err != nil {
-		return err
+	switch {
+	case errs.Len() > 0:
+	case e.Design == "fractional" && len(e.Generators) == 0:
+		errs.Add(s.Errorf("experiment.design", "a fractional design needs [experiment.generators], e.g. D = \"ABC\""))
+	case e.Design == "full" && len(e.Generators) > 0:
+		errs.Add(s.Errorf("experiment.generators", "generators need design = \"fractional\""))
+	default:
+		errs.Add(s.checkRunCount(e))
 	}
 	s.Experiment = e
-	return nil
+	return errs.Err()
 }
 
 // factors reads [experiment.factors] in the order the file writes them.
@@ -188,26 +177,34 @@ func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
 		return nil, s.Errorf("experiment.factors", "at most 26 factors, got %d", len(names))
 	}
 	var out []Factor
+	var errs Errors
 	for i, name := range names {
 		key := FactorKey(name)
-		levels, ok := raw[name].([]any)
-		if !ok {
-			return nil, s.Errorf(key, "levels must be a list, e.g. %q = [\"grpc\", \"http\"]", name)
-		}
-		if len(levels) < 2 {
-			return nil, s.Errorf(key, "a factor needs at least two levels, got %d", len(levels))
-		}
-		seen := make(map[string]bool, len(levels))
-		for _, l := range levels {
-			text := fmt.Sprint(l)
-			if seen[text] {
-				return nil, s.Errorf(key, "level %s is listed twice", Echo(l))
-			}
-			seen[text] = true
-		}
+		levels, err := s.levels(name, key, raw[name])
+		errs.Add(err)
 		out = append(out, Factor{Name: name, Letter: string(rune('A' + i)), Levels: levels, Line: s.Line(key)})
 	}
-	return out, nil
+	return out, errs.Err()
+}
+
+// levels checks the levels of the factor name, written at key.
+func (s *Spec) levels(name, key string, v any) ([]any, error) {
+	levels, ok := v.([]any)
+	if !ok {
+		return nil, s.Errorf(key, "levels must be a list, e.g. %q = [\"grpc\", \"http\"]", name)
+	}
+	if len(levels) < 2 {
+		return nil, s.Errorf(key, "a factor needs at least two levels, got %d", len(levels))
+	}
+	seen := make(map[string]bool, len(levels))
+	for _, l := range levels {
+		text := fmt.Sprint(l)
+		if seen[text] {
+			return nil, s.Errorf(key, "level %s is listed twice", Echo(l))
+		}
+		seen[text] = true
+	}
+	return levels, nil
 }
 
 // CheckFactorsNotSet refuses a --set of a factor's key (or of a table that
@@ -249,25 +246,33 @@ func (s *Spec) generators(raw map[string]any, factors []Factor) ([]Generator, er
 		return nil, s.Errorf("experiment.generators", "at most %d generators, got %d: a 2^(k-p) design with more has more aliases than can be listed", MaxGenerators, len(raw))
 	}
 	var out []Generator
+	var errs Errors
 	for _, l := range s.orderedChildren("experiment.generators", raw) {
 		key := "experiment.generators." + quoteKeyPart(l)
-		word, ok := raw[l].(string)
-		switch {
-		case !letterRE.MatchString(l):
-			return nil, s.Errorf(key, "a generator is named by one factor letter, e.g. D = \"ABC\"")
-		case !letters[l]:
-			return nil, s.Errorf(key, "no factor has letter %s (factors are lettered A, B, ... in the order [experiment.factors] lists them)", l)
-		case !ok || !wordRE.MatchString(word):
-			return nil, s.Errorf(key, "must be a word of factor letters, e.g. \"ABC\"")
-		}
-		for _, c := range word {
-			if !letters[string(c)] || string(c) == l {
-				return nil, s.Errorf(key, "letter %c in %q is not another factor", c, word)
-			}
-		}
+		word, err := s.generator(key, l, raw[l], letters)
+		errs.Add(err)
 		out = append(out, Generator{Letter: l, Word: word, Line: s.Line(key)})
 	}
-	return out, nil
+	return out, errs.Err()
+}
+
+// generator checks the generator of factor letter l, written at key.
+func (s *Spec) generator(key, l string, v any, letters map[string]bool) (string, error) {
+	word, ok := v.(string)
+	switch {
+	case !letterRE.MatchString(l):
+		return "", s.Errorf(key, "a generator is named by one factor letter, e.g. D = \"ABC\"")
+	case !letters[l]:
+		return "", s.Errorf(key, "no factor has letter %s (factors are lettered A, B, ... in the order [experiment.factors] lists them)", l)
+	case !ok || !wordRE.MatchString(word):
+		return "", s.Errorf(key, "must be a word of factor letters, e.g. \"ABC\"")
+	}
+	for _, c := range word {
+		if !letters[string(c)] || string(c) == l {
+			return "", s.Errorf(key, "letter %c in %q is not another factor", c, word)
+		}
+	}
+	return word, nil
 }
 
 // checkRunCount refuses a design with more runs than experiment.max_runs.

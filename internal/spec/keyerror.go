@@ -1,6 +1,12 @@
 package spec
 
-import "errors"
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+)
 
 // KeyError is a problem with the value of one key, found by code that knows
 // what the key means (an app validating [app], the load generator validating
@@ -48,4 +54,124 @@ func Unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// MaxErrors bounds how many problems one check of a spec reports: enough
+// to fix a file in one pass, few enough to read.
+const MaxErrors = 50
+
+// maxKept bounds the distinct errors Errors keeps to sort; past it, an
+// error is only counted. A design of a million points, each with its own
+// mistake, so costs a set of hashes, not a million messages.
+const maxKept = 10 * MaxErrors
+
+// Errors collects the problems found checking a spec, from every table and
+// every design point, so that one invocation reports them all. An error
+// added twice (the same text, as design points that share a mistake give
+// it) counts once.
+type Errors struct {
+	kept []error
+	seen map[uint64]bool
+	more int // distinct errors past maxKept, and those a joined "and N more" stood for
+}
+
+// Add adds err, and each error of an errors.Join in it; nil adds nothing.
+func (es *Errors) Add(err error) {
+	if err == nil {
+		return
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			es.Add(e)
+		}
+		return
+	}
+	var m moreErrors
+	if errors.As(err, &m) {
+		es.more += m.n
+		return
+	}
+	h := fnv.New64a()
+	h.Write([]byte(err.Error()))
+	sum := h.Sum64()
+	if es.seen[sum] {
+		return
+	}
+	if es.seen == nil {
+		es.seen = map[uint64]bool{}
+	}
+	es.seen[sum] = true
+	if len(es.kept) == maxKept {
+		es.more++
+		return
+	}
+	es.kept = append(es.kept, err)
+}
+
+// Len is how many distinct errors were added.
+func (es *Errors) Len() int { return len(es.kept) + es.more }
+
+// Err joins the errors added, in file order (those that name no line, a
+// --set flag or the whole file, first), at most MaxErrors of them and a
+// line counting the rest; nil when there are none.
+func (es *Errors) Err() error {
+	if len(es.kept) == 0 && es.more == 0 {
+		return nil
+	}
+	sorted := slices.Clone(es.kept)
+	slices.SortStableFunc(sorted, func(a, b error) int { return cmp.Compare(errorLine(a), errorLine(b)) })
+	rest := es.more
+	if len(sorted) > MaxErrors {
+		rest += len(sorted) - MaxErrors
+		sorted = sorted[:MaxErrors]
+	}
+	if rest > 0 {
+		sorted = append(sorted, moreErrors{file: fileOf(sorted), n: rest})
+	}
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	return errors.Join(sorted...)
+}
+
+// Join is Errors for errors at hand: it flattens, drops repeats, sorts by
+// line and bounds them.
+func Join(errs ...error) error {
+	var es Errors
+	for _, e := range errs {
+		es.Add(e)
+	}
+	return es.Err()
+}
+
+// moreErrors stands for the errors past MaxErrors.
+type moreErrors struct {
+	file string
+	n    int
+}
+
+func (m moreErrors) Error() string {
+	prefix := ""
+	if m.file != "" {
+		prefix = m.file + ": "
+	}
+	return fmt.Sprintf("%sand %d more errors", prefix, m.n)
+}
+
+func errorLine(err error) int {
+	var se *Error
+	if errors.As(err, &se) && se.Flag == "" {
+		return se.Line
+	}
+	return 0
+}
+
+func fileOf(errs []error) string {
+	for _, err := range errs {
+		var se *Error
+		if errors.As(err, &se) && se.File != "" {
+			return se.File
+		}
+	}
+	return ""
 }

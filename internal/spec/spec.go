@@ -254,7 +254,10 @@ func Load(path string, sets ...string) (*Spec, error) {
 
 // Parse parses a spec from src; path is used in error messages. The
 // --set overrides in sets (see Set) are applied before the spec is
-// checked.
+// checked. When the file parses but [deploy] or [experiment] is wrong,
+// Parse returns the spec with the error, so that a caller can check the
+// other tables in the same pass (experiment.Check); it is not fit for
+// anything else.
 func Parse(path string, src []byte, sets ...string) (*Spec, error) {
 	return parse(path, src, 0, sets)
 }
@@ -302,7 +305,9 @@ func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error)
 		return nil, err
 	}
 	if err := s.decodeOwn(); err != nil {
-		return nil, err
+		// The tree is sound, so the caller may check [app] and [load]
+		// too and report their mistakes with these.
+		return s, err
 	}
 	return s, nil
 }
@@ -330,10 +335,7 @@ func (s *Spec) checkTopLevel() error {
 // decodeOwn decodes the tables this package owns: [deploy], [experiment],
 // and app.name.
 func (s *Spec) decodeOwn() error {
-	if err := s.decodeDeploy(); err != nil {
-		return err
-	}
-	return s.decodeExperiment()
+	return Join(s.decodeDeploy(), s.decodeExperiment())
 }
 
 // decodeDeploy decodes app.name and [deploy], the part of the spec that
