@@ -332,7 +332,7 @@ func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, err
 		by["load.target"] = setter{name: "URL"}
 	}
 	o.by, o.spec = by, file
-	if err := table.Decode("load", &cfg); err != nil {
+	if err := load.Decode(table, &cfg); err != nil {
 		return cfg, usageError{by.name(err, file)}
 	}
 	if cfg.RawSamples && o.dir == "" {

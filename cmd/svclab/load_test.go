@@ -39,6 +39,8 @@ func TestLoadCommandErrors(t *testing.T) {
 		{"rate <= 0", []string{"--rate", "-5", url}, "--rate: must be > 0, got -5"},
 		{"zero rate", []string{"--rate", "0", url}, "--rate: must be > 0, got 0"},
 		{"negative duration", []string{"--rate", "5", "--duration", "-3s", url}, "--duration: must not be negative, got -3s"},
+		{"zero duration", []string{"--rate", "5", "--duration", "0s", url}, `--duration: must be > 0, got "0s"`},
+		{"zero timeout", []string{"--rate", "5", "--timeout", "0s", url}, `--timeout: must be > 0, got "0s"`},
 		{"unknown stage type", []string{"--stage", "jump:10s:5", url}, `--stage "jump:10s:5": type: must be "ramp" or "step", got "jump"`},
 		{"bad stage", []string{"--stage", "ramp:10s", url}, "TYPE:DURATION:LEVEL"},
 		{"bad mode", []string{"--mode", "half", "--rate", "1", url}, `--mode: must be "open" or "closed"`},

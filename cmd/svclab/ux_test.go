@@ -25,6 +25,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 	good := writeSpecFile(t, dir, "good.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n")
 	badRate := writeSpecFile(t, dir, "bad.toml", "[app]\nname = \"chain\"\n[load]\nrate = -1\nduration = \"1s\"\n")
 	unknown := writeSpecFile(t, dir, "unknown.toml", "[app]\nname = \"chain\"\n[load]\nrte = 10\n")
+	zero := writeSpecFile(t, dir, "zero.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"0s\"\n")
+	noName := writeSpecFile(t, dir, "noname.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\n[experiment]\nname = \"\"\n")
 	results := filepath.Join(dir, "results")
 	tests := []struct {
 		name string
@@ -35,6 +37,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"value from --set", []string{"--set", "load.rate=-1", good}, "--set load.rate=-1: load.rate: must be > 0, got -1"},
 		{"unknown key in the file", []string{unknown}, "unknown.toml:4: load.rte"},
 		{"unknown key from --set", []string{"--set", "load.rte=1", good}, "--set load.rte=1"},
+		{"zero duration", []string{zero}, `zero.toml:5: load.duration: must be > 0, got "0s"`},
+		{"zero experiment.duration", []string{"--set", "experiment.duration=0s", good}, "--set experiment.duration=0s: experiment.duration: must be > 0"},
+		{"empty experiment.name", []string{noName}, `noname.toml:6: experiment.name: must be letters, digits, '.', '_' or '-' (it names a directory), got ""`},
 		{"missing file", []string{filepath.Join(dir, "nope.toml")}, "no such file"},
 		{"no [load] table", []string{"../../experiments/chain.toml"}, "../../experiments/chain.toml: the spec has no [load] table, so it can be deployed (svclab up ../../experiments/chain.toml) but not run or planned"},
 	}

@@ -118,10 +118,10 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 			errs.Add(err)
 			continue
 		}
-		if e.Warmup > 0 {
+		if e.Warmup != nil {
 			t.Warmup = e.Warmup.D()
 		}
-		if e.Duration > 0 {
+		if e.Duration != nil {
 			t.Duration = e.Duration.D()
 		}
 		switch {
@@ -154,7 +154,7 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 	}
 	if p.Estimate() == maxDuration {
 		key := "load.duration"
-		if e.Duration > 0 {
+		if e.Duration != nil {
 			key = "experiment.duration"
 		}
 		return nil, s.Errorf(key, "%d runs of warm-up %s, measurement %s and cool-down %s each would take more than 292 years, longer than svclab can count; shorten them or make fewer runs",

@@ -336,3 +336,26 @@ func TestPlanInert(t *testing.T) {
 		t.Errorf("note %q, want it to begin %q", got[0], prefix)
 	}
 }
+
+// TestExperimentTimingMeansWhatItSays: experiment.warmup and duration,
+// when written, replace the load's, and a warm-up of "0s" is none (it
+// was taken for "use load.warmup").
+func TestExperimentTimingMeansWhatItSays(t *testing.T) {
+	tests := []struct {
+		exp             string
+		warmup, measure time.Duration
+	}{
+		{"", time.Second, 5 * time.Second},
+		{"warmup = \"0s\"\n", 0, 5 * time.Second},
+		{"warmup = \"3s\"\nduration = \"7s\"\n", 3 * time.Second, 7 * time.Second},
+	}
+	for _, tc := range tests {
+		p, err := NewPlan(context.Background(), mustParse(t, "[experiment]\n"+tc.exp), 1, fixedTiming)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Warmup != tc.warmup || p.Duration != tc.measure {
+			t.Errorf("%q: warm-up %s, measure %s; want %s and %s", tc.exp, p.Warmup, p.Duration, tc.warmup, tc.measure)
+		}
+	}
+}

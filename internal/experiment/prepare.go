@@ -39,7 +39,7 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 // decodeLoad decodes and checks s's [load] table.
 func decodeLoad(s *spec.Spec) (load.Config, error) {
 	var lc load.Config
-	if err := s.Decode("load", &lc); err != nil {
+	if err := load.Decode(s, &lc); err != nil {
 		return lc, err
 	}
 	if err := lc.Validate(); err != nil {

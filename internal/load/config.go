@@ -244,6 +244,34 @@ func alternatives(vals []string) string {
 	return strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1]
 }
 
+// Decode decodes s's [load] table into c, as Spec.Decode does, and refuses
+// a zero written for a key whose zero value stands for its default: a
+// value means what it says, so "0s" for load.duration must not measure
+// for 10 s. (Keys whose zero the docs give a meaning, such as requests =
+// 0 for no limit, take it.)
+func Decode(s *spec.Spec, c *Config) error {
+	if err := s.Decode("load", c); err != nil {
+		return err
+	}
+	var errs []error
+	for _, z := range []struct {
+		key  string
+		zero bool
+		def  string
+	}{
+		{"duration", c.Duration == 0, fmt.Sprintf("%s, or the stages' total", DefaultDuration)},
+		{"timeout", c.Timeout == 0, DefaultTimeout.String()},
+		{"max_inflight", c.MaxInflight == 0, strconv.Itoa(DefaultMaxInflight)},
+		{"warmup_rate", c.WarmupRate == 0, "the starting level"},
+		{"warmup_users", c.WarmupUsers == 0, strconv.Itoa(DefaultWarmupUsers)},
+	} {
+		if v, written := s.Lookup("load." + z.key); written && z.zero {
+			errs = append(errs, s.Errorf("load."+z.key, "must be > 0, got %s (leave the key out for the default, %s)", spec.Echo(v), z.def))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Validate checks every key and returns one error per bad key, each naming
 // the key as it is written in a spec ("load.rate: must be > 0, got -5").
 // An empty target is valid, as the runner may fill it in later.

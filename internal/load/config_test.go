@@ -222,7 +222,7 @@ func decodeSpec(text string) (Config, error) {
 	if err != nil {
 		return c, err
 	}
-	if err := s.Decode("load", &c); err != nil {
+	if err := Decode(s, &c); err != nil {
 		return c, err
 	}
 	return c, s.Locate("load", c.Validate())
@@ -250,6 +250,16 @@ func TestConfigFromSpec(t *testing.T) {
 		{"rate = 1\nwarmup = \"30s\"\nwarmup_users = 4", "load.toml:3: load.warmup_users: applies to a warm-up by calls only"},
 		{"rate = 1\nwarmup = \"30s\"\nwarmup_calls = 2000\nwarmup_users = 4", ""},
 		{"rate = 1\nduration = 6", `load.toml:2: load.duration: needs a unit, e.g. "6s"`},
+		// A zero written is not the default its Go zero stands for.
+		{"rate = 1\nduration = \"0s\"", `load.toml:2: load.duration: must be > 0, got "0s" (leave the key out for the default, 10s`},
+		{"rate = 1\nduration = 0", `load.toml:2: load.duration: must be > 0, got 0`},
+		{"[[load.stages]]\ntype = \"ramp\"\nduration = \"1s\"\nrate = 5\n[load]\nduration = \"0s\"", `load.toml:6: load.duration: must be > 0`},
+		{"rate = 1\ntimeout = \"0s\"", `load.toml:2: load.timeout: must be > 0, got "0s" (leave the key out for the default, 10s)`},
+		{"rate = 1\nmax_inflight = 0", `load.toml:2: load.max_inflight: must be > 0, got 0 (leave the key out for the default, 4096)`},
+		{"rate = 1\nwarmup = \"1s\"\nwarmup_rate = 0", `load.toml:3: load.warmup_rate: must be > 0, got 0 (leave the key out for the default, the starting level)`},
+		{"rate = 1\nwarmup = \"1s\"\nwarmup_calls = 5\nwarmup_users = 0", `load.toml:4: load.warmup_users: must be > 0, got 0`},
+		// Zeros the docs give a meaning keep it.
+		{"rate = 1\nwarmup = \"0s\"\nrequests = 0\nconnections = 0\nseed = 0", ""},
 		{"[load]\nrate = 1\n[load.thresholds]\nerror_rate = nan", "load.toml:4: load.thresholds.error_rate: must be a finite number, got nan"},
 		{"[load]\nrate = 1\ntarget = \"http://127.0.0.1:9/\"\n[load.thresholds.operations.\"GET /x\"]\np99_ms = 5",
 			`load.toml:4: load.thresholds.operations."GET /x": no operation of this run is named "GET /x" (they are "total" or "GET /")`},

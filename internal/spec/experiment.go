@@ -30,9 +30,11 @@ type Experiment struct {
 	Order string
 	// Seed randomises the run order. Nil means choose one and record it.
 	Seed *int64
-	// Warmup, Duration and Cooldown time each run. Zero means "use the
-	// [load] table's value" for Warmup and Duration.
-	Warmup, Duration, Cooldown Duration
+	// Warmup and Duration time each run, the same for every run; nil
+	// means the [load] table's value.
+	Warmup, Duration *Duration
+	// Cooldown is the pause between runs.
+	Cooldown Duration
 	// Response names the headline metric of the report, e.g. "p99_ms".
 	Response string
 	// Factors in the order the spec writes them.
@@ -68,8 +70,8 @@ type experimentTable struct {
 	MaxRuns     *int           `toml:"max_runs"`
 	Order       string         `toml:"order"`
 	Seed        *int64         `toml:"seed"`
-	Warmup      Duration       `toml:"warmup"`
-	Duration    Duration       `toml:"duration"`
+	Warmup      *Duration      `toml:"warmup"`
+	Duration    *Duration      `toml:"duration"`
 	Cooldown    Duration       `toml:"cooldown"`
 	Response    string         `toml:"response"`
 	Factors     map[string]any `toml:"factors"`
@@ -127,6 +129,9 @@ func (s *Spec) decodeExperiment() error {
 			errs.Add(s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions))
 		}
 		e.Repetitions = *t.Repetitions
+	}
+	if t.Duration != nil && *t.Duration == 0 {
+		errs.Add(s.Errorf("experiment.duration", "must be > 0, got %s (leave the key out for load.duration)", *t.Duration))
 	}
 	if t.MaxRuns != nil {
 		if *t.MaxRuns < 1 || *t.MaxRuns > maxMaxRuns {

@@ -113,6 +113,8 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"generator self", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1,2]\nb = [1,2]\n[experiment.generators]\nB = \"AB\"\n", "letter B in \"AB\" is not another factor"},
 		{"unknown experiment key", "[experiment]\nrepetition = 3\n", `x.toml:2: experiment.repetition: unknown key (did you mean "repetitions"?)`},
 		{"bad response", "[experiment]\nresponse = \"p42\"\n", "x.toml:2: experiment.response: unknown metric"},
+		{"empty name", "[experiment]\nname = \"\"\n", `x.toml:2: experiment.name: must be letters, digits, '.', '_' or '-' (it names a directory), got ""`},
+		{"zero duration", "[experiment]\nduration = \"0s\"\n", "x.toml:2: experiment.duration: must be > 0, got 0s (leave the key out for load.duration)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
