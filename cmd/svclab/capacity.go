@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/svclab/svclab/internal/capacity"
@@ -36,6 +37,8 @@ type capacityOptions struct {
 	warmup   time.Duration
 	cooldown time.Duration
 	quiet    bool
+	// allowRemote lets load.target name another machine.
+	allowRemote bool
 }
 
 func newCapacityCmd() *cobra.Command {
@@ -76,6 +79,9 @@ starts.`,
   svclab capacity --set deploy.transport=http --start 500 --step 3s experiments/select.toml --slo p99_ms=10`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab capacity experiments/chain.toml --slo p99_ms=50"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.checkGiven(cmd.Flags()); err != nil {
+				return usageError{err}
+			}
 			return o.run(cmd.Context(), args[0], cmd.Flags().Changed("start"), cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
@@ -95,7 +101,34 @@ starts.`,
 	f.DurationVar(&o.warmup, "warmup", time.Second, "warm-up at the step's rate before each measurement")
 	f.DurationVar(&o.cooldown, "cooldown", time.Second, "pause between steps; after a failed step the pause lasts as long as its load did, at least")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live line during a step (the line per step is still printed)")
+	addAllowRemoteFlag(c, &o.allowRemote)
 	return c
+}
+
+// checkGiven refuses a search setting given a value that capacity.Settings
+// reads as unset (a zero, or for a count a negative number meaning none):
+// --precision 0 would search to 5 % and --confirm -1 confirm nothing,
+// neither what was asked.
+func (o *capacityOptions) checkGiven(fs *pflag.FlagSet) error {
+	st := o.settings
+	for _, f := range []struct {
+		flag  string
+		unset bool
+		want  string
+	}{
+		{"max-rate", st.Max == 0, fmt.Sprintf("must be a rate > 0, at most %d", load.MaxRate)},
+		{"min-rate", st.Min == 0, "must be a rate > 0"},
+		{"growth", st.Growth == 0, "must be > 1"},
+		{"precision", st.Precision == 0, "must be between 0 and 1 (a share of the rate)"},
+		{"max-steps", st.MaxSteps == 0, "must be at least 2"},
+		{"confirm", st.Confirm < 0, "must be >= 0 (0: none)"},
+		{"retry", st.Retry < 0, "must be >= 0 (0: none)"},
+	} {
+		if f.unset && fs.Changed(f.flag) {
+			return fmt.Errorf("--%s: %s, got %s", f.flag, f.want, fs.Lookup(f.flag).Value)
+		}
+	}
+	return nil
 }
 
 // sloFlag is one --slo KEY=VALUE, read.
@@ -140,28 +173,40 @@ func parseSLOs(flags []string) ([]sloFlag, error) {
 	}
 	var cfg load.Config
 	if err := table.Decode("load", &cfg); err != nil {
-		return nil, err
+		return nil, sloError(err, out)
 	}
 	cfg.Rate = 1 // the table holds thresholds only; the rate is the search's
-	verr := cfg.Validate()
-	if verr == nil {
-		return out, nil
+	if err := cfg.Validate(); err != nil {
+		return nil, sloError(err, out)
 	}
+	return out, nil
+}
+
+// sloError names the --slo flag in each error about a threshold one
+// gave, whether the table's decoding (a *spec.Error: nan) or its
+// validation (a *spec.KeyError: a negative latency) found it.
+func sloError(err error, slos []sloFlag) error {
 	var msgs []string
-	for _, e := range spec.Unjoin(verr) {
-		var ke *spec.KeyError
-		if !errors.As(e, &ke) {
-			msgs = append(msgs, e.Error())
-			continue
+	for _, e := range spec.Unjoin(err) {
+		var (
+			ke       *spec.KeyError
+			se       *spec.Error
+			key, msg string
+		)
+		switch {
+		case errors.As(e, &ke):
+			key, msg = ke.Key, ke.Msg
+		case errors.As(e, &se):
+			key, msg = se.Key, se.Err.Error()
 		}
-		key := strings.TrimPrefix(ke.Key, "load.thresholds.")
-		if i := slices.IndexFunc(out, func(o sloFlag) bool { return o.key == key }); i >= 0 {
-			msgs = append(msgs, out[i].flag()+": "+ke.Msg)
+		key = strings.TrimPrefix(key, "load.thresholds.")
+		if i := slices.IndexFunc(slos, func(o sloFlag) bool { return o.key == key }); i >= 0 {
+			msgs = append(msgs, slos[i].flag()+": "+msg)
 			continue
 		}
 		msgs = append(msgs, e.Error())
 	}
-	return nil, errors.New(strings.Join(msgs, "\n"))
+	return errors.New(strings.Join(msgs, "\n"))
 }
 
 // prepare reads the spec with the SLOs in its [load.thresholds] and
@@ -194,8 +239,12 @@ func (o *capacityOptions) prepare(path string, startGiven bool) (*experiment.Pre
 			}
 		}
 	}
+	var remote error
+	if !o.allowRemote {
+		remote = experiment.CheckRemote(s, false)
+	}
 	pr, err := experiment.Prepare(s)
-	if err != nil {
+	if err := spec.Join(remote, err); err != nil {
 		return nil, nil, err
 	}
 	if pr.Load.Thresholds == nil || len(pr.Load.Thresholds.Check(load.Summary{})) == 0 {

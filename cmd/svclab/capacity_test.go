@@ -161,7 +161,17 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{specPath, "--slo", "p99_ms=50", "--slo", "p99_ms=60"}, "--slo p99_ms=50 and --slo p99_ms=60: one value per SLO"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--start", "-5"}, "--start: must be a rate > 0, got -5"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "2"}, "--precision: must be between 0 and 1"},
+		// A value Settings reads as unset is refused, not taken for the default.
+		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "0"}, "--precision: must be between 0 and 1 (a share of the rate), got 0"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--max-steps", "0"}, "--max-steps: must be at least 2, got 0"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--confirm", "-1"}, "--confirm: must be >= 0 (0: none), got -1"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--retry", "-2"}, "--retry: must be >= 0 (0: none), got -2"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--growth", "0"}, "--growth: must be > 1, got 0"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--max-rate", "0"}, "--max-rate: must be a rate > 0"},
+		{[]string{specPath, "--slo", "p99_ms=nan"}, "--slo p99_ms=nan: must be a finite number, got nan"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--slo", "error_rate=inf"}, "--slo error_rate=inf: must be a finite number, got inf"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--step", "10ms"}, "--step: must be at least 500ms"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--set", "load.target=http://10.9.8.7/"}, `load.target: target "http://10.9.8.7/" is not on this machine (10.9.8.7 is not a loopback address); pass --allow-remote`},
 		{[]string{specPath, "--slo", "p99_ms=50", "-o", dir}, "-o " + dir + ": is a directory"},
 		// A spec's own error is located in it, and is bad input as a
 		// flag's is (exit 2), as in svclab run.

@@ -20,11 +20,12 @@ func init() { rootCmd.AddCommand(newPlanCmd()) }
 
 func newPlanCmd() *cobra.Command {
 	var (
-		asJSON    bool
-		brief     bool
-		effective bool
-		seed      int64
-		sets      []string
+		asJSON      bool
+		allowRemote bool
+		brief       bool
+		effective   bool
+		seed        int64
+		sets        []string
 	)
 	c := &cobra.Command{
 		Use:   "plan <spec.toml>",
@@ -52,8 +53,12 @@ order plan printed. experiment.json records the seed of every run.`,
 			if err != nil {
 				return err
 			}
+			var remote error
+			if !allowRemote {
+				remote = experiment.CheckRemote(s, true)
+			}
 			p, _, err := experiment.PlanSpec(cmd.Context(), s, experiment.ClockSeed(seed))
-			if err != nil {
+			if err := spec.Join(remote, err); err != nil {
 				return err
 			}
 			if asJSON {
@@ -73,7 +78,15 @@ order plan printed. experiment.json records the seed of every run.`,
 	c.Flags().BoolVar(&effective, "effective", false, "also print the whole effective spec of each design point, as TOML")
 	c.Flags().Int64Var(&seed, "seed", 0, "seed for the random run order when the spec sets none (0: from the clock)")
 	addSetFlag(c, &sets)
+	addAllowRemoteFlag(c, &allowRemote)
 	return c
+}
+
+// addAllowRemoteFlag adds --allow-remote to a command that sends load:
+// without it, a load.target that is not on this machine is refused
+// before anything starts (experiment.CheckRemote).
+func addAllowRemoteFlag(c *cobra.Command, allow *bool) {
+	c.Flags().BoolVar(allow, "allow-remote", false, "allow a load.target that is not on this machine")
 }
 
 // addSetFlag adds --set key=value, repeatable, to a command that reads a spec.

@@ -16,10 +16,11 @@ func init() { rootCmd.AddCommand(newRunCmd()) }
 
 func newRunCmd() *cobra.Command {
 	var (
-		opts       experiment.Options
-		noReport   bool
-		wantReport bool
-		sets       []string
+		opts        experiment.Options
+		noReport    bool
+		wantReport  bool
+		allowRemote bool
+		sets        []string
 	)
 	c := &cobra.Command{
 		Use:   "run <spec.toml>",
@@ -50,6 +51,11 @@ DIR), and exits 0, unless --report asked for the report.`,
 			s, err := loadDesignSpec(args[0], sets)
 			if err != nil {
 				return err
+			}
+			if !allowRemote {
+				if err := experiment.CheckRemote(s, true); err != nil {
+					return err
+				}
 			}
 			if opts.ResumeDir != "" {
 				if err := resumeKube(cmd.Context(), cmd.ErrOrStderr(), s); err != nil {
@@ -122,6 +128,7 @@ DIR), and exits 0, unless --report asked for the report.`,
 	f.BoolVar(&noReport, "no-report", false, "do not run the analysis at the end")
 	f.BoolVar(&wantReport, "report", false, "fail (exit 1) when the report cannot be written; by default a missing analysis (make venv) leaves the complete results and a notice")
 	addSetFlag(c, &sets)
+	addAllowRemoteFlag(c, &allowRemote)
 	return c
 }
 

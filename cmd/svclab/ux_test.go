@@ -26,6 +26,8 @@ func TestBadInputExitsTwo(t *testing.T) {
 	badRate := writeSpecFile(t, dir, "bad.toml", "[app]\nname = \"chain\"\n[load]\nrate = -1\nduration = \"1s\"\n")
 	unknown := writeSpecFile(t, dir, "unknown.toml", "[app]\nname = \"chain\"\n[load]\nrte = 10\n")
 	zero := writeSpecFile(t, dir, "zero.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"0s\"\n")
+	remote := writeSpecFile(t, dir, "remote.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\ntarget = \"http://10.9.8.7/\"\n")
+	remoteLevel := writeSpecFile(t, dir, "remotelevel.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\n[experiment.factors]\n\"load.target\" = [\"http://127.0.0.1:9/\", \"http://10.9.8.7/\"]\n")
 	noName := writeSpecFile(t, dir, "noname.toml", "[app]\nname = \"chain\"\n[load]\nrate = 10\n[experiment]\nname = \"\"\n")
 	results := filepath.Join(dir, "results")
 	tests := []struct {
@@ -37,6 +39,9 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"value from --set", []string{"--set", "load.rate=-1", good}, "--set load.rate=-1: load.rate: must be > 0, got -1"},
 		{"unknown key in the file", []string{unknown}, "unknown.toml:4: load.rte"},
 		{"unknown key from --set", []string{"--set", "load.rte=1", good}, "--set load.rte=1"},
+		{"remote target", []string{remote}, `remote.toml:5: load.target: target "http://10.9.8.7/" is not on this machine (10.9.8.7 is not a loopback address); pass --allow-remote to load it anyway`},
+		{"remote target by a factor", []string{remoteLevel}, `remotelevel.toml:6: experiment.factors."load.target": target "http://10.9.8.7/" is not on this machine`},
+		{"remote target by --set", []string{"--set", "load.target=http://10.9.8.7/", good}, `--set load.target=http://10.9.8.7/: load.target: target "http://10.9.8.7/" is not on this machine`},
 		{"zero duration", []string{zero}, `zero.toml:5: load.duration: must be > 0, got "0s"`},
 		{"zero experiment.duration", []string{"--set", "experiment.duration=0s", good}, "--set experiment.duration=0s: experiment.duration: must be > 0"},
 		{"empty experiment.name", []string{noName}, `noname.toml:6: experiment.name: must be letters, digits, '.', '_' or '-' (it names a directory), got ""`},
@@ -62,6 +67,12 @@ func TestBadInputExitsTwo(t *testing.T) {
 	}
 	if _, err := os.Stat(results); !os.IsNotExist(err) {
 		t.Errorf("a refused run made %s (%v)", results, err)
+	}
+	// --allow-remote takes a target elsewhere (plan only: run would load it).
+	ctxR, cancelR := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancelR()
+	if _, stderr, code := svclab(t, ctxR, nil, "plan", "--allow-remote", remote); code != 0 {
+		t.Errorf("plan --allow-remote: exit %d\n%s", code, stderr)
 	}
 	// With a [load] given by --set, a deployment spec plans.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -52,4 +53,46 @@ func noLoadOne(s *spec.Spec, err error) error {
 		}
 	}
 	return &spec.Error{File: s.Path, Err: errors.New("the spec has no [load] table, so it can be deployed (svclab up " + s.Path + ") but not run or planned; add a [load] table (docs/LOAD.md), or give one with --set load.rate=100 --set load.duration=10s")}
+}
+
+// CheckRemote refuses a spec whose load would go to another machine: a
+// load.target, as written or, when the design is expanded, as a factor
+// sets it, that load.CheckLoopback does not take. Every command that
+// sends load asks it before anything starts, unless the user passed
+// --allow-remote, as `svclab load` does: load aimed at someone else's
+// service is an attack.
+func CheckRemote(s *spec.Spec, expanded bool) error {
+	var es spec.Errors
+	covered := false
+	for _, f := range s.Experiment.Factors {
+		if !expanded {
+			break
+		}
+		if f.Name != "load" && f.Name != "load.target" {
+			continue
+		}
+		covered = true
+		for _, l := range f.Levels {
+			target := l
+			if m, ok := l.(map[string]any); ok {
+				target = m["target"]
+			}
+			if t, ok := target.(string); ok && t != "" {
+				es.Add(remoteError(s, spec.FactorKey(f.Name), t))
+			}
+		}
+	}
+	if t, ok := s.Lookup("load.target"); ok && !covered {
+		if t, ok := t.(string); ok && t != "" {
+			es.Add(remoteError(s, "load.target", t))
+		}
+	}
+	return es.Err()
+}
+
+func remoteError(s *spec.Spec, key, target string) error {
+	if err := load.CheckLoopback(target); err != nil {
+		return s.Errorf(key, "%v; pass --allow-remote to load it anyway", err)
+	}
+	return nil
 }
