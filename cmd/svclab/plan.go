@@ -57,7 +57,7 @@ order plan printed. experiment.json records the seed of every run.`,
 			if !allowRemote {
 				remote = experiment.CheckRemote(s, true)
 			}
-			p, _, err := experiment.PlanSpec(cmd.Context(), s, experiment.ClockSeed(seed))
+			p, err := experiment.CheckPlan(cmd.Context(), s, experiment.ClockSeed(seed))
 			if err := spec.Join(remote, err); err != nil {
 				return err
 			}
@@ -186,14 +186,15 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	if !detail.effective {
 		return nil
 	}
-	seen := map[*spec.Spec]bool{}
+	seen := map[string]bool{}
 	for _, r := range p.Runs {
-		if seen[r.Spec] {
+		k := fmt.Sprint(r.Point)
+		if seen[k] {
 			continue
 		}
-		seen[r.Spec] = true
+		seen[k] = true
 		fmt.Fprintf(w, "\n# effective spec: %s\n", d.Describe(r.Point))
-		b, err := toml.Marshal(r.Spec.Tree())
+		b, err := toml.Marshal(p.SpecOf(r).Tree())
 		if err != nil {
 			return fmt.Errorf("print effective spec: %w", err)
 		}

@@ -22,6 +22,9 @@ type Plan struct {
 	Runs   []Run
 	// Warmup, Duration and Cooldown time each run.
 	Warmup, Duration, Cooldown time.Duration
+	// specs holds each design point's effective spec, by point, when the
+	// plan keeps them (NewPlan); SpecOf makes one otherwise.
+	specs []*spec.Spec
 }
 
 // Run is one deployment measured once.
@@ -31,8 +34,21 @@ type Run struct {
 	Repetition int            `json:"repetition"` // 1-based
 	Point      Point          `json:"-"`
 	Levels     map[string]any `json:"levels"`
-	// Spec is the effective spec of this run, with the levels applied.
-	Spec *spec.Spec `json:"-"`
+	// point is the index of Point in the design, for Plan.SpecOf.
+	point int
+}
+
+// SpecOf is the effective spec of run r, with its levels applied. Planning
+// checked it, so that it cannot fail here.
+func (p *Plan) SpecOf(r Run) *spec.Spec {
+	if p.specs != nil {
+		return p.specs[r.point]
+	}
+	rs, err := p.Spec.With(r.Levels)
+	if err != nil {
+		panic(fmt.Sprintf("design point %d was checked while planning, and now: %v", r.point+1, err))
+	}
+	return rs
 }
 
 // Timing gives the per-run durations the planner cannot take from the spec
@@ -51,6 +67,13 @@ const perRunOverhead = 1500 * time.Millisecond
 // [load] table, and may report errors in that table. Planning stops when
 // ctx ends: checking every design point of a large design takes a while.
 func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, error)) (*Plan, error) {
+	return newPlan(ctx, s, seed, loadTiming, true)
+}
+
+// newPlan is NewPlan; keep says whether the plan holds every design
+// point's effective spec, or makes each again when asked (SpecOf), so that
+// planning a large design takes memory for its runs only.
+func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spec.Spec) (Timing, error), keep bool) (*Plan, error) {
 	d, err := NewDesign(ctx, s)
 	if err != nil {
 		return nil, err
@@ -100,7 +123,10 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 	// Each design point gets its effective spec once; repetitions share it.
 	// Every design point is checked, and the errors of all of them are
 	// reported together, each once.
-	specs := make([]*spec.Spec, len(d.Points))
+	var specs []*spec.Spec
+	if keep {
+		specs = make([]*spec.Spec, len(d.Points))
+	}
 	var errs spec.Errors
 	timed, mismatched := -1, false // the first point whose timing is known; one differing from it said
 	for i, pt := range d.Points {
@@ -132,11 +158,15 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 				d.Describe(pt), t.Warmup, t.Duration, d.Describe(d.Points[timed]), p.Warmup, p.Duration))
 			mismatched = true
 		}
-		specs[i] = rs
+		if keep {
+			specs[i] = rs
+		}
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
 	}
+	p.specs = specs
+	p.Runs = make([]Run, 0, len(order))
 	for i, sl := range order {
 		if err := stopped(ctx, i, "ordering the runs"); err != nil {
 			return nil, err
@@ -149,7 +179,7 @@ func NewPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 			Repetition: sl.rep,
 			Point:      pt,
 			Levels:     levels,
-			Spec:       specs[sl.point],
+			point:      sl.point,
 		})
 	}
 	if p.Estimate() == maxDuration {
@@ -219,20 +249,20 @@ func addSat(a, b time.Duration) time.Duration {
 // Inert lists what spec.Inert says of each design point, once per saying,
 // with the points (1-based, as `svclab plan` numbers them) it holds for.
 func (p *Plan) Inert() []string {
-	specOf := map[string]*spec.Spec{}
+	planned := make(map[int]Run, len(p.Design.Points))
 	for _, r := range p.Runs {
-		if k := fmt.Sprint(r.Point); specOf[k] == nil {
-			specOf[k] = r.Spec
+		if _, ok := planned[r.point]; !ok {
+			planned[r.point] = r
 		}
 	}
 	points := map[string][]string{}
 	var order []string
-	for i, pt := range p.Design.Points {
-		s := specOf[fmt.Sprint(pt)]
-		if s == nil {
+	for i := range p.Design.Points {
+		r, ok := planned[i]
+		if !ok {
 			continue
 		}
-		for _, note := range s.Inert() {
+		for _, note := range p.SpecOf(r).Inert() {
 			if _, ok := points[note]; !ok {
 				order = append(order, note)
 			}

@@ -62,8 +62,8 @@ repetitions = 2
 	if p.Runs[0].Repetition != 1 || p.Runs[1].Repetition != 2 {
 		t.Errorf("repetitions = %d, %d", p.Runs[0].Repetition, p.Runs[1].Repetition)
 	}
-	if p.Runs[3].Spec.Deploy.Transport != "http" || p.Runs[3].Spec.Deploy.Placement != "monolith" {
-		t.Errorf("run spec not effective: %+v", p.Runs[3].Spec.Deploy)
+	if rs := p.SpecOf(p.Runs[3]); rs.Deploy.Transport != "http" || rs.Deploy.Placement != "monolith" {
+		t.Errorf("run spec not effective: %+v", rs.Deploy)
 	}
 	if got := p.Estimate(); got != 12*(6*time.Second+perRunOverhead) {
 		t.Errorf("Estimate = %v", got)

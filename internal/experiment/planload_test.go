@@ -3,6 +3,8 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -72,4 +74,46 @@ duration = "1s"
 			t.Errorf("error %d = %q, want %q", i, got[i], w)
 		}
 	}
+}
+
+// TestCheckPlanMemory: a plan that is shown, not run, keeps no design
+// point's spec or deployment, so that a design of a million points plans
+// in the memory of its runs; each point held about 4 KiB before.
+func TestCheckPlanMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("prepares 20,000 design points")
+	}
+	var rates, timeouts []string
+	for i := 1; i <= 100; i++ {
+		rates = append(rates, fmt.Sprint(i))
+	}
+	for i := 1; i <= 200; i++ {
+		timeouts = append(timeouts, fmt.Sprintf("%q", fmt.Sprintf("%dms", i)))
+	}
+	src := fmt.Sprintf("[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n[experiment]\nmax_runs = 100000\n[experiment.factors]\n\"load.rate\" = [%s]\n\"load.timeout\" = [%s]\n",
+		strings.Join(rates, ", "), strings.Join(timeouts, ", "))
+	s, err := spec.Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	heap := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	p, err := CheckPlan(context.Background(), s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := heap() - min(before, heap())
+	per := grown / uint64(len(p.Runs))
+	if per > 1024 {
+		t.Errorf("the plan holds %d bytes per run (%d runs, %d MiB); want at most 1 KiB", per, len(p.Runs), grown>>20)
+	}
+	if rs := p.SpecOf(p.Runs[0]); rs == nil {
+		t.Error("SpecOf gave no spec")
+	}
+	runtime.KeepAlive(p)
 }

@@ -106,11 +106,25 @@ func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]
 	}
 	out := make(map[string]*Prepared, len(p.Runs))
 	for _, r := range p.Runs {
-		pr, ok := bySpec[r.Spec]
+		pr, ok := bySpec[p.SpecOf(r)]
 		if !ok {
 			return nil, nil, fmt.Errorf("run %s has no prepared spec", r.ID)
 		}
 		out[r.ID] = pr
 	}
 	return p, out, nil
+}
+
+// CheckPlan is PlanSpec for a plan that is shown, not run (svclab plan):
+// every design point is prepared, so every error surfaces, and dropped,
+// so that the memory planning takes grows with the runs only, not with
+// what a deployment holds; Plan.SpecOf makes a point's spec again.
+func CheckPlan(ctx context.Context, s *spec.Spec, seed int64) (*Plan, error) {
+	return newPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
+		pr, err := Prepare(rs)
+		if err != nil {
+			return Timing{}, noLoad(s, err)
+		}
+		return pr.Timing(), nil
+	}, false)
 }

@@ -115,7 +115,7 @@ func NewExperimentFile(p *Plan, version, commit string, now time.Time) Experimen
 		ef.Factors = append(ef.Factors, FactorInfo{Name: f.Name, Letter: f.Letter, Levels: f.Levels})
 	}
 	for _, r := range p.Runs {
-		ef.Runs = append(ef.Runs, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: r.Spec.Tree()})
+		ef.Runs = append(ef.Runs, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: p.SpecOf(r).Tree()})
 	}
 	return ef
 }
