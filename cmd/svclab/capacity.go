@@ -171,42 +171,21 @@ func parseSLOs(flags []string) ([]sloFlag, error) {
 		}
 		out = append(out, s)
 	}
+	// Each error about a threshold names the --slo that gave it, whether
+	// decoding (nan) or validation (a negative latency) found it.
+	by := setters{}
+	for _, s := range out {
+		by["load.thresholds."+s.key] = setter{name: s.flag()}
+	}
 	var cfg load.Config
 	if err := table.Decode("load", &cfg); err != nil {
-		return nil, sloError(err, out)
+		return nil, by.name(err, nil)
 	}
 	cfg.Rate = 1 // the table holds thresholds only; the rate is the search's
 	if err := cfg.Validate(); err != nil {
-		return nil, sloError(err, out)
+		return nil, by.name(err, nil)
 	}
 	return out, nil
-}
-
-// sloError names the --slo flag in each error about a threshold one
-// gave, whether the table's decoding (a *spec.Error: nan) or its
-// validation (a *spec.KeyError: a negative latency) found it.
-func sloError(err error, slos []sloFlag) error {
-	var msgs []string
-	for _, e := range spec.Unjoin(err) {
-		var (
-			ke       *spec.KeyError
-			se       *spec.Error
-			key, msg string
-		)
-		switch {
-		case errors.As(e, &ke):
-			key, msg = ke.Key, ke.Msg
-		case errors.As(e, &se):
-			key, msg = se.Key, se.Err.Error()
-		}
-		key = strings.TrimPrefix(key, "load.thresholds.")
-		if i := slices.IndexFunc(slos, func(o sloFlag) bool { return o.key == key }); i >= 0 {
-			msgs = append(msgs, slos[i].flag()+": "+msg)
-			continue
-		}
-		msgs = append(msgs, e.Error())
-	}
-	return errors.New(strings.Join(msgs, "\n"))
 }
 
 // prepare reads the spec with the SLOs in its [load.thresholds] and
