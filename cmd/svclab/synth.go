@@ -60,7 +60,7 @@ func synthShow(path string, sets []string, format string, w io.Writer) error {
 	if format != synthTOML && format != synthDot {
 		return usageError{fmt.Errorf("--format %q: must be %q or %q", format, synthTOML, synthDot)}
 	}
-	s, err := loadSpec(path, sets)
+	s, err := loadSpec(path, sets, false)
 	if err != nil {
 		return err
 	}
