@@ -153,8 +153,6 @@ type Deploy struct {
 	// and the client middleware that rides them out (faults.go).
 	Faults     Faults     `toml:"faults"`
 	Resilience Resilience `toml:"resilience"`
-	// Kube is [deploy.kube], the kube deployer's keys (kube.go).
-	Kube Kube `toml:"kube"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -363,8 +361,12 @@ func (s *Spec) decodeDeploy() error {
 	if !s.written("deploy.placement") {
 		s.Deploy.Placement = DefaultPlacement
 	}
-	if s.Deploy.StartTimeout == 0 {
+	if !s.written("deploy.start_timeout") {
 		s.Deploy.StartTimeout = Duration(DefaultStartTimeout)
+	} else if s.Deploy.StartTimeout <= 0 {
+		// "0s" read as the default once: a value means what it says,
+		// and no deployment is ready in no time.
+		return s.Errorf("deploy.start_timeout", "must be positive, e.g. \"30s\", got %s (leave the key out for %s)", s.Deploy.StartTimeout, DefaultStartTimeout)
 	}
 	if err := s.defaultHTTPLimits(); err != nil {
 		return err
@@ -382,9 +384,6 @@ func (s *Spec) decodeDeploy() error {
 		return err
 	}
 	if err := s.checkLinkPairs(); err != nil {
-		return err
-	}
-	if err := s.checkKube(); err != nil {
 		return err
 	}
 	if err := s.checkSidecar(); err != nil {
@@ -438,15 +437,45 @@ func (s *Spec) written(key string) bool {
 	return ok
 }
 
-// Decode decodes table ("app", "deploy", "load" or "experiment") into v,
-// which must be a pointer to a struct with toml tags. Keys v has no field
-// for are errors, as are values of the wrong type; both name the key and
-// line. For "app", the key name is left out, as App.Name holds it.
+// Written reports whether the spec gives key a value, even an empty one
+// or a zero, as opposed to leaving it to its default: what an owner of a
+// table needs to fill a default without taking "0" for "left out".
+func (s *Spec) Written(key string) bool { return s.written(key) }
+
+// DeployerTables are the tables of [deploy] that belong to deployers
+// rather than to this package: the kube deployer's [deploy.kube], the
+// hosts a deployer places groups on, and the netns deployer's links.
+// This package checks only that each is a table; its owner decodes it
+// with Decode and reports its mistakes with Errorf, as apps do [app].
+var DeployerTables = []string{"kube"}
+
+// Decode decodes table into v, which must be a pointer to a struct with
+// toml tags: a top-level table ("app", "deploy", "load" or
+// "experiment") or one inside it, as a dotted key ("deploy.kube"). Keys v
+// has no field for are errors, as are values of the wrong type; both
+// name the key and line. For "app", the key name is left out, as
+// App.Name holds it; for "deploy", the DeployerTables, which their
+// owners decode.
 func (s *Spec) Decode(table string, v any) error {
-	t, _ := s.tree[table].(map[string]any)
-	if table == "app" {
+	raw, written := s.Lookup(table)
+	t, ok := raw.(map[string]any)
+	if written && !ok {
+		return s.Errorf(table, "must be a table, got %s", Echo(raw))
+	}
+	switch table {
+	case "app":
 		t = maps.Clone(t)
 		delete(t, "name")
+	case "deploy":
+		t = maps.Clone(t)
+		for _, name := range DeployerTables {
+			if sub, ok := t[name]; ok {
+				if _, isTable := sub.(map[string]any); !isTable {
+					return s.Errorf("deploy."+name, "must be a table, got %s", Echo(sub))
+				}
+				delete(t, name)
+			}
+		}
 	}
 	if len(t) == 0 {
 		return nil

@@ -28,7 +28,7 @@ func (r *renderer) hostsOf() ([]string, error) {
 	if len(s.Deploy.Hosts) == 0 {
 		return out, nil
 	}
-	if _, ok := s.Deploy.Kube.NodeSelector[LabelHost]; ok {
+	if _, ok := r.keys.NodeSelector[LabelHost]; ok {
 		return nil, s.Errorf("deploy.kube.node_selector."+`"`+LabelHost+`"`, "%s places the groups of [deploy.hosts]; leave it out of deploy.kube.node_selector", LabelHost)
 	}
 	index := map[string]int{}

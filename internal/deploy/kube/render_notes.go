@@ -15,9 +15,10 @@ import (
 // render` prints them in its header, and a deployer may refuse them.
 func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	d := s.Deploy
+	keys, _ := KeysOf(s) // their mistakes are Render's to report
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	if d.Kube.Image == "" {
+	if keys.Image == "" {
 		add("deploy.kube.image is not set: the pods run %q; push one with `svclab image --push` and name it", DefaultImage)
 	}
 	if d.Network == "unix" {
@@ -73,7 +74,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	if _, ok := s.Lookup("load"); !ok {
 		add("the spec has no [load] table: no load Job is rendered")
 	} else if n := localGenerators(s); n > 1 {
-		add("load.generators = %d is the local deployer's and is not rendered: on a cluster deploy.kube.generators (%d) load pods share the load", n, d.Kube.Generators)
+		add("load.generators = %d is the local deployer's and is not rendered: on a cluster deploy.kube.generators (%d) load pods share the load", n, keys.Generators)
 	}
 	if d.Faults.Any() {
 		add("[deploy.faults] is not rendered, and a run on a cluster refuses it: the faults act through the local and netns deployers' proxies and processes")

@@ -30,9 +30,9 @@ type plan struct {
 // link is the link between endpoints a and b (host names or clientName).
 func (p *plan) link(a, b string) spec.Link { return p.s.LinkBetween(a, b) }
 
-// CheckSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
-// against the topology before anything starts (deploy.SpecChecker).
-func (deployer) CheckSpec(s *spec.Spec, topo *runtime.Topology) error {
+// checkSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
+// against the topology before anything starts (Traits.CheckSpec).
+func checkSpec(s *spec.Spec, topo *runtime.Topology) error {
 	_, err := newPlan(s, topo)
 	return err
 }

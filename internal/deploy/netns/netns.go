@@ -60,9 +60,17 @@ type deployer struct{}
 
 func (deployer) Name() string { return Name }
 
-// Sweep removes the namespaces of dead svclab processes (deploy.Sweeper).
-// Without root there is nothing it could have made, nor remove.
-func (deployer) Sweep() ([]string, error) {
+// Traits implements deploy.Deployer: the hosts and links of a spec are
+// checked against its topology (check.go), and the namespaces of dead
+// svclab processes are swept.
+func (deployer) Traits() deploy.Traits {
+	return deploy.Traits{CheckSpec: checkSpec, Sweep: sweepDead}
+}
+
+// sweepDead removes the namespaces of dead svclab processes
+// (Traits.Sweep). Without root there is nothing it could have made, nor
+// remove.
+func sweepDead() ([]string, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
