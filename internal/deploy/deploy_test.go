@@ -146,6 +146,39 @@ func TestResolveMachineSizes(t *testing.T) {
 	}
 }
 
+// TestResolveIstioNeedsACluster: Istio's sidecars are a cluster's, so a
+// deployer that runs everything here refuses deploy.sidecar = "istio" at
+// its key, however it is set; inproc, which has no hop, is refused by the
+// spec for every sidecar.
+func TestResolveIstioNeedsACluster(t *testing.T) {
+	const head = "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"test-a\"\n"
+	const onCluster = `deploy.sidecar: sidecar "istio" runs only on a Kubernetes cluster: set deploy.deployer = "kube"`
+	for _, tc := range []struct {
+		name, src string
+		levels    map[string]any
+		want      string
+	}{
+		{"written", head + "placement = \"split\"\nsidecar = \"istio\"\n", nil, "s.toml:6: " + onCluster},
+		{"by a factor", head + "placement = \"split\"\n[experiment.factors]\n\"deploy.sidecar\" = [\"none\", \"istio\"]\n",
+			map[string]any{"deploy.sidecar": "istio"}, "s.toml:7: " + onCluster},
+		{"inproc", head + "transport = \"inproc\"\nsidecar = \"istio\"\n", nil, `s.toml:6: deploy.sidecar: sidecar "istio" needs a network transport`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse("s.toml", []byte(tc.src))
+			if err == nil && tc.levels != nil {
+				s, err = s.With(tc.levels)
+			}
+			if err == nil {
+				_, _, err = deploy.Resolve(s)
+			}
+			var se *spec.Error
+			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v (%T), want a *spec.Error starting %q", err, err, tc.want)
+			}
+		})
+	}
+}
+
 func TestExitError(t *testing.T) {
 	e := &deploy.ExitError{
 		Process: deploy.ProcessInfo{Name: "hop2", Group: "hop2", Role: deploy.RoleHost, Components: []string{"hop2", "hop3"}, PID: 42},
