@@ -165,7 +165,8 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err != nil {
 		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
 	}
-	var errs []error
+	_, err = HostsOf(s)
+	errs := []error{err}
 	for _, name := range Names() {
 		other, _ := Lookup(name)
 		if dec := other.Traits().DecodeKeys; dec != nil {

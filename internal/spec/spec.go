@@ -121,11 +121,6 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
-	// Hosts, Link and Links are the emulated hosts and the links between
-	// them that the netns deployer builds (hosts.go).
-	Hosts map[string]Host `toml:"hosts"`
-	Link  Link            `toml:"link"`
-	Links map[string]Link `toml:"links"`
 	// Sidecar is the proxy program beside every process, one of Sidecars
 	// (SidecarNone by default); see docs/DEPLOY.md.
 	Sidecar string `toml:"sidecar"`
@@ -383,9 +378,6 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
-	if err := s.checkLinkPairs(); err != nil {
-		return err
-	}
 	if err := s.checkSidecar(); err != nil {
 		return err
 	}
@@ -447,7 +439,7 @@ func (s *Spec) Written(key string) bool { return s.written(key) }
 // hosts a deployer places groups on, and the netns deployer's links.
 // This package checks only that each is a table; its owner decodes it
 // with Decode and reports its mistakes with Errorf, as apps do [app].
-var DeployerTables = []string{"kube"}
+var DeployerTables = []string{"hosts", "kube", "link", "links"}
 
 // Decode decodes table into v, which must be a pointer to a struct with
 // toml tags: a top-level table ("app", "deploy", "load" or

@@ -22,7 +22,7 @@ func (deployer) Traits() deploy.Traits {
 // two. Resolve calls it for every design point, so a factor that varies
 // deploy.deployer is checked at each of its levels.
 func checkSpec(s *spec.Spec, _ *runtime.Topology) error {
-	key, ok := s.HostTableKey()
+	key, ok := s.FirstWritten("deploy.hosts", "deploy.link", "deploy.links")
 	if !ok {
 		return nil
 	}
