@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -70,12 +71,23 @@ func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]
 		return nil, nil, err
 	}
 	out := make(map[string]*Prepared, len(p.Runs))
+	var errs []error
+	timed := map[*spec.Spec]bool{} // repetitions share their point's spec
 	for _, r := range p.Runs {
 		pr, ok := bySpec[r.Spec]
 		if !ok {
 			return nil, nil, fmt.Errorf("run %s has no prepared spec", r.ID)
 		}
+		if !timed[r.Spec] {
+			timed[r.Spec] = true
+			// Faults are timed within the measurement, which only
+			// the plan knows (experiment.duration overrides load's).
+			errs = append(errs, pr.Runtime.CheckFaultTimes(pr.Spec, p.Duration))
+		}
 		out[r.ID] = pr
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
 	}
 	return p, out, nil
 }

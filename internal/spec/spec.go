@@ -384,9 +384,6 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkMesh(); err != nil {
 		return err
 	}
-	if err := s.checkFaults(); err != nil {
-		return err
-	}
 	if err := s.checkResilience(); err != nil {
 		return err
 	}

@@ -101,13 +101,13 @@ func checkCounts(s *spec.Spec) error {
 	return errors.Join(errs...)
 }
 
-// checkSpec is Traits.CheckSpec: it refuses [deploy.faults] and replica
-// counts past the API's int32, and renders the design point once, so
-// that what only a render finds (a group on two hosts, a namespace that
-// is no Kubernetes name) stops `svclab plan` and a run before anything
-// starts, and before a kubeconfig is needed.
+// checkSpec is Traits.CheckSpec: it refuses [deploy.faults] and renders
+// the design point once, so that what only a render finds (a group on
+// two hosts, a namespace that is no Kubernetes name, replicas past the
+// API's int32) stops `svclab plan` and a run before anything starts, and
+// before a kubeconfig is needed.
 func checkSpec(s *spec.Spec, topo *runtime.Topology) error {
-	if err := errors.Join(checkFaults(s), checkCounts(s)); err != nil {
+	if err := checkFaults(s); err != nil {
 		return err
 	}
 	_, err := Render(s, topo, RenderOptions{})

@@ -12,6 +12,7 @@ package kube
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -140,7 +141,7 @@ type renderer struct {
 
 func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*renderer, error) {
 	keys, err := KeysOf(s)
-	if err != nil {
+	if err = errors.Join(err, checkCounts(s)); err != nil {
 		return nil, err
 	}
 	r := &renderer{s: s, keys: keys, topo: topo, run: runID(opts), ns: Namespace(s, opts), image: opts.Image,
