@@ -174,10 +174,13 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		}
 	}
 	topo, err := runtime.Resolve(s)
-	if err != nil {
-		return nil, nil, joinFlat(append(errs, err))
+	if err := joinFlat(append(errs, err)); err != nil {
+		// What follows reads the keys decoded and the topology: it
+		// would only say again what these say.
+		return nil, nil, err
 	}
 	t := d.Traits()
+	errs = nil
 	if t.CheckSpec != nil {
 		errs = append(errs, t.CheckSpec(s, topo))
 	}

@@ -1,6 +1,7 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	goruntime "runtime"
@@ -81,61 +82,63 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 		groups[g.Name] = i
 		groupNames = append(groupNames, g.Name)
 	}
-	// File order, so the first mistake reported is the first written.
+	// Every mistake at once, in file order (of each host's groups key).
+	var errs []error
+	bad := func(key, format string, args ...any) { errs = append(errs, s.Errorf(key, format, args...)) }
 	for _, h := range deploy.HostNames(s, hosts) {
 		hk := deploy.HostKey(h, "")
 		if h == clientName {
-			return nil, s.Errorf(hk, "%q is the load generator's name; call the host something else", clientName)
+			bad(hk, "%q is the load generator's name; call the host something else", clientName)
 		}
 		if strings.Contains(h, "-") {
-			return nil, s.Errorf(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
+			bad(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
 		}
 		host := hosts[h]
 		idx := len(p.hosts)
 		p.hosts = append(p.hosts, h)
 		p.host[h] = idx
 		if len(host.Groups) == 0 {
-			return nil, s.Errorf(deploy.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
+			bad(deploy.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
 		}
 		for _, g := range host.Groups {
 			gi, ok := groups[g]
-			if !ok {
-				return nil, s.Errorf(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+			switch {
+			case !ok:
+				bad(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+			case p.hostOf[gi] >= 0:
+				bad(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[p.hostOf[gi]], h)
+			default:
+				p.hostOf[gi] = idx
 			}
-			if prev := p.hostOf[gi]; prev >= 0 {
-				return nil, s.Errorf(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[prev], h)
-			}
-			p.hostOf[gi] = idx
 		}
 		if host.CPUs < 0 {
-			return nil, s.Errorf(deploy.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
-		}
-		if n := goruntime.NumCPU(); host.CPUs > n {
-			return nil, s.Errorf(deploy.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
+			bad(deploy.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
+		} else if n := goruntime.NumCPU(); host.CPUs > n {
+			bad(deploy.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
 		}
 		if host.Memory < 0 {
-			return nil, s.Errorf(deploy.HostKey(h, "memory"), "must not be negative")
+			bad(deploy.HostKey(h, "memory"), "must not be negative")
 		}
 		p.cpus = append(p.cpus, host.CPUs)
 		p.memory = append(p.memory, host.Memory)
 	}
 	for i, h := range p.hostOf {
 		if h < 0 {
-			return nil, s.Errorf("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
+			bad("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
 		}
 	}
-	if err := checkLink(s, "", lks.all); err != nil {
-		return nil, err
-	}
+	errs = append(errs, checkLink(s, "", lks.all))
 	for _, pair := range slices.Sorted(maps.Keys(lks.pairs)) {
 		a, b, ok := strings.Cut(pair, "-")
 		known := func(n string) bool { _, ok := p.host[n]; return ok || n == clientName }
 		if !ok || !known(a) || !known(b) || a == b {
-			return nil, s.Errorf(linkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+			bad(linkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+			continue
 		}
-		if err := checkLink(s, pair, lks.pairs[pair]); err != nil {
-			return nil, err
-		}
+		errs = append(errs, checkLink(s, pair, lks.pairs[pair]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if err := checkHostResources(s, p); err != nil {
 		return nil, err
