@@ -2,10 +2,11 @@
 // [deploy], [load] and [experiment].
 //
 // The package checks syntax, types and unknown keys, and gives every error
-// the file, line and dotted key it is about. It does not know the apps or the
-// load generator: callers decode [app] and [load] into their own structs with
-// Decode, and report semantic errors with Errorf, so that every error a user
-// meets has the same shape. Factor levels from [experiment] are applied with
+// the file, line and dotted key it is about. It does not know the apps, the
+// load generator or the deployers: callers decode [app], [load] and a
+// deployer's tables of [deploy] (DeployerTables) into their own structs
+// with Decode, and report semantic errors with Errorf, so that every error
+// a user meets has the same shape. Factor levels from [experiment] are applied with
 // With, which yields the effective spec of one run.
 package spec
 
@@ -439,7 +440,7 @@ func (s *Spec) Written(key string) bool { return s.written(key) }
 var DeployerTables = []string{"hosts", "kube", "link", "links"}
 
 // Decode decodes table into v, which must be a pointer to a struct with
-// toml tags: a top-level table ("app", "deploy", "load" or
+// toml tags (or to a map of such structs, for a table of named tables): a top-level table ("app", "deploy", "load" or
 // "experiment") or one inside it, as a dotted key ("deploy.kube"). Keys v
 // has no field for are errors, as are values of the wrong type; both
 // name the key and line. For "app", the key name is left out, as
