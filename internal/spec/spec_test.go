@@ -97,6 +97,9 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"syntax", "[deploy]\ntransport = \n", "x.toml:2:"},
 		{"unknown table", "[app]\nname = \"chain\"\n\n[deplyo]\ntransport = \"grpc\"\n", "x.toml:4: deplyo: unknown table"},
 		{"unknown deploy key", "[deploy]\ntransprot = \"grpc\"\n", `x.toml:2: deploy.transprot: unknown key (did you mean "transport"?)`},
+		// A deployer's table is a key of [deploy] too, though its owner decodes it.
+		{"deployer table misspelt", "[deploy.hots]\nvm1 = {groups = [\"hop1\"]}\n", `x.toml:1: deploy.hots: unknown key (did you mean "hosts"?)`},
+		{"deployer table not a table", "[deploy]\nlinks = 3\n", `x.toml:2: deploy.links: must be a table, got 3`},
 		{"wrong type", "[deploy]\n\ntransport = 5\n", "x.toml:3: deploy.transport:"},
 		{"bad network", "[deploy]\nnetwork = \"udp\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got "udp"`},
 		{"bad http codec", "[deploy]\ntransport = \"http\"\nhttp_codec = \"sonic\"\n", `x.toml:3: deploy.http_codec: must be "fast" or "protojson", got "sonic"`},
