@@ -10,7 +10,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 func init() {
@@ -57,7 +56,7 @@ deployer would. See docs/KUBERNETES.md.`,
 }
 
 func kubeRender(cmd *cobra.Command, path string, sets []string, point int, w io.Writer) error {
-	s, err := loadDesignSpec(path, append([]string{"deploy.deployer=" + spec.DeployerKube}, sets...))
+	s, err := loadDesignSpec(path, append([]string{"deploy.deployer=" + kube.Name}, sets...))
 	if err != nil {
 		return err
 	}

@@ -64,6 +64,9 @@ func TestKubeRenderErrors(t *testing.T) {
 	}{
 		{[]string{"--point", "10"}, 2, "--point 10: ../../experiments/s1-hpa.toml has design points 1 to 9"},
 		{[]string{"--set", "deploy.kube.generators=0"}, 2, "--set deploy.kube.generators=0: deploy.kube.generators: must be a number of load pods from 1 to 1000, got 0"},
+		// int32 wrapped: 2^32+2 replicas rendered as 2, 2^31 as negative.
+		{[]string{"--set", "deploy.replicas.gateway=4294967298"}, 2, "--set deploy.replicas.gateway=4294967298: deploy.replicas.gateway: must be at most 2147483647, the largest count a Kubernetes Deployment or HorizontalPodAutoscaler holds (int32)"},
+		{[]string{"--set", "deploy.autoscale.products.max=2147483648"}, 2, "--set deploy.autoscale.products.max=2147483648: deploy.autoscale.products.max: must be at most 2147483647"},
 	} {
 		_, stderr, code := svclab(t, t.Context(), nil, append([]string{"kube", "render", "../../experiments/s1-hpa.toml"}, tt.args...)...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {

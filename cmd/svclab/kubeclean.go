@@ -28,9 +28,13 @@ func cleanKube(ctx context.Context, w io.Writer, kctx string) (int, error) {
 // resumeKube is `svclab run --resume`'s part for a kube spec: a run killed
 // before it deleted its namespace left it; the resumed runs start clean.
 func resumeKube(ctx context.Context, w io.Writer, s *spec.Spec) error {
-	if s.Deploy.Deployer != spec.DeployerKube {
+	if s.Deploy.Deployer != kube.Name {
 		return nil
 	}
-	_, err := cleanKube(ctx, w, s.Deploy.Kube.Context)
+	keys, err := kube.KeysOf(s)
+	if err != nil {
+		return err
+	}
+	_, err = cleanKube(ctx, w, keys.Context)
 	return err
 }

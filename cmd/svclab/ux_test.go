@@ -47,6 +47,16 @@ func TestBadInputExitsTwo(t *testing.T) {
 		{"empty experiment.name", []string{noName}, `noname.toml:6: experiment.name: must be letters, digits, '.', '_' or '-' (it names a directory), got ""`},
 		{"missing file", []string{filepath.Join(dir, "nope.toml")}, "no such file"},
 		{"no [load] table", []string{"../../experiments/chain.toml"}, "../../experiments/chain.toml: the spec has no [load] table, so it can be deployed (svclab up ../../experiments/chain.toml) but not run or planned"},
+		// A value means what it says: "0s" was read as the default.
+		{"start_timeout 0s", []string{"--set", `deploy.start_timeout="0s"`, good}, `--set deploy.start_timeout="0s": deploy.start_timeout: must be positive, e.g. "30s", got 0s`},
+		// A million replicas planned fine, and failed in the run.
+		{"replicas past the machine", []string{"--set", `deploy.placement="split"`, "--set", "deploy.replicas.hop2=1000000", good},
+			"--set deploy.replicas.hop2=1000000: deploy.replicas.hop2: must be at most"},
+		{"autoscale max past the machine", []string{"--set", `deploy.placement="split"`, "--set", "deploy.autoscale.hop2={min=1,max=1000000,cpu_target=50}", good},
+			"deploy.autoscale.hop2.max: must be at most"},
+		// A fault after the measurement never fired, without a word.
+		{"fault after the measurement", []string{"--set", `deploy.placement="split"`, "--set", `deploy.faults.kill={target="hop2",start="5s"}`, good},
+			`deploy.faults.kill.start: 5s is not before the end of the measurement (1s long`},
 	}
 	for _, cmd := range [][]string{{"plan"}, {"run", "--no-report", "--results", results}} {
 		for _, tc := range tests {

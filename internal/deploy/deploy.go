@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/backing"
@@ -34,6 +35,9 @@ import (
 type Deployer interface {
 	// Name is the value of deploy.deployer that selects this deployer.
 	Name() string
+	// Traits says what the deployer owns of a spec and what it can do
+	// beyond Deploy: the one place Resolve and `svclab clean` ask.
+	Traits() Traits
 	// Deploy starts every group of topo and returns once each is ready
 	// to serve. ctx bounds the start only; the deployment runs until
 	// Stop. On error nothing it started is left running.
@@ -115,46 +119,119 @@ func Lookup(name string) (Deployer, error) { return deployers.Lookup(name) }
 // Names lists the registered deployers, sorted.
 func Names() []string { return deployers.Names() }
 
+// Traits are a deployer's keys and abilities beyond Deploy. The zero
+// value is a deployer with no keys of its own that runs everything on
+// this machine and leaves nothing behind.
+type Traits struct {
+	// DecodeKeys decodes the deployer's own tables of [deploy] (the kube
+	// deployer's [deploy.kube]) with spec.Spec.Decode and checks each
+	// value alone. Resolve calls it for every registered deployer,
+	// whichever the spec chooses, so that a spec that runs locally and
+	// renders for a cluster has its every key checked; nil for none.
+	DecodeKeys func(s *spec.Spec) error
+	// CheckSpec checks what s asks of this deployer against the resolved
+	// topology: its own keys (the netns deployer's hosts and links),
+	// the bounds it puts on keys common to every deployer (the kube
+	// deployer's int32 replicas), and the keys it cannot honour (hosts
+	// for the local deployer). Resolve calls it when s chooses the
+	// deployer; nil for no check.
+	CheckSpec func(s *spec.Spec, topo *runtime.Topology) error
+	// CheckMachine tells, before anything starts, that this machine
+	// lacks what topo needs of it (a JDK, a build); nil for nothing.
+	CheckMachine func(s *spec.Spec, topo *runtime.Topology) error
+	// Remote is true for a deployer whose deployments run away from this
+	// machine (the kube deployer's pods, which run PostgreSQL, Redis and
+	// Istio's proxies from images): Resolve then does not look here for
+	// the programs a local deployment starts (PostgreSQL, redis-server,
+	// a sidecar proxy, nginx, Jaeger, Prometheus), only at what the app
+	// declares, nor bounds sizes by this machine's.
+	Remote bool
+	// Sweep removes what dead svclab processes left outside themselves
+	// when killed with -9 (network namespaces) and says what it removed;
+	// `svclab clean` calls every registered deployer's. Nil for none.
+	Sweep func() (removed []string, err error)
+}
+
 // Resolve checks everything s says about deployment before anything
-// starts: the deployer it names is registered, its topology resolves
-// (runtime.Resolve), and, unless the deployer is Remote, the backing
-// services its app declares and the sidecar, ingress and mesh programs it
-// names can run here. Errors name the file, line and key.
+// starts: the deployer it names is registered, every registered
+// deployer's own tables decode, its topology resolves (runtime.Resolve),
+// the deployer takes what s asks of it (Traits.CheckSpec), and, unless
+// the deployer is Remote, the sizes it asks for fit this machine and the
+// backing services its app declares and the sidecar, ingress and mesh
+// programs it names can run here. Errors name the file, line and key;
+// the checks that do not depend on each other report together, joined.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
 		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
 	}
-	topo, err := runtime.Resolve(s)
-	if err != nil {
-		return nil, nil, err
-	}
-	if v, ok := d.(SpecChecker); ok {
-		if err := v.CheckSpec(s, topo); err != nil {
-			return nil, nil, err
+	_, err = HostsOf(s)
+	errs := []error{err}
+	for _, name := range Names() {
+		other, _ := Lookup(name)
+		if dec := other.Traits().DecodeKeys; dec != nil {
+			errs = append(errs, dec(s))
 		}
 	}
-	if IsRemote(d) {
+	topo, err := runtime.Resolve(s)
+	if err := joinFlat(append(errs, err)); err != nil {
+		// What follows reads the keys decoded and the topology: it
+		// would only say again what these say.
+		return nil, nil, err
+	}
+	t := d.Traits()
+	errs = nil
+	if t.CheckSpec != nil {
+		errs = append(errs, t.CheckSpec(s, topo))
+	}
+	if t.Remote {
 		// Only what the app declares is checked: the programs run
 		// elsewhere, from images, and this machine need not have them.
 		if err := backing.CheckDeclared(topo); err != nil {
-			return nil, nil, s.Errorf("app.name", "%w", err)
+			errs = append(errs, s.Errorf("app.name", "%w", err))
 		}
-	} else if err := checkLocalPrograms(s, topo); err != nil {
+	} else {
+		errs = append(errs, checkMachineSizes(s, topo), checkLocalPrograms(s, topo))
+	}
+	if err := joinFlat(errs); err != nil {
 		return nil, nil, err
 	}
-	if c, ok := d.(Checker); ok {
-		if err := c.Check(s, topo); err != nil {
+	if t.CheckMachine != nil {
+		if err := t.CheckMachine(s, topo); err != nil {
 			return nil, nil, err
 		}
 	}
 	return d, topo, nil
 }
 
+// joinFlat joins errs, and the errors each joins, into one flat list of
+// *spec.Errors (nil ones dropped), which a caller that reports every
+// error of a spec at once can add to its own.
+func joinFlat(errs []error) error {
+	var out []error
+	var add func(error)
+	add = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				add(e)
+			}
+		} else if err != nil {
+			out = append(out, err)
+		}
+	}
+	for _, err := range errs {
+		add(err)
+	}
+	return errors.Join(out...)
+}
+
 // checkLocalPrograms checks that this machine has the programs a deployer
 // that runs everything here starts beside the hosts: the backing servers,
 // the ingress, the sidecar proxy and the mesh backends.
 func checkLocalPrograms(s *spec.Spec, topo *runtime.Topology) error {
+	if s.Deploy.Sidecar == spec.SidecarIstio {
+		return s.Errorf("deploy.sidecar", "sidecar %q runs only on a Kubernetes cluster: set deploy.deployer = \"kube\", or choose one of %s for deployer %q", spec.SidecarIstio, strings.Join(spec.Sidecars, ", "), s.Deploy.Deployer)
+	}
 	if err := backing.Check(topo); err != nil {
 		return s.Errorf("app.name", "%w", err)
 	}
@@ -167,45 +244,18 @@ func checkLocalPrograms(s *spec.Spec, topo *runtime.Topology) error {
 	return checkMesh(s, topo)
 }
 
-// Remote is a Deployer whose deployments run away from this machine (the
-// kube deployer's pods, which run PostgreSQL, Redis and Istio's proxies
-// from images): when RunsRemotely is true, Resolve does not look here for
-// the programs a local deployment starts (PostgreSQL, redis-server, a
-// sidecar proxy, nginx, Jaeger, Prometheus), only at what the app
-// declares.
-type Remote interface {
-	RunsRemotely() bool
-}
+// IsRemote reports whether d runs its deployments away from this machine
+// (Traits.Remote).
+func IsRemote(d Deployer) bool { return d.Traits().Remote }
 
-// IsRemote reports whether d is a Remote deployer that runs remotely.
-func IsRemote(d Deployer) bool {
-	r, ok := d.(Remote)
-	return ok && r.RunsRemotely()
-}
-
-// SpecChecker is a Deployer with keys of its own in [deploy] (the netns
-// deployer's hosts and links): Resolve calls CheckSpec before anything
-// starts, and its errors name file, line and key (spec.Spec.Errorf).
-type SpecChecker interface {
-	CheckSpec(s *spec.Spec, topo *runtime.Topology) error
-}
-
-// Sweeper is a Deployer that can leave state outside this process behind
-// when svclab is killed with -9 (network namespaces): Sweep removes what
-// dead svclab processes left and says what it removed. `svclab clean`
-// calls every registered deployer's.
-type Sweeper interface {
-	Sweep() (removed []string, err error)
-}
-
-// Sweep runs every registered Sweeper.
+// Sweep runs every registered deployer's Traits.Sweep.
 func Sweep() ([]string, error) {
 	var out []string
 	var errs []error
 	for _, name := range Names() {
 		d, _ := Lookup(name)
-		if sw, ok := d.(Sweeper); ok {
-			r, err := sw.Sweep()
+		if sweep := d.Traits().Sweep; sweep != nil {
+			r, err := sweep()
 			out = append(out, r...)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("deployer %s: %w", name, err))
@@ -213,11 +263,4 @@ func Sweep() ([]string, error) {
 		}
 	}
 	return out, errors.Join(errs...)
-}
-
-// Checker is a Deployer that can tell, before anything starts, that this
-// machine lacks what topo needs of it (a JDK, a build); Resolve calls it.
-// Its errors are *spec.Errors naming the key that asked for the thing.
-type Checker interface {
-	Check(s *spec.Spec, topo *runtime.Topology) error
 }

@@ -3,6 +3,8 @@ package deploy_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +21,8 @@ import (
 type named string
 
 func (n named) Name() string { return string(n) }
+
+func (n named) Traits() deploy.Traits { return deploy.Traits{} }
 
 func (n named) Deploy(context.Context, *runtime.Topology, deploy.Options) (deploy.Deployment, error) {
 	return nil, errors.New(string(n) + " cannot deploy")
@@ -89,6 +93,87 @@ func TestResolve(t *testing.T) {
 			}
 			if se.File != "s.toml" || se.Key != tc.key || se.Line != tc.line || !strings.Contains(se.Error(), tc.msg) {
 				t.Errorf("got %q (key %q line %d), want s.toml key %q line %d containing %q", se.Error(), se.Key, se.Line, tc.key, tc.line, tc.msg)
+			}
+		})
+	}
+}
+
+// TestResolveMachineSizes: a deployer that runs everything here is held
+// to this machine's cores, memory and processes, each at its key, all at
+// once; a million replicas planned fine before, and failed only when the
+// run had started them.
+func TestResolveMachineSizes(t *testing.T) {
+	const head = "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"test-a\"\nplacement = \"split\"\n" // 5 lines
+	most := deploy.MaxReplicas()
+	for _, tc := range []struct {
+		name, src string
+		want      []string // one error each, in order; none for no error
+	}{
+		{"fits", head + fmt.Sprintf("[deploy.replicas]\nhop2 = %d\n", most), nil},
+		{"cpu above the cores", head + fmt.Sprintf("[deploy.resources.hop1]\ncpu = %d\n", goruntime.NumCPU()+1),
+			[]string{fmt.Sprintf("s.toml:7: deploy.resources.hop1.cpu: must be a number of cores from 0.01 to this machine's %d", goruntime.NumCPU())}},
+		{"memory above the machine's", head + "[deploy.resources.hop1]\nmemory = \"1PiB\"\n",
+			[]string{"s.toml:7: deploy.resources.hop1.memory: must be a size from 8MiB to this machine's"}},
+		{"a million replicas", head + "[deploy.replicas]\nhop2 = 1000000\n",
+			[]string{fmt.Sprintf("s.toml:7: deploy.replicas.hop2: must be at most %d processes, got 1000000: each replica is a process that needs 8MiB to start", most)}},
+		{"autoscale max and replicas, at once", head + fmt.Sprintf("[deploy.replicas]\nhop1 = %d\n[deploy.autoscale.hop2]\nmin = 1\nmax = %d\ncpu_target = 50\n", most+1, most+1),
+			[]string{fmt.Sprintf("s.toml:7: deploy.replicas.hop1: must be at most %d processes, got %d", most, most+1),
+				fmt.Sprintf("s.toml:10: deploy.autoscale.hop2.max: must be at most %d processes, got %d", most, most+1)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse("s.toml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = deploy.Resolve(s)
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Resolve: %v", err)
+				}
+				return
+			}
+			errs := spec.Unjoin(err)
+			if len(errs) != len(tc.want) {
+				t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(tc.want), err)
+			}
+			for i, e := range errs {
+				var se *spec.Error
+				if !errors.As(e, &se) || !strings.HasPrefix(e.Error(), tc.want[i]) {
+					t.Errorf("error %d = %v (%T), want a *spec.Error starting %q", i, e, e, tc.want[i])
+				}
+			}
+		})
+	}
+}
+
+// TestResolveIstioNeedsACluster: Istio's sidecars are a cluster's, so a
+// deployer that runs everything here refuses deploy.sidecar = "istio" at
+// its key, however it is set; inproc, which has no hop, is refused by the
+// spec for every sidecar.
+func TestResolveIstioNeedsACluster(t *testing.T) {
+	const head = "[app]\nname = \"chain\"\n[deploy]\ndeployer = \"test-a\"\n"
+	const onCluster = `deploy.sidecar: sidecar "istio" runs only on a Kubernetes cluster: set deploy.deployer = "kube"`
+	for _, tc := range []struct {
+		name, src string
+		levels    map[string]any
+		want      string
+	}{
+		{"written", head + "placement = \"split\"\nsidecar = \"istio\"\n", nil, "s.toml:6: " + onCluster},
+		{"by a factor", head + "placement = \"split\"\n[experiment.factors]\n\"deploy.sidecar\" = [\"none\", \"istio\"]\n",
+			map[string]any{"deploy.sidecar": "istio"}, "s.toml:7: " + onCluster},
+		{"inproc", head + "transport = \"inproc\"\nsidecar = \"istio\"\n", nil, `s.toml:6: deploy.sidecar: sidecar "istio" needs a network transport`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse("s.toml", []byte(tc.src))
+			if err == nil && tc.levels != nil {
+				s, err = s.With(tc.levels)
+			}
+			if err == nil {
+				_, _, err = deploy.Resolve(s)
+			}
+			var se *spec.Error
+			if !errors.As(err, &se) || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Fatalf("error %v (%T), want a *spec.Error starting %q", err, err, tc.want)
 			}
 		})
 	}

@@ -84,7 +84,7 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 }
 
 // remote reports whether s's deployer runs its processes off this machine
-// (deploy.Remote). An unknown deployer is not remote; Resolve names it.
+// (deploy.Traits.Remote). An unknown deployer is not remote; Resolve names it.
 func remote(s *spec.Spec) bool {
 	d, err := deploy.Lookup(s.Deploy.Deployer)
 	return err == nil && deploy.IsRemote(d)

@@ -118,8 +118,8 @@ func TestIsolationEnter(t *testing.T) {
 // kube deployer, which this package cannot import).
 type remoteDeployer struct{}
 
-func (remoteDeployer) Name() string       { return "test-remote" }
-func (remoteDeployer) RunsRemotely() bool { return true }
+func (remoteDeployer) Name() string          { return "test-remote" }
+func (remoteDeployer) Traits() deploy.Traits { return deploy.Traits{Remote: true} }
 func (remoteDeployer) Deploy(context.Context, *runtime.Topology, deploy.Options) (deploy.Deployment, error) {
 	return nil, errors.New("test-remote deploys nothing")
 }

@@ -94,9 +94,9 @@ func (p *Prepared) Timing() Timing {
 func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
 	bySpec := map[*spec.Spec]*Prepared{}
 	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
-		pr, err := Prepare(rs)
+		pr, err := prepareTimed(s, rs)
 		if err != nil {
-			return Timing{}, noLoad(s, err)
+			return Timing{}, err
 		}
 		bySpec[rs] = pr
 		return pr.Timing(), nil
@@ -121,10 +121,28 @@ func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]
 // what a deployment holds; Plan.SpecOf makes a point's spec again.
 func CheckPlan(ctx context.Context, s *spec.Spec, seed int64) (*Plan, error) {
 	return newPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
-		pr, err := Prepare(rs)
+		pr, err := prepareTimed(s, rs)
 		if err != nil {
-			return Timing{}, noLoad(s, err)
+			return Timing{}, err
 		}
 		return pr.Timing(), nil
 	}, false)
+}
+
+// prepareTimed prepares one design point and checks that each of its
+// faults acts within the measurement, which experiment.duration sets when
+// it overrides the load's.
+func prepareTimed(s, rs *spec.Spec) (*Prepared, error) {
+	pr, err := Prepare(rs)
+	if err != nil {
+		return nil, noLoad(s, err)
+	}
+	measure := pr.Timing().Duration
+	if d := rs.Experiment.Duration; d != nil {
+		measure = d.D()
+	}
+	if err := pr.Runtime.CheckFaultTimes(pr.Spec, measure); err != nil {
+		return nil, err
+	}
+	return pr, nil
 }

@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"errors"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -55,54 +57,144 @@ func (f Fault) Windows(d time.Duration) []Window {
 	return out
 }
 
-// resolveFaults resolves each fault's target to a group. A target that
-// names nothing in the placement, a hop fault with the inproc transport
-// (there is no hop), and a kill of a replica the group does not have are
-// errors at the key's line.
+// Every check of [deploy.faults] lives here, where each fault is resolved
+// against the topology, so that a fault that cannot act is refused before
+// anything starts, at its key, with every other mistake of the table:
+// deployers and the runner only inject what passed. What a deployer
+// cannot inject at all it refuses itself (the kube deployer: no fault).
+
+// resolveFaults checks [deploy.faults] and resolves each fault's target
+// to a group. The values alone (a target, a positive duration, a period
+// longer than it, a fraction, a delay toxiproxy can count), then against
+// the topology: a target that names nothing in the placement, a hop fault
+// with the inproc transport (there is no hop) or off TCP (the fault
+// proxies are TCP's), a hop fault on a group no other group calls (its
+// hop carries nothing: the load's own calls into the entry are not a
+// hop), and a kill of a replica the group does not have.
 func (p *Topology) resolveFaults(s *spec.Spec) error {
 	f := s.Deploy.Faults
-	add := func(kind, target string, fault Fault) error {
-		key := "deploy.faults." + kind + ".target"
-		g := slices.IndexFunc(p.Groups, func(g Group) bool { return g.Name == target })
-		if g < 0 {
-			g = p.GroupOf(target)
-		}
-		if g < 0 {
-			var names []string
-			for _, grp := range p.Groups {
-				names = append(names, grp.Name)
-			}
-			return s.Errorf(key, "no group or component %q in placement %q (groups: %s)", target, p.Placement, strings.Join(names, ", "))
-		}
-		fault.Kind, fault.Target, fault.Group = kind, target, g
-		if fault.Link() && p.InProcess() {
-			return s.Errorf(key, "transport %q has no hop between groups to fault; use a network transport", p.Transport)
-		}
-		if kind == spec.FaultKill && fault.Replica >= p.Groups[g].Replicas {
-			return s.Errorf("deploy.faults.kill.replica", "group %s has %d replica(s), ordinals from 0 to %d; got %d", p.Groups[g].Name, p.Groups[g].Replicas, p.Groups[g].Replicas-1, fault.Replica)
+	var errs []error
+	add := func(kind string, w spec.FaultWindow, fault Fault) {
+		if err := p.checkFault(s, kind, w, &fault); err != nil {
+			errs = append(errs, err)
+			return
 		}
 		p.Faults = append(p.Faults, fault)
-		return nil
 	}
 	if l := f.LatencySpike; l != nil {
-		if err := add(spec.FaultLatencySpike, l.Target, Fault{Start: l.Start.D(), Duration: l.Duration.D(), Every: l.Every.D(), Delay: l.Delay.D(), Fraction: l.Probability}); err != nil {
-			return err
+		probability := l.Probability
+		if !s.Written("deploy.faults.latency_spike.probability") {
+			probability = 1
 		}
+		add(spec.FaultLatencySpike, l.Window(), Fault{Delay: l.Delay.D(), Fraction: probability})
 	}
 	if r := f.Reset; r != nil {
-		if err := add(spec.FaultReset, r.Target, Fault{Start: r.Start.D(), Duration: r.Duration.D(), Every: r.Every.D(), Fraction: r.Fraction}); err != nil {
-			return err
-		}
+		add(spec.FaultReset, r.Window(), Fault{Fraction: r.Fraction})
 	}
 	if c := f.LinkCut; c != nil {
-		if err := add(spec.FaultLinkCut, c.Target, Fault{Start: c.Start.D(), Duration: c.Duration.D(), Every: c.Every.D(), Fraction: 1}); err != nil {
-			return err
-		}
+		add(spec.FaultLinkCut, c.Window(), Fault{Fraction: 1})
 	}
 	if k := f.Kill; k != nil {
-		if err := add(spec.FaultKill, k.Target, Fault{Start: k.Start.D(), Replica: k.Replica}); err != nil {
-			return err
+		add(spec.FaultKill, spec.FaultWindow{Target: k.Target, Start: k.Start}, Fault{Replica: k.Replica})
+	}
+	return errors.Join(errs...)
+}
+
+// checkFault checks the fault of kind written with window w, and fills
+// fault's kind, target, group and times; its errors are joined.
+func (p *Topology) checkFault(s *spec.Spec, kind string, w spec.FaultWindow, fault *Fault) error {
+	key := "deploy.faults." + kind
+	fault.Kind, fault.Target = kind, w.Target
+	fault.Start, fault.Duration, fault.Every = w.Start.D(), w.Duration.D(), w.Every.D()
+	var errs []error
+	bad := func(k, format string, args ...any) { errs = append(errs, s.Errorf(k, format, args...)) }
+	if w.Target == "" {
+		what := "whose inbound hop the fault acts on"
+		if kind == spec.FaultKill {
+			what = "one of whose processes is killed"
+		}
+		bad(key, "needs target, the group (or a component of it) %s", what)
+	}
+	if kind == spec.FaultLinkCut && w.Duration <= 0 {
+		bad(key+".duration", "must be positive, e.g. \"5s\", got %s", w.Duration)
+	}
+	if s.Written(key+".every") && w.Every > 0 && w.Duration == 0 {
+		bad(key+".every", "needs a duration: a window lasting to the end of the run cannot repeat")
+	} else if s.Written(key+".every") && w.Every > 0 && w.Duration >= w.Every {
+		bad(key+".every", "must be longer than duration (%s), got %s", w.Duration, w.Every)
+	}
+	switch kind {
+	case spec.FaultLatencySpike:
+		if fault.Delay < time.Millisecond {
+			bad(key+".delay", "must be at least 1ms (toxiproxy's latency counts milliseconds), got %s", fault.Delay)
+		}
+		checkFraction(bad, key+".probability", fault.Fraction)
+	case spec.FaultReset:
+		checkFraction(bad, key+".fraction", fault.Fraction)
+	case spec.FaultKill:
+		if fault.Replica < 0 {
+			bad(key+".replica", "must be a replica's ordinal, from 0, got %d", fault.Replica)
 		}
 	}
+	if len(errs) > 0 || w.Target == "" {
+		return errors.Join(errs...)
+	}
+	return p.checkFaultTarget(s, key, fault)
+}
+
+// checkFraction refuses a share of calls or connections outside (0, 1].
+func checkFraction(bad func(k, format string, args ...any), key string, v float64) {
+	if math.IsNaN(v) || v <= 0 || v > 1 {
+		bad(key, "must be a fraction above 0 and at most 1, got %g", v)
+	}
+}
+
+// checkFaultTarget resolves fault's target, written under key, to a
+// group that can suffer it.
+func (p *Topology) checkFaultTarget(s *spec.Spec, key string, fault *Fault) error {
+	target := key + ".target"
+	g := slices.IndexFunc(p.Groups, func(g Group) bool { return g.Name == fault.Target })
+	if g < 0 {
+		g = p.GroupOf(fault.Target)
+	}
+	if g < 0 {
+		var names []string
+		for _, grp := range p.Groups {
+			names = append(names, grp.Name)
+		}
+		return s.Errorf(target, "no group or component %q in placement %q (groups: %s)", fault.Target, p.Placement, strings.Join(names, ", "))
+	}
+	fault.Group = g
+	switch {
+	case fault.Link() && p.InProcess():
+		return s.Errorf(target, "transport %q has no hop between groups to fault; use a network transport", p.Transport)
+	case fault.Link() && p.Network != "tcp":
+		return s.Errorf(target, "the hop into group %s is on network %q; faults act on tcp hops (leave deploy.network out)", p.Groups[g].Name, p.Network)
+	case fault.Link() && !p.calledByGroups(g):
+		return s.Errorf(target, "no other group calls group %s, so its hop carries nothing to fault; target a group another group calls", p.Groups[g].Name)
+	case fault.Kind == spec.FaultKill && fault.Replica >= p.Groups[g].Replicas:
+		return s.Errorf(key+".replica", "group %s has %d replica(s), ordinals from 0 to %d; got %d", p.Groups[g].Name, p.Groups[g].Replicas, p.Groups[g].Replicas-1, fault.Replica)
+	}
 	return nil
+}
+
+// calledByGroups reports whether another group calls a component of
+// group g: whether g has a hop into it for a fault to act on.
+func (p *Topology) calledByGroups(g int) bool {
+	return slices.ContainsFunc(p.Groups[g].Components, func(c string) bool { return p.calledFromOutside(g, c) })
+}
+
+// CheckFaultTimes refuses a fault that would never act in a measurement
+// of length measure, as its windows are offsets from the measurement's
+// start (Windows): a start at or past its end, at the start's key. When
+// load.requests may end the measurement sooner no plan can know it;
+// spec.Spec.Inert says so.
+func (p *Topology) CheckFaultTimes(s *spec.Spec, measure time.Duration) error {
+	var errs []error
+	for _, f := range p.Faults {
+		if f.Start >= measure {
+			errs = append(errs, s.Errorf("deploy.faults."+f.Kind+".start", "%s is not before the end of the measurement (%s long, timed from its start, after the warm-up), so the fault would never act; start it earlier or measure longer", f.Start, measure))
+		}
+	}
+	return errors.Join(errs...)
 }

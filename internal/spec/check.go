@@ -109,7 +109,11 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 		for _, k := range c.keysInFileOrder(key, m) {
 			f, ok := fields[k]
 			if !ok {
-				c.bad(key+"."+quoteKeyPart(k), "unknown key%s", didYouMean(k, slices.Sorted(maps.Keys(fields))))
+				known := slices.Sorted(maps.Keys(fields))
+				if key == "deploy" { // the tables deployers decode are keys too
+					known = append(known, DeployerTables...)
+				}
+				c.bad(key+"."+quoteKeyPart(k), "unknown key%s", didYouMean(k, known))
 				continue
 			}
 			c.check(key+"."+quoteKeyPart(k), m[k], f.Type)

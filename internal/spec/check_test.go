@@ -411,18 +411,18 @@ func TestSetStringKeyHint(t *testing.T) {
 		set  string
 		want string
 	}{
-		{"", "deploy.kube.node_selector.vm=1",
-			`--set deploy.kube.node_selector.vm=1: deploy.kube.node_selector.vm: must be a string, got 1; quote it: --set 'deploy.kube.node_selector.vm="1"'`},
-		{"", `deploy.kube.node_selector."kubernetes.io/hostname"=2.5`,
-			`--set deploy.kube.node_selector."kubernetes.io/hostname"=2.5: deploy.kube.node_selector."kubernetes.io/hostname": must be a string, got 2.5; quote it: --set 'deploy.kube.node_selector."kubernetes.io/hostname"="2.5"'`},
-		{"", "deploy.kube.node_selector={vm=1}",
-			`--set deploy.kube.node_selector={vm=1}: deploy.kube.node_selector.vm: must be a string, got 1; quote it: --set 'deploy.kube.node_selector.vm="1"'`},
-		{"", "deploy.kube.namespace=true",
-			`--set deploy.kube.namespace=true: deploy.kube.namespace: must be a string, got true; quote it: --set 'deploy.kube.namespace="true"'`},
-		{"", "deploy.kube.namespace=[1]",
-			`--set deploy.kube.namespace=[1]: deploy.kube.namespace: must be a string, got a list`},
-		{"[deploy.kube.node_selector]\nvm = 1\n", "",
-			`x.toml:2: deploy.kube.node_selector.vm: must be a string, got 1`},
+		{"", "deploy.languages.hop1=1",
+			`--set deploy.languages.hop1=1: deploy.languages.hop1: must be a string, got 1; quote it: --set 'deploy.languages.hop1="1"'`},
+		{"", `deploy.languages."a.b"=2.5`,
+			`--set deploy.languages."a.b"=2.5: deploy.languages."a.b": must be a string, got 2.5; quote it: --set 'deploy.languages."a.b"="2.5"'`},
+		{"", "deploy.languages={hop1=1}",
+			`--set deploy.languages={hop1=1}: deploy.languages.hop1: must be a string, got 1; quote it: --set 'deploy.languages.hop1="1"'`},
+		{"", "deploy.sidecar=true",
+			`--set deploy.sidecar=true: deploy.sidecar: must be a string, got true; quote it: --set 'deploy.sidecar="true"'`},
+		{"", "deploy.sidecar=[1]",
+			`--set deploy.sidecar=[1]: deploy.sidecar: must be a string, got a list`},
+		{"[deploy.languages]\nhop1 = 1\n", "",
+			`x.toml:2: deploy.languages.hop1: must be a string, got 1`},
 	} {
 		t.Run(tc.set+tc.src, func(t *testing.T) {
 			var sets []string

@@ -11,7 +11,9 @@ import (
 // of scalars, so that every value can be a factor
 // ("deploy.faults.link_cut.duration"). Times are offsets within the
 // measurement window (after the warm-up). Names follow Istio's fault
-// injection (delay, abort) where they have one.
+// injection (delay, abort) where they have one. This package decodes the
+// table; runtime.Resolve checks it, every key in one place, as it
+// resolves each fault against the topology.
 type Faults struct {
 	LatencySpike *LatencySpike `toml:"latency_spike"`
 	Reset        *ResetFault   `toml:"reset"`
@@ -101,6 +103,31 @@ func (f Faults) Any() bool {
 	return f.LatencySpike != nil || f.Reset != nil || f.LinkCut != nil || f.Kill != nil
 }
 
+// startKeys are the start keys of the faults set to start after the
+// measurement's beginning, in the order latency_spike, reset, link_cut,
+// kill.
+func (f Faults) startKeys() []string {
+	var out []string
+	add := func(kind string, start Duration) {
+		if start > 0 {
+			out = append(out, "deploy.faults."+kind+".start")
+		}
+	}
+	if f.LatencySpike != nil {
+		add(FaultLatencySpike, f.LatencySpike.Start)
+	}
+	if f.Reset != nil {
+		add(FaultReset, f.Reset.Start)
+	}
+	if f.LinkCut != nil {
+		add(FaultLinkCut, f.LinkCut.Start)
+	}
+	if f.Kill != nil {
+		add(FaultKill, f.Kill.Start)
+	}
+	return out
+}
+
 // Resilience is [deploy.resilience]: the client middleware of every
 // cross-process hop (retries, a per-call timeout, a circuit breaker), in
 // the words of Envoy's and Finagle's retry policies.
@@ -165,70 +192,6 @@ const (
 // retry; the codes a service answers with on purpose (invalid_argument,
 // not_found …) are not.
 var RetryableCodes = []string{"unavailable", "resource_exhausted", "deadline_exceeded", "aborted", "internal", "unknown"}
-
-// checkFaults checks [deploy.faults]; which groups targets name is the
-// topology's to check (runtime.Resolve).
-func (s *Spec) checkFaults() error {
-	f := s.Deploy.Faults
-	window := func(kind string, w FaultWindow, needDuration bool) error {
-		key := "deploy.faults." + kind
-		if w.Target == "" {
-			return s.Errorf(key, "needs target, the group (or a component of it) whose inbound hop the fault acts on")
-		}
-		if needDuration && w.Duration <= 0 {
-			return s.Errorf(key+".duration", "must be positive, e.g. \"5s\", got %s", w.Duration)
-		}
-		if s.written(key+".every") && w.Every > 0 && w.Duration >= w.Every {
-			return s.Errorf(key+".every", "must be longer than duration (%s), got %s", w.Duration, w.Every)
-		}
-		if s.written(key+".every") && w.Every > 0 && w.Duration == 0 {
-			return s.Errorf(key+".every", "needs a duration: a window lasting to the end of the run cannot repeat")
-		}
-		return nil
-	}
-	fraction := func(key string, v float64) error {
-		if math.IsNaN(v) || v <= 0 || v > 1 {
-			return s.Errorf(key, "must be a fraction above 0 and at most 1, got %g", v)
-		}
-		return nil
-	}
-	if l := f.LatencySpike; l != nil {
-		if err := window(FaultLatencySpike, l.Window(), false); err != nil {
-			return err
-		}
-		if l.Delay < Duration(time.Millisecond) {
-			return s.Errorf("deploy.faults.latency_spike.delay", "must be at least 1ms (toxiproxy's latency counts milliseconds), got %s", l.Delay)
-		}
-		if !s.written("deploy.faults.latency_spike.probability") {
-			l.Probability = 1
-		}
-		if err := fraction("deploy.faults.latency_spike.probability", l.Probability); err != nil {
-			return err
-		}
-	}
-	if r := f.Reset; r != nil {
-		if err := window(FaultReset, r.Window(), false); err != nil {
-			return err
-		}
-		if err := fraction("deploy.faults.reset.fraction", r.Fraction); err != nil {
-			return err
-		}
-	}
-	if c := f.LinkCut; c != nil {
-		if err := window(FaultLinkCut, c.Window(), true); err != nil {
-			return err
-		}
-	}
-	if k := f.Kill; k != nil {
-		if k.Target == "" {
-			return s.Errorf("deploy.faults.kill", "needs target, the group (or a component of it) one of whose processes is killed")
-		}
-		if k.Replica < 0 {
-			return s.Errorf("deploy.faults.kill.replica", "must be a replica's ordinal, from 0, got %d", k.Replica)
-		}
-	}
-	return nil
-}
 
 // checkResilience checks [deploy.resilience] and fills its defaults.
 func (s *Spec) checkResilience() error {

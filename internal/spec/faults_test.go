@@ -41,23 +41,16 @@ replica = 1
 			if r := f.Reset; r == nil || r.Fraction != 0.25 || r.Duration != 0 {
 				t.Errorf("reset %+v", r)
 			}
-			if l := f.LatencySpike; l == nil || l.Probability != 1 || l.Every.D() != 4*time.Second || l.Delay.D() != 50*time.Millisecond {
-				t.Errorf("latency_spike %+v (probability defaults to 1)", l)
+			if l := f.LatencySpike; l == nil || l.Every.D() != 4*time.Second || l.Delay.D() != 50*time.Millisecond {
+				t.Errorf("latency_spike %+v", l)
 			}
 			if k := f.Kill; k == nil || k.Replica != 1 || k.Start.D() != 2*time.Second {
 				t.Errorf("kill %+v", k)
 			}
 		}},
-		{name: "cut without duration", src: "[deploy.faults.link_cut]\ntarget = \"a\"\nstart = \"1s\"\n", err: "x.toml:1: deploy.faults.link_cut.duration: must be positive"},
-		{name: "no target", src: "[deploy.faults.reset]\n\nfraction = 0.5\n", err: "x.toml:1: deploy.faults.reset: needs target"},
-		{name: "fraction above 1", src: "[deploy.faults.reset]\ntarget = \"a\"\nfraction = 1.5\n", err: "x.toml:3: deploy.faults.reset.fraction: must be a fraction above 0 and at most 1, got 1.5"},
-		{name: "fraction 0", src: "[deploy.faults.reset]\ntarget = \"a\"\nfraction = 0.0\n", err: "x.toml:3: deploy.faults.reset.fraction"},
 		{name: "negative start", src: "[deploy.faults.kill]\ntarget = \"a\"\nstart = \"-1s\"\n", err: "x.toml:3: deploy.faults.kill.start: must not be negative"},
-		{name: "every not above duration", src: "[deploy.faults.latency_spike]\ntarget = \"a\"\ndelay = \"5ms\"\nduration = \"2s\"\nevery = \"2s\"\n", err: "x.toml:5: deploy.faults.latency_spike.every: must be longer than duration"},
-		{name: "sub-millisecond delay", src: "[deploy.faults.latency_spike]\ntarget = \"a\"\ndelay = \"500us\"\n", err: "x.toml:3: deploy.faults.latency_spike.delay: must be at least 1ms"},
 		{name: "unknown kind", src: "[deploy.faults.partition]\ntarget = \"a\"\n", err: "deploy.faults.partition: unknown key"},
 		{name: "unknown key", src: "[deploy.faults.kill]\ntarget = \"a\"\nsignal = 9\n", err: "x.toml:3: deploy.faults.kill.signal: unknown key"},
-		{name: "negative replica", src: "[deploy.faults.kill]\ntarget = \"a\"\nreplica = -1\n", err: "x.toml:3: deploy.faults.kill.replica"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -123,7 +116,7 @@ func TestFaultFactorLevels(t *testing.T) {
 	if r.Deploy.Faults.Reset.Fraction != 0.5 || r.Deploy.Resilience.Retries != 3 {
 		t.Errorf("levels not applied: %+v %+v", r.Deploy.Faults.Reset, r.Deploy.Resilience)
 	}
-	if _, err := s.With(map[string]any{"deploy.faults.reset.fraction": 2.0}); err == nil || !strings.Contains(err.Error(), "x.toml:5: deploy.faults.reset.fraction") {
-		t.Errorf("level 2.0: %v", err)
+	if _, err := s.With(map[string]any{"deploy.faults.reset.fraction": "half"}); err == nil || !strings.Contains(err.Error(), "x.toml:5: deploy.faults.reset.fraction: must be a number") {
+		t.Errorf("level \"half\": %v", err)
 	}
 }

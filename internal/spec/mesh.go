@@ -64,5 +64,10 @@ func (s *Spec) Inert() []string {
 	if s.Deploy.TelemetryCPUs == TelemetryCPUsGenerator && s.Deploy.Tracing == 0 && !s.Deploy.Metrics {
 		out = append(out, fmt.Sprintf("deploy.telemetry_cpus = %q places nothing: neither deploy.tracing nor deploy.metrics starts a backend", TelemetryCPUsGenerator))
 	}
+	if n, _ := s.Lookup("load.requests"); n != nil && n != int64(0) {
+		for _, key := range s.Deploy.Faults.startKeys() {
+			out = append(out, fmt.Sprintf("%s may not act: load.requests can end the measurement before it starts", key))
+		}
+	}
 	return out
 }

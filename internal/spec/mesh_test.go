@@ -125,6 +125,11 @@ func TestInert(t *testing.T) {
 		{"telemetry_cpus = \"generator\"\ntracing = 0.1\n", nil},
 		{"telemetry_cpus = \"generator\"\nmetrics = true\n", nil},
 		{"telemetry_cpus = \"generator\"\nproxy_mode = \"node\"\n", []string{"deploy.proxy_mode", "deploy.telemetry_cpus"}},
+		// load.requests may end the measurement before a fault's start,
+		// which no plan can know; a fault from the start always acts.
+		{"[deploy.faults.kill]\ntarget = \"hop2\"\nstart = \"5s\"\n[load]\nrequests = 100\n", []string{"deploy.faults.kill.start may not act: load.requests can end the measurement before it starts"}},
+		{"[deploy.faults.kill]\ntarget = \"hop2\"\n[load]\nrequests = 100\n", nil},
+		{"[deploy.faults.kill]\ntarget = \"hop2\"\nstart = \"5s\"\n", nil},
 	} {
 		s, err := Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy]\n"+tc.deploy))
 		if err != nil {

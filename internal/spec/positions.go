@@ -175,3 +175,13 @@ func lineOf(p *unstable.Parser, n *unstable.Node) int {
 	}
 	return p.Shape(r).Start.Line
 }
+
+// KeyOf joins parts into a dotted key as errors name it, quoting a part
+// that holds a dot (deploy.kube.node_selector."kubernetes.io/hostname").
+func KeyOf(parts ...string) string {
+	quoted := make([]string, len(parts))
+	for i, p := range parts {
+		quoted[i] = quoteKeyPart(p)
+	}
+	return strings.Join(quoted, ".")
+}

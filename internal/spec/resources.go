@@ -1,11 +1,9 @@
 package spec
 
 import (
+	"errors"
 	"math"
-	goruntime "runtime"
 	"slices"
-
-	"github.com/dustin/go-humanize"
 )
 
 // Resources is one [deploy.resources.<group or component>] table: the
@@ -40,29 +38,23 @@ const MinCPU = 0.01
 // and every run would end as "out of memory" rather than as an error here.
 const MinMemory ByteSize = 8 << 20
 
-// machineMemory is the physical memory, or 0 where it cannot be read.
-var machineMemory = physicalMemory()
-
-// checkResources checks [deploy.resources]: every cpu a positive number of
-// cores this machine has, every memory a positive size. Whether each name
-// is a group or component is the topology's to check.
+// checkResources checks [deploy.resources]: every cpu at least MinCPU
+// cores, every memory at least MinMemory. What this machine can give is
+// the deployer's to check (deploy.Resolve, for a deployer that runs
+// here); whether each name is a group or component is the topology's.
 func (s *Spec) checkResources() error {
-	cores := s.maxCores(float64(goruntime.NumCPU()))
+	var errs []error
 	for _, name := range s.resourceNames() {
 		r := s.Deploy.Resources[name]
 		key := "deploy.resources." + name
-		if s.written(key+".cpu") && (r.CPU < MinCPU || math.IsNaN(r.CPU) || r.CPU > cores) {
-			return s.Errorf(key+".cpu", "must be a number of cores from %g to this machine's %g, got %g", MinCPU, cores, r.CPU)
+		if s.written(key+".cpu") && (r.CPU < MinCPU || math.IsNaN(r.CPU)) {
+			errs = append(errs, s.Errorf(key+".cpu", "must be a number of cores from %g, got %g", MinCPU, r.CPU))
 		}
-		if s.written(key+".memory") && (r.Memory < MinMemory || (machineMemory > 0 && r.Memory > machineMemory && s.Deploy.Deployer != DeployerKube)) {
-			limit := "this machine's memory"
-			if machineMemory > 0 {
-				limit = "this machine's " + humanize.IBytes(uint64(machineMemory))
-			}
-			return s.Errorf(key+".memory", "must be a size from %s to %s, e.g. \"512MiB\", got %q", MinMemory, limit, r.Memory)
+		if s.written(key+".memory") && r.Memory < MinMemory {
+			errs = append(errs, s.Errorf(key+".memory", "must be a size from %s, e.g. \"512MiB\", got %q", MinMemory, r.Memory))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // resourceNames are the names of [deploy.resources], in file order.

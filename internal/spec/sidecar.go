@@ -27,6 +27,13 @@ const (
 	ProxyModeNode    = "node"
 )
 
+// SidecarIstio is the value of deploy.sidecar that leaves the data plane
+// to Istio: the cluster injects its proxy beside every pod, and the mesh
+// keys become Istio resources. Only a deployer that runs pods on a
+// cluster has it (deploy.Resolve refuses it for the others), as no local
+// process can be given an Istio sidecar.
+const SidecarIstio = "istio"
+
 // ProxyModes lists the values of deploy.proxy_mode, the default first.
 var ProxyModes = []string{ProxyModeSidecar, ProxyModeNode}
 
@@ -48,14 +55,16 @@ func (s *Spec) checkSidecar() error {
 	if !slices.Contains(ProxyModes, d.ProxyMode) {
 		return s.Errorf("deploy.proxy_mode", "unknown proxy mode %q%s", d.ProxyMode, suggestValue(d.ProxyMode, ProxyModes))
 	}
-	switch d.Sidecar {
-	case SidecarNone:
+	if d.Sidecar == SidecarNone {
 		return nil
-	case SidecarIstio:
-		return s.checkIstio() // kube.go
 	}
 	if d.Transport == "inproc" {
 		return s.Errorf("deploy.sidecar", "sidecar %q needs a network transport, but deploy.transport is \"inproc\", which never leaves its process; choose grpc, http, netrpc or protorpc, or sidecar \"none\"", d.Sidecar)
+	}
+	if d.Sidecar == SidecarIstio {
+		// Istio's sidecars balance each request, so replicas and the
+		// autoscaler stay allowed, and pods listen on TCP.
+		return nil
 	}
 	if len(d.Autoscale) > 0 && d.ProxyMode != ProxyModeSidecar {
 		// Every sidecar kind takes endpoint updates while it runs, but a

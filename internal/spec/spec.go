@@ -2,10 +2,11 @@
 // [deploy], [load] and [experiment].
 //
 // The package checks syntax, types and unknown keys, and gives every error
-// the file, line and dotted key it is about. It does not know the apps or the
-// load generator: callers decode [app] and [load] into their own structs with
-// Decode, and report semantic errors with Errorf, so that every error a user
-// meets has the same shape. Factor levels from [experiment] are applied with
+// the file, line and dotted key it is about. It does not know the apps, the
+// load generator or the deployers: callers decode [app], [load] and a
+// deployer's tables of [deploy] (DeployerTables) into their own structs
+// with Decode, and report semantic errors with Errorf, so that every error
+// a user meets has the same shape. Factor levels from [experiment] are applied with
 // With, which yields the effective spec of one run.
 package spec
 
@@ -121,11 +122,6 @@ type Deploy struct {
 	// HTTPLimits bound what one client can make an HTTP listener (the
 	// gateway, and every server of the http transport) hold.
 	HTTPLimits HTTPLimits `toml:"http_limits"`
-	// Hosts, Link and Links are the emulated hosts and the links between
-	// them that the netns deployer builds (hosts.go).
-	Hosts map[string]Host `toml:"hosts"`
-	Link  Link            `toml:"link"`
-	Links map[string]Link `toml:"links"`
 	// Sidecar is the proxy program beside every process, one of Sidecars
 	// (SidecarNone by default); see docs/DEPLOY.md.
 	Sidecar string `toml:"sidecar"`
@@ -153,8 +149,6 @@ type Deploy struct {
 	// and the client middleware that rides them out (faults.go).
 	Faults     Faults     `toml:"faults"`
 	Resilience Resilience `toml:"resilience"`
-	// Kube is [deploy.kube], the kube deployer's keys (kube.go).
-	Kube Kube `toml:"kube"`
 }
 
 // HTTPLimits are [deploy.http_limits]: the limits a production net/http
@@ -365,8 +359,12 @@ func (s *Spec) decodeDeploy() error {
 	if !s.written("deploy.placement") {
 		s.Deploy.Placement = DefaultPlacement
 	}
-	if s.Deploy.StartTimeout == 0 {
+	if !s.written("deploy.start_timeout") {
 		s.Deploy.StartTimeout = Duration(DefaultStartTimeout)
+	} else if s.Deploy.StartTimeout <= 0 {
+		// "0s" read as the default once: a value means what it says,
+		// and no deployment is ready in no time.
+		return s.Errorf("deploy.start_timeout", "must be positive, e.g. \"30s\", got %s (leave the key out for %s)", s.Deploy.StartTimeout, DefaultStartTimeout)
 	}
 	if err := s.defaultHTTPLimits(); err != nil {
 		return err
@@ -383,19 +381,10 @@ func (s *Spec) decodeDeploy() error {
 	if err := s.checkResources(); err != nil {
 		return err
 	}
-	if err := s.checkLinkPairs(); err != nil {
-		return err
-	}
-	if err := s.checkKube(); err != nil {
-		return err
-	}
 	if err := s.checkSidecar(); err != nil {
 		return err
 	}
 	if err := s.checkMesh(); err != nil {
-		return err
-	}
-	if err := s.checkFaults(); err != nil {
 		return err
 	}
 	if err := s.checkResilience(); err != nil {
@@ -440,15 +429,45 @@ func (s *Spec) written(key string) bool {
 	return ok
 }
 
-// Decode decodes table ("app", "deploy", "load" or "experiment") into v,
-// which must be a pointer to a struct with toml tags. Keys v has no field
-// for are errors, as are values of the wrong type; both name the key and
-// line. For "app", the key name is left out, as App.Name holds it.
+// Written reports whether the spec gives key a value, even an empty one
+// or a zero, as opposed to leaving it to its default: what an owner of a
+// table needs to fill a default without taking "0" for "left out".
+func (s *Spec) Written(key string) bool { return s.written(key) }
+
+// DeployerTables are the tables of [deploy] that belong to deployers
+// rather than to this package: the kube deployer's [deploy.kube], the
+// hosts a deployer places groups on, and the netns deployer's links.
+// This package checks only that each is a table; its owner decodes it
+// with Decode and reports its mistakes with Errorf, as apps do [app].
+var DeployerTables = []string{"hosts", "kube", "link", "links"}
+
+// Decode decodes table into v, which must be a pointer to a struct with
+// toml tags (or to a map of such structs, for a table of named tables): a top-level table ("app", "deploy", "load" or
+// "experiment") or one inside it, as a dotted key ("deploy.kube"). Keys v
+// has no field for are errors, as are values of the wrong type; both
+// name the key and line. For "app", the key name is left out, as
+// App.Name holds it; for "deploy", the DeployerTables, which their
+// owners decode.
 func (s *Spec) Decode(table string, v any) error {
-	t, _ := s.tree[table].(map[string]any)
-	if table == "app" {
+	raw, written := s.Lookup(table)
+	t, ok := raw.(map[string]any)
+	if written && !ok {
+		return s.Errorf(table, "must be a table, got %s", Echo(raw))
+	}
+	switch table {
+	case "app":
 		t = maps.Clone(t)
 		delete(t, "name")
+	case "deploy":
+		t = maps.Clone(t)
+		for _, name := range DeployerTables {
+			if sub, ok := t[name]; ok {
+				if _, isTable := sub.(map[string]any); !isTable {
+					return s.Errorf("deploy."+name, "must be a table, got %s", Echo(sub))
+				}
+				delete(t, name)
+			}
+		}
 	}
 	if len(t) == 0 {
 		return nil

@@ -1,25 +1,16 @@
 package kube
 
 import (
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// RunsRemotely implements deploy.Remote: the pods run PostgreSQL, Redis
-// and Istio's proxies from images, so this machine needs none of the
-// programs the local deployers start.
-func (Deployer) RunsRemotely() bool { return true }
-
-// CheckSpec implements deploy.SpecChecker: it refuses [deploy.faults] and
-// renders the design point once, so that what only a render finds (a group
-// on two hosts, a namespace that is no Kubernetes name) stops `svclab plan`
-// and a run before anything starts, and before a kubeconfig is needed.
-func (Deployer) CheckSpec(s *spec.Spec, topo *runtime.Topology) error {
-	if err := checkFaults(s); err != nil {
-		return err
-	}
-	_, err := Render(s, topo, RenderOptions{})
-	return err
+// Traits implements deploy.Deployer. The deployer is Remote: the pods run
+// PostgreSQL, Redis and Istio's proxies from images, so this machine
+// needs none of the programs the local deployers start, and the
+// cluster's nodes, not this machine, bound the sizes a spec asks for.
+func (Deployer) Traits() deploy.Traits {
+	return deploy.Traits{DecodeKeys: decodeKeys, CheckSpec: checkSpec, Remote: true}
 }
 
 // checkFaults refuses [deploy.faults]: a fault acts on a hop or kills a
@@ -44,5 +35,5 @@ func checkFaults(s *spec.Spec) error {
 	if first == "" {
 		first = "deploy.faults"
 	}
-	return s.Errorf(first, "the %s deployer cannot inject faults (it neither cuts, delays nor resets a hop, nor kills a pod); leave [deploy.faults] out or use deploy.deployer = \"local\" or \"netns\"", spec.DeployerKube)
+	return s.Errorf(first, "the %s deployer cannot inject faults (it neither cuts, delays nor resets a hop, nor kills a pod); leave [deploy.faults] out or use deploy.deployer = \"local\" or \"netns\"", Name)
 }

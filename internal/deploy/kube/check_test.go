@@ -30,6 +30,14 @@ func TestResolveChecksKubeSpec(t *testing.T) {
 			`k.toml:11: deploy.hosts.vm2.groups: group "hop1" is on two hosts, vm1 and vm2`},
 		{"selector sets the host label", "[deploy.kube.node_selector]\n\"svclab.dev/host\" = \"x\"\n[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n",
 			`k.toml:9: deploy.kube.node_selector."svclab.dev/host": svclab.dev/host places the groups of [deploy.hosts]`},
+		// The API's counts are int32: a larger one rendered wrapped
+		// (2^32+2 replicas as 2, maxReplicas 2^31 negative).
+		{"replicas past int32", "[deploy.replicas]\nhop2 = 4294967298\n",
+			`k.toml:9: deploy.replicas.hop2: must be at most 2147483647, the largest count a Kubernetes Deployment or HorizontalPodAutoscaler holds (int32), got 4294967298`},
+		{"autoscale max past int32", "[deploy.autoscale.hop2]\nmin = 1\nmax = 2147483648\ncpu_target = 50\n",
+			`k.toml:10: deploy.autoscale.hop2.max: must be at most 2147483647`},
+		{"both, at once", "[deploy.replicas]\nhop1 = 4294967298\n[deploy.autoscale.hop2]\nmin = 1\nmax = 2147483648\ncpu_target = 50\n",
+			"k.toml:9: deploy.replicas.hop1: must be at most 2147483647, the largest count a Kubernetes Deployment or HorizontalPodAutoscaler holds (int32), got 4294967298\nk.toml:12: deploy.autoscale.hop2.max: must be at most"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := spec.Parse("k.toml", []byte(chainSplit+tt.extra), "deploy.deployer=kube")
@@ -53,6 +61,8 @@ func TestResolveChecksKubeSpec(t *testing.T) {
 type localDeployer struct{}
 
 func (localDeployer) Name() string { return "kube-test-local" }
+
+func (localDeployer) Traits() deploy.Traits { return deploy.Traits{} }
 
 func (localDeployer) Deploy(context.Context, *runtime.Topology, deploy.Options) (deploy.Deployment, error) {
 	return nil, errors.New("kube-test-local cannot deploy")

@@ -20,7 +20,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
-	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -37,8 +36,11 @@ const AnnotationOwner = "svclab.dev/owner"
 // cluster (Render), the rollout awaited, the load run as a Job.
 type Deployer struct{}
 
+// Name is the value of deploy.deployer that selects this deployer.
+const Name = "kube"
+
 // Name implements deploy.Deployer.
-func (Deployer) Name() string { return spec.DeployerKube }
+func (Deployer) Name() string { return Name }
 
 // Client is a cluster connection: the typed client, the dynamic one
 // (for server-side apply of any kind, Istio's included) and where it
@@ -134,7 +136,11 @@ func (d Deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	c, err := Connect(s.Deploy.Kube.Context)
+	keys, err := KeysOf(s)
+	if err != nil {
+		return nil, err
+	}
+	c, err := Connect(keys.Context)
 	if err != nil {
 		return nil, fmt.Errorf("kube: %w", err)
 	}
@@ -145,7 +151,7 @@ func (d Deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	}
 	dep := &Deployment{
 		client: c, topo: topo, id: id, ns: Namespace(s, RenderOptions{RunID: id}),
-		namedNamespace: s.Deploy.Kube.Namespace != "",
+		namedNamespace: keys.Namespace != "",
 		log:            opts.Log, exited: make(chan deploy.Process),
 	}
 	for _, o := range objs {

@@ -12,6 +12,7 @@ package kube
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -103,11 +104,11 @@ func Render(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) ([]Object,
 
 // Namespace is the namespace Render puts a design point's objects in.
 func Namespace(s *spec.Spec, opts RenderOptions) string {
-	switch {
-	case opts.Namespace != "":
+	if opts.Namespace != "" {
 		return opts.Namespace
-	case s.Deploy.Kube.Namespace != "":
-		return s.Deploy.Kube.Namespace
+	}
+	if k, _ := KeysOf(s); k.Namespace != "" {
+		return k.Namespace
 	}
 	return "svclab-" + runID(opts)
 }
@@ -122,6 +123,7 @@ func runID(opts RenderOptions) string {
 // renderer holds one render's inputs and the names it derived from them.
 type renderer struct {
 	s     *spec.Spec
+	keys  Keys // [deploy.kube]
 	topo  *runtime.Topology
 	run   string
 	ns    string
@@ -138,7 +140,11 @@ type renderer struct {
 }
 
 func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*renderer, error) {
-	r := &renderer{s: s, topo: topo, run: runID(opts), ns: Namespace(s, opts), image: opts.Image,
+	keys, err := KeysOf(s)
+	if err = errors.Join(err, checkCounts(s)); err != nil {
+		return nil, err
+	}
+	r := &renderer{s: s, keys: keys, topo: topo, run: runID(opts), ns: Namespace(s, opts), image: opts.Image,
 		services: map[string]string{}, ports: map[string]int32{}}
 	if errs := validation.IsValidLabelValue(r.run); len(errs) > 0 {
 		return nil, fmt.Errorf("run id %q cannot label Kubernetes objects: %s", r.run, strings.Join(errs, "; "))
@@ -147,7 +153,7 @@ func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*ren
 		return nil, s.Errorf("deploy.kube.namespace", "namespace %q is not a Kubernetes namespace name: %s", r.ns, strings.Join(errs, "; "))
 	}
 	if r.image == "" {
-		r.image = s.Deploy.Kube.Image
+		r.image = r.keys.Image
 	}
 	if r.image == "" {
 		r.image = DefaultImage
@@ -176,7 +182,6 @@ func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*ren
 			r.ports[c] = ComponentPort + int32(j)
 		}
 	}
-	var err error
 	if r.hostOf, err = r.hostsOf(); err != nil {
 		return nil, err
 	}

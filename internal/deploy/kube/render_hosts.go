@@ -1,13 +1,11 @@
 package kube
 
 import (
-	"maps"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/deploy"
 )
 
 // LabelHost is the node label that places groups: the groups of a
@@ -25,10 +23,14 @@ const LabelHost = "svclab.dev/host"
 func (r *renderer) hostsOf() ([]string, error) {
 	s, topo := r.s, r.topo
 	out := make([]string, len(topo.Groups))
-	if len(s.Deploy.Hosts) == 0 {
+	hosts, err := deploy.HostsOf(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(hosts) == 0 {
 		return out, nil
 	}
-	if _, ok := s.Deploy.Kube.NodeSelector[LabelHost]; ok {
+	if _, ok := r.keys.NodeSelector[LabelHost]; ok {
 		return nil, s.Errorf("deploy.kube.node_selector."+`"`+LabelHost+`"`, "%s places the groups of [deploy.hosts]; leave it out of deploy.kube.node_selector", LabelHost)
 	}
 	index := map[string]int{}
@@ -38,20 +40,17 @@ func (r *renderer) hostsOf() ([]string, error) {
 		names = append(names, g.Name)
 	}
 	// File order, so the first mistake reported is the first written.
-	hosts := slices.SortedFunc(maps.Keys(s.Deploy.Hosts), func(a, b string) int {
-		return s.Line(spec.HostKey(a, "groups")) - s.Line(spec.HostKey(b, "groups"))
-	})
-	for _, h := range hosts {
+	for _, h := range deploy.HostNames(s, hosts) {
 		if errs := validation.IsValidLabelValue(h); len(errs) > 0 {
-			return nil, s.Errorf(spec.HostKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(errs, "; "))
+			return nil, s.Errorf(deploy.HostKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(errs, "; "))
 		}
-		for _, g := range s.Deploy.Hosts[h].Groups {
+		for _, g := range hosts[h].Groups {
 			i, ok := index[g]
 			if !ok {
-				return nil, s.Errorf(spec.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", "))
+				return nil, s.Errorf(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", "))
 			}
 			if out[i] != "" {
-				return nil, s.Errorf(spec.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h)
+				return nil, s.Errorf(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h)
 			}
 			out[i] = h
 		}

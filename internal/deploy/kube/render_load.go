@@ -93,7 +93,7 @@ func (r *renderer) loadConfigMap(cfg load.Config) (Object, error) {
 // pods start together, each running shard INDEX/N of the load (its share
 // of the rate or of the users) and writing its results to OutDir.
 func (r *renderer) loadJob(cfg load.Config, target string) Object {
-	n := int32(r.s.Deploy.Kube.Generators)
+	n := int32(r.keys.Generators)
 	labels := r.labels(LabelRole, RoleLoad)
 	if r.istio() && r.s.Deploy.ProxyMode == spec.ProxyModeSidecar {
 		// Under STRICT mTLS only a meshed client reaches the entry, as

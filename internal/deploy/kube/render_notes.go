@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -15,9 +16,10 @@ import (
 // render` prints them in its header, and a deployer may refuse them.
 func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	d := s.Deploy
+	keys, _ := KeysOf(s) // their mistakes are Render's to report
 	var out []string
 	add := func(format string, args ...any) { out = append(out, fmt.Sprintf(format, args...)) }
-	if d.Kube.Image == "" {
+	if keys.Image == "" {
 		add("deploy.kube.image is not set: the pods run %q; push one with `svclab image --push` and name it", DefaultImage)
 	}
 	if d.Network == "unix" {
@@ -73,7 +75,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	if _, ok := s.Lookup("load"); !ok {
 		add("the spec has no [load] table: no load Job is rendered")
 	} else if n := localGenerators(s); n > 1 {
-		add("load.generators = %d is the local deployer's and is not rendered: on a cluster deploy.kube.generators (%d) load pods share the load", n, d.Kube.Generators)
+		add("load.generators = %d is the local deployer's and is not rendered: on a cluster deploy.kube.generators (%d) load pods share the load", n, keys.Generators)
 	}
 	if d.Faults.Any() {
 		add("[deploy.faults] is not rendered, and a run on a cluster refuses it: the faults act through the local and netns deployers' proxies and processes")
@@ -87,8 +89,8 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	if s.Experiment.Isolation == spec.IsolationCPUSet {
 		add("experiment.isolation = %q divides this machine's CPUs between a local load generator and the hosts; on a cluster both are pods on the nodes, which it does not place", spec.IsolationCPUSet)
 	}
-	if len(d.Hosts) > 0 {
-		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(d.Hosts))[0])
+	if hosts, _ := deploy.HostsOf(s); len(hosts) > 0 {
+		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(hosts))[0])
 	}
 	return out
 }

@@ -144,10 +144,10 @@ func (r *renderer) deployment(g int) Object {
 
 // nodeSelector is deploy.kube.node_selector, nil when empty.
 func (r *renderer) nodeSelector() map[string]string {
-	if len(r.s.Deploy.Kube.NodeSelector) == 0 {
+	if len(r.keys.NodeSelector) == 0 {
 		return nil
 	}
-	return maps.Clone(r.s.Deploy.Kube.NodeSelector)
+	return maps.Clone(r.keys.NodeSelector)
 }
 
 func (r *renderer) containerPorts(g int) []corev1.ContainerPort {

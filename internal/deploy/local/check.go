@@ -3,18 +3,26 @@ package local
 import (
 	"strings"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// CheckSpec is deploy.SpecChecker: the local deployer runs every group on
+// Traits implements deploy.Deployer: the local deployer has no keys of its
+// own, refuses the tables of deployers with hosts, and checks that this
+// machine has the language hosts a topology names.
+func (deployer) Traits() deploy.Traits {
+	return deploy.Traits{CheckSpec: checkSpec, CheckMachine: checkLanguages}
+}
+
+// checkSpec is Traits.CheckSpec: the local deployer runs every group on
 // this machine, so [deploy.hosts], [deploy.link] and [deploy.links] would
 // be ignored without a word, and a spec copied from the netns deployer's
 // example would measure one machine while its author believes it measures
 // two. Resolve calls it for every design point, so a factor that varies
 // deploy.deployer is checked at each of its levels.
-func (deployer) CheckSpec(s *spec.Spec, _ *runtime.Topology) error {
-	key, ok := s.HostTableKey()
+func checkSpec(s *spec.Spec, _ *runtime.Topology) error {
+	key, ok := s.FirstWritten("deploy.hosts", "deploy.link", "deploy.links")
 	if !ok {
 		return nil
 	}

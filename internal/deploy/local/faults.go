@@ -105,11 +105,10 @@ func (d *Deployment) faultPeers(peers map[string][]runtime.Endpoint) (map[string
 			out[c] = eps
 			continue
 		}
+		// runtime.Resolve refuses a hop fault off TCP, where the
+		// proxies could not stand.
 		mapped := make([]runtime.Endpoint, 0, len(eps))
 		for _, ep := range eps {
-			if ep.Network != "tcp" {
-				return nil, fmt.Errorf("deploy.faults: the hop into group %s is on network %q; faults act on tcp hops (leave deploy.network out)", d.topo.Groups[g].Name, ep.Network)
-			}
 			p, ok := d.hops.byAddr[ep.Addr]
 			if !ok {
 				p = toxiproxy.NewProxy(toxiServer, "fault→"+ep.Addr, "127.0.0.1:0", ep.Addr)
@@ -137,8 +136,8 @@ func (d *Deployment) StartFault(f runtime.Fault) (stop func() error, err error) 
 	d.hops.mu.Lock()
 	proxies := append([]*toxiproxy.Proxy(nil), d.hops.byGroup[f.Group]...)
 	d.hops.mu.Unlock()
-	if len(proxies) == 0 {
-		return nil, fmt.Errorf("deploy.faults.%s: no other group calls group %s, so its hop carries nothing to fault", f.Kind, d.topo.Groups[f.Group].Name)
+	if len(proxies) == 0 { // runtime.Resolve refuses a hop no group calls
+		return nil, fmt.Errorf("deploy.faults.%s: no proxy on the hop into group %s", f.Kind, d.topo.Groups[f.Group].Name)
 	}
 	return hopfault.Start(f, proxies)
 }

@@ -72,10 +72,10 @@ func (e *langError) Error() string {
 
 func (e *langError) Unwrap() error { return e.err }
 
-// Check is deploy.Checker: a missing JDK, Python or build is a spec error
+// checkLanguages is Traits.CheckMachine: a missing JDK, Python or build is a spec error
 // at the deploy.languages key, before anything starts (the runner resolves
 // every run first).
-func (deployer) Check(s *spec.Spec, topo *runtime.Topology) error {
+func checkLanguages(s *spec.Spec, topo *runtime.Topology) error {
 	_, err := langHosts(topo)
 	var le *langError
 	if errors.As(err, &le) {

@@ -1,12 +1,14 @@
 package netns
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	goruntime "runtime"
 	"slices"
 	"strings"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -23,16 +25,16 @@ type plan struct {
 	host   map[string]int  // host name → index
 	cpus   []int           // per host; 0 unconfined
 	memory []spec.ByteSize // per host
-	links  map[string]spec.Link
-	s      *spec.Spec
+	spec   map[string]deploy.Host
+	links  *links
 }
 
 // link is the link between endpoints a and b (host names or clientName).
-func (p *plan) link(a, b string) spec.Link { return p.s.LinkBetween(a, b) }
+func (p *plan) link(a, b string) Link { return p.links.between(a, b) }
 
-// CheckSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
-// against the topology before anything starts (deploy.SpecChecker).
-func (deployer) CheckSpec(s *spec.Spec, topo *runtime.Topology) error {
+// checkSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
+// against the topology before anything starts (Traits.CheckSpec).
+func checkSpec(s *spec.Spec, topo *runtime.Topology) error {
 	_, err := newPlan(s, topo)
 	return err
 }
@@ -59,11 +61,19 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 	if keys := topo.Mesh.Keys(); len(keys) > 0 {
 		return nil, s.Errorf(keys[0], "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its hosts yet; leave %s out or use deploy.deployer = \"local\"", Name, keys[0])
 	}
-	p := &plan{s: s, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
+	hosts, err := deploy.HostsOf(s)
+	if err != nil {
+		return nil, err
+	}
+	lks, err := linksOf(s)
+	if err != nil {
+		return nil, err
+	}
+	p := &plan{spec: hosts, links: lks, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
 	for i := range p.hostOf {
 		p.hostOf[i] = -1
 	}
-	if len(s.Deploy.Hosts) == 0 {
+	if len(hosts) == 0 {
 		return nil, s.Errorf("deploy.deployer", "the %s deployer needs hosts: add [deploy.hosts.<name>] tables with groups = [...]", Name)
 	}
 	groups := map[string]int{}
@@ -72,64 +82,63 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 		groups[g.Name] = i
 		groupNames = append(groupNames, g.Name)
 	}
-	// File order, so the first mistake reported is the first written.
-	names := slices.SortedFunc(maps.Keys(s.Deploy.Hosts), func(a, b string) int {
-		return s.Line(spec.HostKey(a, "groups")) - s.Line(spec.HostKey(b, "groups"))
-	})
-	for _, h := range names {
-		hk := spec.HostKey(h, "")
+	// Every mistake at once, in file order (of each host's groups key).
+	var errs []error
+	bad := func(key, format string, args ...any) { errs = append(errs, s.Errorf(key, format, args...)) }
+	for _, h := range deploy.HostNames(s, hosts) {
+		hk := deploy.HostKey(h, "")
 		if h == clientName {
-			return nil, s.Errorf(hk, "%q is the load generator's name; call the host something else", clientName)
+			bad(hk, "%q is the load generator's name; call the host something else", clientName)
 		}
 		if strings.Contains(h, "-") {
-			return nil, s.Errorf(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
+			bad(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
 		}
-		host := s.Deploy.Hosts[h]
+		host := hosts[h]
 		idx := len(p.hosts)
 		p.hosts = append(p.hosts, h)
 		p.host[h] = idx
 		if len(host.Groups) == 0 {
-			return nil, s.Errorf(spec.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
+			bad(deploy.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
 		}
 		for _, g := range host.Groups {
 			gi, ok := groups[g]
-			if !ok {
-				return nil, s.Errorf(spec.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+			switch {
+			case !ok:
+				bad(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+			case p.hostOf[gi] >= 0:
+				bad(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[p.hostOf[gi]], h)
+			default:
+				p.hostOf[gi] = idx
 			}
-			if prev := p.hostOf[gi]; prev >= 0 {
-				return nil, s.Errorf(spec.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[prev], h)
-			}
-			p.hostOf[gi] = idx
 		}
 		if host.CPUs < 0 {
-			return nil, s.Errorf(spec.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
-		}
-		if n := goruntime.NumCPU(); host.CPUs > n {
-			return nil, s.Errorf(spec.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
+			bad(deploy.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
+		} else if n := goruntime.NumCPU(); host.CPUs > n {
+			bad(deploy.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
 		}
 		if host.Memory < 0 {
-			return nil, s.Errorf(spec.HostKey(h, "memory"), "must not be negative")
+			bad(deploy.HostKey(h, "memory"), "must not be negative")
 		}
 		p.cpus = append(p.cpus, host.CPUs)
 		p.memory = append(p.memory, host.Memory)
 	}
 	for i, h := range p.hostOf {
 		if h < 0 {
-			return nil, s.Errorf("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
+			bad("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
 		}
 	}
-	if err := checkLink(s, "", s.Deploy.Link); err != nil {
-		return nil, err
-	}
-	for _, pair := range slices.Sorted(maps.Keys(s.Deploy.Links)) {
+	errs = append(errs, checkLink(s, "", lks.all))
+	for _, pair := range slices.Sorted(maps.Keys(lks.pairs)) {
 		a, b, ok := strings.Cut(pair, "-")
 		known := func(n string) bool { _, ok := p.host[n]; return ok || n == clientName }
 		if !ok || !known(a) || !known(b) || a == b {
-			return nil, s.Errorf(spec.LinkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+			bad(linkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+			continue
 		}
-		if err := checkLink(s, pair, s.Deploy.Links[pair]); err != nil {
-			return nil, err
-		}
+		errs = append(errs, checkLink(s, pair, lks.pairs[pair]))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	if err := checkHostResources(s, p); err != nil {
 		return nil, err
@@ -139,12 +148,12 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 
 // checkLink checks the keys of one link table. Durations are never
 // negative (spec.Duration refuses them as it decodes).
-func checkLink(s *spec.Spec, pair string, l spec.Link) error {
+func checkLink(s *spec.Spec, pair string, l Link) error {
 	if l.Loss < 0 || l.Loss >= 1 {
-		return s.Errorf(spec.LinkKey(pair, "loss"), "must be a fraction in [0, 1), got %g", l.Loss)
+		return s.Errorf(linkKey(pair, "loss"), "must be a fraction in [0, 1), got %g", l.Loss)
 	}
 	if l.Jitter > l.Latency {
-		return s.Errorf(spec.LinkKey(pair, "jitter"), "must not exceed latency (%s): a link cannot deliver before it was sent, got %s", l.Latency, l.Jitter)
+		return s.Errorf(linkKey(pair, "jitter"), "must not exceed latency (%s): a link cannot deliver before it was sent, got %s", l.Latency, l.Jitter)
 	}
 	return nil
 }

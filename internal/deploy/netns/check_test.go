@@ -84,3 +84,29 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestBadInputAllAtOnce: a spec's mistakes in its hosts and links come
+// together, each at its key, so that one pass fixes them.
+func TestBadInputAllAtOnce(t *testing.T) {
+	src := "[app]\nname = \"chain\"\nhops = 2\n[deploy]\ndeployer = \"netns\"\nplacement = \"split\"\n" +
+		"[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop9\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\ncpus = -1\n[deploy.link]\nloss = 1.0\n"
+	s, err := spec.Parse("spec.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = deploy.Resolve(s)
+	want := []string{
+		`spec.toml:8: deploy.hosts.vm1.groups: placement split has no group "hop9"`,
+		`spec.toml:11: deploy.hosts.vm2.cpus: must not be negative, got -1`,
+		`spec.toml:13: deploy.link.loss: must be a fraction in [0, 1), got 1`,
+	}
+	errs := spec.Unjoin(err)
+	if len(errs) != len(want) {
+		t.Fatalf("got %d errors, want %d:\n%v", len(errs), len(want), err)
+	}
+	for i, e := range errs {
+		if !strings.HasPrefix(e.Error(), want[i]) {
+			t.Errorf("error %d = %q, want %q…", i, e, want[i])
+		}
+	}
+}

@@ -72,8 +72,8 @@ func (d *Deployment) StartFault(f runtime.Fault) (stop func() error, err error) 
 	d.faults.mu.Lock()
 	defer d.faults.mu.Unlock()
 	proxies := d.faults.byGroup[f.Group]
-	if len(proxies) == 0 {
-		return nil, fmt.Errorf("deploy.faults.%s: no other group calls group %s, so its hop carries nothing to fault", f.Kind, d.topo.Groups[f.Group].Name)
+	if len(proxies) == 0 { // runtime.Resolve refuses a hop no group calls
+		return nil, fmt.Errorf("deploy.faults.%s: no proxy on the hop into group %s", f.Kind, d.topo.Groups[f.Group].Name)
 	}
 	first, err := hopfault.Start(f, proxies)
 	if err != nil {

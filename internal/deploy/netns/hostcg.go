@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -33,18 +34,18 @@ func checkHostResources(s *spec.Spec, p *plan) error {
 		total += c
 	}
 	for i, h := range p.hosts {
-		host := s.Deploy.Hosts[h]
+		host := p.spec[h]
 		if host.Memory != 0 && host.Memory < spec.MinMemory {
-			return s.Errorf(spec.HostKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, host.Memory)
+			return s.Errorf(deploy.HostKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, host.Memory)
 		}
 		if !host.Exclusive {
 			continue
 		}
 		if p.cpus[i] == 0 {
-			return s.Errorf(spec.HostKey(h, "exclusive"), "host %s has no cores of its own to keep: give it cpus = N", h)
+			return s.Errorf(deploy.HostKey(h, "exclusive"), "host %s has no cores of its own to keep: give it cpus = N", h)
 		}
 		if n := goruntime.NumCPU(); total > n {
-			return s.Errorf(spec.HostKey(h, "exclusive"), "host %s's cores cannot be its own: the hosts ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
+			return s.Errorf(deploy.HostKey(h, "exclusive"), "host %s's cores cannot be its own: the hosts ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
 		}
 	}
 	return nil

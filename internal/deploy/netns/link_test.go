@@ -64,7 +64,7 @@ func serveEcho(l net.Listener) {
 
 // viaLink starts a proxy for link in front of the echo server and returns
 // its address.
-func (r *rig) viaLink(tb testing.TB, link spec.Link) string {
+func (r *rig) viaLink(tb testing.TB, link Link) string {
 	tb.Helper()
 	lis, err := listenIn(r.n.router, routerIP+":0")
 	if err != nil {
@@ -152,7 +152,7 @@ func TestLinkLatency(t *testing.T) {
 	r := newRig(t)
 	base := p50(r.roundTrips(t, r.echo.Addr().String(), 200))
 	for _, lat := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond} {
-		got := p50(r.roundTrips(t, r.viaLink(t, spec.Link{Latency: spec.Duration(lat)}), 150)) - base
+		got := p50(r.roundTrips(t, r.viaLink(t, Link{Latency: spec.Duration(lat)}), 150)) - base
 		t.Logf("link %s: p50 round trip adds %s", lat, got)
 		if d := got - lat; d < -500*time.Microsecond || d > 500*time.Microsecond {
 			t.Errorf("link of %s adds %s at p50, want %s ± 0.5ms", lat, got, lat)
@@ -170,8 +170,8 @@ func TestLinkJitterAndLoss(t *testing.T) {
 	iqr := func(h *hdrhistogram.Histogram) time.Duration {
 		return time.Duration(h.ValueAtQuantile(75) - h.ValueAtQuantile(25))
 	}
-	steady := r.roundTrips(t, r.viaLink(t, spec.Link{Latency: spec.Duration(4 * time.Millisecond)}), n)
-	h := r.roundTrips(t, r.viaLink(t, spec.Link{Latency: spec.Duration(4 * time.Millisecond), Jitter: spec.Duration(2 * time.Millisecond)}), n)
+	steady := r.roundTrips(t, r.viaLink(t, Link{Latency: spec.Duration(4 * time.Millisecond)}), n)
+	h := r.roundTrips(t, r.viaLink(t, Link{Latency: spec.Duration(4 * time.Millisecond), Jitter: spec.Duration(2 * time.Millisecond)}), n)
 	// Each direction adds 2ms ± 1ms uniformly, so the round trip adds a
 	// triangle on 2..6 ms, median 4 ms: F(x) = (x-2)²/8 below 4 ms, so its
 	// quartiles are 2+√2 and 6-√2 ms, 1.17 ms apart. The machine's own
@@ -194,7 +194,7 @@ func TestLinkJitterAndLoss(t *testing.T) {
 	if lo := time.Duration(h.Min()); lo < 2*time.Millisecond-200*time.Microsecond {
 		t.Errorf("fastest round trip %s: a 4ms ± 2ms link adds at least 2ms", lo)
 	}
-	h = r.roundTrips(t, r.viaLink(t, spec.Link{Latency: spec.Duration(time.Millisecond), Loss: 0.05}), n)
+	h = r.roundTrips(t, r.viaLink(t, Link{Latency: spec.Duration(time.Millisecond), Loss: 0.05}), n)
 	var slow int64
 	for _, b := range h.Distribution() {
 		if b.From >= int64(RetransmitDelay) {
@@ -221,8 +221,8 @@ func BenchmarkCrossing(b *testing.B) {
 	}{
 		{"loopback", nil},
 		{"unshaped", func() string { return r.echo.Addr().String() }},
-		{"proxy", func() string { return r.viaLink(b, spec.Link{Latency: 0}) }},
-		{"proxy-toxic", func() string { return r.viaLink(b, spec.Link{Latency: 1}) }},
+		{"proxy", func() string { return r.viaLink(b, Link{Latency: 0}) }},
+		{"proxy-toxic", func() string { return r.viaLink(b, Link{Latency: 1}) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var h *hdrhistogram.Histogram
@@ -243,7 +243,7 @@ func BenchmarkLink10ms(b *testing.B) {
 	needRoot(b)
 	r := newRig(b)
 	base := p50(r.roundTrips(b, r.echo.Addr().String(), 200))
-	addr := r.viaLink(b, spec.Link{Latency: spec.Duration(10 * time.Millisecond)})
+	addr := r.viaLink(b, Link{Latency: spec.Duration(10 * time.Millisecond)})
 	b.ResetTimer()
 	h := r.roundTrips(b, addr, b.N)
 	b.ReportMetric(float64(p50(h)-base)/1e6, "added-p50-ms")

@@ -85,7 +85,7 @@ func TestLinkOneWay(t *testing.T) {
 		}
 		return p50(hu), p50(hd)
 	}
-	via := func(link spec.Link) (string, *proxy) {
+	via := func(link Link) (string, *proxy) {
 		lis, err := listenIn(n.router, routerIP+":0")
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +102,7 @@ func TestLinkOneWay(t *testing.T) {
 	du, dd := oneWay(l.Addr().String())
 	t.Logf("direct: up %s, down %s", du, dd)
 	for _, lat := range []time.Duration{2 * time.Millisecond, 10 * time.Millisecond} {
-		addr, p := via(spec.Link{Latency: spec.Duration(lat)})
+		addr, p := via(Link{Latency: spec.Duration(lat)})
 		u, d := oneWay(addr)
 		t.Logf("link %s: up adds %s, down adds %s (learnt means: reads return %s after arrival; sleeps end %s late up, %s down)",
 			lat, u-du, d-dd, arrivalLate(), sleepLate(t, p, "upstream"), sleepLate(t, p, "downstream"))

@@ -45,7 +45,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // Name is the value of deploy.deployer that selects this deployer.
@@ -60,9 +59,17 @@ type deployer struct{}
 
 func (deployer) Name() string { return Name }
 
-// Sweep removes the namespaces of dead svclab processes (deploy.Sweeper).
-// Without root there is nothing it could have made, nor remove.
-func (deployer) Sweep() ([]string, error) {
+// Traits implements deploy.Deployer: the hosts and links of a spec are
+// checked against its topology (check.go), and the namespaces of dead
+// svclab processes are swept.
+func (deployer) Traits() deploy.Traits {
+	return deploy.Traits{DecodeKeys: decodeKeys, CheckSpec: checkSpec, Sweep: sweepDead}
+}
+
+// sweepDead removes the namespaces of dead svclab processes
+// (Traits.Sweep). Without root there is nothing it could have made, nor
+// remove.
+func sweepDead() ([]string, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil
 	}
@@ -279,7 +286,7 @@ func (d *Deployment) connectClient() error {
 func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (runtime.Endpoint, error) {
 	toHost := d.net.hosts[to]
 	faulted := d.faulted(group)
-	var link spec.Link
+	var link Link
 	if from != toHost {
 		link = d.plan.link(from.name, toHost.name)
 	}
@@ -395,7 +402,7 @@ func (d *Deployment) DescribeMore(w io.Writer) {
 	}
 }
 
-func bandwidthText(b spec.Bandwidth) string {
+func bandwidthText(b Bandwidth) string {
 	if b == 0 {
 		return "unlimited"
 	}

@@ -11,8 +11,6 @@ import (
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
 	"golang.org/x/sys/unix"
-
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // toxicType is the toxiproxy toxic that emulates one direction of a link.
@@ -102,7 +100,7 @@ func (t *linkToxic) Pipe(stub *toxics.ToxicStub) {
 }
 
 // addLinkToxics puts the link's emulation on both directions of p.
-func addLinkToxics(p *toxiproxy.Proxy, l spec.Link) error {
+func addLinkToxics(p *toxiproxy.Proxy, l Link) error {
 	if l.Latency == 0 && l.Jitter == 0 && l.Loss == 0 {
 		return nil
 	}

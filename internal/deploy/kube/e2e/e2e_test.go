@@ -98,7 +98,7 @@ func TestDeployRolloutStop(t *testing.T) {
 	c := kubetest.Get(t)
 	topo := design(t, c, "60s", "")
 	ctx := context.Background()
-	d, err := deploy.Lookup(spec.DeployerKube)
+	d, err := deploy.Lookup(kube.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestDeployRolloutStop(t *testing.T) {
 func TestNodeSelectorMatchingNothing(t *testing.T) {
 	c := kubetest.Get(t)
 	topo := design(t, c, "8s", "node_selector = { \"svclab.dev/pool\" = \"none\" }")
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	start := time.Now()
 	_, err := d.Deploy(context.Background(), topo, deploy.Options{})
 	took := time.Since(start)
@@ -201,7 +201,7 @@ func TestNodeSelectorMatchingNothing(t *testing.T) {
 func TestNoRBAC(t *testing.T) {
 	c := kubetest.Get(t)
 	topo := design(t, c, "10s", "context = \""+kubetest.NoRBACContext+"\"")
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	_, err := d.Deploy(context.Background(), topo, deploy.Options{})
 	if err == nil || !strings.Contains(err.Error(), "Forbidden") || !strings.Contains(err.Error(), "namespaces") {
 		t.Fatalf("deploy without RBAC: %v, want Forbidden on namespaces", err)
@@ -213,7 +213,7 @@ func TestNoRBAC(t *testing.T) {
 func TestBadKubeconfig(t *testing.T) {
 	c := kubetest.Get(t)
 	topo := design(t, c, "5s", "context = \"nope\"")
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	if _, err := d.Deploy(context.Background(), topo, deploy.Options{}); err == nil || !strings.Contains(err.Error(), `context "nope" does not exist`) {
 		t.Errorf("missing context: %v", err)
 	}
@@ -291,7 +291,7 @@ func TestIstioObjectsAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	ctx := context.Background()
 	dep, err := d.Deploy(ctx, topo, deploy.Options{})
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
 	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // TestFailingPods: a design point whose pods cannot start, as kwok's
@@ -58,7 +57,7 @@ func failingPods(t *testing.T, c *kubetest.Cluster) {
 			if topo, err = runtime.Resolve(s); err != nil {
 				t.Fatal(err)
 			}
-			d, _ := deploy.Lookup(spec.DeployerKube)
+			d, _ := deploy.Lookup(kube.Name)
 			start := time.Now()
 			_, err = d.Deploy(context.Background(), topo, deploy.Options{})
 			took := time.Since(start)

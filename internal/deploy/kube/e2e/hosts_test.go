@@ -12,7 +12,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // labelNode sets (value != "") or removes (value == "") one label of a
@@ -49,7 +48,7 @@ groups = ["hop1"]
 [deploy.hosts.vm2]
 groups = ["hop2", "hop3"]
 `)
-	d, err := deploy.Lookup(spec.DeployerKube)
+	d, err := deploy.Lookup(kube.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

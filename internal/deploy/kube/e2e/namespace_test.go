@@ -82,7 +82,7 @@ func TestPremadeNamespaceRoleBinding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	run := func(topo *runtime.Topology) error {
 		dep, err := d.Deploy(ctx, topo, deploy.Options{})
 		if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
 	"github.com/svclab/svclab/internal/experiment"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // hostPods lists the run's host pods that are running, by name.
@@ -56,7 +55,7 @@ func TestPodResourceSamples(t *testing.T) {
 	topo := design(t, c, "60s", "")
 	ctx, cancelTest := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancelTest()
-	d, err := deploy.Lookup(spec.DeployerKube)
+	d, err := deploy.Lookup(kube.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +200,7 @@ func TestNoMetricsAPINoSamples(t *testing.T) {
 		defer c.Stop()
 	}
 	topo := design(t, c, "60s", "")
-	d, _ := deploy.Lookup(spec.DeployerKube)
+	d, _ := deploy.Lookup(kube.Name)
 	dep, err := d.Deploy(ctx, topo, deploy.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,15 @@
-package spec
+package netns
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
-func TestBandwidth(t *testing.T) {
+func TestBandwidthText(t *testing.T) {
 	for _, tc := range []struct {
 		in   string
 		want Bandwidth
@@ -40,7 +42,7 @@ func TestBandwidth(t *testing.T) {
 }
 
 func TestLinkBetween(t *testing.T) {
-	s, err := Parse("spec.toml", []byte(`[app]
+	s, err := spec.Parse("spec.toml", []byte(`[app]
 name = "chain"
 [deploy.link]
 latency = "1ms"
@@ -54,18 +56,22 @@ loss = 0.0
 	if err != nil {
 		t.Fatal(err)
 	}
+	l, err := linksOf(s)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		a, b string
 		want Link
 	}{
 		// An override replaces the keys it writes, in either order of the pair.
-		{"a", "b", Link{Latency: Duration(10 * time.Millisecond), Jitter: Duration(500 * time.Microsecond), Loss: 0.01}},
-		{"b", "a", Link{Latency: Duration(10 * time.Millisecond), Jitter: Duration(500 * time.Microsecond), Loss: 0.01}},
+		{"a", "b", Link{Latency: spec.Duration(10 * time.Millisecond), Jitter: spec.Duration(500 * time.Microsecond), Loss: 0.01}},
+		{"b", "a", Link{Latency: spec.Duration(10 * time.Millisecond), Jitter: spec.Duration(500 * time.Microsecond), Loss: 0.01}},
 		// A key written as its zero value is written.
-		{"c", "a", Link{Latency: Duration(time.Millisecond), Jitter: Duration(500 * time.Microsecond)}},
-		{"b", "c", Link{Latency: Duration(time.Millisecond), Jitter: Duration(500 * time.Microsecond), Loss: 0.01}},
+		{"c", "a", Link{Latency: spec.Duration(time.Millisecond), Jitter: spec.Duration(500 * time.Microsecond)}},
+		{"b", "c", Link{Latency: spec.Duration(time.Millisecond), Jitter: spec.Duration(500 * time.Microsecond), Loss: 0.01}},
 	} {
-		if got := s.LinkBetween(tc.a, tc.b); got != tc.want {
+		if got := l.between(tc.a, tc.b); got != tc.want {
 			t.Errorf("%s-%s: got %+v, want %+v", tc.a, tc.b, got, tc.want)
 		}
 	}
@@ -92,7 +98,10 @@ func TestLinkPairNamedTwice(t *testing.T) {
 		{"no pair", head + "[deploy.links.vm1]\nlatency = \"1ms\"\n[deploy.links.vm2]\nlatency = \"1ms\"\n", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse("x.toml", []byte(tc.src), tc.sets...)
+			s, err := spec.Parse("x.toml", []byte(tc.src), tc.sets...)
+			if err == nil {
+				_, err = linksOf(s)
+			}
 			if tc.want == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
@@ -102,7 +111,7 @@ func TestLinkPairNamedTwice(t *testing.T) {
 			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Fatalf("error\n got %v\nwant prefix %q", err, tc.want)
 			}
-			var se *Error
+			var se *spec.Error
 			if !errors.As(err, &se) {
 				t.Errorf("error %T is not a *spec.Error", err)
 			}
@@ -113,11 +122,15 @@ func TestLinkPairNamedTwice(t *testing.T) {
 // A factor level that names a pair already in the file is refused at the
 // factor's line, for the design point that has it.
 func TestLinkPairNamedTwiceByFactor(t *testing.T) {
-	s, err := Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[experiment.factors]\n\"deploy.links.vm2-vm1\" = [{latency = \"2ms\"}, {latency = \"3ms\"}]\n"))
+	s, err := spec.Parse("x.toml", []byte("[app]\nname = \"chain\"\n[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[experiment.factors]\n\"deploy.links.vm2-vm1\" = [{latency = \"2ms\"}, {latency = \"3ms\"}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.With(map[string]any{"deploy.links.vm2-vm1": map[string]any{"latency": "2ms"}})
+	r, err := s.With(map[string]any{"deploy.links.vm2-vm1": map[string]any{"latency": "2ms"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = linksOf(r)
 	want := "x.toml:6: deploy.links.vm2-vm1: the pair vm1-vm2 is already set at line 3;"
 	if err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Fatalf("error\n got %v\nwant prefix %q", err, want)
