@@ -56,7 +56,7 @@ metrics = true
 		t.Fatalf("stop: %v", err)
 	}
 
-	series, err := d.(deploy.MetricSource).Series()
+	series, err := d.Capabilities().Metrics.Series()
 	if err != nil {
 		t.Fatalf("series: %v", err)
 	}
@@ -83,7 +83,7 @@ metrics = true
 		t.Errorf("home pages counted %v errors", got)
 	}
 
-	spans, err := d.(deploy.TraceSource).Spans()
+	spans, err := d.Capabilities().Traces.Spans()
 	if err != nil {
 		t.Fatalf("spans: %v", err)
 	}

@@ -120,3 +120,79 @@ seed = 1
 	}
 	waitNoProcesses(t, mark, 5*time.Second)
 }
+
+// TestRunScalingNetns runs an autoscaled group on an emulated host of the
+// netns deployer, whose deployment wraps the local one: the autoscaler's
+// decisions reach scaling.parquet and the replica it adds is sampled, as
+// under the local deployer (the wrapper once dropped the capability, and
+// the run wrote no scaling.parquet and said nothing).
+func TestRunScalingNetns(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the netns deployer creates network namespaces")
+	}
+	const src = `
+[app]
+name = "chain"
+payload = "large"
+
+[deploy]
+deployer = "netns"
+placement = "split"
+[deploy.hosts.vm1]
+groups = ["hop1"]
+[deploy.hosts.vm2]
+groups = ["hop2", "hop3"]
+[deploy.autoscale.hop3]
+min = 1
+max = 2
+cpu_target = 1
+sync_period = "500ms"
+
+[load]
+rate = 30
+warmup = "200ms"
+duration = "3s"
+
+[experiment]
+name = "scn"
+seed = 1
+`
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "scn.toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", "scn-*", "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("%d runs", len(runs))
+	}
+	rows, err := parquet.ReadFile[experiment.ScalingRow](filepath.Join(runs[0], "scaling.parquet"))
+	if err != nil {
+		t.Fatalf("the autoscaler's decisions: %v", err)
+	}
+	up := false
+	for _, r := range rows {
+		if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 {
+			t.Errorf("row %+v", r)
+		}
+		up = up || (r.Current == 1 && r.Desired == 2)
+	}
+	if len(rows) < 3 || !up {
+		t.Errorf("%d decisions, no scale-up from 1 to 2 among them: %+v", len(rows), rows)
+	}
+	res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(runs[0], "resources.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
+		t.Errorf("the added replica hop3#1 was not sampled in resources.parquet")
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+}

@@ -105,6 +105,9 @@ type Deployment interface {
 	// Stop ends every process, within a grace period the deployer bounds
 	// itself, sooner when ctx ends. It is safe to call more than once.
 	Stop(ctx context.Context) error
+	// Capabilities says what else the deployment can do; a deployment
+	// that wraps another passes the inner one's on (Capabilities.Over).
+	Capabilities() Capabilities
 }
 
 var deployers = registry.New[Deployer]("deployer")

@@ -57,28 +57,29 @@ func Describe(w io.Writer, d Deployment) {
 		fmt.Fprintf(tw, "  %s\t%d\t%s\n", info.Name, info.PID, strings.Join(ls, " "))
 	}
 	_ = tw.Flush()
-	if x, ok := d.(Describer); ok {
-		x.DescribeMore(w)
+	caps := d.Capabilities()
+	if caps.Describer != nil {
+		caps.Describer.DescribeMore(w)
 	}
 	fmt.Fprintf(w, "entry:   %s (component %s)\n", d.Entry(), topo.Entry)
 	fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
 	if ex := d.CurlExamples(); len(ex) > 0 {
 		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
 	}
-	if m, ok := d.(MeshDescriber); ok {
-		for _, l := range m.MeshLines() {
+	if caps.Mesh != nil {
+		for _, l := range caps.Mesh.MeshLines() {
 			fmt.Fprintf(w, "%s\n", l)
 		}
 	}
 }
 
-// MeshDescriber is a deployment with mesh features that says where to see
+// MeshDescriber is a deployment (Capabilities.Mesh) with mesh features that says where to see
 // them (credentials, backends' UIs), one line each, for Describe.
 type MeshDescriber interface {
 	MeshLines() []string
 }
 
-// Describer is a Deployment with more to say in Describe, such as the
+// Describer is a Deployment (Capabilities.Describer) with more to say in Describe, such as the
 // netns deployer's hosts and links.
 type Describer interface {
 	DescribeMore(w io.Writer)

@@ -28,6 +28,17 @@ type Network interface {
 	// Dial opens a connection from the deployer to a listener, for its
 	// health checks.
 	Dial(ctx context.Context, network, addr string) (net.Conn, error)
+	// Capabilities says what else the network does; nil fields for none.
+	Capabilities() NetworkCapabilities
+}
+
+// NetworkCapabilities are what a Network can do beyond Network, nil where
+// it cannot, as Capabilities are for a Deployment.
+type NetworkCapabilities struct {
+	// HostCgroups confines each host's processes.
+	HostCgroups HostCgroups
+	// Client places the load generator on a host of its own.
+	Client ClientNetwork
 }
 
 // HostCgroups is a Network whose hosts confine their processes: the

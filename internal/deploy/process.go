@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/runtime"
@@ -93,6 +94,20 @@ type Process interface {
 type ResourceSource interface {
 	// Sample reads the counters now. It fails once the process is gone.
 	Sample(ctx context.Context) (Usage, error)
+}
+
+// ResourceStreamer is a deployment whose processes are not this machine's
+// (a cluster's pods): their usage comes from a service that has a sample
+// at its own times, not whenever the runner's sampler ticks, and they come
+// and go without the runner's doing (an HPA). Such a deployment reports
+// its samples itself (Capabilities.Resources), and the sampler records
+// them beside its own.
+type ResourceStreamer interface {
+	// StreamResources calls emit with each new sample of each process,
+	// at the time the usage was measured, until ctx is done. It returns
+	// at once when it has nothing to sample; the deployment says why in
+	// its warnings.
+	StreamResources(ctx context.Context, emit func(p ProcessInfo, at time.Time, u Usage))
 }
 
 // Usage is one reading of a process's resource counters.

@@ -97,8 +97,8 @@ func (fr *faultRun) inject(ctx context.Context, dep deploy.Deployment, f runtime
 		fr.mu.Unlock()
 	}()
 	if f.Kind == spec.FaultKill {
-		k, ok := dep.(deploy.Killer)
-		if !ok {
+		k := dep.Capabilities().Killer
+		if k == nil {
 			ev.to, ev.err = ev.from, errors.New("this deployer cannot kill a process")
 			return
 		}
@@ -106,8 +106,8 @@ func (fr *faultRun) inject(ctx context.Context, dep deploy.Deployment, f runtime
 		ev.to, ev.process, ev.err = ev.from, info.Name, err
 		return
 	}
-	hf, ok := dep.(deploy.HopFaulter)
-	if !ok {
+	hf := dep.Capabilities().HopFaults
+	if hf == nil {
 		ev.to, ev.err = ev.from, errors.New("this deployer cannot fault a hop")
 		return
 	}

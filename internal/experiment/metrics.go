@@ -35,8 +35,8 @@ type MetricRow struct {
 // writeMetrics writes the series of a stopped deployment with
 // deploy.metrics into dir; nothing without it.
 func writeMetrics(dir string, dep deploy.Deployment, on bool, zero time.Time) error {
-	src, ok := dep.(deploy.MetricSource)
-	if !ok || !on {
+	src := dep.Capabilities().Metrics
+	if src == nil || !on {
 		return nil
 	}
 	samples, err := src.Series()

@@ -52,8 +52,8 @@ type ResourceSampler struct {
 	follow func() []Sampled // processes that may join (scaling.go)
 	joined []deploy.ProcessInfo
 
-	stream   ResourceStreamer // a deployment that reports samples itself (resources_stream.go)
-	streamed map[string]bool  // the processes it reported, by name
+	stream   deploy.ResourceStreamer // a deployment that reports samples itself (resources_stream.go)
+	streamed map[string]bool         // the processes it reported, by name
 }
 
 // NewResourceSampler samples procs every interval once Start is called.

@@ -7,27 +7,12 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 )
 
-// ResourceStreamer is a deployment whose processes are not this machine's
-// (a cluster's pods): their usage comes from a service that has a sample
-// at its own times, not whenever the sampler ticks, and they come and go
-// without the runner's doing (an HPA). Such a deployment reports its
-// samples itself, and the sampler records them beside its own.
-type ResourceStreamer interface {
-	// StreamResources calls emit with each new sample of each process,
-	// at the time the usage was measured, until ctx is done. It returns
-	// at once when it has nothing to sample; the deployment says why in
-	// its warnings.
-	StreamResources(ctx context.Context, emit func(p deploy.ProcessInfo, at time.Time, u deploy.Usage))
-}
-
 // Stream makes the sampler also record, from Start until its context is
 // done, the samples dep reports when it is a ResourceStreamer. A process
 // it reports joins the run's processes (Joined) with its first sample.
 // Call it before Start.
 func (rs *ResourceSampler) Stream(dep deploy.Deployment) {
-	if s, ok := dep.(ResourceStreamer); ok {
-		rs.stream = s
-	}
+	rs.stream = dep.Capabilities().Resources
 }
 
 // addStreamed records one reported sample.

@@ -24,6 +24,10 @@ type streamed struct {
 	u  deploy.Usage
 }
 
+func (s *streaming) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{Resources: s}
+}
+
 func (s *streaming) StreamResources(ctx context.Context, emit func(deploy.ProcessInfo, time.Time, deploy.Usage)) {
 	for _, x := range s.samples {
 		emit(x.p, x.at, x.u)
@@ -86,8 +90,13 @@ func TestResourceSamplerStream(t *testing.T) {
 // leaves the sampler as it was.
 func TestResourceSamplerNoStream(t *testing.T) {
 	rs := NewResourceSampler(nil, time.Hour)
-	rs.Stream(struct{ deploy.Deployment }{})
+	rs.Stream(plain{})
 	if rs.stream != nil {
 		t.Fatal("a deployment without StreamResources streams")
 	}
 }
+
+// plain is a deployment with no capability beyond deploy.Deployment.
+type plain struct{ deploy.Deployment }
+
+func (plain) Capabilities() deploy.Capabilities { return deploy.Capabilities{} }

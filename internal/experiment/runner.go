@@ -322,7 +322,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	for _, dp := range dep.Processes() {
 		sampled = append(sampled, Sampled{Process: dp.Info(), Source: dp.Resources()})
 	}
-	if bs, ok := dep.(deploy.BackendSource); ok {
+	if bs := dep.Capabilities().Backends; bs != nil {
 		for _, b := range bs.Backends() {
 			sampled = append(sampled, Sampled{Process: b.Info, Source: b.Source})
 		}
@@ -343,7 +343,7 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 	sent := &callCounter{}
 	// A deployment that runs the load itself (a cluster's Job) needs no
 	// target here: the entry is reachable only from inside.
-	inside, _ := dep.(deploy.LoadRunner)
+	inside := dep.Capabilities().Load
 	var target *load.Target
 	if inside == nil {
 		target, err = targetFor(ctx, pr, dep, sent)

@@ -31,8 +31,8 @@ type ScalingRow struct {
 // any autoscaled group as scaling.parquet in dir, with times relative to
 // the sampler's zero.
 func writeScaling(dir string, dep deploy.Deployment, rs *ResourceSampler) error {
-	as, ok := dep.(deploy.Autoscaled)
-	if !ok || !autoscaled(dep) {
+	as := dep.Capabilities().Scaling
+	if as == nil || !autoscaled(dep) {
 		return nil
 	}
 	rs.mu.Lock()

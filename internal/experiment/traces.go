@@ -236,8 +236,8 @@ func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond)
 // writes the per-hop breakdown into dir and returns the check; nothing
 // when dep has no tracing.
 func writeTraces(dir string, dep deploy.Deployment, ratio float64, sent int64) (*TraceCheck, error) {
-	src, ok := dep.(deploy.TraceSource)
-	if !ok || ratio <= 0 {
+	src := dep.Capabilities().Traces
+	if src == nil || ratio <= 0 {
 		return nil, nil
 	}
 	spans, err := src.Spans()

@@ -21,9 +21,13 @@ import (
 	"github.com/svclab/svclab/internal/warn"
 )
 
-var _ deploy.LoadRunner = (*Deployment)(nil)
+// Capabilities are what a cluster's deployment can do: it runs the load as
+// a Job, and its pods' usage comes from the metrics API (resources.go).
+func (dep *Deployment) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{Load: dep, Resources: dep}
+}
 
-// RunLoad implements deploy.LoadRunner: it creates the load Job (its
+// RunLoad implements deploy.LoadRunner (Capabilities.Load): it creates the load Job (its
 // deploy.kube.generators pods start together, each running its shard of
 // the [load] table Render put in LoadConfigMap), waits for it to complete,
 // reads each pod's results from its log (ReadResults) and merges them with

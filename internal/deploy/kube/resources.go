@@ -34,7 +34,7 @@ type podSampling struct {
 // pods, read from the cluster's resource metrics API
 // (pods.metrics.k8s.io, served by metrics-server), until ctx is done; the
 // experiment runner records them in resources.parquet
-// (experiment.ResourceStreamer). Each pod is one process, named after it;
+// (deploy.ResourceStreamer, Capabilities.Resources). Each pod is one process, named after it;
 // the pods an HPA adds are reported from their first sample on, the ones
 // it removes stop having samples. Without the metrics API it returns at
 // once, and ResourceNote says so.

@@ -38,9 +38,9 @@ func TestBackendsSampled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Stop(context.Background())
-			bs, ok := d.(deploy.BackendSource)
-			if !ok {
-				t.Fatalf("%T is not a deploy.BackendSource", d)
+			bs := d.Capabilities().Backends
+			if bs == nil {
+				t.Fatalf("%T has no backends capability", d)
 			}
 			pids := backendsOf(t, d.ID())
 			got := bs.Backends()

@@ -55,8 +55,11 @@ func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env 
 // hostCgroup is the group of group's host, when the Network has hosts
 // that confine their processes.
 func (d *Deployment) hostCgroup(group string) *cgroup.Group {
-	hc, ok := d.net.(deploy.HostCgroups)
-	if !ok {
+	if d.net == nil {
+		return nil
+	}
+	hc := d.net.Capabilities().HostCgroups
+	if hc == nil {
 		return nil
 	}
 	for i, g := range d.topo.Groups {

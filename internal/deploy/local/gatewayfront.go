@@ -11,8 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/svclab/svclab/internal/deploy"
 )
 
 // The gateway of a replicated entry. Every replica of the entry group
@@ -128,8 +126,10 @@ func (d *Deployment) startGatewayFront() error {
 		return nil
 	}
 	dial := (&net.Dialer{Timeout: 5 * time.Second}).DialContext
-	if c, ok := d.net.(deploy.ClientNetwork); ok {
-		dial = c.DialClient // the netns deployer's client, across its link
+	if d.net != nil {
+		if c := d.net.Capabilities().Client; c != nil {
+			dial = c.DialClient // the netns deployer's client, across its link
+		}
 	}
 	f, err := startGatewayFront(d.entryGateways(), dial)
 	if err != nil {

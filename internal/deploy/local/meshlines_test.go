@@ -41,7 +41,7 @@ func TestMeshLines(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Stop(context.Background())
-			lines := strings.Join(d.(deploy.MeshDescriber).MeshLines(), "\n")
+			lines := strings.Join(d.Capabilities().Mesh.MeshLines(), "\n")
 			for _, w := range tc.want {
 				if !strings.Contains(lines, w) {
 					t.Errorf("lines lack %q:\n%s", w, lines)

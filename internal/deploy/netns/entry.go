@@ -24,7 +24,7 @@ func (d *Deployment) replicatedEntry() bool {
 
 // DialClient opens a connection from the client's namespace to addr, a
 // listener on one of the hosts, through the client's link to that host
-// (deploy.ClientNetwork).
+// (deploy.NetworkCapabilities.Client).
 func (pl *placement) DialClient(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := pl.d()
 	host, _, err := net.SplitHostPort(addr)

@@ -66,7 +66,7 @@ func (d *Deployment) addFaultHop(g int, p *toxiproxy.Proxy) error {
 	return nil
 }
 
-// StartFault makes f act on every path into f.Group (deploy.HopFaulter),
+// StartFault makes f act on every path into f.Group (deploy.Capabilities.HopFaults),
 // until stop.
 func (d *Deployment) StartFault(f runtime.Fault) (stop func() error, err error) {
 	d.faults.mu.Lock()

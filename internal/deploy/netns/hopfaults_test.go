@@ -8,7 +8,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
@@ -49,7 +48,7 @@ duration = "1s"
 	if err := call(5 * time.Second); err != nil {
 		t.Fatalf("before the cut: %v", err)
 	}
-	stop, err := dep.(deploy.HopFaulter).StartFault(topo.Faults[0])
+	stop, err := dep.Capabilities().HopFaults.StartFault(topo.Faults[0])
 	if err != nil {
 		t.Fatalf("start fault: %v", err)
 	}

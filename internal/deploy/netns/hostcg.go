@@ -18,7 +18,7 @@ import (
 // A host's resources ([deploy.hosts.<h>] cpus and memory) are a control
 // group per host (package cgroup, as the local deployer's [deploy.resources]
 // and experiment.isolation): its CPU set and its memory budget. Each of the
-// host's processes gets a group of its own inside it (deploy.HostCgroups),
+// host's processes gets a group of its own inside it (deploy.NetworkCapabilities.HostCgroups),
 // so the host's processes share its cores and its memory, and each process
 // is still sampled and told out of memory by its own counters.
 
@@ -165,7 +165,7 @@ func removeHostCgroups(groups []*cgroup.Group) error {
 }
 
 // Cgroup is the group of group g's host, nil when the host has neither
-// cpus nor memory (deploy.HostCgroups).
+// cpus nor memory (deploy.NetworkCapabilities.HostCgroups).
 func (pl *placement) Cgroup(g int) *cgroup.Group {
 	if pl.hostcg == nil {
 		return nil

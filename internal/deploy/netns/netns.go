@@ -381,7 +381,7 @@ func (pl *placement) Dial(ctx context.Context, network, addr string) (net.Conn, 
 }
 
 // DescribeMore lists the hosts, their groups and the links between them
-// (deploy.Describer).
+// (deploy.Capabilities.Describer).
 func (d *Deployment) DescribeMore(w io.Writer) {
 	groups := make([][]string, len(d.plan.hosts))
 	for g, h := range d.plan.hostOf {
