@@ -18,7 +18,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/svclab/svclab/internal/capacity"
-	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
@@ -290,40 +289,40 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	}
 	defer func() { _ = leave() }()
 	started := time.Now()
-	var dep deploy.Deployment
-	err = iso.AsSUT(func() (err error) {
-		dep, err = pr.Deployer.Deploy(ctx, pr.Runtime, pr.DeployOptions(&iso))
-		return err
-	})
+	// A process that exits ends the trial's context, and so the search:
+	// what comes after measures another system.
+	trial, err := experiment.StartPrepared(ctx, pr, &iso)
 	if err != nil {
 		return fmt.Errorf("deploy: %w", err)
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = dep.Stop(sctx)
-	}()
-	// A process that exits ends the search: what comes after measures
-	// another system.
-	sctx, cancelAll := context.WithCancelCause(ctx)
-	defer cancelAll(nil)
-	go func() {
-		select {
-		case p := <-dep.Exited():
-			<-p.Done()
-			info := p.Info()
-			cancelAll(fmt.Errorf("group %s (components %s) exited during the search: %s; its last output:\n%s", info.Group, strings.Join(info.Components, ", "), p.Exit().Status, deploy.IndentTail(p.Tail())))
-		case <-sctx.Done():
-		}
-	}()
-	target, err := experiment.TargetFor(sctx, pr, dep)
+	defer trial.Stop()
+	target, err := trial.Target(pr)
 	if err != nil {
 		return fmt.Errorf("load target: %w", err)
+	}
+	if target == nil {
+		return fmt.Errorf("load target: deploy.deployer = %q runs the load itself, where svclab capacity cannot drive it step by step", pr.Spec.Deploy.Deployer)
 	}
 	if target.Close != nil {
 		defer target.Close()
 	}
 
+	base, out, serr := o.search(ctx, trial, pr, target, stderr)
+	if out == nil {
+		return serr
+	}
+	f := capacity.NewFile(out, pr.Load.Thresholds)
+	f.Settings.Arrival = string(base.Arrival)
+	f.Spec, f.Overrides = path, pr.Spec.Overrides
+	f.Started = started.UTC().Format(time.RFC3339)
+	return o.finish(ctx, f, out, serr, stdout, stderr)
+}
+
+// search runs the capacity search on target, a target of the trial's
+// deployment, with steps of pr's load at the rates the search asks for;
+// it returns the steps' load and the outcome, nil when it failed first.
+func (o *capacityOptions) search(ctx context.Context, trial *experiment.Trial, pr *experiment.Prepared, target *load.Target, stderr io.Writer) (load.Config, *capacity.Outcome, error) {
+	slo := pr.Load.Thresholds
 	live := false
 	if f, ok := stderr.(*os.File); ok && !o.quiet {
 		live = term.IsTerminal(int(f.Fd()))
@@ -354,10 +353,14 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 			case <-time.After(pause):
 			}
 		}
-		if ctx.Err() != nil {
-			return capacity.Measurement{}, context.Cause(ctx)
+		m, err := capacity.Measurement{}, context.Cause(ctx)
+		if ctx.Err() == nil {
+			m, err = drive(ctx, rate)
 		}
-		return drive(ctx, rate)
+		if crash := trial.Crash(); crash != nil {
+			err = experiment.CrashError(crash, "the search")
+		}
+		return m, err
 	}
 	report := func(s capacity.Step, out *capacity.Outcome) {
 		pause = o.cooldown
@@ -369,18 +372,19 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		}
 		fmt.Fprintln(stderr, s.Line(out))
 	}
-	out, serr := capacity.Search(sctx, o.settings, slo, step, report)
-	if out == nil {
-		return serr
-	}
-	f := capacity.NewFile(out, slo)
+	out, serr := capacity.Search(trial.Context(), o.settings, slo, step, report)
+	return base, out, serr
+}
+
+// finish completes f, the search's file, and writes it (-o) and the
+// answer; a search that failed (serr) keeps what it measured.
+func (o *capacityOptions) finish(ctx context.Context, f *capacity.File, out *capacity.Outcome, serr error, stdout, stderr io.Writer) error {
 	f.Settings.StepS, f.Settings.WarmupS, f.Settings.CooldownS = o.step.Seconds(), o.warmup.Seconds(), o.cooldown.Seconds()
-	f.Settings.Arrival = string(base.Arrival)
 	if f.Settings.Arrival == "" {
 		f.Settings.Arrival = string(load.Constant)
 	}
-	f.Spec, f.Overrides, f.Version = path, pr.Spec.Overrides, version+" ("+commit+")"
-	f.Started, f.Ended = started.UTC().Format(time.RFC3339), time.Now().UTC().Format(time.RFC3339)
+	f.Version = version + " (" + commit + ")"
+	f.Ended = time.Now().UTC().Format(time.RFC3339)
 	if f.Overrides == nil {
 		f.Overrides = []string{}
 	}

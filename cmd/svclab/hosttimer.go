@@ -2,10 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"time"
 
+	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/hostclock"
 )
 
@@ -14,16 +14,8 @@ import (
 // wake-ups for the floor its audit is judged against.
 const loadCalibration = 500 * time.Millisecond
 
-// calibrateHost measures the host timer's lateness before a load run; a
-// failed calibration leaves the audit on its fixed rule.
+// calibrateHost measures the host timer's lateness before a load run or a
+// capacity search (experiment.CalibrateHost).
 func calibrateHost(ctx context.Context, quiet bool, stderr io.Writer) *hostclock.Calibration {
-	c, err := hostclock.Calibrate(ctx, hostclock.Options{Duration: loadCalibration})
-	if err != nil {
-		fmt.Fprintf(stderr, "svclab load: host timer calibration: %v\n", err)
-		return nil
-	}
-	if !quiet {
-		fmt.Fprintln(stderr, c.String())
-	}
-	return &c
+	return experiment.CalibrateHost(ctx, hostclock.Options{Duration: loadCalibration}, stderr, "svclab load: ", quiet)
 }

@@ -15,6 +15,23 @@ import (
 	"github.com/svclab/svclab/internal/experiment"
 )
 
+// hop3Autoscaled scales hop3 of the chain from 1 to 2 replicas at once
+// under its load: 30 large calls a second cost hop3 2-4% of a core (CPU is
+// read in 10 ms ticks, so a 500 ms period sees it), above its 1% target,
+// while the chain stays far below capacity beside other tests (100 a
+// second timed out every call there).
+const hop3Autoscaled = `[deploy.autoscale.hop3]
+min = 1
+max = 2
+cpu_target = 1
+sync_period = "500ms"
+
+[load]
+rate = 30
+warmup = "200ms"
+duration = "3s"
+`
+
 // TestRunScaling runs replicas as a factor beside an autoscaled group whose
 // target is low enough that it scales up at once: each run.json lists every
 // replica, those the autoscaler added too, each is sampled in
@@ -27,23 +44,9 @@ func TestRunScaling(t *testing.T) {
 name = "chain"
 payload = "large"
 
-# 30 large calls a second cost hop3 2-4% of a core (CPU is read in 10 ms
-# ticks, so a 500 ms period sees it), above its 1% target, while the
-# chain stays far below capacity beside other tests (100 a second timed
-# out every call there).
 [deploy]
 placement = "split"
-[deploy.autoscale.hop3]
-min = 1
-max = 2
-cpu_target = 1
-sync_period = "500ms"
-
-[load]
-rate = 30
-warmup = "200ms"
-duration = "3s"
-
+` + hop3Autoscaled + `
 [experiment]
 name = "sc"
 order = "sequential"
@@ -51,22 +54,7 @@ seed = 1
 [experiment.factors]
 "deploy.replicas.hop2" = [1, 3]
 `
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "sc.toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "sc-*", "runs", "*"))
-	if len(runs) != 2 {
-		t.Fatalf("%d runs", len(runs))
-	}
+	runs, stderr := runExperiment(t, "sc", src, 2)
 	for _, run := range runs {
 		var rf struct {
 			Status    string
@@ -88,37 +76,69 @@ seed = 1
 		if rf.Status != "ok" || !slices.Equal(names, want) {
 			t.Errorf("%s: status %s, processes %v, want %v", run, rf.Status, names, want)
 		}
-		rows, err := parquet.ReadFile[experiment.ScalingRow](filepath.Join(run, "scaling.parquet"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		// 3.2 s of load at one decision per 500 ms is 6; a loaded machine
-		// once delayed the loop to 4 (a ticker drops the ticks it misses).
-		if len(rows) < 3 {
-			t.Errorf("%s: %d decisions in scaling.parquet", run, len(rows))
-		}
-		up := false
-		for _, r := range rows {
-			if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 || r.Current < 1 || r.Desired > 2 {
-				t.Errorf("%s: row %+v", run, r)
-			}
-			up = up || (r.Current == 1 && r.Desired == 2)
-		}
-		if !up {
-			t.Errorf("%s: no scale-up from 1 to 2 recorded: %+v", run, rows)
-		}
-		res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(run, "resources.parquet"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
-			t.Errorf("%s: the added replica hop3#1 was not sampled in resources.parquet", run)
-		}
+		checkScaledHop3(t, run)
 	}
 	if !strings.Contains(stderr, "2 runs: 2 ok") {
 		t.Errorf("summary line missing:\n%s", stderr)
 	}
+}
+
+// runExperiment runs the experiment src (named name) with svclab run,
+// expects n runs and returns their directories and svclab's stderr; no
+// process of it outlives it.
+func runExperiment(t *testing.T, name, src string, n int) ([]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, name+".toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	mark := marker(t)
+	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
 	waitNoProcesses(t, mark, 5*time.Second)
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", name+"-*", "runs", "*"))
+	if len(runs) != n {
+		t.Fatalf("%d runs, want %d", len(runs), n)
+	}
+	return runs, stderr
+}
+
+// checkScaledHop3 checks the run of an autoscaled hop3 (1 to 2 replicas,
+// a 1% CPU target) that scales up at once: its decisions are in
+// scaling.parquet, and the replica it added, hop3#1, in resources.parquet.
+func checkScaledHop3(t *testing.T, run string) {
+	t.Helper()
+	rows, err := parquet.ReadFile[experiment.ScalingRow](filepath.Join(run, "scaling.parquet"))
+	if err != nil {
+		t.Fatalf("the autoscaler's decisions: %v", err)
+	}
+	// 3.2 s of load at one decision per 500 ms is 6; a loaded machine
+	// once delayed the loop to 4 (a ticker drops the ticks it misses).
+	if len(rows) < 3 {
+		t.Errorf("%s: %d decisions in scaling.parquet", run, len(rows))
+	}
+	up := false
+	for _, r := range rows {
+		if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 || r.Current < 1 || r.Desired > 2 {
+			t.Errorf("%s: row %+v", run, r)
+		}
+		up = up || (r.Current == 1 && r.Desired == 2)
+	}
+	if !up {
+		t.Errorf("%s: no scale-up from 1 to 2 recorded: %+v", run, rows)
+	}
+	res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(run, "resources.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
+		t.Errorf("%s: the added replica hop3#1 was not sampled in resources.parquet", run)
+	}
 }
 
 // TestRunScalingNetns runs an autoscaled group on an emulated host of the
@@ -142,57 +162,11 @@ placement = "split"
 groups = ["hop1"]
 [deploy.hosts.vm2]
 groups = ["hop2", "hop3"]
-[deploy.autoscale.hop3]
-min = 1
-max = 2
-cpu_target = 1
-sync_period = "500ms"
-
-[load]
-rate = 30
-warmup = "200ms"
-duration = "3s"
-
+` + hop3Autoscaled + `
 [experiment]
 name = "scn"
 seed = 1
 `
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "scn.toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "scn-*", "runs", "*"))
-	if len(runs) != 1 {
-		t.Fatalf("%d runs", len(runs))
-	}
-	rows, err := parquet.ReadFile[experiment.ScalingRow](filepath.Join(runs[0], "scaling.parquet"))
-	if err != nil {
-		t.Fatalf("the autoscaler's decisions: %v", err)
-	}
-	up := false
-	for _, r := range rows {
-		if r.Group != "hop3" || r.Metric != "cpu" || r.TargetPct != 1 {
-			t.Errorf("row %+v", r)
-		}
-		up = up || (r.Current == 1 && r.Desired == 2)
-	}
-	if len(rows) < 3 || !up {
-		t.Errorf("%d decisions, no scale-up from 1 to 2 among them: %+v", len(rows), rows)
-	}
-	res, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(runs[0], "resources.parquet"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(res, func(r experiment.ResourceRow) bool { return r.Process == "hop3#1" }) {
-		t.Errorf("the added replica hop3#1 was not sampled in resources.parquet")
-	}
-	waitNoProcesses(t, mark, 5*time.Second)
+	runs, _ := runExperiment(t, "scn", src, 1)
+	checkScaledHop3(t, runs[0])
 }

@@ -10,6 +10,7 @@ import (
 
 	_ "github.com/svclab/svclab/apps/all" // apps a spec may name
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/experiment"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -55,11 +56,11 @@ says which value of each factor's key that is; --set picks a level.`,
 		if upFlags.verbose {
 			opts.Log = os.Stderr
 		}
-		d, err := deployer.Deploy(cmd.Context(), topo, opts)
+		t, err := experiment.StartTrial(cmd.Context(), deployer, topo, opts, nil)
 		if err != nil {
 			return err
 		}
-		return deploy.Foreground(cmd.Context(), d, cmd.OutOrStdout())
+		return t.Foreground(cmd.OutOrStdout())
 	},
 }
 

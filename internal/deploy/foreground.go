@@ -15,17 +15,46 @@ import (
 // command to w, and keeps d up until ctx ends (Ctrl-C) or a process exits;
 // then it stops d. It is `svclab up`, for any deployer.
 func Foreground(ctx context.Context, d Deployment, w io.Writer) error {
+	wctx, cancel := Watch(ctx, d)
+	defer cancel(nil)
+	return Hold(wctx, d, w)
+}
+
+// Watch returns a context that ends with ctx, or as soon as a process of
+// d exits before Stop: its cause is then that process's *ExitError, whose
+// output is complete. cancel ends the watch.
+func Watch(ctx context.Context, d Deployment) (context.Context, context.CancelCauseFunc) {
+	wctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case p := <-d.Exited():
+			<-p.Done()
+			cancel(p.Exit())
+		case <-wctx.Done():
+		}
+	}()
+	return wctx, cancel
+}
+
+// Crash is the *ExitError that ended a context of Watch, nil when none
+// did.
+func Crash(ctx context.Context) *ExitError {
+	var e *ExitError
+	if errors.As(context.Cause(ctx), &e) {
+		return e
+	}
+	return nil
+}
+
+// Hold describes d on w, keeps it up until ctx ends and stops it. When a
+// process's exit ended ctx (Watch), that exit is the error.
+func Hold(ctx context.Context, d Deployment, w io.Writer) error {
 	Describe(w, d)
 	fmt.Fprintln(w, "Ctrl-C (or SIGTERM) stops every process of the deployment.")
-
-	var crashed error
-	select {
-	case <-ctx.Done():
-	case proc := <-d.Exited():
-		crashed = proc.Exit()
-	}
-	// ctx has ended by now, or soon will; Stop still needs its grace
-	// period, which the deployer bounds.
+	<-ctx.Done()
+	crashed := Crash(ctx)
+	// ctx has ended; Stop still needs its grace period, which the
+	// deployer bounds.
 	stopErr := d.Stop(context.WithoutCancel(ctx))
 	if crashed != nil {
 		return fmt.Errorf("deployment %s: %w", d.ID(), errors.Join(crashed, stopErr))

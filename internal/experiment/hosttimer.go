@@ -8,17 +8,25 @@ import (
 	"github.com/svclab/svclab/internal/hostclock"
 )
 
-// calibrateHost measures this host's timer wake-up lateness before the
-// first run, so that every run's generator audit is judged against what
-// the host imposes rather than a fixed threshold. A host that cannot be
-// calibrated (an interrupted start) gives nil: the audit then falls back
-// to its fixed rule and says so.
-func calibrateHost(ctx context.Context, logw io.Writer) *hostclock.Calibration {
-	c, err := hostclock.Calibrate(ctx, hostclock.Options{})
+// CalibrateHost measures this host's timer wake-up lateness
+// (hostclock.Calibrate with opts) before load is sent, so that the
+// generator's audit is judged against what the host imposes rather than a
+// fixed threshold, and writes it to log unless quiet. A host that cannot be
+// calibrated (an interrupted start) gives nil, said on log after prefix:
+// the audit then falls back to its fixed rule and says so.
+func CalibrateHost(ctx context.Context, opts hostclock.Options, log io.Writer, prefix string, quiet bool) *hostclock.Calibration {
+	c, err := hostclock.Calibrate(ctx, opts)
 	if err != nil {
-		fmt.Fprintf(logw, "host timer calibration: %v\n", err)
+		fmt.Fprintf(log, "%shost timer calibration: %v\n", prefix, err)
 		return nil
 	}
-	fmt.Fprintln(logw, c.String())
+	if !quiet {
+		fmt.Fprintln(log, c.String())
+	}
 	return &c
+}
+
+// calibrateHost is CalibrateHost before an experiment's first run.
+func calibrateHost(ctx context.Context, logw io.Writer) *hostclock.Calibration {
+	return CalibrateHost(ctx, hostclock.Options{}, logw, "", false)
 }

@@ -1,0 +1,282 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/warn"
+)
+
+// trialRun is one run of an experiment as it goes: its trial, what it
+// measures and the run.json it fills.
+type trialRun struct {
+	r     Run
+	pr    *Prepared
+	p     *Plan
+	prog  *progress
+	iso   *Isolation
+	floor *hostclock.Calibration
+	rf    *RunFile
+
+	t       *Trial
+	sampler *ResourceSampler
+	gens    *generators
+	sent    *callCounter
+	res     *load.Result
+	lerr    error
+	// measureStart is when the measurement began: planned before the
+	// load, as the generator reports it after.
+	measureStart time.Time
+}
+
+// runOne deploys, loads, tears down and commits one run. A failure of the
+// system under test is recorded in the run; only a failure to write results
+// or an interruption is returned as an error.
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, iso *Isolation, floor *hostclock.Calibration) (*RunFile, error) {
+	w, err := st.BeginRun(r.ID)
+	if err != nil {
+		return nil, err
+	}
+	tr := &trialRun{r: r, pr: pr, p: p, prog: prog, iso: iso, floor: floor, rf: &RunFile{
+		ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels,
+		Started: time.Now().UTC().Format(time.RFC3339Nano),
+		WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(),
+		Warnings: []warn.Warning{}, Status: "ok",
+	}}
+	prog.begin(r, "deploying")
+	if tr.t, err = StartPrepared(ctx, pr, iso); err != nil {
+		if ctx.Err() != nil {
+			w.Abort()
+			return nil, ctx.Err()
+		}
+		tr.fail(oomPrefix(err)+fmt.Sprintf("deploy: %v", err), nil)
+		return tr.rf, commitRun(w, tr.rf)
+	}
+	defer tr.t.Stop()
+	loaded, err := tr.measure(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			w.Abort()
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	if !loaded {
+		return tr.rf, commitRun(w, tr.rf)
+	}
+	if err := tr.record(w.Dir); err != nil {
+		return nil, err
+	}
+	return tr.rf, commitRun(w, tr.rf)
+}
+
+// fail marks the run failed for reason, with the processes' output tails.
+func (tr *trialRun) fail(reason string, tails map[string]string) {
+	tr.rf.Status, tr.rf.Reason = "failed", reason
+	if len(tails) > 0 {
+		tr.rf.StderrTail = tails
+	}
+}
+
+// measure samples the deployment's resources, builds the load target and
+// runs the load with the faults. A failure of the system under test is the
+// run's; loaded is false when it came before the load (the target), and
+// an error is only a failure to sample or an interruption.
+func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
+	sctx, cancelSampler := context.WithCancel(ctx)
+	defer cancelSampler()
+	if err := tr.startSampler(sctx); err != nil {
+		return false, err
+	}
+	tr.sent = &callCounter{}
+	target, err := tr.t.target(tr.pr, tr.sent)
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		tr.fail(fmt.Sprintf("load target: %v", err), tails(tr.t.Deployment))
+		return false, nil
+	}
+	if target != nil && target.Close != nil {
+		defer target.Close()
+	}
+	faults := tr.runLoad(target)
+	cancelSampler()
+	if ctx.Err() != nil {
+		if tr.res != nil {
+			tr.res.Close()
+			tr.res = nil
+		}
+		return false, ctx.Err()
+	}
+	if tr.res != nil && !tr.res.Started.IsZero() { // nil: several generators failed
+		tr.measureStart = tr.res.MeasureStart(tr.p.Warmup) // earlier after a warm-up by calls
+	}
+	tr.sampler.SetZero(tr.measureStart)
+	var ferr error
+	tr.rf.Faults, ferr = faults.stop(tr.measureStart)
+	tr.classify(ferr)
+	return true, nil
+}
+
+// startSampler samples every process of the run once a second until ctx
+// ends: the load generator (this process, and its generator processes),
+// the deployment's processes, those it adds and its telemetry backends.
+func (tr *trialRun) startSampler(ctx context.Context) error {
+	dep := tr.t.Deployment
+	// The load generator shares the machine with what it measures, so its
+	// own CPU is part of the record.
+	self, err := procstat.Self()
+	if err != nil {
+		return err
+	}
+	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid(), Limits: tr.iso.loadgenLimits()}, Source: self}}
+	sampled = append(sampled, sampledOf(dep)...)
+	if bs := dep.Capabilities().Backends; bs != nil {
+		for _, b := range bs.Backends() {
+			sampled = append(sampled, Sampled{Process: b.Info, Source: b.Source})
+		}
+	}
+	for _, s := range sampled {
+		tr.rf.Processes = append(tr.rf.Processes, s.Process)
+	}
+	tr.sampler = NewResourceSampler(sampled, time.Second)
+	tr.sampler.Stream(dep)
+	tr.gens = newGenerators(tr.iso)
+	if autoscaled(dep) || tr.pr.Load.GeneratorCount() > 1 {
+		tr.sampler.Follow(tr.gens.follow(dep, autoscaled(dep)))
+	}
+	tr.sampler.Start(ctx, time.Now().Add(tr.p.Warmup))
+	return nil
+}
+
+// runLoad runs the load on target (nil: the deployment runs it) in the
+// trial's context, which a crash ends, with the faults on their schedule,
+// which it returns to be stopped.
+func (tr *trialRun) runLoad(target *load.Target) *faultRun {
+	cfg := tr.pr.Load
+	cfg.Warmup = load.Duration(tr.p.Warmup)
+	cfg.Duration = load.Duration(tr.p.Duration)
+	tr.prog.begin(tr.r, "warm-up")
+	tr.measureStart = time.Now().Add(tr.p.Warmup)
+	// Faults are timed from the measurement's start, which a generator in
+	// this process reports once its warm-up (by time or by calls) is over;
+	// generator processes and pods warm up for load.warmup exactly.
+	measuring := make(chan time.Time, 1)
+	opt := load.Options{Progress: tr.prog.update, HostTimer: tr.floor, Sentinel: hostclock.SentinelExecutable()}
+	inside := tr.t.Deployment.Capabilities().Load
+	if inside == nil && cfg.GeneratorCount() == 1 {
+		opt.Measuring = func(t time.Time) {
+			select {
+			case measuring <- t:
+			default:
+			}
+		}
+	} else {
+		measuring <- tr.measureStart
+	}
+	faults := tr.t.StartFaults(measuring, tr.p.Duration)
+	lctx := tr.t.Context()
+	if inside != nil {
+		tr.res, tr.lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: tr.prog.update})
+	} else {
+		tr.res, tr.lerr = tr.gens.runLoad(lctx, tr.pr, tr.t.Deployment, cfg, target, opt)
+	}
+	return faults
+}
+
+// classify fails the run for what went wrong during the load: a process
+// that exited first, then the faults' errors, then the load's.
+func (tr *trialRun) classify(faultErr error) {
+	dep := tr.t.Deployment
+	switch crashed := tr.t.Crash(); {
+	case crashed != nil:
+		tr.fail(oomPrefix(crashed)+crashText(crashed, "the run"), tails(dep))
+	case faultErr != nil:
+		tr.fail(fmt.Sprintf("faults: %v", faultErr), tails(dep))
+	case tr.lerr != nil:
+		tr.fail(fmt.Sprintf("load: %v", tr.lerr), tails(dep))
+	}
+}
+
+// record stops the deployment and writes what the run measured into dir:
+// the load's result and the per-run artifacts.
+func (tr *trialRun) record(dir string) error {
+	dep := tr.t.Deployment
+	tr.t.Stop()
+	if tr.res != nil {
+		defer tr.res.Close()
+		if err := tr.recordLoad(dir); err != nil {
+			return err
+		}
+	}
+	if err := tr.sampler.WriteParquet(filepath.Join(dir, "resources.parquet")); err != nil {
+		return err
+	}
+	if err := writeScaling(dir, dep, tr.sampler); err != nil {
+		return err
+	}
+	tr.rf.Processes = append(tr.rf.Processes, tr.sampler.Joined()...)
+	var err error
+	if tr.rf.Traces, err = writeTraces(dir, dep, tr.pr.Runtime.Mesh.Tracing, tr.sent.total()); err != nil {
+		tr.rf.Warnings = append(tr.rf.Warnings, warn.Newf(warn.Traces, "%v", err))
+	} else if tr.rf.Traces != nil {
+		tr.rf.Warnings = append(tr.rf.Warnings, tr.rf.Traces.Problems()...)
+	}
+	if err := writeMetrics(dir, dep, tr.pr.Runtime.Mesh.Metrics, tr.measureStart); err != nil {
+		tr.rf.Warnings = append(tr.rf.Warnings, warn.Newf(warn.Metrics, "%v", err))
+	}
+	return nil
+}
+
+// recordLoad writes the load's result into dir and judges it: its
+// thresholds, and a run without a measured request or with every one
+// failed is no measurement.
+func (tr *trialRun) recordLoad(dir string) error {
+	res, rf := tr.res, tr.rf
+	tr.prog.measured(res)
+	if err := res.WriteDir(dir); err != nil {
+		return err
+	}
+	rf.Generator = res.Generator
+	rf.Warmup = res.Warmup
+	rf.Warnings = append(rf.Warnings, res.Warnings...)
+	for _, b := range tr.pr.Load.Thresholds.Check(res.Summary) {
+		rf.Thresholds = append(rf.Thresholds, b.String())
+	}
+	if tot, ok := res.Op("total"); ok && rf.Status == "ok" {
+		switch {
+		case tot.Count == 0:
+			// A run without a single measured request has no latency
+			// to analyse: calling it ok would leave an empty cell.
+			tr.fail(fmt.Sprintf("no request completed in the %.3g s measurement window: raise load.duration or load.rate", res.Summary.DurationS), tails(tr.t.Deployment))
+		case tot.Errors == tot.Count:
+			tr.fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(tr.t.Deployment))
+		}
+	}
+	return nil
+}
+
+// tails collects the last output lines of every process of a deployment
+// that printed any.
+func tails(dep deploy.Deployment) map[string]string {
+	out := deploy.StderrTails(dep.Processes())
+	maps.DeleteFunc(out, func(_, tail string) bool { return tail == "" })
+	return out
+}
+
+func commitRun(w *RunWriter, rf *RunFile) error {
+	rf.Ended = time.Now().UTC().Format(time.RFC3339Nano)
+	if err := w.WriteJSON("run.json", rf); err != nil {
+		return err
+	}
+	return w.Commit()
+}
