@@ -36,6 +36,8 @@ type faultRun struct {
 
 	mu      sync.Mutex
 	records []faultEvent
+	// ended, when set, is told of each window as it ends.
+	ended func(FaultWindow)
 }
 
 // faultEvent is a window with its wall-clock times.
@@ -50,9 +52,9 @@ type faultEvent struct {
 // walks its windows, so one fault's windows never overlap and different
 // faults may. The start comes over a channel because a warm-up by calls
 // ends when its calls are done, which no one knows in advance.
-func startFaults(ctx context.Context, dep deploy.Deployment, faults []runtime.Fault, start <-chan time.Time, d time.Duration) *faultRun {
+func startFaults(ctx context.Context, dep deploy.Deployment, faults []runtime.Fault, start <-chan time.Time, d time.Duration, ended func(FaultWindow)) *faultRun {
 	ctx, cancel := context.WithCancel(ctx)
-	fr := &faultRun{cancel: cancel}
+	fr := &faultRun{cancel: cancel, ended: ended}
 	if len(faults) == 0 {
 		return fr
 	}
@@ -95,6 +97,9 @@ func (fr *faultRun) inject(ctx context.Context, dep deploy.Deployment, f runtime
 		fr.mu.Lock()
 		fr.records = append(fr.records, ev)
 		fr.mu.Unlock()
+		if fr.ended != nil {
+			fr.ended(FaultWindow{Kind: ev.kind, Target: ev.target, Process: ev.process, From: ev.from, To: ev.to, Err: ev.err})
+		}
 	}()
 	if f.Kind == spec.FaultKill {
 		k := dep.Capabilities().Killer

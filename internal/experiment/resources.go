@@ -54,6 +54,9 @@ type ResourceSampler struct {
 
 	stream   deploy.ResourceStreamer // a deployment that reports samples itself (resources_stream.go)
 	streamed map[string]bool         // the processes it reported, by name
+
+	// publish, when set, hands on every sample as it is read.
+	publish func(p deploy.ProcessInfo, at time.Time, u deploy.Usage)
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
@@ -71,19 +74,22 @@ func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
 			rs.addStreamed(ctx, p, at, u)
 		})
 	}
-	go func() {
-		t := time.NewTicker(rs.interval)
-		defer t.Stop()
-		rs.sample(ctx, time.Now())
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case now := <-t.C:
-				rs.sample(ctx, now)
-			}
+	go every(ctx, rs.interval, func(now time.Time) { rs.sample(ctx, now) })
+}
+
+// every calls f now and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func(now time.Time)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	f(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			f(now)
 		}
-	}()
+	}
 }
 
 // SetZero moves the origin of t_s, for when the measurement starts after
@@ -106,6 +112,9 @@ func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 		u, err := p.Source.Sample(ctx)
 		if err != nil {
 			continue // exited: the run records why elsewhere
+		}
+		if rs.publish != nil {
+			rs.publish(p.Process, now, u)
 		}
 		rows = append(rows, rowOf(p.Process, u))
 	}

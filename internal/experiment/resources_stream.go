@@ -21,6 +21,9 @@ func (rs *ResourceSampler) addStreamed(ctx context.Context, p deploy.ProcessInfo
 		return // the sampler has stopped: the rows may be written already
 	}
 	row := rowOf(p, u)
+	if rs.publish != nil {
+		rs.publish(p, at, u)
+	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	if !rs.streamed[p.Name] {

@@ -33,6 +33,9 @@ type Options struct {
 	// Live rewrites the progress line in place (a terminal); otherwise a
 	// line is printed every few seconds.
 	Live bool
+	// Events, when set, receives every run's events as they happen
+	// (stream.go): a live view subscribes to it before Execute.
+	Events *Stream
 }
 
 // Outcome summarises an experiment.
@@ -210,7 +213,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 		if err := ctx.Err(); err != nil {
 			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
 		}
-		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, iso, floor)
+		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, iso, floor, opts.Events)
 		if err != nil {
 			if ctx.Err() != nil {
 				prog.done()

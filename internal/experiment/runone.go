@@ -4,12 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/warn"
@@ -26,12 +23,13 @@ type trialRun struct {
 	floor *hostclock.Calibration
 	rf    *RunFile
 
-	t       *Trial
-	sampler *ResourceSampler
-	gens    *generators
-	sent    *callCounter
-	res     *load.Result
-	lerr    error
+	t      *Trial
+	events *Stream
+	recs   recorderSet
+	gens   *generators
+	sent   *callCounter
+	res    *load.Result
+	lerr   error
 	// measureStart is when the measurement began: planned before the
 	// load, as the generator reports it after.
 	measureStart time.Time
@@ -40,25 +38,25 @@ type trialRun struct {
 // runOne deploys, loads, tears down and commits one run. A failure of the
 // system under test is recorded in the run; only a failure to write results
 // or an interruption is returned as an error.
-func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, iso *Isolation, floor *hostclock.Calibration) (*RunFile, error) {
+func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *progress, iso *Isolation, floor *hostclock.Calibration, events *Stream) (*RunFile, error) {
 	w, err := st.BeginRun(r.ID)
 	if err != nil {
 		return nil, err
 	}
-	tr := &trialRun{r: r, pr: pr, p: p, prog: prog, iso: iso, floor: floor, rf: &RunFile{
+	tr := &trialRun{r: r, pr: pr, p: p, prog: prog, iso: iso, floor: floor, events: events, rf: &RunFile{
 		ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels,
 		Started: time.Now().UTC().Format(time.RFC3339Nano),
 		WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(),
 		Warnings: []warn.Warning{}, Status: "ok",
 	}}
-	prog.begin(r, "deploying")
+	tr.begin("deploying")
 	if tr.t, err = StartPrepared(ctx, pr, iso); err != nil {
 		if ctx.Err() != nil {
 			w.Abort()
 			return nil, ctx.Err()
 		}
 		tr.fail(oomPrefix(err)+fmt.Sprintf("deploy: %v", err), nil)
-		return tr.rf, commitRun(w, tr.rf)
+		return tr.rf, tr.commit(w)
 	}
 	defer tr.t.Stop()
 	loaded, err := tr.measure(ctx)
@@ -70,12 +68,27 @@ func runOne(ctx context.Context, st *Store, r Run, pr *Prepared, p *Plan, prog *
 		return nil, err
 	}
 	if !loaded {
-		return tr.rf, commitRun(w, tr.rf)
+		return tr.rf, tr.commit(w)
 	}
 	if err := tr.record(w.Dir); err != nil {
 		return nil, err
 	}
-	return tr.rf, commitRun(w, tr.rf)
+	return tr.rf, tr.commit(w)
+}
+
+// begin enters the run into a phase, on the progress line and the stream.
+func (tr *trialRun) begin(phase string) {
+	tr.prog.begin(tr.r, phase)
+	tr.events.Publish(RunState{Run: tr.r.ID, At: time.Now(), State: phase})
+}
+
+// commit writes run.json, commits the run and says how it ended.
+func (tr *trialRun) commit(w *RunWriter) error {
+	if err := commitRun(w, tr.rf); err != nil {
+		return err
+	}
+	tr.events.Publish(RunState{Run: tr.r.ID, At: time.Now(), State: tr.rf.Status, Reason: tr.rf.Reason})
+	return nil
 }
 
 // fail marks the run failed for reason, with the processes' output tails.
@@ -86,17 +99,22 @@ func (tr *trialRun) fail(reason string, tails map[string]string) {
 	}
 }
 
-// measure samples the deployment's resources, builds the load target and
-// runs the load with the faults. A failure of the system under test is the
+// measure starts the run's recorders, builds the load target and runs
+// the load with the faults. A failure of the system under test is the
 // run's; loaded is false when it came before the load (the target), and
-// an error is only a failure to sample or an interruption.
+// an error is only a failure to record or an interruption.
 func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
-	sctx, cancelSampler := context.WithCancel(ctx)
-	defer cancelSampler()
-	if err := tr.startSampler(sctx); err != nil {
+	rctx, stopRecording := context.WithCancel(ctx)
+	defer stopRecording()
+	tr.gens = newGenerators(tr.iso)
+	tr.sent = &callCounter{}
+	rec := &Recording{
+		Run: tr.r.ID, Deployment: tr.t.Deployment, Prepared: tr.pr, Iso: tr.iso,
+		Warmup: tr.p.Warmup, Events: tr.events, File: tr.rf, gens: tr.gens, sent: tr.sent,
+	}
+	if tr.recs, err = startRecorders(rctx, rec); err != nil {
 		return false, err
 	}
-	tr.sent = &callCounter{}
 	target, err := tr.t.target(tr.pr, tr.sent)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -109,7 +127,7 @@ func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
 		defer target.Close()
 	}
 	faults := tr.runLoad(target)
-	cancelSampler()
+	stopRecording()
 	if ctx.Err() != nil {
 		if tr.res != nil {
 			tr.res.Close()
@@ -120,42 +138,10 @@ func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
 	if tr.res != nil && !tr.res.Started.IsZero() { // nil: several generators failed
 		tr.measureStart = tr.res.MeasureStart(tr.p.Warmup) // earlier after a warm-up by calls
 	}
-	tr.sampler.SetZero(tr.measureStart)
 	var ferr error
 	tr.rf.Faults, ferr = faults.stop(tr.measureStart)
 	tr.classify(ferr)
 	return true, nil
-}
-
-// startSampler samples every process of the run once a second until ctx
-// ends: the load generator (this process, and its generator processes),
-// the deployment's processes, those it adds and its telemetry backends.
-func (tr *trialRun) startSampler(ctx context.Context) error {
-	dep := tr.t.Deployment
-	// The load generator shares the machine with what it measures, so its
-	// own CPU is part of the record.
-	self, err := procstat.Self()
-	if err != nil {
-		return err
-	}
-	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid(), Limits: tr.iso.loadgenLimits()}, Source: self}}
-	sampled = append(sampled, sampledOf(dep)...)
-	if bs := dep.Capabilities().Backends; bs != nil {
-		for _, b := range bs.Backends() {
-			sampled = append(sampled, Sampled{Process: b.Info, Source: b.Source})
-		}
-	}
-	for _, s := range sampled {
-		tr.rf.Processes = append(tr.rf.Processes, s.Process)
-	}
-	tr.sampler = NewResourceSampler(sampled, time.Second)
-	tr.sampler.Stream(dep)
-	tr.gens = newGenerators(tr.iso)
-	if autoscaled(dep) || tr.pr.Load.GeneratorCount() > 1 {
-		tr.sampler.Follow(tr.gens.follow(dep, autoscaled(dep)))
-	}
-	tr.sampler.Start(ctx, time.Now().Add(tr.p.Warmup))
-	return nil
 }
 
 // runLoad runs the load on target (nil: the deployment runs it) in the
@@ -165,13 +151,17 @@ func (tr *trialRun) runLoad(target *load.Target) *faultRun {
 	cfg := tr.pr.Load
 	cfg.Warmup = load.Duration(tr.p.Warmup)
 	cfg.Duration = load.Duration(tr.p.Duration)
-	tr.prog.begin(tr.r, "warm-up")
+	tr.begin("warm-up")
 	tr.measureStart = time.Now().Add(tr.p.Warmup)
 	// Faults are timed from the measurement's start, which a generator in
 	// this process reports once its warm-up (by time or by calls) is over;
 	// generator processes and pods warm up for load.warmup exactly.
 	measuring := make(chan time.Time, 1)
-	opt := load.Options{Progress: tr.prog.update, HostTimer: tr.floor, Sentinel: hostclock.SentinelExecutable()}
+	progress := func(lp load.Progress) {
+		tr.prog.update(lp)
+		tr.events.Publish(LoadSecond{Run: tr.r.ID, Progress: lp})
+	}
+	opt := load.Options{Progress: progress, HostTimer: tr.floor, Sentinel: hostclock.SentinelExecutable()}
 	inside := tr.t.Deployment.Capabilities().Load
 	if inside == nil && cfg.GeneratorCount() == 1 {
 		opt.Measuring = func(t time.Time) {
@@ -183,10 +173,13 @@ func (tr *trialRun) runLoad(target *load.Target) *faultRun {
 	} else {
 		measuring <- tr.measureStart
 	}
-	faults := tr.t.StartFaults(measuring, tr.p.Duration)
+	faults := tr.t.StartFaults(measuring, tr.p.Duration, func(fw FaultWindow) {
+		fw.Run = tr.r.ID
+		tr.events.Publish(fw)
+	})
 	lctx := tr.t.Context()
 	if inside != nil {
-		tr.res, tr.lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: tr.prog.update})
+		tr.res, tr.lerr = inside.RunLoad(lctx, cfg, load.Options{Progress: progress})
 	} else {
 		tr.res, tr.lerr = tr.gens.runLoad(lctx, tr.pr, tr.t.Deployment, cfg, target, opt)
 	}
@@ -207,48 +200,30 @@ func (tr *trialRun) classify(faultErr error) {
 	}
 }
 
-// record stops the deployment and writes what the run measured into dir:
-// the load's result and the per-run artifacts.
+// record stops the deployment, judges the load's result and has every
+// recorder write its artifact into dir.
 func (tr *trialRun) record(dir string) error {
-	dep := tr.t.Deployment
+	tr.events.Publish(RunState{Run: tr.r.ID, At: time.Now(), State: "stopping"})
 	tr.t.Stop()
 	if tr.res != nil {
 		defer tr.res.Close()
-		if err := tr.recordLoad(dir); err != nil {
-			return err
-		}
+		tr.prog.measured(tr.res)
 	}
-	if err := tr.sampler.WriteParquet(filepath.Join(dir, "resources.parquet")); err != nil {
+	warnings, err := tr.recs.finish(&Ended{Dir: dir, MeasureStart: tr.measureStart, Result: tr.res})
+	if err != nil {
 		return err
 	}
-	if err := writeScaling(dir, dep, tr.sampler); err != nil {
-		return err
-	}
-	tr.rf.Processes = append(tr.rf.Processes, tr.sampler.Joined()...)
-	var err error
-	if tr.rf.Traces, err = writeTraces(dir, dep, tr.pr.Runtime.Mesh.Tracing, tr.sent.total()); err != nil {
-		tr.rf.Warnings = append(tr.rf.Warnings, warn.Newf(warn.Traces, "%v", err))
-	} else if tr.rf.Traces != nil {
-		tr.rf.Warnings = append(tr.rf.Warnings, tr.rf.Traces.Problems()...)
-	}
-	if err := writeMetrics(dir, dep, tr.pr.Runtime.Mesh.Metrics, tr.measureStart); err != nil {
-		tr.rf.Warnings = append(tr.rf.Warnings, warn.Newf(warn.Metrics, "%v", err))
+	tr.rf.Warnings = append(tr.rf.Warnings, warnings...)
+	if tr.res != nil {
+		tr.judge()
 	}
 	return nil
 }
 
-// recordLoad writes the load's result into dir and judges it: its
-// thresholds, and a run without a measured request or with every one
-// failed is no measurement.
-func (tr *trialRun) recordLoad(dir string) error {
+// judge checks the load's result against its thresholds; a run without a
+// measured request, or with every one failed, is no measurement.
+func (tr *trialRun) judge() {
 	res, rf := tr.res, tr.rf
-	tr.prog.measured(res)
-	if err := res.WriteDir(dir); err != nil {
-		return err
-	}
-	rf.Generator = res.Generator
-	rf.Warmup = res.Warmup
-	rf.Warnings = append(rf.Warnings, res.Warnings...)
 	for _, b := range tr.pr.Load.Thresholds.Check(res.Summary) {
 		rf.Thresholds = append(rf.Thresholds, b.String())
 	}
@@ -262,7 +237,6 @@ func (tr *trialRun) recordLoad(dir string) error {
 			tr.fail(fmt.Sprintf("every one of %d requests failed (%v)", tot.Count, tot.ErrorsByClass), tails(tr.t.Deployment))
 		}
 	}
-	return nil
 }
 
 // tails collects the last output lines of every process of a deployment

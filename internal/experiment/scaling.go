@@ -1,11 +1,7 @@
 package experiment
 
 import (
-	"fmt"
-	"path/filepath"
 	"slices"
-
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/deploy"
 )
@@ -27,33 +23,7 @@ type ScalingRow struct {
 	Error          string  `parquet:"error"`
 }
 
-// writeScaling writes the autoscalers' decisions of a deployment that has
-// any autoscaled group as scaling.parquet in dir, with times relative to
-// the sampler's zero.
-func writeScaling(dir string, dep deploy.Deployment, rs *ResourceSampler) error {
-	as := dep.Capabilities().Scaling
-	if as == nil || !autoscaled(dep) {
-		return nil
-	}
-	rs.mu.Lock()
-	zero := rs.zero
-	rs.mu.Unlock()
-	rows := []ScalingRow{}
-	for _, e := range as.ScaleEvents() {
-		rows = append(rows, ScalingRow{
-			TS: e.Time.Sub(zero).Seconds(), Group: e.Group, Metric: e.Metric,
-			UtilizationPct: int64(e.Utilization), TargetPct: int64(e.Target),
-			Current: int64(e.Current), Proposed: int64(e.Proposed), Desired: int64(e.Desired),
-			Reason: e.Reason, Error: e.Error,
-		})
-	}
-	path := filepath.Join(dir, "scaling.parquet")
-	if err := parquet.WriteFile(path, rows); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
+// autoscaled reports whether any group of dep has an autoscaler.
 func autoscaled(dep deploy.Deployment) bool {
 	for _, g := range dep.Topology().Groups {
 		if g.Autoscale != nil {

@@ -3,11 +3,9 @@ package experiment
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
 	"google.golang.org/grpc"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -231,22 +229,3 @@ func spans0(spans []deploy.Span) (t0 time.Time) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// writeTraces reads the spans of a stopped deployment with deploy.tracing,
-// writes the per-hop breakdown into dir and returns the check; nothing
-// when dep has no tracing.
-func writeTraces(dir string, dep deploy.Deployment, ratio float64, sent int64) (*TraceCheck, error) {
-	src := dep.Capabilities().Traces
-	if src == nil || ratio <= 0 {
-		return nil, nil
-	}
-	spans, err := src.Spans()
-	if err != nil {
-		return nil, err
-	}
-	check, rows := AnalyzeTraces(spans, sent, ratio)
-	if err := parquet.WriteFile(filepath.Join(dir, TracesFile), rows); err != nil {
-		return nil, fmt.Errorf("write %s: %w", TracesFile, err)
-	}
-	return &check, nil
-}

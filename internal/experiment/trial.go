@@ -80,9 +80,10 @@ func (t *Trial) target(pr *Prepared, sent *callCounter) (*load.Target, error) {
 
 // StartFaults injects the topology's faults of [deploy.faults] in the
 // measurement that starts at the time start delivers and lasts d, until
-// the trial's context ends or the faults are stopped.
-func (t *Trial) StartFaults(start <-chan time.Time, d time.Duration) *faultRun {
-	return startFaults(t.ctx, t.Deployment, t.Deployment.Topology().Faults, start, d)
+// the trial's context ends or the faults are stopped; ended (when not nil)
+// is told of each window as it ends.
+func (t *Trial) StartFaults(start <-chan time.Time, d time.Duration, ended func(FaultWindow)) *faultRun {
+	return startFaults(t.ctx, t.Deployment, t.Deployment.Topology().Faults, start, d, ended)
 }
 
 // Stop ends the watch and stops the deployment, within stopTimeout. It is
