@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 )
 
 // An experiment's open-loop run is judged against the floor of its own
@@ -29,23 +27,8 @@ duration = "1500ms"
 name = "window"
 seed = 1
 `
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "window.toml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	waitNoProcesses(t, mark, 5*time.Second)
-	m, _ := filepath.Glob(filepath.Join(dir, "results", "window-*", "runs", "*", "run.json"))
-	if len(m) != 1 {
-		t.Fatalf("run.json files %v, want 1\n%s", m, stderr)
-	}
+	runs, _ := runExperiment(t, "window", spec, 1)
+	m := []string{filepath.Join(runs[0], "run.json")}
 	type cal struct {
 		Samples     int64     `json:"samples"`
 		P99Ms       float64   `json:"p99_ms"`

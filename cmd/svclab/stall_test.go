@@ -1,12 +1,9 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"sync"
 	"testing"
@@ -55,19 +52,7 @@ duration = "3s"
 name = "stall"
 seed = 1
 `, srv.URL+"/")
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "stall.toml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	waitNoProcesses(t, mark, 5*time.Second)
+	_, stderr := runExperiment(t, "stall", spec, 1)
 	if !regexp.MustCompile(`run 1/1 \S+ stalled: no answer for 1\.[4-8] s from T\+(0\.[89]|1\.[0-3]) s`).MatchString(stderr) {
 		t.Errorf("no line naming the stall of about 1.5 s from T+1 s:\n%s", stderr)
 	}
