@@ -149,6 +149,16 @@ type Traits struct {
 	// a sidecar proxy, nginx, Jaeger, Prometheus), only at what the app
 	// declares, nor bounds sizes by this machine's.
 	Remote bool
+	// Topology, when set, describes the system the deployer drives in
+	// place of runtime.Resolve: a deployer that deploys no app (the
+	// external deployer, whose system already runs) has no [app] to
+	// resolve. Its errors name file, line and key.
+	Topology func(s *spec.Spec) (*runtime.Topology, error)
+	// Targets are keys of the deployer's own tables whose values are
+	// where the load goes (the external deployer's url), which
+	// experiment.CheckRemote holds to this machine as it does
+	// load.target, unless --allow-remote.
+	Targets []string
 	// Sweep removes what dead svclab processes left outside themselves
 	// when killed with -9 (network namespaces) and says what it removed;
 	// `svclab clean` calls every registered deployer's. Nil for none.
@@ -176,7 +186,11 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 			errs = append(errs, dec(s))
 		}
 	}
-	topo, err := runtime.Resolve(s)
+	resolve := runtime.Resolve
+	if own := d.Traits().Topology; own != nil {
+		resolve = own
+	}
+	topo, err := resolve(s)
 	if err := joinFlat(append(errs, err)); err != nil {
 		// What follows reads the keys decoded and the topology: it
 		// would only say again what these say.

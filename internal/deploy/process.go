@@ -28,6 +28,10 @@ const (
 	// out of the system under test's CPU, as a collector on machines of
 	// its own would be.
 	RoleTelemetry = "telemetry"
+	// RoleExternal is a process of a system svclab did not start (the
+	// external deployer's deploy.external.processes), sampled as part of
+	// the system under test.
+	RoleExternal = "external"
 )
 
 // ProcessInfo says which process it is and what it runs. The runner records
@@ -62,6 +66,8 @@ func (p ProcessInfo) String() string {
 		return fmt.Sprintf("node proxy %s (pid %d)", p.Name, p.PID)
 	case RoleTelemetry:
 		return fmt.Sprintf("telemetry backend %s (pid %d)", p.Name, p.PID)
+	case RoleExternal:
+		return fmt.Sprintf("external process %s (pid %d)", p.Name, p.PID)
 	}
 	what := "group " + p.Group
 	if p.Name != p.Group {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -56,38 +57,64 @@ func noLoadOne(s *spec.Spec, err error) error {
 }
 
 // CheckRemote refuses a spec whose load would go to another machine: a
-// load.target, as written or, when the design is expanded, as a factor
-// sets it, that load.CheckLoopback does not take. Every command that
-// sends load asks it before anything starts, unless the user passed
-// --allow-remote, as `svclab load` does: load aimed at someone else's
-// service is an attack.
+// load.target, or a key a deployer names where the load goes
+// (deploy.Traits.Targets: the external deployer's url), as written or,
+// when the design is expanded, as a factor sets it, that
+// load.CheckLoopback does not take. Every command that sends load asks
+// it before anything starts, unless the user passed --allow-remote, as
+// `svclab load` does: load aimed at someone else's service is an attack.
 func CheckRemote(s *spec.Spec, expanded bool) error {
 	var es spec.Errors
-	covered := false
-	for _, f := range s.Experiment.Factors {
-		if !expanded {
-			break
-		}
-		if f.Name != "load" && f.Name != "load.target" {
-			continue
-		}
-		covered = true
-		for _, l := range f.Levels {
-			target := l
-			if m, ok := l.(map[string]any); ok {
-				target = m["target"]
+	for _, key := range targetKeys() {
+		covered := false
+		for _, f := range s.Experiment.Factors {
+			rest, ok := strings.CutPrefix(key, f.Name)
+			if !expanded || !ok || (rest != "" && rest[0] != '.') {
+				continue
 			}
-			if t, ok := target.(string); ok && t != "" {
-				es.Add(remoteError(s, spec.FactorKey(f.Name), t))
+			// A factor over the key, or over a table that holds it
+			// ("load"), sets it in every level.
+			covered = true
+			for _, l := range f.Levels {
+				if t, ok := within(l, rest).(string); ok && t != "" {
+					es.Add(remoteError(s, spec.FactorKey(f.Name), t))
+				}
 			}
 		}
-	}
-	if t, ok := s.Lookup("load.target"); ok && !covered {
-		if t, ok := t.(string); ok && t != "" {
-			es.Add(remoteError(s, "load.target", t))
+		if t, ok := s.Lookup(key); ok && !covered {
+			if t, ok := t.(string); ok && t != "" {
+				es.Add(remoteError(s, key, t))
+			}
 		}
 	}
 	return es.Err()
+}
+
+// targetKeys are the keys whose values are where load goes: load.target
+// and every registered deployer's Targets.
+func targetKeys() []string {
+	keys := []string{"load.target"}
+	for _, name := range deploy.Names() {
+		d, _ := deploy.Lookup(name)
+		keys = append(keys, d.Traits().Targets...)
+	}
+	return keys
+}
+
+// within is the value at the dotted path rest (".target") inside v, a
+// level of a factor over a table; v itself for "".
+func within(v any, rest string) any {
+	for _, part := range strings.Split(strings.TrimPrefix(rest, "."), ".") {
+		if part == "" {
+			break
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[part]
+	}
+	return v
 }
 
 func remoteError(s *spec.Spec, key, target string) error {

@@ -435,11 +435,12 @@ func (s *Spec) written(key string) bool {
 func (s *Spec) Written(key string) bool { return s.written(key) }
 
 // DeployerTables are the tables of [deploy] that belong to deployers
-// rather than to this package: the kube deployer's [deploy.kube], the
-// hosts a deployer places groups on, and the netns deployer's links.
+// rather than to this package: the external deployer's
+// [deploy.external], the kube deployer's [deploy.kube], the hosts a
+// deployer places groups on, and the netns deployer's links.
 // This package checks only that each is a table; its owner decodes it
 // with Decode and reports its mistakes with Errorf, as apps do [app].
-var DeployerTables = []string{"hosts", "kube", "link", "links"}
+var DeployerTables = []string{"external", "hosts", "kube", "link", "links"}
 
 // Decode decodes table into v, which must be a pointer to a struct with
 // toml tags (or to a map of such structs, for a table of named tables): a top-level table ("app", "deploy", "load" or

@@ -5,7 +5,8 @@
 package all
 
 import (
-	_ "github.com/svclab/svclab/internal/deploy/kube"  // registers "kube"
-	_ "github.com/svclab/svclab/internal/deploy/local" // registers "local"
-	_ "github.com/svclab/svclab/internal/deploy/netns" // registers "netns"
+	_ "github.com/svclab/svclab/internal/deploy/external" // registers "external"
+	_ "github.com/svclab/svclab/internal/deploy/kube"     // registers "kube"
+	_ "github.com/svclab/svclab/internal/deploy/local"    // registers "local"
+	_ "github.com/svclab/svclab/internal/deploy/netns"    // registers "netns"
 )
