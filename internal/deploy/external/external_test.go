@@ -1,0 +1,216 @@
+package external
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+func parse(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Parse(filepath.Join(t.TempDir(), "x.toml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestExpand(t *testing.T) {
+	s := parse(t, `[deploy]
+deployer = "external"
+[deploy.external]
+url = "http://127.0.0.1:1"
+replicas = 3
+ratio = 0.5
+tls = false
+name = "a b"
+[load]
+rate = 100.0
+`)
+	for _, tc := range []struct {
+		argv []string
+		want string
+		err  string
+	}{
+		{argv: []string{"x", "{deploy.external.replicas}"}, want: "x 3"},
+		{argv: []string{"--replicas={deploy.external.replicas}/{deploy.external.ratio}"}, want: "--replicas=3/0.5"},
+		{argv: []string{"{deploy.external.tls}", "{deploy.external.name}", "{load.rate}"}, want: "false a b 100"},
+		// Braces around anything but a dotted key stay as written.
+		{argv: []string{`{"a": 1}`, "{x}", "{}"}, want: `{"a": 1} {x} {}`},
+		{argv: []string{"x", "{deploy.external.replica}"}, err: `element 2: {deploy.external.replica} names no key of the spec (did you mean "replicas"?)`},
+		{argv: []string{"{deploy.external}"}, err: "element 1: {deploy.external} is not a scalar"},
+	} {
+		got, err := expand(s, tc.argv)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.argv, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || strings.Join(got, " ") != tc.want {
+			t.Errorf("%q: got %q, %v; want %q", tc.argv, got, err, tc.want)
+		}
+	}
+}
+
+func TestKeysURL(t *testing.T) {
+	for _, tc := range []struct {
+		url, target, protocol, entry, err string
+	}{
+		{url: "http://127.0.0.1:8080/api?x=1", target: "http://127.0.0.1:8080/api?x=1", protocol: "http", entry: "127.0.0.1:8080"},
+		{url: "h2c://localhost:9000/v1", target: "http://localhost:9000/v1", protocol: "h2c", entry: "localhost:9000"},
+		{url: "grpc+tcp://127.0.0.1:50051", target: "127.0.0.1:50051", protocol: "grpc", entry: "127.0.0.1:50051"},
+		{url: "grpc://[::1]:50051", target: "[::1]:50051", protocol: "grpc", entry: "[::1]:50051"},
+		{url: "https://127.0.0.1:1", err: "plaintext servers only"},
+		{url: "http://127.0.0.1", err: "needs a port"},
+		{url: "grpc+tcp://127.0.0.1:1/a.B", err: "host:port only"},
+		{url: "127.0.0.1:8080", err: "want a URL with a scheme"},
+	} {
+		s := parse(t, "[deploy.external]\nurl = \""+tc.url+"\"\n")
+		k, err := KeysOf(s)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), "x.toml:2: deploy.external.url: ") || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q at deploy.external.url", tc.url, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || k.Target() != tc.target || k.Protocol() != tc.protocol || k.hostport != tc.entry {
+			t.Errorf("%s: target %q protocol %q entry %q, %v; want %q %q %q", tc.url, k.Target(), k.Protocol(), k.hostport, err, tc.target, tc.protocol, tc.entry)
+		}
+	}
+}
+
+// TestSetupTimeout: a setup that runs past its timeout is ended, with
+// what it printed, and so is what it forked that still holds its output.
+func TestSetupTimeout(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	err := run(context.Background(), "setup", []string{"sh", "-c", "echo working; sleep 30"}, dir, 300*time.Millisecond, nil)
+	if err == nil || !strings.Contains(err.Error(), "did not finish within 300ms") || !strings.Contains(err.Error(), "working") {
+		t.Errorf("error %v, want the timeout and the output", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+}
+
+// TestSetupLeavesItsServer: what setup starts in the background is the
+// system's and keeps running; run returns as soon as setup exits.
+func TestSetupLeavesItsServer(t *testing.T) {
+	dir := t.TempDir()
+	start := time.Now()
+	if err := run(context.Background(), "setup", []string{"sh", "-c", "sleep 30 & echo $! > pid"}, dir, 10*time.Second, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("setup took %s: the background process held it", d)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	if _, err := os.Stat("/proc/" + pid); err != nil {
+		t.Errorf("setup's background process %s is gone: %v", pid, err)
+	}
+	if n, err := strconv.Atoi(pid); err == nil {
+		_ = syscall.Kill(n, syscall.SIGKILL)
+	}
+}
+
+// TestReady: each kind of ready check against a real server: an HTTP
+// path that answers 500 until the server turns healthy, h2c, and
+// grpc.health.v1 whose status the test sets.
+func TestReady(t *testing.T) {
+	t.Run("http", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		healthyAt := time.Now().Add(300 * time.Millisecond)
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/healthz" || time.Now().Before(healthyAt) {
+				w.WriteHeader(http.StatusInternalServerError)
+			}
+		})}
+		go srv.Serve(l)
+		defer srv.Close()
+		k := &Keys{URL: "http://" + l.Addr().String(), Ready: "/healthz"}
+		if err := k.parseURL(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitReady(context.Background(), k, 5*time.Second); err != nil || time.Now().Before(healthyAt) {
+			t.Errorf("ready %v before the server was healthy", err)
+		}
+		k.Ready = "/other"
+		err = waitReady(context.Background(), k, 300*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "GET /other: answered 500") {
+			t.Errorf("a path that answers 500: %v", err)
+		}
+	})
+	t.Run("h2c", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p http.Protocols
+		p.SetUnencryptedHTTP2(true) // and no HTTP/1
+		srv := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ProtoMajor != 2 {
+				w.WriteHeader(http.StatusHTTPVersionNotSupported)
+			}
+		})}
+		go srv.Serve(l)
+		defer srv.Close()
+		k := &Keys{URL: "h2c://" + l.Addr().String(), Ready: "/"}
+		if err := k.parseURL(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitReady(context.Background(), k, 3*time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Run("grpc", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer()
+		hs := health.NewServer()
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+		hs.SetServingStatus("shop.Cart", healthpb.HealthCheckResponse_SERVING)
+		healthpb.RegisterHealthServer(srv, hs)
+		go srv.Serve(l)
+		defer srv.Stop()
+		k := &Keys{URL: "grpc+tcp://" + l.Addr().String(), Ready: "grpc"}
+		if err := k.parseURL(); err != nil {
+			t.Fatal(err)
+		}
+		err = waitReady(context.Background(), k, 300*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "NOT_SERVING") {
+			t.Errorf("a server not serving: %v", err)
+		}
+		k.Ready = "shop.Cart"
+		if err := waitReady(context.Background(), k, 3*time.Second); err != nil {
+			t.Errorf("service shop.Cart: %v", err)
+		}
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+		k.Ready = "grpc"
+		if err := waitReady(context.Background(), k, 3*time.Second); err != nil {
+			t.Errorf("the server: %v", err)
+		}
+	})
+}
