@@ -98,12 +98,11 @@ func (deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.
 		return nil, fmt.Errorf("external: the spec's directory: %w", err)
 	}
 	d := &deployment{
-		id:     fmt.Sprintf("external-%d-%d", os.Getpid(), ids.Add(1)),
-		topo:   topo,
-		keys:   k,
-		dir:    dir,
-		opts:   opts,
-		exited: make(chan deploy.Process, len(k.Processes)+64),
+		id:   fmt.Sprintf("external-%d-%d", os.Getpid(), ids.Add(1)),
+		topo: topo,
+		keys: k,
+		dir:  dir,
+		opts: opts,
 	}
 	if err := d.start(ctx); err != nil {
 		return nil, joinTeardown(err, d.teardown(context.WithoutCancel(ctx)))
@@ -149,6 +148,8 @@ func (d *deployment) start(ctx context.Context) error {
 		return err
 	}
 	d.procs = procs
+	// Room for every process's exit: watch never blocks on it.
+	d.exited = make(chan deploy.Process, len(procs))
 	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	d.stopWatch = cancel
 	go watch(wctx, procs, d.exited)

@@ -117,7 +117,7 @@ func KeysOf(s *spec.Spec) (*Keys, error) {
 				bad(name, "%v", err)
 			}
 		case "setup", "teardown":
-			argv, err := strings_(v)
+			argv, err := argvOf(v)
 			if err == nil && len(argv) == 0 {
 				err = errors.New("must name a program, e.g. [\"./configure.sh\", \"{deploy.external.replicas}\"] (leave the key out for none)")
 			}
@@ -194,8 +194,8 @@ func KeysOf(s *spec.Spec) (*Keys, error) {
 	return k, errors.Join(errs...)
 }
 
-// strings_ reads a TOML array of strings.
-func strings_(v any) ([]string, error) {
+// argvOf reads a command, a TOML array of strings.
+func argvOf(v any) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
 		return nil, fmt.Errorf("must be a command as a list of strings, e.g. [\"./configure.sh\", \"{deploy.external.replicas}\"], got %s", spec.Echo(v))

@@ -63,13 +63,14 @@ func findProcesses(named []Named) ([]*process, error) {
 	var all procfs.Procs
 	seen := map[int]bool{}
 	var out []*process
-	add := func(p procfs.Proc, name string) error {
+	// add adds p under name unless a name before found it.
+	add := func(p procfs.Proc, name string) (bool, error) {
 		if seen[p.PID] {
-			return nil
+			return false, nil
 		}
 		st, err := p.Stat()
 		if err != nil {
-			return fmt.Errorf("process %d: %w", p.PID, err)
+			return false, fmt.Errorf("process %d: %w", p.PID, err)
 		}
 		seen[p.PID] = true
 		out = append(out, &process{
@@ -78,7 +79,7 @@ func findProcesses(named []Named) ([]*process, error) {
 			start: st.Starttime,
 			done:  make(chan struct{}),
 		})
-		return nil
+		return true, nil
 	}
 	for _, n := range named {
 		if n.Pattern == "" {
@@ -87,7 +88,7 @@ func findProcesses(named []Named) ([]*process, error) {
 				return nil, fmt.Errorf("deploy.external.processes: no process %d: %w", n.PID, err)
 			}
 			comm, _ := p.Comm()
-			if err := add(p, fmt.Sprintf("%s[%d]", comm, n.PID)); err != nil {
+			if _, err := add(p, fmt.Sprintf("%s[%d]", comm, n.PID)); err != nil {
 				return nil, fmt.Errorf("deploy.external.processes: %w", err)
 			}
 			continue
@@ -97,7 +98,7 @@ func findProcesses(named []Named) ([]*process, error) {
 				return nil, fmt.Errorf("deploy.external.processes: %w", err)
 			}
 		}
-		i := 0
+		i, matched := 0, false
 		for _, p := range all {
 			if p.PID == os.Getpid() {
 				continue
@@ -106,11 +107,14 @@ func findProcesses(named []Named) ([]*process, error) {
 			if err != nil || !strings.Contains(strings.Join(args, " "), n.Pattern) {
 				continue
 			}
-			if err := add(p, fmt.Sprintf("%s#%d", n.Pattern, i)); err == nil {
+			matched = true
+			// A process gone since the listing was not the system's
+			// to sample.
+			if added, err := add(p, fmt.Sprintf("%s#%d", n.Pattern, i)); added && err == nil {
 				i++
 			}
 		}
-		if i == 0 {
+		if !matched {
 			return nil, fmt.Errorf("deploy.external.processes: no process's command line holds %q", n.Pattern)
 		}
 	}
