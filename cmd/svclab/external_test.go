@@ -142,6 +142,19 @@ func writeExecutable(t *testing.T, path, body string) {
 	}
 }
 
+// runExternal writes spec as external.toml in dir and runs it with
+// results under dir/results.
+func runExternal(t *testing.T, dir, spec string) (stdout, stderr string, code int) {
+	t.Helper()
+	specPath := filepath.Join(dir, "external.toml")
+	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return svclab(t, ctx, nil, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+}
+
 // externalRun is one run.json of an external experiment.
 type externalRun struct {
 	Status, Reason string
@@ -203,14 +216,8 @@ seed = 1
 [experiment.factors]
 "deploy.external.variant" = ["fast", "slow"]
 `, n.url(), n.pid)
-	specPath := filepath.Join(dir, "external.toml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	results := filepath.Join(dir, "results")
-	stdout, stderr, code := svclab(t, ctx, nil, "run", "--no-report", "--results", results, specPath)
+	stdout, stderr, code := runExternal(t, dir, spec)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -277,14 +284,8 @@ path = "/healthz"
 [experiment.factors]
 "deploy.external.variant" = ["ok", "broken"]
 `, n.url())
-	specPath := filepath.Join(dir, "external.toml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	results := filepath.Join(dir, "results")
-	stdout, stderr, code := svclab(t, ctx, nil, "run", "--no-report", "--results", results, specPath)
+	stdout, stderr, code := runExternal(t, dir, spec)
 	if code != 0 || !strings.Contains(stderr, "2 runs: 1 ok, 1 failed") {
 		t.Fatalf("exit %d, want 0 with one run failed\n%s\n%s", code, stdout, stderr)
 	}
@@ -333,14 +334,8 @@ duration = "6s"
 [load.request]
 path = "/healthz"
 `, n.url(), doomed, doomed, n.pid)
-	specPath := filepath.Join(dir, "external.toml")
-	if err := os.WriteFile(specPath, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
 	results := filepath.Join(dir, "results")
-	stdout, stderr, _ := svclab(t, ctx, nil, "run", "--no-report", "--results", results, specPath)
+	stdout, stderr, _ := runExternal(t, dir, spec)
 	runs := readExternalRuns(t, results)
 	if len(runs) != 1 {
 		t.Fatalf("%d runs\n%s\n%s", len(runs), stdout, stderr)
@@ -466,5 +461,71 @@ path = "/"
 				}
 			}
 		})
+	}
+}
+
+// TestExternalGRPC: an external gRPC server (the benchmark server, which
+// serves grpc.health.v1) is driven at its grpc+tcp:// url, after its
+// health said it serves, and its process is sampled.
+func TestExternalGRPC(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "benchserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../internal/load/benchserver").CombinedOutput(); err != nil {
+		t.Fatalf("build benchserver: %v\n%s", err, out)
+	}
+	srv := exec.Command(bin, "-grpc")
+	srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := srv.StderrPipe() // it prints its address with println
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	line := make([]byte, 64)
+	n, err := out.Read(line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := strings.TrimSpace(string(line[:n]))
+	spec := fmt.Sprintf(`[deploy]
+deployer = "external"
+[deploy.external]
+url = "grpc+tcp://%s"
+ready = "grpc"
+processes = [%d]
+[load]
+protocol = "grpc"
+rate = 50
+duration = "2s"
+[load.request]
+method = "grpc.health.v1.Health/Check"
+`, addr, srv.Process.Pid)
+	stdout, stderr, code := runExternal(t, dir, spec)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs := readExternalRuns(t, filepath.Join(dir, "results"))
+	if len(runs) != 1 || runs[0].Status != "ok" {
+		t.Fatalf("runs %+v", runs)
+	}
+	tot := readSummary(t, runs[0].dir).Operations[0]
+	if tot.Count < 80 || tot.Errors != 0 {
+		t.Errorf("%d calls, %d errors; want about 100 without errors", tot.Count, tot.Errors)
+	}
+	rows, err := parquet.ReadFile[experiment.ResourceRow](filepath.Join(runs[0].dir, "resources.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cpu float64
+	for _, r := range rows {
+		if r.Role == "external" && r.PID == int64(srv.Process.Pid) {
+			cpu = max(cpu, r.CPUS)
+		}
+	}
+	if cpu <= 0 {
+		t.Errorf("the server's CPU was not sampled as role external (%d rows)", len(rows))
 	}
 }
