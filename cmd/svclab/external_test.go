@@ -390,6 +390,9 @@ path = "/"
 			"x.toml:4: deploy.external.url: target \"http://192.0.2.1:8080\" is not on this machine", "--allow-remote",
 		}},
 		{name: "remote url allowed", args: []string{"--allow-remote"}, src: head + "[deploy.external]\nurl = \"http://192.0.2.1:8080\"\n[load]\nrate = 10\n[load.request]\npath = \"/\"\n"},
+		{name: "remote url as a factor's level", src: head + "[deploy.external]\nurl = \"http://127.0.0.1:1\"\n[load]\nrate = 10\n[load.request]\npath = \"/\"\n[experiment.factors]\n\"deploy.external.url\" = [\"http://127.0.0.1:1\", \"http://192.0.2.1:80\"]\n", want: []string{
+			`x.toml:10: experiment.factors."deploy.external.url": target "http://192.0.2.1:80" is not on this machine`, "--allow-remote",
+		}},
 		{name: "load target and protocol", src: head + "[deploy.external]\nurl = \"grpc+tcp://127.0.0.1:1\"\n[load]\ntarget = \"http://127.0.0.1:2\"\n[load.request]\nmethod = \"a.B/C\"\n", want: []string{
 			"x.toml:6: load.target: the load's target is deploy.external.url",
 			"x.toml:4: deploy.external.url: is a grpc server, which [load] drives with load.protocol = \"grpc\"",
