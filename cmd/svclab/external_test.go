@@ -247,6 +247,7 @@ seed = 1
 			t.Errorf("%s: %d samples of nginx's master (pid %d) with role external in resources.parquet, want one a second", variant, sampled, n.pid)
 		}
 	}
+	t.Logf("latency p50 by variant: %v ms", p50)
 	// 300 kB at 1 MB/s is about 300 ms; at full speed on loopback, a
 	// millisecond or so.
 	if len(p50) != 2 || p50["slow"] < 150 || p50["fast"] > 50 || p50["slow"] < 5*p50["fast"] {
