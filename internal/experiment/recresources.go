@@ -60,6 +60,7 @@ func (r *resourceRecorder) Start(ctx context.Context, rec *Recording) error {
 }
 
 func (r *resourceRecorder) Finish(end *Ended) ([]warn.Warning, error) {
+	r.sampler.Wait() // the recording's context has ended
 	r.sampler.SetZero(end.MeasureStart)
 	if err := r.sampler.WriteParquet(filepath.Join(end.Dir, ResourcesFile)); err != nil {
 		return nil, err

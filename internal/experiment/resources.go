@@ -55,8 +55,10 @@ type ResourceSampler struct {
 	stream   deploy.ResourceStreamer // a deployment that reports samples itself (resources_stream.go)
 	streamed map[string]bool         // the processes it reported, by name
 
-	// publish, when set, hands on every sample as it is read.
+	// publish, when set, hands on every sample once it is recorded.
 	publish func(p deploy.ProcessInfo, at time.Time, u deploy.Usage)
+
+	running sync.WaitGroup // the sampling goroutines, which Wait outlasts
 }
 
 // NewResourceSampler samples procs every interval once Start is called.
@@ -70,12 +72,18 @@ func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
 	rs.zero = zero
 	rs.mu.Unlock()
 	if rs.stream != nil {
-		go rs.stream.StreamResources(ctx, func(p deploy.ProcessInfo, at time.Time, u deploy.Usage) {
-			rs.addStreamed(ctx, p, at, u)
+		rs.running.Go(func() {
+			rs.stream.StreamResources(ctx, func(p deploy.ProcessInfo, at time.Time, u deploy.Usage) {
+				rs.addStreamed(ctx, p, at, u)
+			})
 		})
 	}
-	go every(ctx, rs.interval, func(now time.Time) { rs.sample(ctx, now) })
+	rs.running.Go(func() { every(ctx, rs.interval, func(now time.Time) { rs.sample(ctx, now) }) })
 }
+
+// Wait returns once the sampling that Start began has ended with its
+// context, so that a sample taken as the run stopped is in Rows.
+func (rs *ResourceSampler) Wait() { rs.running.Wait() }
 
 // every calls f now and then every d until ctx ends.
 func every(ctx context.Context, d time.Duration, f func(now time.Time)) {
@@ -108,22 +116,28 @@ func (rs *ResourceSampler) SetZero(zero time.Time) {
 func (rs *ResourceSampler) sample(ctx context.Context, now time.Time) {
 	rs.followNew()
 	var rows []ResourceRow
+	var read []Sampled
+	var usage []deploy.Usage
 	for _, p := range rs.procs {
 		u, err := p.Source.Sample(ctx)
 		if err != nil {
 			continue // exited: the run records why elsewhere
 		}
-		if rs.publish != nil {
-			rs.publish(p.Process, now, u)
-		}
 		rows = append(rows, rowOf(p.Process, u))
+		read, usage = append(read, p), append(usage, u)
 	}
 	rs.mu.Lock()
-	defer rs.mu.Unlock()
 	for i := range rows {
 		rows[i].TS = now.Sub(rs.zero).Seconds()
 	}
 	rs.rows = append(rs.rows, rows...)
+	rs.mu.Unlock()
+	// A watcher sees a sample only once the record holds it.
+	if rs.publish != nil {
+		for i, p := range read {
+			rs.publish(p.Process, now, usage[i])
+		}
+	}
 }
 
 // rowOf is process p's row for reading u; its time is the caller's.
