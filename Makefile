@@ -144,6 +144,14 @@ $(KUBE_CP) &:
 	rm -rf $(KUBE_DIR)/cp.tmp && mkdir -p $(KUBE_DIR)/cp.tmp
 	cd tools/kube/kubernetes && $(GO) build -trimpath -o $(KUBE_DIR)/cp.tmp/ $(patsubst $(KUBE_DIR)/%,k8s.io/kubernetes/cmd/%,$(KUBE_CP))
 	mv $(KUBE_DIR)/cp.tmp/* $(KUBE_DIR)/ && rmdir $(KUBE_DIR)/cp.tmp
+# The real node's agents (make cluster): one go build for the two, from
+# the same tools module as the control plane, so the packages they share
+# with it come from the build cache.
+KUBE_NODE := $(KUBE_DIR)/kubelet $(KUBE_DIR)/kube-proxy
+$(KUBE_NODE) &:
+	rm -rf $(KUBE_DIR)/node.tmp && mkdir -p $(KUBE_DIR)/node.tmp
+	cd tools/kube/kubernetes && $(GO) build -trimpath -o $(KUBE_DIR)/node.tmp/ $(patsubst $(KUBE_DIR)/%,k8s.io/kubernetes/cmd/%,$(KUBE_NODE))
+	mv $(KUBE_DIR)/node.tmp/* $(KUBE_DIR)/ && rmdir $(KUBE_DIR)/node.tmp
 $(KUBE_DIR)/kwok:
 	mkdir -p $(dir $@)
 	cd tools/kube/kwok && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
