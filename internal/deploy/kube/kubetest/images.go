@@ -31,7 +31,7 @@ func (c *Cluster) importImages(ctx context.Context, sock string) error {
 	}
 	for _, im := range []struct{ dir, pkg, tag string }{
 		{root, "./cmd/svclab", Image},
-		{filepath.Join(root, "tools", "kube", "pause"), ".", pauseImage},
+		{filepath.Join(root, "tools", "kube", "pause"), ".", PauseImage},
 	} {
 		bin, err := image.Build(ctx, im.dir, im.pkg, plat, "", out)
 		if err != nil {

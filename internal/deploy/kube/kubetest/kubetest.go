@@ -154,6 +154,9 @@ type Options struct {
 	// kube-proxy beside the control plane; without them Start returns
 	// ErrNoNode or ErrNoTools.
 	Node bool
+	// NodeWait is how long to wait for another harness's real node to
+	// stop (one machine runs one); then Start fails with ErrNodeBusy.
+	NodeWait time.Duration
 }
 
 // Start starts a control plane with nodes kwok nodes (and the real node
@@ -263,7 +266,7 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		return nil, err
 	}
 	if opts.Node {
-		if err := c.startNode(ctx, tools, f, ports[5:8]); err != nil {
+		if err := c.startNode(ctx, tools, f, ports[5:8], opts); err != nil {
 			return nil, err
 		}
 	}

@@ -50,9 +50,9 @@ const NodeDir = "/var/lib/svclab-node"
 // deploy.kube.image at all.
 const Image = "svclab:dev"
 
-// pauseImage is the pod sandbox's image (tools/kube/pause), imported as
+// PauseImage is the pod sandbox's image (tools/kube/pause), imported as
 // svclab's is: registry.k8s.io's cannot be pulled here.
-const pauseImage = "svclab.local/pause:1"
+const PauseImage = "svclab.local/pause:1"
 
 // The node's networks: pods on a bridge of their own, the gateway (the
 // host's side, where the DNS server listens) its first address. Services
@@ -64,9 +64,9 @@ const (
 	serviceCIDR = "10.96.0.0/16"
 )
 
-// cgroupRoot is the kubelet's cgroup root: every pod's cgroup is under
+// CgroupRoot is the kubelet's cgroup root: every pod's cgroup is under
 // it, in each hierarchy, so the sweep finds them all.
-const cgroupRoot = "svclab-node"
+const CgroupRoot = "svclab-node"
 
 // ErrNoNode is returned when this machine cannot run the real node
 // (not root, containerd, runc or the CNI plugins missing): tests skip.
@@ -114,7 +114,7 @@ type node struct {
 // control plane c runs, imports the images, and waits for the node to be
 // Ready. It takes NodeDir's lock first and sweeps what a killed harness
 // left there.
-func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []int) error {
+func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []int, opts Options) error {
 	if err := NodeAvailable(); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []
 			return fmt.Errorf("%w: %s missing in %s; `make cluster` builds it", ErrNoTools, b, tools)
 		}
 	}
-	lock, err := lockNode()
+	lock, err := lockNode(opts.NodeWait)
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = %[5]q
-`, filepath.Join(NodeDir, "containerd", "root"), filepath.Join(NodeDir, "containerd", "state"), sock, pauseImage, filepath.Join(NodeDir, "cni"), filepath.Join(NodeDir, "runc"))
+`, filepath.Join(NodeDir, "containerd", "root"), filepath.Join(NodeDir, "containerd", "state"), sock, PauseImage, filepath.Join(NodeDir, "cni"), filepath.Join(NodeDir, "runc"))
 	cni := fmt.Sprintf(`{
   "cniVersion": "1.0.0",
   "name": %[1]q,
@@ -265,7 +265,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 evictionHard: {memory.available: "1Mi", nodefs.available: "1%%", imagefs.available: "1%%"}
 serializeImagePulls: false
-`, cgroupRoot, sock, n.ip, ports[0], f.ca, gatewayIP)
+`, CgroupRoot, sock, n.ip, ports[0], f.ca, gatewayIP)
 	proxy := fmt.Sprintf(`apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: %[1]q}
@@ -385,7 +385,7 @@ func cgroupHierarchies() []string {
 // kubelet refuses a root that does not exist.
 func makeCgroupRoot() error {
 	for _, h := range cgroupHierarchies() {
-		if err := os.MkdirAll(filepath.Join(h, cgroupRoot), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(h, CgroupRoot), 0o755); err != nil {
 			return fmt.Errorf("kubetest: cgroup root: %w", err)
 		}
 	}
@@ -493,8 +493,10 @@ func (c *Cluster) stopProc(name string) error {
 	return nil
 }
 
-// lockNode takes NodeDir's lock, or says who holds it.
-func lockNode() (*os.File, error) {
+// lockNode takes NodeDir's lock, waiting up to lockWait for another
+// harness's node to stop (the real-node tests of two packages take turns),
+// or says who holds it.
+func lockNode(lockWait time.Duration) (*os.File, error) {
 	if err := os.MkdirAll(filepath.Dir(NodeDir), 0o755); err != nil {
 		return nil, fmt.Errorf("kubetest: %w", err)
 	}
@@ -502,12 +504,19 @@ func lockNode() (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubetest: node lock: %w", err)
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		o, _ := NodeOwner()
-		return nil, fmt.Errorf("%w: a real node runs already (%s; `make cluster-stop` stops make cluster's)", ErrNodeBusy, o)
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			o, _ := NodeOwner()
+			return nil, fmt.Errorf("%w: a real node runs already (%s; `make cluster-stop` stops make cluster's)", ErrNodeBusy, o)
+		}
+		time.Sleep(time.Second)
 	}
-	return f, nil
 }
 
 // ErrNodeBusy is returned when another harness's real node runs on this
@@ -542,7 +551,7 @@ func NodeOwner() (tempdir.Owner, bool) {
 // SweepNode removes what a real node whose harness was killed left on
 // the machine (sweep.go). It fails when a node runs.
 func SweepNode() error {
-	lock, err := lockNode()
+	lock, err := lockNode(0)
 	if err != nil {
 		return err
 	}

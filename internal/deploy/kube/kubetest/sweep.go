@@ -75,8 +75,8 @@ func NodeLeftovers() []string {
 		out = append(out, "link "+bridgeName)
 	}
 	for _, h := range cgroupHierarchies() {
-		if _, err := os.Stat(filepath.Join(h, cgroupRoot)); err == nil {
-			out = append(out, "cgroup "+filepath.Join(h, cgroupRoot))
+		if _, err := os.Stat(filepath.Join(h, CgroupRoot)); err == nil {
+			out = append(out, "cgroup "+filepath.Join(h, CgroupRoot))
 		}
 	}
 	if _, err := os.Stat(NodeDir); err == nil {
@@ -109,7 +109,7 @@ func nodePIDs() []int {
 		cg, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 		for _, line := range strings.Split(string(cg), "\n") {
 			// hierarchy-id:controllers:path
-			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && strings.HasPrefix(parts[2], "/"+cgroupRoot+"/") {
+			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && strings.HasPrefix(parts[2], "/"+CgroupRoot+"/") {
 				out = append(out, pid)
 				break
 			}
@@ -277,7 +277,7 @@ func removeRules(save string) error {
 func removeCgroups() error {
 	var errs []error
 	for _, h := range cgroupHierarchies() {
-		root := filepath.Join(h, cgroupRoot)
+		root := filepath.Join(h, CgroupRoot)
 		var dirs []string
 		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
