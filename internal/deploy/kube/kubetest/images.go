@@ -51,7 +51,32 @@ func (c *Cluster) importImages(ctx context.Context, sock string) error {
 		os.Remove(bin)
 		os.Remove(tar)
 	}
+	// Images no registry here serves (the backing services' postgres:16,
+	// redis:7), saved elsewhere with `docker save` or `ctr images export`.
+	extra, _ := filepath.Glob(filepath.Join(ExtraImagesDir(), "*.tar"))
+	for _, tar := range extra {
+		if err := ctr(ctx, sock, "images", "import", tar); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// ExtraImagesDir holds image archives the real node imports at every
+// start beside svclab's: ${XDG_CACHE_HOME:-~/.cache}/svclab/node-images.
+func ExtraImagesDir() string {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "svclab", "node-images")
+}
+
+// HasImage says whether the node's containerd holds the image ref.
+func (c *Cluster) HasImage(ctx context.Context, ref string) bool {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", filepath.Join(NodeDir, "containerd.sock"), "--namespace", "k8s.io",
+		"images", "ls", "-q", "name=="+normalize(ref)).Output()
+	return err == nil && strings.TrimSpace(string(out)) != ""
 }
 
 // Tag gives svclab's image in the node's containerd another tag (a

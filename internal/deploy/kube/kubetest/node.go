@@ -182,6 +182,8 @@ func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []
 		"--hostname-override="+NodeName,
 		"--node-ip="+n.ip,
 		"--node-labels=svclab.dev/kubetest-node=real",
+		// cAdvisor finds the containers' image filesystem through containerd.
+		"--containerd="+sock,
 		"--v=1"); err != nil {
 		return err
 	}

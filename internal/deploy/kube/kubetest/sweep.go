@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,16 @@ func sweep() error {
 	if err := removeCgroups(); err != nil {
 		errs = append(errs, err)
 	}
+	for _, s := range staleShimSockets() {
+		if err := os.Remove(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// containerd makes these on the machine whatever its --root and
+	// --state; another containerd may use them, so only empty ones go.
+	for _, d := range []string{"s", "fifo", "runc/k8s.io", "runc", ""} {
+		_ = os.Remove(filepath.Join(shimRunDir, d))
+	}
 	if err := os.RemoveAll(NodeDir); err != nil {
 		errs = append(errs, err)
 	}
@@ -81,6 +92,32 @@ func NodeLeftovers() []string {
 	}
 	if _, err := os.Stat(NodeDir); err == nil {
 		out = append(out, "directory "+NodeDir)
+	}
+	for _, s := range staleShimSockets() {
+		out = append(out, "socket "+s)
+	}
+	return out
+}
+
+// shimRunDir is where containerd 1.6's shims put their sockets, whatever
+// containerd's --state (its defaults.DefaultStateDir).
+const shimRunDir = "/run/containerd"
+
+// staleShimSockets lists the shims' sockets that no process listens on
+// any more: a killed shim's.
+func staleShimSockets() []string {
+	entries, _ := os.ReadDir(filepath.Join(shimRunDir, "s"))
+	var out []string
+	for _, e := range entries {
+		p := filepath.Join(shimRunDir, "s", e.Name())
+		conn, err := net.DialTimeout("unix", p, time.Second)
+		if err == nil {
+			conn.Close()
+			continue
+		}
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			out = append(out, p)
+		}
 	}
 	return out
 }
