@@ -14,7 +14,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
 	"github.com/svclab/svclab/internal/load"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // hpaSpec is a CPU-bound group: hop1 of a chain with the large payload
@@ -59,7 +58,7 @@ func TestHPAScalesOnKubeletMetrics(t *testing.T) {
 	c := kubetest.Get(t)
 	c.RequireMetrics(t)
 	topo := resolve(t, hpaSpec)
-	d, err := deploy.Lookup(spec.DeployerKube)
+	d, err := deploy.Lookup(kube.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

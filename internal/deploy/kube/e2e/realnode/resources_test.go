@@ -13,7 +13,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // resourcesSpec limits hop1's group; hop2's has no [deploy.resources].
@@ -48,7 +47,7 @@ duration = "1s"
 func TestResourcesInCgroups(t *testing.T) {
 	c := kubetest.Get(t)
 	topo := resolve(t, resourcesSpec)
-	d, err := deploy.Lookup(spec.DeployerKube)
+	d, err := deploy.Lookup(kube.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
