@@ -234,6 +234,10 @@ test-cli: $(GO_DEPS)
 # The longest packages first, so that two at a time end together.
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
 BG_NICE ?= 0
+# The real node's tests (internal/deploy/kube/e2e/realnode: a kubelet on
+# containerd, pods that run) are among them, as root where Debian's
+# containerd is installed (system-deps' test group), and skip saying why
+# otherwise; about 90 s beside the kwok packages.
 test-kube: $(GO_DEPS) kube-tools test-timed-load
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
