@@ -18,7 +18,8 @@ import (
 
 // hpaSpec is a CPU-bound group: hop1 of a chain with the large payload
 // (300,000 characters per hop: hop1 copies hop2's answer and appends its
-// own), limited to 0.2 core and autoscaled at 40% of it.
+// own), limited to 0.2 core and autoscaled at 15% of it: at 25 requests
+// a second it used 32% (2.6 ms of CPU a request) on this machine.
 const hpaSpec = `
 [app]
 name = "chain"
@@ -41,7 +42,7 @@ memory = "256MiB"
 [deploy.autoscale.hop1]
 min = 1
 max = 3
-cpu_target = 40
+cpu_target = 15
 
 [load]
 mode = "open"
@@ -123,10 +124,10 @@ func TestHPAScalesOnKubeletMetrics(t *testing.T) {
 			count, errs = op.Count, op.Errors
 		}
 	}
-	t.Logf("load: %d requests, %d errors; hop1's CPU utilization up to %d%% of its request, HPA's desired replicas up to %d (first above 1 after %s), up to %d hop1 pods running",
+	t.Logf("load: %d requests, %d errors; hop1's CPU utilization up to %d%% of its request, HPA's desired replicas up to %d (first above 1 %s after the load began), up to %d hop1 pods running",
 		count, errs, maxUtil, maxDesired, firstScaled.Round(time.Second), maxRunning)
-	if maxUtil <= 40 {
-		t.Errorf("hop1's CPU utilization never above the 40%% target (at most %d%%)", maxUtil)
+	if maxUtil <= 15 {
+		t.Errorf("hop1's CPU utilization never above the 15%% target (at most %d%%)", maxUtil)
 	}
 	if maxDesired < 2 {
 		t.Errorf("the HPA never asked for more than %d replicas", maxDesired)
