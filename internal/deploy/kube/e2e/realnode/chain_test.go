@@ -7,45 +7,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
-	"github.com/svclab/svclab/internal/tempdir"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// svclabBin is $SVCLAB_BIN (make test sets it) or svclab built once,
-// under the test process's owner-marked temp dir.
-func svclabBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if b := os.Getenv("SVCLAB_BIN"); b != "" {
-			binPath = b
-			return
-		}
-		dir, err := tempdir.MkdirTemp("bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "svclab")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/svclab/svclab/cmd/svclab").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build svclab: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
 
 // s2Chain is S2's chain (3 hops, grpc, split) on the real node, its load
 // sent by the load Job's 2 generator pods.
@@ -103,30 +69,9 @@ type runRecord struct {
 // back through their logs and are merged.
 func TestS2ChainRun(t *testing.T) {
 	c := kubetest.Get(t)
-	bin := svclabBin(t)
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "s2.toml")
-	if err := os.WriteFile(specPath, []byte(fmt.Sprintf(s2Chain, kubetest.Image)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "run", specPath)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
-	start := time.Now()
-	out, err := cmd.CombinedOutput()
-	t.Logf("svclab run took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
-	if err != nil {
-		t.Fatalf("svclab run: %v", err)
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "s2-realnode-*", "runs", "*"))
-	if len(runs) != 1 {
-		t.Fatalf("run directories %v, want one", runs)
-	}
+	run, out := svclabRun(t, c, "s2-realnode", fmt.Sprintf(s2Chain, kubetest.Image))
 	var rec runRecord
-	readJSON(t, filepath.Join(runs[0], "run.json"), &rec)
-	if rec.Status != "ok" {
-		t.Fatalf("run %s: %s", rec.Status, rec.Reason)
-	}
+	readJSON(t, filepath.Join(run, "run.json"), &rec)
 	if n := len(rec.Generator.Generators); n != 2 {
 		t.Errorf("%d generators in run.json, want the load Job's 2", n)
 	}
@@ -136,7 +81,7 @@ func TestS2ChainRun(t *testing.T) {
 		}
 	}
 	var sum summary
-	readJSON(t, filepath.Join(runs[0], "summary.json"), &sum)
+	readJSON(t, filepath.Join(run, "summary.json"), &sum)
 	total := -1
 	for _, op := range sum.Operations {
 		if op.Name == "total" {
@@ -153,6 +98,37 @@ func TestS2ChainRun(t *testing.T) {
 	if !strings.Contains(string(out), "1 ok") {
 		t.Errorf("svclab run did not report its run ok")
 	}
+}
+
+// svclabRun runs `svclab run` of the spec src, named experiment name, on
+// c's cluster and returns its one run's directory, which it checks is
+// ok, and svclab's output.
+func svclabRun(t *testing.T, c *kubetest.Cluster, name, src string) (string, []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, name+".toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(kubetest.SvclabBin(t), "run", specPath)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.Kubeconfig)
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	t.Logf("svclab run took %s:\n%s", time.Since(start).Round(time.Millisecond), out)
+	if err != nil {
+		t.Fatalf("svclab run: %v", err)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", name+"-*", "runs", "*"))
+	if len(runs) != 1 {
+		t.Fatalf("run directories %v, want one", runs)
+	}
+	var rec runRecord
+	readJSON(t, filepath.Join(runs[0], "run.json"), &rec)
+	if rec.Status != "ok" {
+		t.Fatalf("run %s: %s", rec.Status, rec.Reason)
+	}
+	return runs[0], out
 }
 
 func readJSON(t *testing.T, path string, v any) {
