@@ -104,10 +104,9 @@ func NodeAvailable() error {
 
 // node is the real node's state within a Cluster.
 type node struct {
-	lock    *os.File
-	ip      string
-	dns     *dnsServer
-	sysctls map[string]string
+	lock *os.File
+	ip   string
+	dns  *dnsServer
 }
 
 // startNode starts containerd, the kubelet and kube-proxy against the
@@ -143,7 +142,10 @@ func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []
 	if err := writeOwner(); err != nil {
 		return err
 	}
-	if n.sysctls, err = setSysctls(map[string]string{
+	if err := saveSysctls(); err != nil {
+		return err
+	}
+	if _, err := setSysctls(map[string]string{
 		// Pods reach Services through the host: forwarded, and a reply
 		// bridged between two pods still passes iptables (kube-proxy's
 		// DNAT undone).
@@ -277,8 +279,10 @@ bindAddress: %[3]s
 clusterCIDR: %[4]s
 healthzBindAddress: 127.0.0.1:%[5]d
 metricsBindAddress: 127.0.0.1:%[6]d
-# Leave the machine's conntrack table size as it is.
-conntrack: {maxPerCore: 0, min: 0}
+# Leave the machine's conntrack settings as they are (0: unchanged), and
+# route_localnet off: no NodePort on loopback.
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {localhostNodePorts: false}
 `, kubeconfig, NodeName, n.ip, podSubnet, ports[1], ports[2])
 	for _, w := range []struct {
 		name, text string
@@ -344,6 +348,72 @@ func setSysctls(want map[string]string) (map[string]string, error) {
 		}
 	}
 	return old, nil
+}
+
+// savedSysctls are the machine-wide settings the node changes: the
+// harness sets the first two; kube-proxy may set the conntrack ones and
+// route_localnet (its configuration asks it not to); the kubelet sets
+// kernel.panic = 10, kernel.panic_on_oops = 1 and vm.overcommit_memory = 1
+// (protectKernelDefaults: true would refuse to start instead). Their values
+// before the node are kept in sysctlFile, outside NodeDir, until the
+// sweep puts them back, so a killed harness's are restored too.
+var savedSysctls = []string{
+	"net/ipv4/ip_forward",
+	"net/bridge/bridge-nf-call-iptables",
+	"net/ipv4/conf/all/route_localnet",
+	"net/netfilter/nf_conntrack_max",
+	"net/netfilter/nf_conntrack_tcp_timeout_established",
+	"net/netfilter/nf_conntrack_tcp_timeout_close_wait",
+	"kernel/panic",
+	"kernel/panic_on_oops",
+	"vm/overcommit_memory",
+}
+
+const sysctlFile = NodeDir + ".sysctl"
+
+// Sysctls reads the machine-wide settings a node changes and its stop
+// or sweep puts back, for a test that compares them.
+func Sysctls() map[string]string {
+	out := map[string]string{}
+	for _, k := range savedSysctls {
+		if v, err := os.ReadFile("/proc/sys/" + k); err == nil {
+			out[k] = strings.TrimSpace(string(v))
+		}
+	}
+	return out
+}
+
+// saveSysctls writes the current values of savedSysctls to sysctlFile.
+func saveSysctls() error {
+	var b strings.Builder
+	for k, v := range Sysctls() {
+		fmt.Fprintf(&b, "%s=%s\n", k, v)
+	}
+	if err := os.WriteFile(sysctlFile, []byte(b.String()), 0o600); err != nil {
+		return fmt.Errorf("kubetest: %w", err)
+	}
+	return nil
+}
+
+// restoreSysctls puts sysctlFile's values back and removes it.
+func restoreSysctls() error {
+	b, err := os.ReadFile(sysctlFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	old := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			old[k] = v
+		}
+	}
+	if _, err := setSysctls(old); err != nil {
+		return err
+	}
+	return os.Remove(sysctlFile)
 }
 
 // makeBridge makes the pods' bridge, with the gateway's address, before
@@ -448,7 +518,8 @@ func (c *Cluster) waitNode(ctx context.Context) error {
 }
 
 // stopNode stops the node's programs and sweeps everything they made,
-// then gives the sysctls back their values and the lock up.
+// (and gives the machine's sysctls back their values), then gives the
+// lock up.
 func (c *Cluster) stopNode() error {
 	n := c.node
 	if n == nil {
@@ -471,9 +542,6 @@ func (c *Cluster) stopNode() error {
 		errs = append(errs, err)
 	}
 	if err := sweep(); err != nil {
-		errs = append(errs, err)
-	}
-	if _, err := setSysctls(n.sysctls); err != nil {
 		errs = append(errs, err)
 	}
 	n.lock.Close()

@@ -58,6 +58,9 @@ func sweep() error {
 	if err := os.RemoveAll(NodeDir); err != nil {
 		errs = append(errs, err)
 	}
+	if err := restoreSysctls(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -95,6 +98,9 @@ func NodeLeftovers() []string {
 	}
 	for _, s := range staleShimSockets() {
 		out = append(out, "socket "+s)
+	}
+	if _, err := os.Stat(sysctlFile); err == nil {
+		out = append(out, "sysctls not restored, "+sysctlFile)
 	}
 	return out
 }

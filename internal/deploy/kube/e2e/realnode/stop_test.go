@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -65,6 +66,10 @@ func TestStopAndKillLeaveNothing(t *testing.T) {
 		t.Fatalf("left after the stop:\n  %s", strings.Join(left, "\n  "))
 	}
 
+	// The kubelet changes kernel.panic and others; the stop put them
+	// back, and the sweep after the kill must too.
+	before := kubetest.Sysctls()
+
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = os.Stderr
@@ -87,7 +92,7 @@ func TestStopAndKillLeaveNothing(t *testing.T) {
 	cmd.Wait()
 	left := kubetest.NodeLeftovers()
 	t.Logf("left by the killed harness:\n  %s", strings.Join(left, "\n  "))
-	for _, want := range []string{"process", "mount", "cgroup", "link", "iptables-save chain"} {
+	for _, want := range []string{"process", "mount", "cgroup", "link", "iptables-save chain", "sysctls not restored"} {
 		if !strings.Contains(strings.Join(left, "\n"), want) {
 			t.Errorf("nothing of kind %q left by the killed harness: the sweep below shows nothing", want)
 		}
@@ -99,5 +104,8 @@ func TestStopAndKillLeaveNothing(t *testing.T) {
 	t.Logf("swept in %s", time.Since(start).Round(time.Millisecond))
 	if left := kubetest.NodeLeftovers(); len(left) > 0 {
 		t.Errorf("left after the sweep:\n  %s", strings.Join(left, "\n  "))
+	}
+	if after := kubetest.Sysctls(); !maps.Equal(after, before) {
+		t.Errorf("sysctls after the sweep %v, want as before the killed harness %v", after, before)
 	}
 }
