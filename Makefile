@@ -41,12 +41,12 @@ JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
 KUBE_VERSION := v1.35.4
 KUBE_DIR := $(CACHE)/kube-$(KUBE_VERSION)
 METRICS_SERVER_VERSION := v0.9.0
-KUBE_TOOLS := $(KUBE_DIR)/etcd $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler $(KUBE_DIR)/kwok
+KUBE_TOOLS := $(KUBE_DIR)/etcd $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler $(KUBE_DIR)/kwok $(KUBE_DIR)/kubelet $(KUBE_DIR)/kube-proxy
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: system-deps kube-validate envoy all build test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy all build cluster cluster-stop test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -130,8 +130,9 @@ $(JAEGER):
 	mv $@.tmp $@
 
 ## kube-tools: the control plane internal/deploy/kube/kubetest starts (etcd,
-## kube-apiserver, kube-controller-manager, kube-scheduler, kwok; tools/kube),
-## built once per machine into $(KUBE_DIR); make test builds them
+## kube-apiserver, kube-controller-manager, kube-scheduler, kwok; tools/kube)
+## and the real node's kubelet and kube-proxy, built once per machine into
+## $(KUBE_DIR); make test builds them
 kube-tools: $(KUBE_TOOLS)
 $(KUBE_DIR)/etcd:
 	mkdir -p $(dir $@)
@@ -144,6 +145,14 @@ $(KUBE_CP) &:
 	rm -rf $(KUBE_DIR)/cp.tmp && mkdir -p $(KUBE_DIR)/cp.tmp
 	cd tools/kube/kubernetes && $(GO) build -trimpath -o $(KUBE_DIR)/cp.tmp/ $(patsubst $(KUBE_DIR)/%,k8s.io/kubernetes/cmd/%,$(KUBE_CP))
 	mv $(KUBE_DIR)/cp.tmp/* $(KUBE_DIR)/ && rmdir $(KUBE_DIR)/cp.tmp
+# The real node's agents (make cluster): one go build for the two, from
+# the same tools module as the control plane, so the packages they share
+# with it come from the build cache.
+KUBE_NODE := $(KUBE_DIR)/kubelet $(KUBE_DIR)/kube-proxy
+$(KUBE_NODE) &:
+	rm -rf $(KUBE_DIR)/node.tmp && mkdir -p $(KUBE_DIR)/node.tmp
+	cd tools/kube/kubernetes && $(GO) build -trimpath -o $(KUBE_DIR)/node.tmp/ $(patsubst $(KUBE_DIR)/%,k8s.io/kubernetes/cmd/%,$(KUBE_NODE))
+	mv $(KUBE_DIR)/node.tmp/* $(KUBE_DIR)/ && rmdir $(KUBE_DIR)/node.tmp
 $(KUBE_DIR)/kwok:
 	mkdir -p $(dir $@)
 	cd tools/kube/kwok && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
@@ -157,6 +166,18 @@ $(KUBE_METRICS_SERVER):
 	mkdir -p $(dir $@)
 	cd tools/kube/metrics-server && $(GO) build -trimpath -o $@.tmp sigs.k8s.io/metrics-server/cmd/metrics-server
 	mv $@.tmp $@
+
+## cluster: a one-node Kubernetes cluster on this machine (as root): the
+## control plane, a kubelet on containerd with kube-proxy, cluster DNS and
+## metrics-server, and svclab's image as svclab:dev and svclab:$(VERSION);
+## left running, its last line `export KUBECONFIG=...` (docs/KUBERNETES.md)
+cluster: kube-tools $(KUBE_METRICS_SERVER)
+	$(GO) build -o $(BIN)/svclab-cluster ./internal/deploy/kube/kubetest/cluster
+	@$(BIN)/svclab-cluster start --tag svclab:$(subst +,-,$(VERSION))
+## cluster-stop: stop make cluster's cluster, leaving nothing of it
+cluster-stop:
+	$(GO) build -o $(BIN)/svclab-cluster ./internal/deploy/kube/kubetest/cluster
+	@$(BIN)/svclab-cluster stop
 
 ## lint: gofmt, go vet, ruff and mypy
 lint: venv
@@ -213,6 +234,10 @@ test-cli: $(GO_DEPS)
 # The longest packages first, so that two at a time end together.
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
 BG_NICE ?= 0
+# The real node's tests (internal/deploy/kube/e2e/realnode: a kubelet on
+# containerd, pods that run) are among them, as root where Debian's
+# containerd is installed (system-deps' test group), and skip saying why
+# otherwise; about 90 s beside the kwok packages.
 test-kube: $(GO_DEPS) kube-tools test-timed-load
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)

@@ -81,6 +81,11 @@ survey() {
         test -f /usr/lib/nginx/modules/ngx_stream_module.so
       need haproxy "skip: the HAProxy sidecar's tests" has_env SVCLAB_HAPROXY haproxy
       need chromium "skip: the report's test in a browser (analysis/tests/test_browser.py)" has chromium chromium-browser
+      need containerd "skip: the kube deployer's tests on a real node (make cluster)" has containerd ctr
+      need runc "skip: the kube deployer's tests on a real node (containerd's runtime)" has runc
+      need containernetworking-plugins "skip: the kube deployer's tests on a real node (its CNI bridge)" \
+        test -x /usr/lib/cni/bridge -a -x /usr/lib/cni/host-local
+      need iptables "skip: the kube deployer's tests on a real node (kube-proxy)" has iptables iptables-save
       need openjdk-17-jdk-headless "skip: the Java implementations' build (make java) and tests" has java
       need maven "skip: the Java implementations' build (Maven) and tests" has mvn
       ;;

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,46 +17,13 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy/kube"
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
-	"github.com/svclab/svclab/internal/tempdir"
 )
-
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
-
-// svclabBin is $SVCLAB_BIN (make test sets it) or svclab built once,
-// under the test process's owner-marked temp dir.
-func svclabBin(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if b := os.Getenv("SVCLAB_BIN"); b != "" {
-			binPath = b
-			return
-		}
-		dir, err := tempdir.MkdirTemp("bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "svclab")
-		out, err := exec.Command("go", "build", "-o", binPath, "github.com/svclab/svclab/cmd/svclab").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("build svclab: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
 
 // TestKilledRunCleaned: `svclab run` killed with -9 while its design point
 // is deployed leaves its namespace; `svclab clean --kube` deletes it.
 func TestKilledRunCleaned(t *testing.T) {
 	c := kubetest.Get(t)
-	bin := svclabBin(t)
+	bin := kubetest.SvclabBin(t)
 	dir := t.TempDir()
 	specPath := filepath.Join(dir, "kill.toml")
 	src := fmt.Sprintf(baseSpec, "60s", "") + "\n[experiment]\nname = \"kill\"\n"

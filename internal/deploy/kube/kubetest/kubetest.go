@@ -134,6 +134,7 @@ type Cluster struct {
 	NoMetrics string
 
 	procs []*process
+	node  *node
 }
 
 type process struct {
@@ -147,14 +148,29 @@ type Options struct {
 	// NoMetrics starts no metrics-server even where it is built, for a
 	// test of a cluster without the metrics API beside one with it.
 	NoMetrics bool
+	// Node adds the real node (node.go): a kubelet on containerd, with
+	// kube-proxy and the cluster's DNS, where pods run. It needs root,
+	// Debian's containerd, runc and CNI plugins, and the kubelet and
+	// kube-proxy beside the control plane; without them Start returns
+	// ErrNoNode or ErrNoTools.
+	Node bool
+	// NodeWait is how long to wait for another harness's real node to
+	// stop (one machine runs one); then Start fails with ErrNodeBusy.
+	NodeWait time.Duration
 }
 
-// Start starts a control plane with nodes kwok nodes and returns once the
-// nodes are Ready and the controllers run. On error nothing is left.
+// Start starts a control plane with nodes kwok nodes (and the real node
+// with opts.Node) and returns once the nodes are Ready and the
+// controllers run. On error nothing is left.
 func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error) {
 	tools, err := ToolsDir()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Node {
+		if err := NodeAvailable(); err != nil {
+			return nil, err
+		}
 	}
 	dir, err := tempdir.MkdirTemp("kubetest-")
 	if err != nil {
@@ -169,8 +185,9 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		}
 	}()
 	// etcd's client and peer ports, the API server's, kwok's (its nodes'
-	// kubelet port) and metrics-server's.
-	ports, err := freePorts(5)
+	// kubelet port) and metrics-server's; the real node's kubelet, and
+	// kube-proxy's health and metrics.
+	ports, err := freePorts(8)
 	if err != nil {
 		return nil, err
 	}
@@ -212,6 +229,9 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		"--allow-privileged=true",
 		// The aggregation layer's client certificate, for metrics-server.
 		"--proxy-client-cert-file="+f.adminCert, "--proxy-client-key-file="+f.adminKey,
+		// The real node's kubelet (pods' logs) takes the same certificate.
+		"--kubelet-client-certificate="+f.adminCert, "--kubelet-client-key="+f.adminKey,
+		"--kubelet-preferred-address-types=InternalIP",
 		"--profiling=false"); err != nil {
 		return nil, err
 	}
@@ -245,6 +265,14 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 	if err := c.start(tools, "kube-scheduler", common...); err != nil {
 		return nil, err
 	}
+	if opts.Node {
+		if err := c.startNode(ctx, tools, f, ports[5:8], opts); err != nil {
+			return nil, err
+		}
+	}
+	if nodes == 0 {
+		return c, c.afterNodes(ctx, opts, ports[4])
+	}
 	if err := c.start(tools, "kwok",
 		"--kubeconfig="+c.Kubeconfig,
 		"--config="+f.stages,
@@ -266,17 +294,20 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		}
 		c.Nodes = append(c.Nodes, name)
 	}
+	return c, c.afterNodes(ctx, opts, ports[4])
+}
+
+// afterNodes waits for the kwok nodes and the controllers, then starts
+// metrics-server on port unless opts says not to.
+func (c *Cluster) afterNodes(ctx context.Context, opts Options, port int) error {
 	if err := c.waitReady(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	if opts.NoMetrics {
 		c.NoMetrics = "no metrics API: started with kubetest.Options.NoMetrics"
-		return c, nil
+		return nil
 	}
-	if err := c.startMetrics(ctx, ports[4]); err != nil {
-		return nil, err
-	}
-	return c, nil
+	return c.startMetrics(ctx, port)
 }
 
 // files are the paths writeFiles made.
@@ -483,6 +514,9 @@ func (c *Cluster) notReady(ctx context.Context) string {
 // Dir. Safe to call more than once.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if err := c.stopNode(); err != nil {
+		errs = append(errs, fmt.Errorf("real node: %w", err))
+	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
 		if err := p.c.Stop(context.Background(), syscall.SIGTERM, 5*time.Second); err != nil {

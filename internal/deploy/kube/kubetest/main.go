@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -24,10 +26,19 @@ const Nodes = 2
 // starts the cluster, runs the tests and stops it, and returns the exit
 // code. Without the binaries (ErrNoTools) the tests that call Get skip,
 // saying how to build them; with ToolsEnv set, a missing binary fails.
-func Main(m *testing.M) int {
-	c, err := Start(context.Background(), Nodes, Options{})
+func Main(m *testing.M) int { return run(m, Nodes, Options{}) }
+
+// MainNode is Main for the tests of the real node: a control plane with
+// the real node and no kwok node. Where the machine cannot run it
+// (ErrNoNode: not root, containerd missing) the tests skip saying why.
+// After the tests it stops the node and fails the package when anything
+// of it is left on the machine (NodeLeftovers).
+func MainNode(m *testing.M) int { return run(m, 0, Options{Node: true, NodeWait: 10 * time.Minute}) }
+
+func run(m *testing.M, nodes int, opts Options) int {
+	c, err := Start(context.Background(), nodes, opts)
 	switch {
-	case errors.Is(err, ErrNoTools):
+	case errors.Is(err, ErrNoTools), errors.Is(err, ErrNoNode), errors.Is(err, ErrNodeBusy):
 		skip = err.Error()
 	case err != nil:
 		fmt.Fprintln(os.Stderr, err)
@@ -43,6 +54,13 @@ func Main(m *testing.M) int {
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
+			code = 1
+		}
+		if opts.Node {
+			if left := NodeLeftovers(); len(left) > 0 {
+				fmt.Fprintf(os.Stderr, "kubetest: left on the machine after the real node's stop:\n  %s\n", strings.Join(left, "\n  "))
+				code = 1
+			}
 		}
 	}
 	tempdir.RemoveOwn()
