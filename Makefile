@@ -46,7 +46,17 @@ BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
 
-.PHONY: system-deps kube-validate envoy all build cluster cluster-stop test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+# uPlot, the live view's charts (internal/live, docs/LIVE.md): one version,
+# fetched by npm and checked against the sha512 integrity pinned here (the
+# registry's dist.integrity for this version), cached per user, and copied
+# into the package's embedded assets, so the binary carries it.
+UPLOT_VERSION := 1.6.32
+UPLOT_INTEGRITY := sha512-KIMVnG68zvu5XXUbC4LQEPnhwOxBuLyW1AHtpm6IKTXImkbLgkMy+jabjLgSLMasNuGGzQm/ep3tOkyTxpiQIw==
+UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
+LIVE_ASSETS := internal/live/assets
+UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
+
+.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -62,8 +72,22 @@ system-deps:
 	$(call system_deps,test bench)
 
 ## build: compile the svclab binary into bin/svclab
-build:
+build: uplot
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/svclab ./cmd/svclab
+
+## uplot: uPlot $(UPLOT_VERSION) from the npm registry (integrity checked), into $(LIVE_ASSETS)
+uplot: $(UPLOT_FILES)
+$(UPLOT_FILES) &: $(UPLOT_TGZ)
+	tar -xzf $< -C $(LIVE_ASSETS) --strip-components=2 package/dist/uPlot.iife.min.js package/dist/uPlot.min.css
+	touch $(UPLOT_FILES)
+$(UPLOT_TGZ):
+	@command -v npm >/dev/null || { echo "uplot: npm not found: install Debian's npm (the live view's charts come from the npm registry)"; exit 1; }
+	mkdir -p $(dir $@)
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	  (cd "$$tmp" && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null) && \
+	  got="sha512-$$(openssl dgst -sha512 -binary "$$tmp/uplot-$(UPLOT_VERSION).tgz" | base64 -w0)" && \
+	  if [ "$$got" != "$(UPLOT_INTEGRITY)" ]; then echo "uplot: uplot-$(UPLOT_VERSION).tgz has integrity $$got, want $(UPLOT_INTEGRITY)"; exit 1; fi && \
+	  mv "$$tmp/uplot-$(UPLOT_VERSION).tgz" $@
 
 ## kube-validate: kubernetes-validate $(KUBE_VALIDATE_VERSION) from PyPI, into $(KUBE_VALIDATE)
 kube-validate: $(KUBE_VALIDATE)

@@ -153,7 +153,7 @@ func (pg *progress) print(force bool) {
 	}
 	pg.lastLine = now
 	line := pg.label() + " " + pg.phase
-	if lp := pg.last; (pg.phase == "measuring" || pg.phase == "warm-up") && lp != (load.Progress{}) {
+	if lp := pg.last; (pg.phase == "measuring" || pg.phase == "warm-up") && (lp.Warmup || lp.Elapsed > 0) {
 		// Warm-up has no totals: its figures are the last second's.
 		at, errs := fmt.Sprintf(" %.0fs/%s", lp.Elapsed.Seconds(), pg.plan.Duration), lp.TotalErrors
 		if lp.Warmup {

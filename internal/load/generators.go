@@ -29,7 +29,8 @@ type GeneratorsOptions struct {
 	// `svclab load --shard I/N`.
 	Executable string
 	// Progress, when set, is called once a second with the generators'
-	// figures summed (percentiles: the slowest generator's).
+	// figures summed (percentiles and lag: the slowest generator's; the
+	// latency histograms merged).
 	Progress func(Progress)
 	// Env is added to each generator's environment.
 	Env []string
@@ -202,6 +203,7 @@ func startGenerator(opt GeneratorsOptions, s Shard, file, dir, target string, st
 // until it closes its output.
 func (g *generatorProc) readProgress(sum *progressSum) {
 	sc := bufio.NewScanner(g.stdout)
+	sc.Buffer(nil, 1<<20) // a line carries the second's latency histogram
 	for sc.Scan() {
 		var p Progress
 		if json.Unmarshal(sc.Bytes(), &p) == nil {
@@ -307,6 +309,20 @@ func (s *progressSum) add(p Progress) {
 	q.Dropped += p.Dropped
 	q.P50 = max(q.P50, p.P50)
 	q.P99 = max(q.P99, p.P99)
+	q.LagP99 = max(q.LagP99, p.LagP99)
+	q.LagMax = max(q.LagMax, p.LagMax)
+	for c, n := range p.ErrorClasses {
+		if q.ErrorClasses == nil {
+			q.ErrorClasses = map[string]int64{}
+		}
+		q.ErrorClasses[c] += n
+	}
+	if p.Latency != nil {
+		if q.Latency == nil {
+			q.Latency = newHist()
+		}
+		q.Latency.Merge(p.Latency)
+	}
 	done := a.seen == s.n
 	if done {
 		delete(s.secs, k)

@@ -2,6 +2,7 @@ package load
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -208,6 +209,55 @@ type Progress struct {
 	// LateSends and Dropped count the measurement so far.
 	LateSends int64
 	Dropped   int64
+	// Latency is the last second's latency histogram of every request
+	// (µs, as the result's), nil in warm-up: a live view merges the
+	// generators' seconds exactly from it, as Merge merges their logs.
+	Latency *hdr.Histogram `json:"-"`
+	// ErrorClasses counts the measurement's errors so far by class.
+	ErrorClasses map[string]int64 `json:",omitempty"`
+	// LagP99 and LagMax are the generator's send lag over the
+	// measurement so far.
+	LagP99, LagMax time.Duration
+}
+
+// progressJSON is Progress as a generator writes it for the process that
+// started it (--progress-json): the histogram in HdrHistogram's
+// compressed base64 encoding.
+type progressJSON struct {
+	progressFields
+	Latency string `json:",omitempty"`
+}
+
+type progressFields Progress
+
+// MarshalJSON encodes the latency histogram compactly.
+func (p Progress) MarshalJSON() ([]byte, error) {
+	j := progressJSON{progressFields: progressFields(p)}
+	if p.Latency != nil {
+		b, err := p.Latency.Encode(hdr.V2CompressedEncodingCookieBase)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the second's latency histogram: %w", err)
+		}
+		j.Latency = string(b)
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON decodes what MarshalJSON wrote.
+func (p *Progress) UnmarshalJSON(b []byte) error {
+	var j progressJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Progress(j.progressFields)
+	if j.Latency != "" {
+		h, err := hdr.Decode([]byte(j.Latency))
+		if err != nil {
+			return fmt.Errorf("decoding the second's latency histogram: %w", err)
+		}
+		p.Latency = h
+	}
+	return nil
 }
 
 func (p Progress) String() string {
@@ -255,6 +305,18 @@ func (r *recorder) flush(sec int, length float64) Progress {
 		o.icount, o.ierrors = 0, 0
 	}
 	p.LateSends, p.Dropped = r.late, r.dropped
+	for _, o := range r.ops[1:] {
+		for c, n := range o.classes {
+			if o.kind == "request" && n > 0 {
+				if p.ErrorClasses == nil {
+					p.ErrorClasses = map[string]int64{}
+				}
+				p.ErrorClasses[c] += n
+			}
+		}
+	}
+	p.LagP99 = time.Duration(r.lag.ValueAtQuantile(99)) * time.Microsecond
+	p.LagMax = time.Duration(r.lag.Max()) * time.Microsecond
 	r.mu.Unlock()
 	r.lastSec = sec + 1
 
@@ -306,6 +368,7 @@ func (r *recorder) flush(sec int, length float64) Progress {
 				p.P50 = time.Duration(row.P50Ms * 1e6)
 				p.P99 = time.Duration(row.P99Ms * 1e6)
 			}
+			p.Latency = hdr.Import(t.lat.Export())
 		}
 		t.lat.Reset()
 		t.svc.Reset()
