@@ -1,0 +1,220 @@
+// The live view's page: it reads the server's events (board.go) and shows
+// them; the charts are uPlot's. Nothing here sends anything back.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const fmt = (v, d) => (v === undefined || v === null || Number.isNaN(v)) ? "–" : Number(v).toFixed(d === undefined ? 3 : d);
+  const roles = ["host", "sidecar", "telemetry", "backing", "load"];
+  const st = { exp: null, expAt: 0, done: 0, lastAt: 0, ended: false };
+  let cur = null; // the current run's series
+
+  function newRun() {
+    return { t: [], rps: [], p50: [], p90: [], p99: [], max: [], lag: [], errs: [],
+      rt: [], cpu: roles.map(() => []), mem: roles.map(() => []) };
+  }
+
+  // Charts: one uPlot each, redrawn at most once a frame.
+  const charts = {};
+  const colors = ["#1f77b4", "#ff7f0e", "#d62728", "#7f7f7f", "#2ca02c", "#9467bd"];
+  function makeChart(id, title, labels, yLabel) {
+    if (!window.uPlot) return null;
+    const series = [{ label: "s" }].concat(labels.map((l, i) => ({ label: l, stroke: colors[i % colors.length], width: 1.5 })));
+    return new uPlot({ title: title, width: 470, height: 220, series: series,
+      scales: { x: { time: false } }, axes: [{ label: "s" }, { label: yLabel }] },
+    [[]].concat(labels.map(() => [])), $(id));
+  }
+  function setupCharts() {
+    charts.rps = makeChart("chart-rps", "throughput", ["req/s"], "req/s");
+    charts.latency = makeChart("chart-latency", "latency (each second)", ["p50", "p90", "p99", "max", "send lag p99"], "ms");
+    charts.errors = makeChart("chart-errors", "errors", ["errors/s"], "errors/s");
+    charts.cpu = makeChart("chart-cpu", "CPU by role", roles, "cores");
+    charts.memory = makeChart("chart-memory", "memory by role", roles, "MiB");
+  }
+  let drawPending = false;
+  function draw() {
+    if (drawPending || !cur) return;
+    drawPending = true;
+    requestAnimationFrame(() => {
+      drawPending = false;
+      if (!cur || !charts.rps) return;
+      charts.rps.setData([cur.t, cur.rps]);
+      charts.latency.setData([cur.t, cur.p50, cur.p90, cur.p99, cur.max, cur.lag]);
+      charts.errors.setData([cur.t, cur.errs]);
+      charts.cpu.setData([cur.rt].concat(cur.cpu));
+      charts.memory.setData([cur.rt].concat(cur.mem));
+    });
+  }
+
+  function cell(tr, text, cls) {
+    const td = document.createElement("td");
+    td.textContent = text;
+    if (cls) td.className = cls;
+    tr.appendChild(td);
+    return td;
+  }
+  function levelsText(levels) {
+    return Object.keys(levels || {}).sort().map((k) => k.slice(k.lastIndexOf(".") + 1) + "=" + levels[k]).join(" ");
+  }
+  function clock(ms) {
+    const s = Math.max(0, Math.round(ms / 1000));
+    return Math.floor(s / 60) + ":" + String(s % 60).padStart(2, "0");
+  }
+
+  function progress() {
+    const e = st.exp;
+    if (!e || !e.runs || !e.runs.length) return;
+    const n = e.runs.length;
+    $("progress").textContent = st.done + "/" + n + " runs";
+    let per = (e.estimate_ns || 0) / 1e6 / n;
+    if (st.done > 0 && st.lastAt > st.expAt) per = (st.lastAt - st.expAt) / st.done;
+    $("eta").textContent = st.ended ? "" : "· left ~" + clock((n - st.done) * per);
+  }
+
+  const on = {
+    experiment(e) {
+      st.exp = e; st.expAt = e.at;
+      $("command").textContent = e.command;
+      $("name").textContent = e.name || "";
+      const parts = [];
+      if (e.design) parts.push(e.design);
+      if (e.order) parts.push("order " + e.order + (e.seed ? " (seed " + e.seed + ")" : ""));
+      if (e.duration_ns) parts.push("each run " + (e.warmup_ns ? clock(e.warmup_ns / 1e6) + " warm-up + " : "") + clock(e.duration_ns / 1e6) + " measured");
+      if (e.estimate_ns) parts.push("estimated " + clock(e.estimate_ns / 1e6));
+      $("design").textContent = parts.join(" · ");
+      $("status").textContent = "running"; $("status").className = "status running";
+      progress();
+    },
+    run(r) {
+      cur = newRun();
+      $("run-id").textContent = r.id;
+      $("run-id").dataset.index = r.index;
+      $("run-levels").textContent = levelsText(r.levels);
+      $("phase").textContent = "";
+      for (const id of ["cur-requests", "cur-errors", "cur-rps", "cur-p50", "cur-p90", "cur-p99", "cur-max", "cur-lag", "cur-late"]) $(id).textContent = "–";
+      $("errors-by-class").textContent = "";
+      $("links").textContent = "";
+      $("processes").textContent = "";
+      $("changes").textContent = "";
+      draw();
+    },
+    phase(p) { $("phase").textContent = p.phase; },
+    second(s) {
+      if (!cur) cur = newRun();
+      cur.t.push(s.t); cur.rps.push(s.rps); cur.errs.push(s.errors);
+      cur.p50.push(s.latency.p50_ms); cur.p90.push(s.warmup ? null : s.latency.p90_ms);
+      cur.p99.push(s.latency.p99_ms); cur.max.push(s.warmup ? null : s.latency.max_ms);
+      cur.lag.push(s.warmup ? null : s.lag_p99_ms);
+      $("cur-rps").textContent = fmt(s.rps, 1);
+      if (!s.warmup) {
+        const t = s.total;
+        $("cur-requests").textContent = t.requests;
+        $("cur-errors").textContent = t.errors;
+        $("cur-p50").textContent = fmt(t.latency.p50_ms);
+        $("cur-p90").textContent = fmt(t.latency.p90_ms);
+        $("cur-p99").textContent = fmt(t.latency.p99_ms);
+        $("cur-max").textContent = fmt(t.latency.max_ms);
+        $("cur-lag").textContent = fmt(s.lag_p99_ms) + " / " + fmt(s.lag_max_ms);
+        $("cur-late").textContent = s.late_sends + " / " + s.dropped;
+        const classes = t.errors_by_class || {};
+        $("errors-by-class").textContent = Object.keys(classes).sort().map((k) => k + " " + classes[k]).join(" · ");
+      }
+      draw();
+    },
+    resources(r) {
+      if (!cur) cur = newRun();
+      const tb = $("processes");
+      tb.textContent = "";
+      const cpu = roles.map(() => 0), mem = roles.map(() => 0);
+      for (const p of r.processes) {
+        const tr = document.createElement("tr");
+        cell(tr, p.role); cell(tr, p.name); cell(tr, fmt(p.cpu, 2), "num"); cell(tr, fmt(p.memory / 1048576, 1), "num");
+        tb.appendChild(tr);
+        const i = roles.indexOf(p.role);
+        if (i >= 0) { cpu[i] += p.cpu; mem[i] += p.memory / 1048576; }
+      }
+      cur.rt.push(r.t);
+      roles.forEach((_, i) => { cur.cpu[i].push(cpu[i]); cur.mem[i].push(mem[i]); });
+      draw();
+    },
+    scale(s) {
+      const tr = document.createElement("tr");
+      cell(tr, cur && cur.t.length ? fmt(cur.t[cur.t.length - 1], 0) : "");
+      cell(tr, "replicas of " + s.group + ": " + s.from + " → " + s.to + (s.reason ? " (" + s.reason + ")" : ""));
+      $("changes").appendChild(tr);
+    },
+    fault(f) {
+      const tr = document.createElement("tr");
+      cell(tr, cur && cur.t.length ? fmt(cur.t[cur.t.length - 1], 0) : "");
+      cell(tr, "fault " + f.kind + " on " + f.target + (f.end ? " ended" : " began"));
+      $("changes").appendChild(tr);
+    },
+    links(l) {
+      const p = $("links");
+      p.textContent = "";
+      for (const [name, url] of [["Jaeger", l.jaeger], ["Prometheus", l.prometheus]]) {
+        if (!url) continue;
+        const a = document.createElement("a");
+        a.href = url; a.textContent = name + " " + url; a.target = "_blank"; a.rel = "noopener";
+        p.appendChild(a); p.appendChild(document.createTextNode("  "));
+      }
+    },
+    thresholds(ts) {
+      $("thresholds-section").hidden = false;
+      const tb = $("thresholds");
+      tb.textContent = "";
+      for (const t of ts) {
+        const tr = document.createElement("tr");
+        cell(tr, t.expr); cell(tr, t.broken ? "broken" : "holds", t.broken ? "broken" : "");
+        tb.appendChild(tr);
+      }
+    },
+    result(r) {
+      st.done++; st.lastAt = r.at;
+      const e = st.exp, idx = e && e.runs ? e.runs.findIndex((x) => x.id === r.id) : -1;
+      const tr = document.createElement("tr");
+      tr.dataset.id = r.id;
+      if (r.status !== "ok") tr.className = "failed";
+      cell(tr, idx >= 0 ? String(e.runs[idx].index) : String(st.done));
+      cell(tr, r.id);
+      cell(tr, idx >= 0 ? levelsText(e.runs[idx].levels) : "");
+      cell(tr, r.status + (r.reason ? ": " + r.reason : ""), "status");
+      const t = r.total;
+      cell(tr, String(t.requests), "num requests"); cell(tr, String(t.errors), "num errors");
+      cell(tr, fmt(r.rps, 1), "num rps");
+      cell(tr, fmt(t.latency.p50_ms), "num p50"); cell(tr, fmt(t.latency.p90_ms), "num p90");
+      cell(tr, fmt(t.latency.p99_ms), "num p99"); cell(tr, fmt(t.latency.max_ms), "num max");
+      cell(tr, (r.warnings || []).concat((r.thresholds || []).map((x) => "threshold broken: " + x)).join("; "), "flags");
+      $("runs").appendChild(tr);
+      if (cur && $("run-id").textContent === r.id) $("phase").textContent = r.status;
+      progress();
+    },
+    step(s) {
+      $("steps-section").hidden = false;
+      const tr = document.createElement("tr");
+      cell(tr, String($("steps").children.length + 1));
+      cell(tr, fmt(s.rate, 1), "num rate"); cell(tr, s.verdict, "verdict");
+      cell(tr, s.p99_ms ? fmt(s.p99_ms) : "", "num"); cell(tr, s.reason || "");
+      $("steps").appendChild(tr);
+    },
+    end(e) {
+      st.ended = true;
+      const s = $("status");
+      s.textContent = e.error ? "ended: " + e.error : "ended";
+      s.className = "status " + (e.error ? "failed" : "ended");
+      progress();
+      source.close();
+    },
+  };
+
+  setupCharts();
+  const source = new EventSource("events");
+  for (const kind of Object.keys(on)) {
+    source.addEventListener(kind, (m) => on[kind](JSON.parse(m.data)));
+  }
+  source.onerror = () => {
+    if (!st.ended) { $("status").textContent = "reconnecting"; $("status").className = "status"; }
+  };
+  source.onopen = () => {
+    if (!st.ended && st.exp) { $("status").textContent = "running"; $("status").className = "status running"; }
+  };
+})();
