@@ -65,7 +65,12 @@ broken, as k6 does. See docs/LOAD.md.`,
 			if err != nil {
 				return err
 			}
-			return runLoad(cmd.Context(), cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if o.view, err = o.ui.start(cmd.ErrOrStderr(), loadExperiment(cfg)); err != nil {
+				return err
+			}
+			err = runLoad(cmd.Context(), cfg, o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.view.stop(err)
+			return err
 		},
 	}
 	f := c.Flags()
@@ -78,6 +83,7 @@ broken, as k6 does. See docs/LOAD.md.`,
 	f.BoolVar(&o.allowRemote, "allow-remote", false, "allow a target that is not on this machine")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live progress line")
 	o.addShardFlags(f)
+	o.ui.addFlags(f)
 	return c
 }
 
@@ -91,6 +97,8 @@ type loadOptions struct {
 	allowRemote bool
 	quiet       bool
 	keys        []*keyValue
+	ui          uiOptions
+	view        *uiView
 
 	stdin   io.Reader                                // for --body @-
 	open    func(name string) (io.ReadCloser, error) // for --body @FILE; os.Open when nil
@@ -685,7 +693,10 @@ func runLoad(ctx context.Context, cfg load.Config, o *loadOptions, stdout, stder
 			}
 		}
 	}
+	opt.Progress = o.view.progress(opt.Progress)
+	o.view.loadStarted(cfg)
 	res, runErr := o.run(ctx, cfg, target, opt)
+	o.view.loadFinished("load", res, runErr, cfg.Thresholds)
 	if live && !o.quiet {
 		fmt.Fprintln(stderr)
 	}

@@ -88,10 +88,11 @@ type Links struct {
 	Prometheus string `json:"prometheus,omitempty"`
 }
 
-// Threshold is one of [load.thresholds] and whether it holds so far.
+// Threshold is one of [load.thresholds] and its state: pending until the
+// run's end, then holds or broken.
 type Threshold struct {
-	Expr   string `json:"expr"`
-	Broken bool   `json:"broken"`
+	Expr  string `json:"expr"`
+	State string `json:"state"`
 }
 
 // Result is a finished run.

@@ -164,7 +164,7 @@
       tb.textContent = "";
       for (const t of ts) {
         const tr = document.createElement("tr");
-        cell(tr, t.expr); cell(tr, t.broken ? "broken" : "holds", t.broken ? "broken" : "");
+        cell(tr, t.expr); cell(tr, t.state, t.state);
         tb.appendChild(tr);
       }
     },

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/svclab/svclab/internal/live"
+	"github.com/svclab/svclab/internal/load"
+)
+
+// uiOptions are --ui [ADDR] and --ui-allow-remote, which `svclab run`,
+// `up`, `load` and `capacity` share: a live view of the work
+// (internal/live, docs/LIVE.md).
+type uiOptions struct {
+	addr        string
+	allowRemote bool
+}
+
+func (o *uiOptions) addFlags(f *pflag.FlagSet) {
+	f.StringVar(&o.addr, "ui", "", "serve a live view of the work, and its series at /metrics: --ui on 127.0.0.1 at a free port, --ui=ADDR elsewhere (docs/LIVE.md)")
+	f.Lookup("ui").NoOptDefVal = live.DefaultAddr
+	f.BoolVar(&o.allowRemote, "ui-allow-remote", false, "let --ui listen on an address that is not loopback")
+}
+
+// uiView is a running live view; its zero value (no --ui) is one that
+// shows nothing, whose board ignores what it is given.
+type uiView struct {
+	board *live.Board
+	srv   *live.Server
+}
+
+// start serves the view when --ui was given and prints its URL first, on
+// w. The view stops with stop.
+func (o *uiOptions) start(w io.Writer, e live.Experiment) (*uiView, error) {
+	if o.addr == "" && !o.allowRemote {
+		return &uiView{}, nil
+	}
+	b := live.NewBoard()
+	srv, err := live.Listen(o.addr, o.allowRemote, b)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("--ui: %w", err)}
+	}
+	fmt.Fprintf(w, "live view: %s (metrics: %smetrics)\n", srv.URL(), srv.URL())
+	b.Experiment(e)
+	return &uiView{board: b, srv: srv}, nil
+}
+
+// stop says the work ended (with err, if it failed) and stops the server
+// once each open page has been told.
+func (v *uiView) stop(err error) {
+	if v == nil || v.srv == nil {
+		return
+	}
+	v.board.End(err)
+	_ = v.srv.Close()
+}
+
+// progress feeds the board each second the load generator reports, and
+// passes it on to next (the progress line) when there is one.
+func (v *uiView) progress(next func(load.Progress)) func(load.Progress) {
+	if v == nil || v.board == nil {
+		return next
+	}
+	return func(p load.Progress) {
+		v.board.Second(secondOf(p))
+		if next != nil {
+			next(p)
+		}
+	}
+}
+
+// secondOf is a generator's second as the live view takes it.
+func secondOf(p load.Progress) live.Second {
+	return live.Second{Elapsed: p.Elapsed, Warmup: p.Warmup, Requests: p.Requests, Errors: p.Errors, RPS: p.RPS,
+		ErrorClasses: p.ErrorClasses, Latency: p.Latency, P50: p.P50, P99: p.P99,
+		LagP99: p.LagP99, LagMax: p.LagMax, LateSends: p.LateSends, Dropped: p.Dropped}
+}
+
+// thresholdsOf lists the thresholds t sets, each pending, or, given the
+// run's summary, holding or broken.
+func thresholdsOf(t *load.Thresholds, s *load.Summary) []live.Threshold {
+	if t == nil {
+		return nil
+	}
+	var broken map[string]bool
+	if s != nil {
+		broken = map[string]bool{}
+		for _, b := range t.Check(*s) {
+			broken[b.Operation+" "+b.Metric] = true
+		}
+	}
+	var out []live.Threshold
+	add := func(op string, l load.Limits) {
+		// The limits' JSON has the keys that are set, under their spec names.
+		var set map[string]float64
+		if b, err := json.Marshal(l); err == nil && json.Unmarshal(b, &set) == nil {
+			for _, k := range slices.Sorted(maps.Keys(set)) {
+				cmp := "<="
+				if k == "min_rps" {
+					cmp = ">="
+				}
+				state := "pending"
+				if broken != nil {
+					state = "holds"
+					if broken[op+" "+k] {
+						state = "broken"
+					}
+				}
+				out = append(out, live.Threshold{Expr: fmt.Sprintf("%s: %s %s %v", op, k, cmp, set[k]), State: state})
+			}
+		}
+	}
+	add("total", t.Limits)
+	for _, op := range slices.Sorted(maps.Keys(t.Operations)) {
+		add(op, t.Operations[op])
+	}
+	return out
+}
+
+// loadExperiment is `svclab load`'s header: one run against its target.
+func loadExperiment(cfg load.Config) live.Experiment {
+	return live.Experiment{Command: "load", Name: cfg.Target, Duration: time.Duration(cfg.Duration), Warmup: time.Duration(cfg.Warmup)}
+}
+
+// loadStarted begins the view of one load run, `svclab load`'s.
+func (v *uiView) loadStarted(cfg load.Config) {
+	if v == nil || v.board == nil {
+		return
+	}
+	v.board.RunStarted(live.Run{ID: "load", Index: 1, Levels: map[string]string{"target": cfg.Target}})
+	v.board.Thresholds(thresholdsOf(cfg.Thresholds, nil))
+}
+
+// loadFinished ends the view of a load run with its result.
+func (v *uiView) loadFinished(id string, res *load.Result, runErr error, t *load.Thresholds) {
+	if v == nil || v.board == nil {
+		return
+	}
+	r := live.Result{ID: id, Status: "ok"}
+	if runErr != nil {
+		r.Status, r.Reason = "failed", runErr.Error()
+	}
+	if res != nil {
+		if tot, ok := res.Op("total"); ok {
+			r.RPS = tot.RPS
+		}
+		for _, w := range res.Warnings {
+			r.Warnings = append(r.Warnings, w.Text)
+		}
+		for _, b := range t.Check(res.Summary) {
+			r.Thresholds = append(r.Thresholds, b.String())
+		}
+		v.board.Thresholds(thresholdsOf(t, &res.Summary))
+	}
+	v.board.RunFinished(r)
+}
