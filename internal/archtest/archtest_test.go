@@ -33,7 +33,7 @@ var layers = [][]string{
 	{"proto/"},
 	{"internal/runtime/transport"},
 	{"internal/cgroup"},
-	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock", "internal/autoscale", "internal/image", "internal/warn"},
+	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock", "internal/autoscale", "internal/image", "internal/warn", "internal/live"},
 }
 
 // part returns the layer index and the part (the prefix of layers that

@@ -58,7 +58,8 @@ type Second struct {
 
 // Process is one process's resources at a moment.
 type Process struct {
-	// Role is what it is: host, sidecar, telemetry, backing, load.
+	// Role is what it is, as deploy names it: host, sidecar, node-proxy,
+	// telemetry, loadgen.
 	Role string `json:"role"`
 	Name string `json:"name"`
 	// CPU is in cores (1 = one core busy); Memory in bytes (RSS).

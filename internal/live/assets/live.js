@@ -4,7 +4,7 @@
 (function () {
   const $ = (id) => document.getElementById(id);
   const fmt = (v, d) => (v === undefined || v === null || Number.isNaN(v)) ? "–" : Number(v).toFixed(d === undefined ? 3 : d);
-  const roles = ["host", "sidecar", "telemetry", "backing", "load"];
+  const roles = ["host", "sidecar", "node-proxy", "telemetry", "loadgen"];
   const st = { exp: null, expAt: 0, done: 0, lastAt: 0, ended: false };
   let cur = null; // the current run's series
 
@@ -177,7 +177,7 @@
       cell(tr, idx >= 0 ? String(e.runs[idx].index) : String(st.done));
       cell(tr, r.id);
       cell(tr, idx >= 0 ? levelsText(e.runs[idx].levels) : "");
-      cell(tr, r.status + (r.reason ? ": " + r.reason : ""), "status");
+      cell(tr, r.status + (r.reason ? ": " + r.reason : ""), "run-status");
       const t = r.total;
       cell(tr, String(t.requests), "num requests"); cell(tr, String(t.errors), "num errors");
       cell(tr, fmt(r.rps, 1), "num rps");

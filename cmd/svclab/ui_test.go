@@ -1,0 +1,200 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/svclab/svclab/internal/load"
+)
+
+// browser is a headless Chromium (Debian's) driven over the DevTools
+// protocol; the test skips without one.
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	exe, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium not found (Debian's chromium package): the live view's browser test needs it")
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1800),
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel2 := chromedp.NewContext(actx)
+	t.Cleanup(cancel2)
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// startUI starts svclab with --ui and returns the command and the view's
+// URL, the first line it prints on stderr.
+func startUI(t *testing.T, args ...string) (*exec.Cmd, string, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(svclabBin, args...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	sc := bufio.NewScanner(stderr)
+	if !sc.Scan() {
+		t.Fatalf("svclab %s printed nothing", strings.Join(args, " "))
+	}
+	first := sc.Text()
+	url, ok := strings.CutPrefix(first, "live view: ")
+	if !ok {
+		t.Fatalf("first line %q, want the live view's URL", first)
+	}
+	url, _, _ = strings.Cut(url, " ")
+	rest := &strings.Builder{}
+	go func() {
+		for sc.Scan() {
+			rest.WriteString(sc.Text() + "\n")
+		}
+	}()
+	return cmd, url, rest
+}
+
+// text reads an element's text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.TextContent(sel))
+	if err != nil {
+		t.Fatalf("reading %s: %v", sel, err)
+	}
+	return strings.TrimSpace(s)
+}
+
+func number(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// artifact saves a screenshot where a person can look at it:
+// $SVCLAB_UI_SHOTS when set, else the test's temp dir.
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	dir := os.Getenv("SVCLAB_UI_SHOTS")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot: %s", path)
+}
+
+// checkTotals compares the runs table's row for id with the run's
+// summary.json total.
+func checkTotals(t *testing.T, ctx context.Context, id, summaryPath string) {
+	t.Helper()
+	b, err := os.ReadFile(summaryPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s load.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	var tot load.Operation
+	for _, o := range s.Operations {
+		if o.Name == "total" {
+			tot = o
+		}
+	}
+	ms := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) }
+	row := fmt.Sprintf(`#runs tr[data-id=%q] `, id)
+	for sel, want := range map[string]string{
+		"requests": strconv.FormatInt(tot.Count, 10), "errors": strconv.FormatInt(tot.Errors, 10),
+		"p50": ms(tot.Latency.P50Ms), "p90": ms(tot.Latency.P90Ms), "p99": ms(tot.Latency.P99Ms), "max": ms(tot.Latency.MaxMs),
+	} {
+		if got := text(t, ctx, row+"td."+sel); got != want {
+			t.Errorf("run %s: the page's %s is %s, summary.json's %s", id, sel, got, want)
+		}
+	}
+}
+
+// TestUILoad opens `svclab load --ui`'s page in a real browser while the
+// load runs: the numbers move, a reload in the middle still shows the
+// run, the page says when it ended, and its totals are summary.json's.
+func TestUILoad(t *testing.T) {
+	ctx := browser(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(time.Millisecond)
+		if r.URL.Query().Get("fail") != "" {
+			http.Error(w, "no", http.StatusInternalServerError)
+		}
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	cmd, url, log := startUI(t, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
+		"--dir", dir, srv.URL+"/")
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
+	first := number(text(t, ctx, "#cur-requests"))
+	waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
+	if got := text(t, ctx, "#run-id"); got != "load" {
+		t.Errorf("current run %q, want load", got)
+	}
+	// A reload mid-run replays the run so far.
+	before := number(text(t, ctx, "#cur-requests"))
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the run after a reload", func() bool {
+		return text(t, ctx, "#run-id") == "load" && number(text(t, ctx, "#cur-requests")) >= before
+	})
+	if text(t, ctx, "#status") != "running" {
+		t.Errorf("status after the reload %q, want running", text(t, ctx, "#status"))
+	}
+	if _, err := os.Stat("../../internal/live/assets/uPlot.iife.min.js"); err == nil {
+		charts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".chart canvas").length`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if charts < 5 {
+			t.Errorf("%d charts drawn, want 5", charts)
+		}
+	}
+	waitFor(t, 30*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("svclab load: %v\n%s", err, log)
+	}
+	if got := text(t, ctx, "#status"); got != "ended" {
+		t.Errorf("status %q, want ended", got)
+	}
+	screenshot(t, ctx, "ui-load.png")
+	checkTotals(t, ctx, "load", filepath.Join(dir, "summary.json"))
+}
