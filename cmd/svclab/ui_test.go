@@ -6,18 +6,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/load"
 )
 
@@ -197,4 +201,100 @@ func TestUILoad(t *testing.T) {
 	}
 	screenshot(t, ctx, "ui-load.png")
 	checkTotals(t, ctx, "load", filepath.Join(dir, "summary.json"))
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestUIMetricsScrapedByPrometheus: Debian's Prometheus scrapes /metrics
+// (in OpenMetrics, which it asks for) while `svclab load --ui` runs, and
+// stores the run's requests, errors and latency histogram.
+func TestUIMetricsScrapedByPrometheus(t *testing.T) {
+	t.Parallel()
+	bin, err := deploy.PrometheusPath()
+	if err != nil {
+		t.Skip(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer srv.Close()
+	ui, web, dir := freeAddr(t), freeAddr(t), t.TempDir()
+	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n  - job_name: svclab\n    static_configs:\n      - targets: [%q]\n", ui)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	prom := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address="+web, "--log.level=warn")
+	prom.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := prom.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = prom.Process.Kill(); _ = prom.Wait() }()
+	query := func(q string) (float64, bool) {
+		resp, err := http.Get("http://" + web + "/api/v1/query?query=" + neturl.QueryEscape(q))
+		if err != nil {
+			return 0, false
+		}
+		defer resp.Body.Close()
+		var r struct {
+			Data struct {
+				Result []struct {
+					Value [2]any `json:"value"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&r) != nil || len(r.Data.Result) == 0 {
+			return 0, false
+		}
+		s, _ := r.Data.Result[0].Value[1].(string)
+		v, err := strconv.ParseFloat(s, 64)
+		return v, err == nil
+	}
+	waitFor(t, 30*time.Second, "prometheus ready", func() bool {
+		resp, err := http.Get("http://" + web + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err == nil && resp.StatusCode == 200
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out := filepath.Join(t.TempDir(), "summary.json")
+	_, stderr, code := svclab(t, ctx, nil, "load", "--ui="+ui, "-q", "--rate", "100", "--duration", "6s", "--warmup", "1s", "-o", out, srv.URL+"/")
+	if code != 0 {
+		t.Fatalf("svclab load: exit %d\n%s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s load.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		t.Fatal(err)
+	}
+	var count int64
+	for _, o := range s.Operations {
+		if o.Name == "total" {
+			count = o.Count
+		}
+	}
+	got, ok := query(`max_over_time(svclab_requests_total{run="load"}[5m])`)
+	if !ok || got <= 0 || got > float64(count) {
+		t.Errorf("Prometheus stored svclab_requests_total up to %v (ok %v); the run's total is %d", got, ok, count)
+	}
+	if n, ok := query(`max_over_time(svclab_request_latency_seconds_count{run="load"}[5m])`); !ok || n <= 0 {
+		t.Errorf("Prometheus stored no latency histogram: %v %v", n, ok)
+	}
+	// up is 0 before svclab listens and after it has stopped.
+	if up, ok := query(`max_over_time(up{job="svclab"}[5m])`); !ok || up != 1 {
+		t.Errorf("no successful scrape of svclab recorded (max up %v)", up)
+	}
 }
