@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -149,58 +150,68 @@ func checkTotals(t *testing.T, ctx context.Context, id, summaryPath string) {
 }
 
 // TestUILoad opens `svclab load --ui`'s page in a real browser while the
-// load runs: the numbers move, a reload in the middle still shows the
-// run, the page says when it ended, and its totals are summary.json's.
+// load runs, with one generator and with two (load.generators, whose
+// seconds the view merges): the numbers move, a reload in the middle
+// still shows the run, the page says when it ended, and its totals are
+// summary.json's, which for two generators is the merge of their logs.
 func TestUILoad(t *testing.T) {
 	ctx := browser(t)
+	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		time.Sleep(time.Millisecond)
-		if r.URL.Query().Get("fail") != "" {
-			http.Error(w, "no", http.StatusInternalServerError)
+		if n.Add(1)%20 == 0 {
+			http.Error(w, "every 20th fails", http.StatusInternalServerError)
 		}
 	}))
 	defer srv.Close()
-	dir := t.TempDir()
-	cmd, url, log := startUI(t, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
-		"--dir", dir, srv.URL+"/")
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
+	for _, gens := range []int{1, 2} {
+		t.Run(fmt.Sprintf("generators=%d", gens), func(t *testing.T) {
+			dir := t.TempDir()
+			cmd, url, log := startUI(t, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
+				"--generators", strconv.Itoa(gens), "--dir", dir, srv.URL+"/")
+			if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
+			first := number(text(t, ctx, "#cur-requests"))
+			waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
+			if got := text(t, ctx, "#run-id"); got != "load" {
+				t.Errorf("current run %q, want load", got)
+			}
+			// A reload mid-run replays the run so far.
+			before := number(text(t, ctx, "#cur-requests"))
+			if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 5*time.Second, "the run after a reload", func() bool {
+				return text(t, ctx, "#run-id") == "load" && number(text(t, ctx, "#cur-requests")) >= before
+			})
+			if got := text(t, ctx, "#status"); got != "running" {
+				t.Errorf("status after the reload %q, want running", got)
+			}
+			if _, err := os.Stat("../../internal/live/assets/uPlot.iife.min.js"); err == nil {
+				charts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".chart canvas").length`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if charts < 5 {
+					t.Errorf("%d charts drawn, want 5", charts)
+				}
+			}
+			waitFor(t, 30*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+			if err := cmd.Wait(); err != nil {
+				t.Fatalf("svclab load: %v\n%s", err, log)
+			}
+			if got := text(t, ctx, "#status"); got != "ended" {
+				t.Errorf("status %q, want ended", got)
+			}
+			if !strings.Contains(text(t, ctx, "#errors-by-class"), "http_500 ") {
+				t.Errorf("errors by class %q, want http_500", text(t, ctx, "#errors-by-class"))
+			}
+			screenshot(t, ctx, fmt.Sprintf("ui-load-%d.png", gens))
+			checkTotals(t, ctx, "load", filepath.Join(dir, "summary.json"))
+		})
 	}
-	waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
-	first := number(text(t, ctx, "#cur-requests"))
-	waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
-	if got := text(t, ctx, "#run-id"); got != "load" {
-		t.Errorf("current run %q, want load", got)
-	}
-	// A reload mid-run replays the run so far.
-	before := number(text(t, ctx, "#cur-requests"))
-	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 5*time.Second, "the run after a reload", func() bool {
-		return text(t, ctx, "#run-id") == "load" && number(text(t, ctx, "#cur-requests")) >= before
-	})
-	if text(t, ctx, "#status") != "running" {
-		t.Errorf("status after the reload %q, want running", text(t, ctx, "#status"))
-	}
-	if _, err := os.Stat("../../internal/live/assets/uPlot.iife.min.js"); err == nil {
-		charts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".chart canvas").length`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if charts < 5 {
-			t.Errorf("%d charts drawn, want 5", charts)
-		}
-	}
-	waitFor(t, 30*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("svclab load: %v\n%s", err, log)
-	}
-	if got := text(t, ctx, "#status"); got != "ended" {
-		t.Errorf("status %q, want ended", got)
-	}
-	screenshot(t, ctx, "ui-load.png")
-	checkTotals(t, ctx, "load", filepath.Join(dir, "summary.json"))
 }
 
 // freeAddr is a loopback address with a port free a moment ago.
