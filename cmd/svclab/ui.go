@@ -1,15 +1,19 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/live"
 	"github.com/svclab/svclab/internal/load"
 )
@@ -33,6 +37,8 @@ func (o *uiOptions) addFlags(f *pflag.FlagSet) {
 type uiView struct {
 	board *live.Board
 	srv   *live.Server
+	// stopSampling ends the sampling of svclab's own resources.
+	stopSampling context.CancelFunc
 }
 
 // start serves the view when --ui was given and prints its URL first, on
@@ -135,12 +141,63 @@ func (v *uiView) loadStarted(cfg load.Config) {
 	}
 	v.board.RunStarted(live.Run{ID: "load", Index: 1, Levels: map[string]string{"target": cfg.Target}})
 	v.board.Thresholds(thresholdsOf(cfg.Thresholds, nil))
+	ctx, cancel := context.WithCancel(context.Background())
+	v.stopSampling = cancel
+	go v.sampleSelf(ctx)
+}
+
+// sampleSelf shows the CPU and memory of svclab load and its children
+// (the generators of load.generators, the host timer's sentinel), once a
+// second, until ctx ends.
+func (v *uiView) sampleSelf(ctx context.Context) {
+	r, err := procstat.Open()
+	if err != nil {
+		return
+	}
+	src := r.Tree(os.Getpid())
+	rates := cpuRates{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			u, err := src.Sample(ctx)
+			if err != nil {
+				continue
+			}
+			v.board.Resources([]live.Process{{Role: deploy.RoleLoadGen, Name: "svclab load",
+				CPU: rates.cores("self", now, u.CPUSeconds), Memory: u.RSSBytes}})
+		}
+	}
+}
+
+// cpuRates turns each process's CPU seconds so far into the cores it used
+// since its last sample.
+type cpuRates map[string]cpuSample
+
+type cpuSample struct {
+	at  time.Time
+	cpu float64
+}
+
+func (r cpuRates) cores(key string, at time.Time, cpu float64) float64 {
+	last, ok := r[key]
+	r[key] = cpuSample{at, cpu}
+	if !ok || !at.After(last.at) {
+		return 0
+	}
+	return max(0, (cpu-last.cpu)/at.Sub(last.at).Seconds())
 }
 
 // loadFinished ends the view of a load run with its result.
 func (v *uiView) loadFinished(id string, res *load.Result, runErr error, t *load.Thresholds) {
 	if v == nil || v.board == nil {
 		return
+	}
+	if v.stopSampling != nil {
+		v.stopSampling()
 	}
 	r := live.Result{ID: id, Status: "ok"}
 	if runErr != nil {

@@ -189,6 +189,9 @@ func TestUILoad(t *testing.T) {
 			if got := text(t, ctx, "#status"); got != "running" {
 				t.Errorf("status after the reload %q, want running", got)
 			}
+			waitFor(t, 5*time.Second, "svclab load's own CPU and memory", func() bool {
+				return strings.HasPrefix(text(t, ctx, "#processes tr"), "loadgensvclab load")
+			})
 			if _, err := os.Stat("../../internal/live/assets/uPlot.iife.min.js"); err == nil {
 				charts, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll(".chart canvas").length`))
 				if err != nil {
