@@ -217,3 +217,55 @@ func (v *uiView) loadFinished(id string, res *load.Result, runErr error, t *load
 	}
 	v.board.RunFinished(r)
 }
+
+// watchDeployment shows d's processes' CPU and memory, and each group's
+// replicas as they change, once a second until ctx ends: `svclab up`'s
+// view, where no run's events come.
+func (v *uiView) watchDeployment(ctx context.Context, d deploy.Deployment) {
+	if v == nil || v.board == nil {
+		return
+	}
+	rates := cpuRates{}
+	replicas := map[string]int{}
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			var ps []live.Process
+			count := map[string]int{}
+			for _, p := range d.Processes() {
+				info := p.Info()
+				if info.Role == deploy.RoleHost {
+					count[info.Group]++
+				}
+				u, err := p.Resources().Sample(ctx)
+				if err != nil {
+					continue
+				}
+				key := fmt.Sprintf("%s/%d", info.Name, info.PID)
+				ps = append(ps, live.Process{Role: info.Role, Name: info.Name, CPU: rates.cores(key, now, u.CPUSeconds), Memory: u.RSSBytes})
+			}
+			v.board.Resources(ps)
+			for _, g := range slices.Sorted(maps.Keys(count)) {
+				if n := count[g]; n != replicas[g] {
+					v.board.Scaled(live.Scale{Group: g, From: replicas[g], To: n})
+					replicas[g] = n
+				}
+			}
+		}
+	}
+}
+
+// upStarted begins `svclab up`'s view of deployment d, which lasts until
+// ctx ends.
+func (v *uiView) upStarted(ctx context.Context, d deploy.Deployment) {
+	if v == nil || v.board == nil {
+		return
+	}
+	v.board.RunStarted(live.Run{ID: "up", Index: 1})
+	v.board.Phase("up")
+	go v.watchDeployment(ctx, d)
+}
