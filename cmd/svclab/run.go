@@ -21,6 +21,7 @@ func newRunCmd() *cobra.Command {
 		wantReport  bool
 		allowRemote bool
 		sets        []string
+		ui          uiOptions
 	)
 	c := &cobra.Command{
 		Use:   "run <spec.toml>",
@@ -65,7 +66,12 @@ DIR), and exits 0, unless --report asked for the report.`,
 			opts.Version, opts.Commit = version, commit
 			opts.Log = cmd.ErrOrStderr()
 			opts.Live = term.IsTerminal(int(os.Stderr.Fd()))
+			endUI, err := ui.startRun(cmd.Context(), cmd.ErrOrStderr(), s, &opts)
+			if err != nil {
+				return err
+			}
 			out, err := experiment.Execute(cmd.Context(), s, opts)
+			endUI(err)
 			if out != nil && out.Dir != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
 				if out.Bottlenecked > 0 {
@@ -129,6 +135,7 @@ DIR), and exits 0, unless --report asked for the report.`,
 	f.BoolVar(&wantReport, "report", false, "fail (exit 1) when the report cannot be written; by default a missing analysis (make venv) leaves the complete results and a notice")
 	addSetFlag(c, &sets)
 	addAllowRemoteFlag(c, &allowRemote)
+	ui.addFlags(f)
 	return c
 }
 

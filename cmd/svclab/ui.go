@@ -32,6 +32,9 @@ func (o *uiOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.allowRemote, "ui-allow-remote", false, "let --ui listen on an address that is not loopback")
 }
 
+// given says --ui was.
+func (o *uiOptions) given() bool { return o.addr != "" || o.allowRemote }
+
 // uiView is a running live view; its zero value (no --ui) is one that
 // shows nothing, whose board ignores what it is given.
 type uiView struct {
@@ -44,7 +47,7 @@ type uiView struct {
 // start serves the view when --ui was given and prints its URL first, on
 // w. The view stops with stop.
 func (o *uiOptions) start(w io.Writer, e live.Experiment) (*uiView, error) {
-	if o.addr == "" && !o.allowRemote {
+	if !o.given() {
 		return &uiView{}, nil
 	}
 	b := live.NewBoard()

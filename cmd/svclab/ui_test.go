@@ -312,3 +312,94 @@ func TestUIMetricsScrapedByPrometheus(t *testing.T) {
 		t.Errorf("no successful scrape of svclab recorded (max up %v)", up)
 	}
 }
+
+// rows lists the run IDs of the page's runs table.
+func rows(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	ids, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#runs tr")).map(r => r.dataset.id)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+// TestUIRun opens `svclab run --ui`'s page in a real browser during a
+// two-run experiment: the numbers move, the runs table grows, a reload
+// during the second run still shows it (and the first's result), the
+// page says when the experiment ended, and each run's totals equal its
+// summary.json's.
+func TestUIRun(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "ui.toml")
+	const specText = `
+[app]
+name = "chain"
+hops = 2
+
+[deploy]
+transport = "grpc"
+
+[load]
+rate = 100
+warmup = "1s"
+duration = "6s"
+
+[experiment]
+name = "ui"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.placement" = ["monolith", "split"]
+`
+	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, url, log := startUI(t, "run", "--ui", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the plan's progress", func() bool { return text(t, ctx, "#progress") == "0/2 runs" })
+	waitFor(t, 60*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
+	first := number(text(t, ctx, "#cur-requests"))
+	waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
+	waitFor(t, 5*time.Second, "the processes' resources", func() bool { return text(t, ctx, "#processes") != "" })
+	waitFor(t, 60*time.Second, "the first run's result", func() bool { return len(rows(t, ctx)) == 1 })
+	firstRun := rows(t, ctx)[0]
+	waitFor(t, 60*time.Second, "the second run's seconds", func() bool {
+		id := text(t, ctx, "#run-id")
+		return id != "" && id != firstRun && number(text(t, ctx, "#cur-requests")) > 0
+	})
+	second := text(t, ctx, "#run-id")
+	if err := chromedp.Do(ctx, chromedp.Reload()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the second run after a reload", func() bool {
+		return text(t, ctx, "#run-id") == second && number(text(t, ctx, "#cur-requests")) > 0
+	})
+	if got := rows(t, ctx); len(got) != 1 || got[0] != firstRun {
+		t.Errorf("runs table after the reload %v, want [%s]", got, firstRun)
+	}
+	waitFor(t, 90*time.Second, "the page to say the experiment ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("svclab run: %v\n%s", err, log)
+	}
+	if got := text(t, ctx, "#status"); got != "ended" {
+		t.Errorf("status %q, want ended", got)
+	}
+	if got := text(t, ctx, "#progress"); got != "2/2 runs" {
+		t.Errorf("progress %q, want 2/2 runs", got)
+	}
+	screenshot(t, ctx, "ui-run.png")
+	ids := rows(t, ctx)
+	if len(ids) != 2 || ids[1] != second {
+		t.Fatalf("runs table %v, want %s and %s", ids, firstRun, second)
+	}
+	for _, id := range ids {
+		m, _ := filepath.Glob(filepath.Join(dir, "results", "ui-*", "runs", id, "summary.json"))
+		if len(m) != 1 {
+			t.Fatalf("run %s: no summary.json", id)
+		}
+		checkTotals(t, ctx, id, m[0])
+	}
+}

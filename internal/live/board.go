@@ -253,14 +253,23 @@ func (b *Board) Scaled(s Scale) {
 	b.publish("scale", true, s)
 }
 
-// FaultChanged records a fault that began or ended.
+// FaultChanged records a fault's window.
 func (b *Board) FaultChanged(f Fault) {
 	if b == nil {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.publish("fault", true, f)
+	out := struct {
+		Fault
+		// FromS and ToS are seconds since the run started.
+		FromS float64 `json:"from_s"`
+		ToS   float64 `json:"to_s"`
+	}{Fault: f}
+	if b.cur != nil {
+		out.FromS, out.ToS = f.From.Sub(b.cur.started).Seconds(), f.To.Sub(b.cur.started).Seconds()
+	}
+	b.publish("fault", true, out)
 }
 
 // Links gives the current run's telemetry backends.

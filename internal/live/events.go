@@ -75,12 +75,11 @@ type Scale struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Fault is a fault of [deploy.faults] that began or ended.
+// Fault is the window of a fault of [deploy.faults], once it is over.
 type Fault struct {
-	Kind   string `json:"kind"`
-	Target string `json:"target"`
-	// End says the fault's window closed.
-	End bool `json:"end"`
+	Kind     string    `json:"kind"`
+	Target   string    `json:"target"`
+	From, To time.Time `json:"-"`
 }
 
 // Links are the run's telemetry backends, as URLs a browser opens.

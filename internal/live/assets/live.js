@@ -144,8 +144,8 @@
     },
     fault(f) {
       const tr = document.createElement("tr");
-      cell(tr, cur && cur.t.length ? fmt(cur.t[cur.t.length - 1], 0) : "");
-      cell(tr, "fault " + f.kind + " on " + f.target + (f.end ? " ended" : " began"));
+      cell(tr, fmt(f.from_s, 1) + "–" + fmt(f.to_s, 1));
+      cell(tr, "fault " + f.kind + " on " + f.target);
       $("changes").appendChild(tr);
     },
     links(l) {
