@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 	"time"
 
@@ -56,6 +57,9 @@ seed = 1
 	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !regexp.MustCompile(`run 1/1 \S+: prometheus http://127\.0\.0\.1:\d+\n`).MatchString(stderr) {
+		t.Errorf("svclab run did not say where the run's Prometheus is:\n%s", stderr)
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "results", "sm-*", "runs", "*"))
 	if len(runs) != 1 {

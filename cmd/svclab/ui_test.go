@@ -51,7 +51,7 @@ func browser(t *testing.T) context.Context {
 
 // startUI starts svclab with --ui and returns the command and the view's
 // URL, the first line it prints on stderr.
-func startUI(t *testing.T, args ...string) (*exec.Cmd, string, *strings.Builder) {
+func startUI(t *testing.T, args ...string) (*uiCmd, string, *strings.Builder) {
 	t.Helper()
 	cmd := exec.Command(svclabBin, args...)
 	stderr, err := cmd.StderrPipe()
@@ -74,12 +74,26 @@ func startUI(t *testing.T, args ...string) (*exec.Cmd, string, *strings.Builder)
 	}
 	url, _, _ = strings.Cut(url, " ")
 	rest := &strings.Builder{}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		for sc.Scan() {
 			rest.WriteString(sc.Text() + "\n")
 		}
 	}()
-	return cmd, url, rest
+	return &uiCmd{cmd, read}, url, rest
+}
+
+// uiCmd is a running svclab whose stderr is being read.
+type uiCmd struct {
+	cmd  *exec.Cmd
+	read chan struct{}
+}
+
+// Wait waits for svclab to exit, once its stderr is read to the end.
+func (c *uiCmd) Wait() error {
+	<-c.read
+	return c.cmd.Wait()
 }
 
 // text reads an element's text.
@@ -339,6 +353,7 @@ hops = 2
 
 [deploy]
 transport = "grpc"
+metrics = true
 
 [load]
 rate = 100
@@ -364,6 +379,9 @@ seed = 1
 	first := number(text(t, ctx, "#cur-requests"))
 	waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
 	waitFor(t, 5*time.Second, "the processes' resources", func() bool { return text(t, ctx, "#processes") != "" })
+	if got := text(t, ctx, "#links"); !strings.HasPrefix(got, "Prometheus http://127.0.0.1:") {
+		t.Errorf("links %q, want the run's Prometheus", got)
+	}
 	waitFor(t, 60*time.Second, "the first run's result", func() bool { return len(rows(t, ctx)) == 1 })
 	firstRun := rows(t, ctx)[0]
 	waitFor(t, 60*time.Second, "the second run's seconds", func() bool {
@@ -386,6 +404,9 @@ seed = 1
 	}
 	if got := text(t, ctx, "#status"); got != "ended" {
 		t.Errorf("status %q, want ended", got)
+	}
+	if n := strings.Count(log.String(), ": prometheus http://127.0.0.1:"); n != 2 {
+		t.Errorf("svclab run said where a run's Prometheus is %d times, want 2:\n%s", n, log)
 	}
 	if got := text(t, ctx, "#progress"); got != "2/2 runs" {
 		t.Errorf("progress %q, want 2/2 runs", got)

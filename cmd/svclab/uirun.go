@@ -140,6 +140,8 @@ func (f *runFeed) take(ev experiment.Event) {
 			}
 			f.board.Scaled(live.Scale{Group: e.Group, From: e.Current, To: e.Desired, Reason: why})
 		}
+	case experiment.Telemetry:
+		f.board.Links(live.Links{Jaeger: e.URLs["jaeger"], Prometheus: e.URLs["prometheus"]})
 	case experiment.FaultWindow:
 		f.board.FaultChanged(live.Fault{Kind: e.Kind, Target: e.Target, From: e.From, To: e.To})
 	}

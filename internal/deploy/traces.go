@@ -45,6 +45,9 @@ type BackendSource interface {
 type Backend struct {
 	Info   ProcessInfo
 	Source ResourceSource
+	// URL is where a person opens the backend's own UI (Jaeger's,
+	// Prometheus's), empty when it has none.
+	URL string
 }
 
 // Sample is one value of one series a deployment's Prometheus scraped

@@ -3,6 +3,8 @@ package experiment
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -112,6 +114,18 @@ func (pg *progress) measured(res *load.Result) {
 		pg.total = &tot
 		pg.mu.Unlock()
 	}
+}
+
+// telemetry prints where the current run's telemetry backends are, each
+// by name, on a line of its own.
+func (pg *progress) telemetry(urls map[string]string) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(urls)) {
+		parts = append(parts, name+" "+urls[name])
+	}
+	pg.emit(pg.label()+": "+strings.Join(parts, "  "), true)
 }
 
 // finish prints the run's result line: its status and, when the load ran,

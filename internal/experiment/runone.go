@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -115,6 +116,7 @@ func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
 	if tr.recs, err = startRecorders(rctx, rec); err != nil {
 		return false, err
 	}
+	tr.telemetry()
 	target, err := tr.t.target(tr.pr, tr.sent)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -253,4 +255,25 @@ func commitRun(w *RunWriter, rf *RunFile) error {
 		return err
 	}
 	return w.Commit()
+}
+
+// telemetry says where the run's telemetry backends can be opened, on the
+// progress log and the stream, so that a person can watch them while the
+// run goes.
+func (tr *trialRun) telemetry() {
+	bs := tr.t.Deployment.Capabilities().Backends
+	if bs == nil {
+		return
+	}
+	urls := map[string]string{}
+	for _, b := range bs.Backends() {
+		if b.URL != "" {
+			urls[strings.TrimPrefix(b.Info.Name, "telemetry.")] = b.URL
+		}
+	}
+	if len(urls) == 0 {
+		return
+	}
+	tr.prog.telemetry(urls)
+	tr.events.Publish(Telemetry{Run: tr.r.ID, URLs: urls})
 }

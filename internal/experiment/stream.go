@@ -10,8 +10,8 @@ import (
 
 // Event is one thing that happens in a run while it goes, as its
 // recorders and any other watcher (a live view) see it on the run's
-// Stream: a RunState, a LoadSecond, a ResourceSample, a ScaleDecision or a
-// FaultWindow. Each names its run.
+// Stream: a RunState, a Telemetry, a LoadSecond, a ResourceSample, a
+// ScaleDecision or a FaultWindow. Each names its run.
 type Event interface{ RunID() string }
 
 // RunState is a run entering a state: "deploying", "warm-up" (the load
@@ -55,6 +55,15 @@ type FaultWindow struct {
 	Err                   error
 }
 
+// Telemetry is where a run's telemetry backends can be opened while it
+// goes (deploy.tracing's Jaeger, deploy.metrics' Prometheus): URLs by
+// backend name, "jaeger" and "prometheus".
+type Telemetry struct {
+	Run  string
+	URLs map[string]string
+}
+
+func (e Telemetry) RunID() string      { return e.Run }
 func (e RunState) RunID() string       { return e.Run }
 func (e LoadSecond) RunID() string     { return e.Run }
 func (e ResourceSample) RunID() string { return e.Run }

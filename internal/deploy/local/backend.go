@@ -108,7 +108,7 @@ func (d *Deployment) Backends() []deploy.Backend {
 		return nil
 	}
 	var out []deploy.Backend
-	add := func(name string, cmd *exec.Cmd, done <-chan struct{}) {
+	add := func(name, url string, cmd *exec.Cmd, done <-chan struct{}) {
 		if cmd == nil || cmd.Process == nil {
 			return
 		}
@@ -125,13 +125,13 @@ func (d *Deployment) Backends() []deploy.Backend {
 		if cpus != "" {
 			info.Limits = &cgroup.Limits{CPUs: cpus}
 		}
-		out = append(out, deploy.Backend{Info: info, Source: d.proc.Process(info.PID)})
+		out = append(out, deploy.Backend{Info: info, Source: d.proc.Process(info.PID), URL: url})
 	}
 	if m.jaeger != nil {
-		add("jaeger", m.jaeger.cmd, m.jaeger.done)
+		add("jaeger", m.jaeger.query, m.jaeger.cmd, m.jaeger.done)
 	}
 	if m.prometheus != nil {
-		add("prometheus", m.prometheus.cmd, m.prometheus.done)
+		add("prometheus", m.prometheus.web, m.prometheus.cmd, m.prometheus.done)
 	}
 	return out
 }
