@@ -20,6 +20,7 @@ import (
 	"github.com/svclab/svclab/internal/capacity"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/live"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -38,6 +39,8 @@ type capacityOptions struct {
 	quiet    bool
 	// allowRemote lets load.target name another machine.
 	allowRemote bool
+	ui          uiOptions
+	view        *uiView
 }
 
 func newCapacityCmd() *cobra.Command {
@@ -81,7 +84,9 @@ starts.`,
 			if err := o.checkGiven(cmd.Flags()); err != nil {
 				return usageError{err}
 			}
-			return o.run(cmd.Context(), args[0], cmd.Flags().Changed("start"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err := o.run(cmd.Context(), args[0], cmd.Flags().Changed("start"), cmd.OutOrStdout(), cmd.ErrOrStderr())
+			o.view.stop(err)
+			return err
 		},
 	}
 	f := c.Flags()
@@ -101,6 +106,7 @@ starts.`,
 	f.DurationVar(&o.cooldown, "cooldown", time.Second, "pause between steps; after a failed step the pause lasts as long as its load did, at least")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no live line during a step (the line per step is still printed)")
 	addAllowRemoteFlag(c, &o.allowRemote)
+	o.ui.addFlags(f)
 	return c
 }
 
@@ -258,6 +264,9 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	if err != nil {
 		return err
 	}
+	if o.view, err = o.ui.start(stderr, live.Experiment{Command: "capacity", Name: path}); err != nil {
+		return err
+	}
 	for _, n := range notes {
 		fmt.Fprintln(stderr, "svclab capacity:", n)
 	}
@@ -296,6 +305,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 		return fmt.Errorf("deploy: %w", err)
 	}
 	defer trial.Stop()
+	go o.view.watchDeployment(trial.Context(), trial.Deployment)
 	target, err := trial.Target(pr)
 	if err != nil {
 		return fmt.Errorf("load target: %w", err)
@@ -345,7 +355,7 @@ func (o *capacityOptions) search(ctx context.Context, trial *experiment.Trial, p
 	// it is between steps.
 	// Each step's window gets its own timer loop beside it.
 	audit := load.Options{HostTimer: calibrateHost(ctx, o.quiet, stderr), Sentinel: hostclock.SentinelExecutable()}
-	drive := capacity.LoadStep(base, target, slo, audit, progress)
+	drive := capacity.LoadStep(base, target, slo, audit, o.view.stepProgress(progress))
 	step := func(ctx context.Context, rate float64) (capacity.Measurement, error) {
 		if pause > 0 {
 			select {
@@ -371,6 +381,7 @@ func (o *capacityOptions) search(ctx context.Context, trial *experiment.Trial, p
 			fmt.Fprint(stderr, "\r\033[K")
 		}
 		fmt.Fprintln(stderr, s.Line(out))
+		o.view.capacityStep(s)
 	}
 	out, serr := capacity.Search(trial.Context(), o.settings, slo, step, report)
 	return base, out, serr

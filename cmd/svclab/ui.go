@@ -8,10 +8,14 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/svclab/svclab/internal/capacity"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/live"
@@ -42,6 +46,10 @@ type uiView struct {
 	srv   *live.Server
 	// stopSampling ends the sampling of svclab's own resources.
 	stopSampling context.CancelFunc
+
+	mu     sync.Mutex
+	steps  int  // capacity steps begun
+	inStep bool // a step's seconds came and its verdict has not
 }
 
 // start serves the view when --ui was given and prints its URL first, on
@@ -271,4 +279,51 @@ func (v *uiView) upStarted(ctx context.Context, d deploy.Deployment) {
 	v.board.RunStarted(live.Run{ID: "up", Index: 1})
 	v.board.Phase("up")
 	go v.watchDeployment(ctx, d)
+}
+
+// stepProgress feeds the board the seconds of each capacity step, a run
+// of the view's named for its rate, and passes them on to next.
+func (v *uiView) stepProgress(next func(float64, load.Progress)) func(float64, load.Progress) {
+	if v == nil || v.board == nil {
+		return next
+	}
+	return func(rate float64, p load.Progress) {
+		v.mu.Lock()
+		if !v.inStep {
+			v.steps++
+			v.inStep = true
+			v.board.RunStarted(live.Run{ID: fmt.Sprintf("step %d", v.steps), Index: v.steps,
+				Levels: map[string]string{"rate": strconv.FormatFloat(rate, 'f', -1, 64) + "/s"}})
+		}
+		v.mu.Unlock()
+		v.board.Second(secondOf(p))
+		if next != nil {
+			next(rate, p)
+		}
+	}
+}
+
+// capacityStep shows a finished step of the search and its verdict.
+func (v *uiView) capacityStep(s capacity.Step) {
+	if v == nil || v.board == nil {
+		return
+	}
+	verdict, why := "pass", ""
+	switch {
+	case s.Inconclusive != "":
+		verdict, why = "inconclusive", s.Generator+"; "+s.Inconclusive
+	case !s.Pass:
+		verdict, why = "fail", strings.Join(s.Breaches, "; ")
+	}
+	v.board.CapacityStep(live.Step{Rate: s.Rate, Verdict: verdict, Reason: why, P99Ms: s.Latency.P99Ms})
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.inStep {
+		v.inStep = false
+		r := live.Result{ID: fmt.Sprintf("step %d", v.steps), Status: verdict, Reason: why, RPS: s.SentRPS}
+		if s.Generator != "" {
+			r.Warnings = []string{"generator_bottleneck: " + s.Generator}
+		}
+		v.board.RunFinished(r)
+	}
 }

@@ -424,3 +424,76 @@ seed = 1
 		checkTotals(t, ctx, id, m[0])
 	}
 }
+
+// TestUICapacity opens `svclab capacity --ui`'s page in a real browser:
+// each step's rate and verdict appear as the search goes, the current
+// step second by second, and at the end the steps are the -o file's.
+func TestUICapacity(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "cap.toml")
+	const specText = `
+[app]
+name = "chain"
+hops = 2
+
+[deploy]
+transport = "grpc"
+
+[load]
+rate = 50
+
+[experiment]
+name = "cap"
+`
+	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "capacity.json")
+	cmd, url, log := startUI(t, "capacity", "--ui", specPath, "--slo", "p99_ms=1000", "--start", "50", "--max-rate", "200",
+		"--step", "2s", "--warmup", "500ms", "--cooldown", "200ms", "--max-steps", "3", "--confirm", "0", "-o", out)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "a step's seconds", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
+	if got := text(t, ctx, "#run-id"); got != "step 1" {
+		t.Errorf("current run %q, want step 1", got)
+	}
+	waitFor(t, 60*time.Second, "the first step's verdict", func() bool { return text(t, ctx, "#steps td.verdict") != "" })
+	waitFor(t, 90*time.Second, "the page to say the search ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("svclab capacity: %v\n%s", err, log)
+	}
+	screenshot(t, ctx, "ui-capacity.png")
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Steps []struct {
+			Rate float64 `json:"rate"`
+			Pass bool    `json:"pass"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#steps tr")).map(r => r.querySelector(".rate").textContent + " " + r.querySelector(".verdict").textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, s := range f.Steps {
+		v := "fail"
+		if s.Pass {
+			v = "pass"
+		}
+		want = append(want, strconv.FormatFloat(s.Rate, 'f', 1, 64)+" "+v)
+	}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") || len(want) == 0 {
+		t.Errorf("the page's steps %v, capacity.json's %v", got, want)
+	}
+	if n := len(rows(t, ctx)); n != len(want) {
+		t.Errorf("%d steps in the runs table, want %d", n, len(want))
+	}
+}

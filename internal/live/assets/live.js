@@ -5,7 +5,7 @@
   const $ = (id) => document.getElementById(id);
   const fmt = (v, d) => (v === undefined || v === null || Number.isNaN(v)) ? "–" : Number(v).toFixed(d === undefined ? 3 : d);
   const roles = ["host", "sidecar", "node-proxy", "telemetry", "loadgen"];
-  const st = { exp: null, expAt: 0, done: 0, lastAt: 0, ended: false };
+  const st = { exp: null, expAt: 0, done: 0, lastAt: 0, ended: false, levels: {} };
   let cur = null; // the current run's series
 
   function newRun() {
@@ -86,6 +86,7 @@
     },
     run(r) {
       cur = newRun();
+      st.levels[r.id] = r.levels;
       $("run-id").textContent = r.id;
       $("run-id").dataset.index = r.index;
       $("run-levels").textContent = levelsText(r.levels);
@@ -173,10 +174,10 @@
       const e = st.exp, idx = e && e.runs ? e.runs.findIndex((x) => x.id === r.id) : -1;
       const tr = document.createElement("tr");
       tr.dataset.id = r.id;
-      if (r.status !== "ok") tr.className = "failed";
+      if (r.status !== "ok" && r.status !== "pass") tr.className = "failed";
       cell(tr, idx >= 0 ? String(e.runs[idx].index) : String(st.done));
       cell(tr, r.id);
-      cell(tr, idx >= 0 ? levelsText(e.runs[idx].levels) : "");
+      cell(tr, levelsText(idx >= 0 ? e.runs[idx].levels : st.levels[r.id]));
       cell(tr, r.status + (r.reason ? ": " + r.reason : ""), "run-status");
       const t = r.total;
       cell(tr, String(t.requests), "num requests"); cell(tr, String(t.errors), "num errors");
