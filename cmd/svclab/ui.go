@@ -247,17 +247,25 @@ func (v *uiView) watchDeployment(ctx context.Context, d deploy.Deployment) {
 		case now := <-tick.C:
 			var ps []live.Process
 			count := map[string]int{}
+			sample := func(info deploy.ProcessInfo, src deploy.ResourceSource) {
+				u, err := src.Sample(ctx)
+				if err != nil {
+					return
+				}
+				key := fmt.Sprintf("%s/%d", info.Name, info.PID)
+				ps = append(ps, live.Process{Role: info.Role, Name: info.Name, CPU: rates.cores(key, now, u.CPUSeconds), Memory: u.RSSBytes})
+			}
 			for _, p := range d.Processes() {
 				info := p.Info()
 				if info.Role == deploy.RoleHost {
 					count[info.Group]++
 				}
-				u, err := p.Resources().Sample(ctx)
-				if err != nil {
-					continue
+				sample(info, p.Resources())
+			}
+			if bs := d.Capabilities().Backends; bs != nil {
+				for _, b := range bs.Backends() {
+					sample(b.Info, b.Source)
 				}
-				key := fmt.Sprintf("%s/%d", info.Name, info.PID)
-				ps = append(ps, live.Process{Role: info.Role, Name: info.Name, CPU: rates.cores(key, now, u.CPUSeconds), Memory: u.RSSBytes})
 			}
 			v.board.Resources(ps)
 			for _, g := range slices.Sorted(maps.Keys(count)) {
@@ -278,6 +286,7 @@ func (v *uiView) upStarted(ctx context.Context, d deploy.Deployment) {
 	}
 	v.board.RunStarted(live.Run{ID: "up", Index: 1})
 	v.board.Phase("up")
+	v.board.Links(linksOf(d))
 	go v.watchDeployment(ctx, d)
 }
 
@@ -326,4 +335,20 @@ func (v *uiView) capacityStep(s capacity.Step) {
 		}
 		v.board.RunFinished(r)
 	}
+}
+
+// linksOf is where d's telemetry backends can be opened.
+func linksOf(d deploy.Deployment) live.Links {
+	var l live.Links
+	if bs := d.Capabilities().Backends; bs != nil {
+		for _, b := range bs.Backends() {
+			switch b.Info.Name {
+			case "telemetry.jaeger":
+				l.Jaeger = b.URL
+			case "telemetry.prometheus":
+				l.Prometheus = b.URL
+			}
+		}
+	}
+	return l
 }

@@ -497,3 +497,52 @@ name = "cap"
 		t.Errorf("%d steps in the runs table, want %d", n, len(want))
 	}
 }
+
+// TestUIUp opens `svclab up --ui`'s page: the deployment's processes with
+// their CPU and memory, its groups' replicas, the link to its Prometheus;
+// on Ctrl-C the page says it ended.
+func TestUIUp(t *testing.T) {
+	ctx := browser(t)
+	if _, err := deploy.PrometheusPath(); err != nil {
+		t.Skip(err)
+	}
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "up.toml")
+	const specText = `
+[app]
+name = "chain"
+hops = 2
+
+[deploy]
+placement = "split"
+metrics = true
+`
+	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd, url, log := startUI(t, "up", "--ui", specPath)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the processes", func() bool {
+		procs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#processes tr").length`))
+		return err == nil && procs >= 3
+	})
+	if got := text(t, ctx, "#processes"); !strings.Contains(got, "telemetrytelemetry.prometheus") {
+		t.Errorf("processes %q, want the telemetry backend's", got)
+	}
+	if got := text(t, ctx, "#changes"); !strings.Contains(got, "replicas of hop1: 0 → 1") {
+		t.Errorf("replicas %q, want hop1's", got)
+	}
+	if got := text(t, ctx, "#links"); !strings.HasPrefix(got, "Prometheus http://127.0.0.1:") {
+		t.Errorf("links %q, want the deployment's Prometheus", got)
+	}
+	if err := cmd.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the page to say up ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	screenshot(t, ctx, "ui-up.png")
+	if err := cmd.Wait(); err != nil {
+		t.Logf("svclab up: %v\n%s", err, log)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	_ "github.com/svclab/svclab/apps/all" // apps a spec may name
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/live"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // transports a spec may name
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -19,6 +20,7 @@ var upFlags struct {
 	verbose bool
 	timeout time.Duration
 	sets    []string
+	ui      uiOptions
 }
 
 var upCmd = &cobra.Command{
@@ -56,11 +58,17 @@ says which value of each factor's key that is; --set picks a level.`,
 		if upFlags.verbose {
 			opts.Log = os.Stderr
 		}
-		t, err := experiment.StartTrial(cmd.Context(), deployer, topo, opts, nil)
+		view, err := upFlags.ui.start(cmd.ErrOrStderr(), live.Experiment{Command: "up", Name: args[0]})
 		if err != nil {
 			return err
 		}
-		return t.Foreground(cmd.OutOrStdout())
+		t, err := experiment.StartTrial(cmd.Context(), deployer, topo, opts, nil)
+		if err == nil {
+			view.upStarted(t.Context(), t.Deployment)
+			err = t.Foreground(cmd.OutOrStdout())
+		}
+		view.stop(err)
+		return err
 	},
 }
 
@@ -68,6 +76,7 @@ func init() {
 	upCmd.Flags().BoolVarP(&upFlags.verbose, "verbose", "v", false, "forward every process's output to stderr, prefixed with its group")
 	upCmd.Flags().DurationVar(&upFlags.timeout, "timeout", 0, "how long to wait for readiness (default: deploy.start_timeout, 20s)")
 	addSetFlag(upCmd, &upFlags.sets)
+	upFlags.ui.addFlags(upCmd.Flags())
 	rootCmd.AddCommand(upCmd)
 }
 
