@@ -167,6 +167,16 @@ func (v *uiView) sampleSelf(ctx context.Context) {
 	}
 	src := r.Tree(os.Getpid())
 	rates := cpuRates{}
+	eachSecond(ctx, func(now time.Time) {
+		if u, err := src.Sample(ctx); err == nil {
+			v.board.Resources([]live.Process{{Role: deploy.RoleLoadGen, Name: "svclab load",
+				CPU: rates.cores("self", now, u.CPUSeconds), Memory: u.RSSBytes}})
+		}
+	})
+}
+
+// eachSecond calls f once a second until ctx ends.
+func eachSecond(ctx context.Context, f func(now time.Time)) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -174,12 +184,7 @@ func (v *uiView) sampleSelf(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-tick.C:
-			u, err := src.Sample(ctx)
-			if err != nil {
-				continue
-			}
-			v.board.Resources([]live.Process{{Role: deploy.RoleLoadGen, Name: "svclab load",
-				CPU: rates.cores("self", now, u.CPUSeconds), Memory: u.RSSBytes}})
+			f(now)
 		}
 	}
 }
@@ -238,44 +243,37 @@ func (v *uiView) watchDeployment(ctx context.Context, d deploy.Deployment) {
 	}
 	rates := cpuRates{}
 	replicas := map[string]int{}
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-tick.C:
-			var ps []live.Process
-			count := map[string]int{}
-			sample := func(info deploy.ProcessInfo, src deploy.ResourceSource) {
-				u, err := src.Sample(ctx)
-				if err != nil {
-					return
-				}
-				key := fmt.Sprintf("%s/%d", info.Name, info.PID)
-				ps = append(ps, live.Process{Role: info.Role, Name: info.Name, CPU: rates.cores(key, now, u.CPUSeconds), Memory: u.RSSBytes})
+	eachSecond(ctx, func(now time.Time) {
+		var ps []live.Process
+		count := map[string]int{}
+		sample := func(info deploy.ProcessInfo, src deploy.ResourceSource) {
+			u, err := src.Sample(ctx)
+			if err != nil {
+				return
 			}
-			for _, p := range d.Processes() {
-				info := p.Info()
-				if info.Role == deploy.RoleHost {
-					count[info.Group]++
-				}
-				sample(info, p.Resources())
+			key := fmt.Sprintf("%s/%d", info.Name, info.PID)
+			ps = append(ps, live.Process{Role: info.Role, Name: info.Name, CPU: rates.cores(key, now, u.CPUSeconds), Memory: u.RSSBytes})
+		}
+		for _, p := range d.Processes() {
+			info := p.Info()
+			if info.Role == deploy.RoleHost {
+				count[info.Group]++
 			}
-			if bs := d.Capabilities().Backends; bs != nil {
-				for _, b := range bs.Backends() {
-					sample(b.Info, b.Source)
-				}
-			}
-			v.board.Resources(ps)
-			for _, g := range slices.Sorted(maps.Keys(count)) {
-				if n := count[g]; n != replicas[g] {
-					v.board.Scaled(live.Scale{Group: g, From: replicas[g], To: n})
-					replicas[g] = n
-				}
+			sample(info, p.Resources())
+		}
+		if bs := d.Capabilities().Backends; bs != nil {
+			for _, b := range bs.Backends() {
+				sample(b.Info, b.Source)
 			}
 		}
-	}
+		v.board.Resources(ps)
+		for _, g := range slices.Sorted(maps.Keys(count)) {
+			if n := count[g]; n != replicas[g] {
+				v.board.Scaled(live.Scale{Group: g, From: replicas[g], To: n})
+				replicas[g] = n
+			}
+		}
+	})
 }
 
 // upStarted begins `svclab up`'s view of deployment d, which lasts until

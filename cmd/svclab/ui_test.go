@@ -96,6 +96,26 @@ func (c *uiCmd) Wait() error {
 	return c.cmd.Wait()
 }
 
+// openUI starts svclab with args (which hold --ui) and opens its page.
+func openUI(t *testing.T, ctx context.Context, args ...string) (*uiCmd, *strings.Builder) {
+	t.Helper()
+	cmd, url, log := startUI(t, args...)
+	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, log
+}
+
+// writeSpec writes a spec file into dir and returns its path.
+func writeSpec(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 // text reads an element's text.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
@@ -181,11 +201,8 @@ func TestUILoad(t *testing.T) {
 	for _, gens := range []int{1, 2} {
 		t.Run(fmt.Sprintf("generators=%d", gens), func(t *testing.T) {
 			dir := t.TempDir()
-			cmd, url, log := startUI(t, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
+			cmd, log := openUI(t, ctx, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
 				"--generators", strconv.Itoa(gens), "--dir", dir, srv.URL+"/")
-			if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-				t.Fatal(err)
-			}
 			waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
 			first := number(text(t, ctx, "#cur-requests"))
 			waitFor(t, 5*time.Second, "the numbers to move", func() bool { return number(text(t, ctx, "#cur-requests")) > first })
@@ -345,7 +362,6 @@ func rows(t *testing.T, ctx context.Context) []string {
 func TestUIRun(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	specPath := filepath.Join(dir, "ui.toml")
 	const specText = `
 [app]
 name = "chain"
@@ -367,13 +383,8 @@ seed = 1
 [experiment.factors]
 "deploy.placement" = ["monolith", "split"]
 `
-	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd, url, log := startUI(t, "run", "--ui", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
+	specPath := writeSpec(t, dir, "ui.toml", specText)
+	cmd, log := openUI(t, ctx, "run", "--ui", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
 	waitFor(t, 5*time.Second, "the plan's progress", func() bool { return text(t, ctx, "#progress") == "0/2 runs" })
 	waitFor(t, 60*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
 	first := number(text(t, ctx, "#cur-requests"))
@@ -431,7 +442,6 @@ seed = 1
 func TestUICapacity(t *testing.T) {
 	ctx := browser(t)
 	dir := t.TempDir()
-	specPath := filepath.Join(dir, "cap.toml")
 	const specText = `
 [app]
 name = "chain"
@@ -446,15 +456,10 @@ rate = 50
 [experiment]
 name = "cap"
 `
-	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	specPath := writeSpec(t, dir, "cap.toml", specText)
 	out := filepath.Join(dir, "capacity.json")
-	cmd, url, log := startUI(t, "capacity", "--ui", specPath, "--slo", "p99_ms=1000", "--start", "50", "--max-rate", "200",
+	cmd, log := openUI(t, ctx, "capacity", "--ui", specPath, "--slo", "p99_ms=1000", "--start", "50", "--max-rate", "200",
 		"--step", "2s", "--warmup", "500ms", "--cooldown", "200ms", "--max-steps", "3", "--confirm", "0", "-o", out)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
 	waitFor(t, 60*time.Second, "a step's seconds", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
 	if got := text(t, ctx, "#run-id"); got != "step 1" {
 		t.Errorf("current run %q, want step 1", got)
@@ -507,7 +512,6 @@ func TestUIUp(t *testing.T) {
 		t.Skip(err)
 	}
 	dir := t.TempDir()
-	specPath := filepath.Join(dir, "up.toml")
 	const specText = `
 [app]
 name = "chain"
@@ -517,13 +521,8 @@ hops = 2
 placement = "split"
 metrics = true
 `
-	if err := os.WriteFile(specPath, []byte(specText), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cmd, url, log := startUI(t, "up", "--ui", specPath)
-	if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
-		t.Fatal(err)
-	}
+	specPath := writeSpec(t, dir, "up.toml", specText)
+	cmd, log := openUI(t, ctx, "up", "--ui", specPath)
 	waitFor(t, 30*time.Second, "the processes", func() bool {
 		procs, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#processes tr").length`))
 		return err == nil && procs >= 3
