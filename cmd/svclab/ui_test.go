@@ -375,6 +375,8 @@ metrics = true
 rate = 100
 warmup = "1s"
 duration = "6s"
+[load.thresholds]
+p50_ms = 0.000001
 
 [experiment]
 name = "ui"
@@ -410,8 +412,9 @@ seed = 1
 		t.Errorf("runs table after the reload %v, want [%s]", got, firstRun)
 	}
 	waitFor(t, 90*time.Second, "the page to say the experiment ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("svclab run: %v\n%s", err, log)
+	// Every run breaks the threshold: exit status 99, as k6's.
+	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != exitThresholds {
+		t.Fatalf("svclab run: %v, want exit status %d\n%s", err, exitThresholds, log)
 	}
 	if got := text(t, ctx, "#status"); got != "ended" {
 		t.Errorf("status %q, want ended", got)
@@ -433,6 +436,9 @@ seed = 1
 			t.Fatalf("run %s: no summary.json", id)
 		}
 		checkTotals(t, ctx, id, m[0])
+		if got := text(t, ctx, fmt.Sprintf(`#runs tr[data-id=%q] td.flags`, id)); !strings.Contains(got, "threshold broken: total: p50_ms") {
+			t.Errorf("run %s's flags %q, want its broken threshold", id, got)
+		}
 	}
 }
 

@@ -160,6 +160,12 @@ func (f *runFeed) state(e experiment.RunState) {
 		f.board.Phase(e.State)
 	case "ok", "failed":
 		res := live.Result{ID: e.Run, Status: e.State, Reason: e.Reason}
+		if e.File != nil {
+			for _, w := range e.File.Warnings {
+				res.Warnings = append(res.Warnings, w.Text)
+			}
+			res.Thresholds = e.File.Thresholds
+		}
 		if f.duration > 0 {
 			res.RPS = float64(f.requests) / f.duration.Seconds()
 		}

@@ -88,7 +88,7 @@ func (tr *trialRun) commit(w *RunWriter) error {
 	if err := commitRun(w, tr.rf); err != nil {
 		return err
 	}
-	tr.events.Publish(RunState{Run: tr.r.ID, At: time.Now(), State: tr.rf.Status, Reason: tr.rf.Reason})
+	tr.events.Publish(RunState{Run: tr.r.ID, At: time.Now(), State: tr.rf.Status, Reason: tr.rf.Reason, File: tr.rf})
 	return nil
 }
 

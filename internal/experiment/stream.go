@@ -22,6 +22,9 @@ type RunState struct {
 	At     time.Time
 	State  string
 	Reason string
+	// File is the run's run.json as committed, with the final state
+	// (its warnings and broken thresholds); nil before.
+	File *RunFile
 }
 
 // LoadSecond is the load generator's report of its last second.
