@@ -80,7 +80,8 @@ survey() {
       need libnginx-mod-stream "skip: the nginx sidecar's tests (its TCP proxying)" \
         test -f /usr/lib/nginx/modules/ngx_stream_module.so
       need haproxy "skip: the HAProxy sidecar's tests" has_env SVCLAB_HAPROXY haproxy
-      need chromium "skip: the report's test in a browser (analysis/tests/test_browser.py)" has chromium chromium-browser
+      need chromium "skip: the report's and the live view's tests in a browser (analysis/tests/test_browser.py, cmd/svclab/ui_test.go)" has chromium chromium-browser
+      need npm "make build fails: the live view's chart library (uPlot) comes from the npm registry" has npm
       need containerd "skip: the kube deployer's tests on a real node (make cluster)" has containerd ctr
       need runc "skip: the kube deployer's tests on a real node (containerd's runtime)" has runc
       need containernetworking-plugins "skip: the kube deployer's tests on a real node (its CNI bridge)" \
