@@ -10,8 +10,9 @@ import (
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// maxSeconds bounds the seconds a board keeps of one run for a late
-// client: an hour of them, a few hundred kilobytes.
+// maxSeconds bounds the seconds (and resource samples) a board keeps of
+// one run for a late client: the last hour of them, a few megabytes at
+// most, however long `svclab up` stays up.
 const maxSeconds = 3600
 
 // Board is what the view shows, fed by the command as its work goes, and
@@ -54,7 +55,7 @@ type runState struct {
 	lagMax   time.Duration
 	procs    map[string]Process
 	replicas map[string]int
-	seconds  int
+	counts   map[string]int // events of a bounded kind in the log
 	finished bool
 }
 
@@ -102,7 +103,7 @@ func (b *Board) RunStarted(r Run) {
 	}
 	b.log = kept
 	b.cur = &runState{run: r, started: time.Now(), latency: newHist(), classes: map[string]int64{},
-		procs: map[string]Process{}, replicas: map[string]int{}}
+		procs: map[string]Process{}, replicas: map[string]int{}, counts: map[string]int{}}
 	b.publish("run", true, r)
 }
 
@@ -205,10 +206,7 @@ func (b *Board) Second(s Second) {
 		c.phase = phase
 		b.publish("phase", true, map[string]string{"id": c.run.ID, "phase": phase})
 	}
-	if c.seconds < maxSeconds {
-		c.seconds++
-		b.publish("second", true, out)
-	}
+	b.publishBounded("second", out)
 }
 
 func (c *runState) totals() totals {
@@ -216,6 +214,24 @@ func (c *runState) totals() totals {
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
+
+// publishBounded publishes an event of the current run of a kind that
+// comes every second, dropping that kind's oldest from the log once it
+// holds maxSeconds of them.
+func (b *Board) publishBounded(kind string, v any) {
+	c := b.cur
+	if c.counts[kind] == maxSeconds {
+		for i, e := range b.log {
+			if e.kind == kind {
+				b.log = append(b.log[:i], b.log[i+1:]...)
+				break
+			}
+		}
+	} else {
+		c.counts[kind]++
+	}
+	b.publish(kind, true, v)
+}
 
 // Resources sets the processes' CPU and memory at one moment.
 func (b *Board) Resources(ps []Process) {
@@ -237,7 +253,7 @@ func (b *Board) Resources(ps []Process) {
 		}
 		return sorted[i].Name < sorted[j].Name
 	})
-	b.publish("resources", true, map[string]any{"t": time.Since(b.cur.started).Seconds(), "processes": sorted})
+	b.publishBounded("resources", map[string]any{"t": time.Since(b.cur.started).Seconds(), "processes": sorted})
 }
 
 // Scaled records a change of a group's replicas.

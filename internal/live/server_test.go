@@ -201,3 +201,24 @@ func TestPage(t *testing.T) {
 		t.Errorf("page says the charts are missing: %v; library embedded: %v", missing, statErr == nil)
 	}
 }
+
+// A run that lasts (svclab up) keeps the log bounded: the last maxSeconds
+// of each per-second kind.
+func TestLogBounded(t *testing.T) {
+	b := NewBoard()
+	b.RunStarted(Run{ID: "up"})
+	for i := range maxSeconds + 10 {
+		b.Second(Second{Elapsed: time.Duration(i+1) * time.Second, Requests: 1, Latency: hist(10)})
+		b.Resources([]Process{{Role: "host", Name: "a"}})
+	}
+	n := map[string]int{}
+	for _, e := range b.log {
+		n[e.kind]++
+	}
+	if n["second"] != maxSeconds || n["resources"] != maxSeconds {
+		t.Errorf("log holds %v, want %d seconds and resources", n, maxSeconds)
+	}
+	if tot := b.cur.totals(); tot.Requests != maxSeconds+10 {
+		t.Errorf("totals %d requests, want every second's, %d", tot.Requests, maxSeconds+10)
+	}
+}

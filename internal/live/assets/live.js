@@ -30,6 +30,11 @@
     charts.cpu = makeChart("chart-cpu", "CPU by role", roles, "cores");
     charts.memory = makeChart("chart-memory", "memory by role", roles, "MiB");
   }
+  // keep trims a chart's series to the last hour, as the server keeps.
+  const keepPoints = 3600;
+  function keep(arrays) {
+    if (arrays[0].length > keepPoints) for (const a of arrays) a.splice(0, a.length - keepPoints);
+  }
   let drawPending = false;
   function draw() {
     if (drawPending || !cur) return;
@@ -105,6 +110,7 @@
       cur.p50.push(s.latency.p50_ms); cur.p90.push(s.warmup ? null : s.latency.p90_ms);
       cur.p99.push(s.latency.p99_ms); cur.max.push(s.warmup ? null : s.latency.max_ms);
       cur.lag.push(s.warmup ? null : s.lag_p99_ms);
+      keep([cur.t, cur.rps, cur.errs, cur.p50, cur.p90, cur.p99, cur.max, cur.lag]);
       $("cur-rps").textContent = fmt(s.rps, 1);
       if (!s.warmup) {
         const t = s.total;
@@ -135,6 +141,7 @@
       }
       cur.rt.push(r.t);
       roles.forEach((_, i) => { cur.cpu[i].push(cpu[i]); cur.mem[i].push(mem[i]); });
+      keep([cur.rt].concat(cur.cpu, cur.mem));
       draw();
     },
     scale(s) {
