@@ -42,6 +42,16 @@ type Experiment struct {
 	// Isolation is IsolationCPUSet, IsolationNone, or empty (left out):
 	// cpuset where cgroups allow it.
 	Isolation string
+	// Questions are [[experiment.questions]], which the report answers
+	// first.
+	Questions []Question
+	// Until is UntilDecided for a design run in blocks until its
+	// questions are decided, within MaxRuns (when written) and Budget;
+	// empty for a design run Repetitions times.
+	Until string
+	// Budget bounds the time of an until = "decided" experiment; 0 means
+	// no bound but MaxRuns.
+	Budget Duration
 }
 
 // Factor is one varied key, with its levels and the letter that names it in
@@ -51,6 +61,10 @@ type Factor struct {
 	Letter string
 	Levels []any
 	Line   int
+	// Keys are the keys a linked factor's every level sets (each level a
+	// table of them, e.g. mesh = [{"deploy.mtls" = false, ...}, ...]);
+	// nil for a factor that is one key.
+	Keys []string
 }
 
 // Generator defines one factor of a fractional design as a product of
@@ -77,6 +91,9 @@ type experimentTable struct {
 	Factors     map[string]any `toml:"factors"`
 	Generators  map[string]any `toml:"generators"`
 	Isolation   string         `toml:"isolation"`
+	Questions   []any          `toml:"questions"`
+	Until       string         `toml:"until"`
+	Budget      Duration       `toml:"budget"`
 }
 
 var (
@@ -112,6 +129,7 @@ func (s *Spec) decodeExperiment() error {
 		Name: t.Name, Design: t.Design, Order: t.Order, Seed: t.Seed,
 		Warmup: t.Warmup, Duration: t.Duration, Cooldown: t.Cooldown, Response: t.Response,
 		Repetitions: 1, MaxRuns: DefaultMaxRuns, Isolation: t.Isolation,
+		Until: t.Until, Budget: t.Budget,
 	}
 	// Every key is checked, so that one pass reports every mistake; the
 	// design is checked only when the keys it depends on are right.
@@ -162,6 +180,14 @@ func (s *Spec) decodeExperiment() error {
 		e.Generators, err = s.generators(t.Generators, e.Factors)
 		errs.Add(err)
 	}
+	if err == nil {
+		e.Questions, err = s.questions(t.Questions, e.Factors)
+		errs.Add(err)
+	}
+	if t.Budget < 0 {
+		errs.Add(s.Errorf("experiment.budget", "must be > 0, got %s", t.Budget))
+	}
+	errs.Add(s.checkUntil(&e))
 	switch {
 	case errs.Len() > 0:
 	case e.Design == "fractional" && len(e.Generators) == 0:
@@ -187,7 +213,15 @@ func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
 		key := FactorKey(name)
 		levels, err := s.levels(name, key, raw[name])
 		errs.Add(err)
-		out = append(out, Factor{Name: name, Letter: string(rune('A' + i)), Levels: levels, Line: s.Line(key)})
+		f := Factor{Name: name, Letter: string(rune('A' + i)), Levels: levels, Line: s.Line(key)}
+		if err == nil && !isKeyFactor(name) && slices.ContainsFunc(levels, isTable) {
+			f.Keys, err = s.linkedLevels(name, key, levels)
+			errs.Add(err)
+		}
+		out = append(out, f)
+	}
+	if errs.Len() == 0 {
+		errs.Add(s.checkLinkedOverlap(out))
 	}
 	return out, errs.Err()
 }
@@ -219,8 +253,14 @@ func (s *Spec) levels(name, key string, v any) ([]any, error) {
 // which deploys the spec's base values, may set it.
 func (s *Spec) CheckFactorsNotSet() error {
 	for _, f := range s.Experiment.Factors {
-		if err := s.checkFactorNotSet(f.Name, FactorKey(f.Name)); err != nil {
-			return err
+		keys := f.Keys
+		if !f.Linked() {
+			keys = []string{f.Name}
+		}
+		for _, k := range keys {
+			if err := s.checkFactorNotSet(k, FactorKey(f.Name)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

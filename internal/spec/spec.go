@@ -704,9 +704,10 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 	}
 	setBy := maps.Clone(s.setBy)
 	setByFlag := maps.Clone(s.setByFlag)
+	levels, at := s.Experiment.assignments(levels)
 	paths := slices.Sorted(maps.Keys(levels))
 	for _, path := range paths {
-		factorKey := FactorKey(path)
+		factorKey := at[path]
 		// A factor's name is a dotted key as --set takes it, so a part
 		// holding a dot is double-quoted:
 		// 'deploy.kube.node_selector."kubernetes.io/hostname"'.
