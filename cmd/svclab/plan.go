@@ -135,21 +135,41 @@ type planDetail struct {
 func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	e := p.Spec.Experiment
 	d := p.Design
-	fmt.Fprintf(w, "experiment %s: %s design, %d design points x %d repetitions = %d runs, order %s (seed %d)\n",
-		e.Name, d.Kind, len(d.Points), e.Repetitions, len(p.Runs), e.Order, p.Seed)
+	if p.Sequential() {
+		budget := fmt.Sprintf("max_runs %d", e.MaxRuns)
+		if e.Budget > 0 {
+			budget += fmt.Sprintf(", budget %s", e.Budget)
+		}
+		fmt.Fprintf(w, "experiment %s: %s design, %d design points, run in blocks until every question is decided: at most %d blocks = %d runs (%s), each block every point once in a fresh order (seed %d)\n",
+			e.Name, d.Kind, len(d.Points), p.Repetitions, len(p.Runs), budget, p.Seed)
+	} else {
+		fmt.Fprintf(w, "experiment %s: %s design, %d design points x %d repetitions = %d runs, order %s (seed %d)\n",
+			e.Name, d.Kind, len(d.Points), e.Repetitions, len(p.Runs), e.Order, p.Seed)
+	}
 	if detail.drawnSeed && e.Order == "random" && len(p.Runs) > 1 {
 		fmt.Fprintf(w, "seed %d was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed %d %s (or set experiment.seed)\n",
 			p.Seed, p.Seed, shellJoin([]string{p.Spec.Path}))
 	}
 	fmt.Fprintf(w, "each run: warm-up %s, measure %s, cool-down %s\n", p.Warmup, p.Duration, p.Cooldown)
-	fmt.Fprintf(w, "estimated time: %s\n\n", roundDuration(p.Estimate()))
+	estimate := roundDuration(p.Estimate()).String()
+	if p.Sequential() {
+		estimate = "at most " + estimate + ", less when the questions are decided sooner"
+		if b := e.Budget.D(); b > 0 && b < p.Estimate() {
+			estimate = fmt.Sprintf("at most %s (the budget), less when the questions are decided sooner", b)
+		}
+	}
+	fmt.Fprintf(w, "estimated time: %s\n\n", estimate)
 	if len(d.Factors) > 0 {
 		fmt.Fprintln(w, "factors:")
 		for _, f := range d.Factors {
-			fmt.Fprintf(w, "  %s  %-28s %s\n", f.Letter, f.Name, formatLevels(f.Levels))
+			fmt.Fprintf(w, "  %s  %-28s %s\n", f.Letter, f.Name, formatLevels(f))
+			if f.Linked() {
+				fmt.Fprintf(w, "     %-28s sets %s\n", "", strings.Join(f.Keys, ", "))
+			}
 		}
 		fmt.Fprintln(w)
 	}
+	printQuestions(w, e.Questions)
 	if d.Kind == "fractional" {
 		fmt.Fprintf(w, "defining relation: I = %s (resolution %s)\n", strings.Join(d.Defining, " = "), roman(d.Resolution))
 		fmt.Fprintln(w, "aliases:")
@@ -176,7 +196,7 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	for _, r := range p.Runs {
 		row := []string{fmt.Sprint(r.Index), r.ID, fmt.Sprint(r.Repetition)}
 		for _, f := range d.Factors {
-			row = append(row, spec.FormatValue(r.Levels[f.Name]))
+			row = append(row, f.FormatLevel(r.Levels[f.Name]))
 		}
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
@@ -230,19 +250,47 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 	for i, pt := range d.Points {
 		row := []string{fmt.Sprintf("  %d", i+1)}
 		for fi, li := range pt {
-			row = append(row, spec.FormatValue(d.Factors[fi].Levels[li]))
+			row = append(row, d.Factors[fi].FormatLevel(d.Factors[fi].Levels[li]))
 		}
 		fmt.Fprintln(tw, strings.Join(append(row, strings.Join(runs[fmt.Sprint(pt)], ",")), "\t"))
 	}
 	return tw.Flush()
 }
 
-func formatLevels(levels []any) string {
-	s := make([]string, len(levels))
-	for i, l := range levels {
-		s[i] = spec.FormatValue(l)
+func formatLevels(f spec.Factor) string {
+	s := make([]string, len(f.Levels))
+	for i, l := range f.Levels {
+		s[i] = f.FormatLevel(l)
+		if f.Linked() {
+			s[i] = "{" + s[i] + "}"
+		}
 	}
 	return "{" + strings.Join(s, ", ") + "}"
+}
+
+// printQuestions lists the questions the report answers first.
+func printQuestions(w io.Writer, qs []spec.Question) {
+	if len(qs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "questions (the report answers each first):")
+	for _, q := range qs {
+		line := fmt.Sprintf("  %s: %s", q.Name, q.Effect)
+		if len(q.By) > 0 {
+			line += " by " + strings.Join(q.By, ", ")
+		}
+		if q.Metric != "" {
+			line += ", on " + q.Metric
+		}
+		switch len(q.Margin) {
+		case 1:
+			line += fmt.Sprintf(", margin %g×", q.Margin[0])
+		case 2:
+			line += fmt.Sprintf(", equivalent within %g× to %g×", q.Margin[0], q.Margin[1])
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
 }
 
 func roman(n int) string {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/svclab/svclab/internal/experiment"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 func init() { rootCmd.AddCommand(newRunCmd()) }
@@ -63,6 +64,14 @@ DIR), and exits 0, unless --report asked for the report.`,
 					return err
 				}
 			}
+			if s.Experiment.Until == spec.UntilDecided {
+				// Each block's end asks the analysis, so it must be there
+				// before the first run, not after the first block.
+				if _, err := analysisCommand(); err != nil {
+					return fmt.Errorf("experiment.until = \"decided\" asks the analysis after each block: %w", err)
+				}
+				opts.Decide = decideWithAnalysis
+			}
 			opts.Version, opts.Commit = version, commit
 			opts.Log = cmd.ErrOrStderr()
 			opts.Live = term.IsTerminal(int(os.Stderr.Fd()))
@@ -74,6 +83,10 @@ DIR), and exits 0, unless --report asked for the report.`,
 			endUI(err)
 			if out != nil && out.Dir != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
+				if st := out.Stopped; st != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "until decided: stopped after %d blocks (%d runs): %s\n", st.Blocks, st.Runs, map[string]string{
+						experiment.StopDecided: "every question is decided", experiment.StopBudget: "the budget was spent before every question was decided"}[st.Reason])
+				}
 				if out.Bottlenecked > 0 {
 					advice := "give it its own CPUs (experiment.isolation) or a lower rate"
 					if out.Isolated {

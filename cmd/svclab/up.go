@@ -93,7 +93,7 @@ func factorNote(s *spec.Spec) string {
 		if x, ok := s.Lookup(f.Name); ok {
 			v = spec.FormatValue(x)
 		}
-		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, formatLevels(f.Levels)))
+		parts = append(parts, fmt.Sprintf("%s = %s (levels %s)", f.Name, v, formatLevels(f)))
 	}
 	if len(parts) == 0 {
 		return ""

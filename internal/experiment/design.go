@@ -254,11 +254,17 @@ func sortEffects(e []string) {
 	})
 }
 
-// Describe renders a design point as "deploy.transport=grpc load.rate=100".
+// Describe renders a design point as "deploy.transport=grpc load.rate=100
+// mesh={mtls=true, tracing=1}".
 func (d *Design) Describe(p Point) string {
 	parts := make([]string, len(p))
 	for i, li := range p {
-		parts[i] = d.Factors[i].Name + "=" + spec.FormatValue(d.Factors[i].Levels[li])
+		f := d.Factors[i]
+		level := f.FormatLevel(f.Levels[li])
+		if f.Linked() {
+			level = "{" + level + "}"
+		}
+		parts[i] = f.Name + "=" + level
 	}
 	return strings.Join(parts, " ")
 }

@@ -20,6 +20,10 @@ type Plan struct {
 	Design *Design
 	Seed   int64
 	Runs   []Run
+	// Repetitions is how many times the runs go through the design:
+	// experiment.repetitions, or the most blocks the budget of an
+	// until = "decided" experiment allows (Sequential).
+	Repetitions int
 	// Warmup, Duration and Cooldown time each run.
 	Warmup, Duration, Cooldown time.Duration
 	// specs holds each design point's effective spec, by point, when the
@@ -84,42 +88,6 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 	}
 	p := &Plan{Spec: s, Design: d, Seed: seed, Cooldown: e.Cooldown.D()}
 
-	type slot struct {
-		point, rep int
-	}
-	var order []slot
-	switch e.Order {
-	case "sequential":
-		for pi := range d.Points {
-			for r := 1; r <= e.Repetitions; r++ {
-				order = append(order, slot{pi, r})
-			}
-		}
-	default: // interleaved, blocked and random start from one slot per point per repetition
-		for r := 1; r <= e.Repetitions; r++ {
-			for pi := range d.Points {
-				order = append(order, slot{pi, r})
-			}
-		}
-		rng := rand.New(rand.NewPCG(uint64(seed), 0x5c1ab))
-		swap := func(o []slot) func(i, j int) { return func(i, j int) { o[i], o[j] = o[j], o[i] } }
-		switch e.Order {
-		case "blocked":
-			// Every point once per repetition, as interleaved, but in an
-			// order drawn anew for each repetition: a point never always
-			// follows the same other one, so what a run leaves behind (a
-			// warm cache, a collector still ingesting) cannot favour one
-			// level, and each repetition stays a block of one stretch of
-			// the machine's drift.
-			for start := 0; start < len(order); start += len(d.Points) {
-				block := order[start : start+len(d.Points)]
-				rng.Shuffle(len(block), swap(block))
-			}
-		case "random":
-			rng.Shuffle(len(order), swap(order))
-		}
-	}
-
 	// Each design point gets its effective spec once; repetitions share it.
 	// Every design point is checked, and the errors of all of them are
 	// reported together, each once.
@@ -166,6 +134,46 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		return nil, err
 	}
 	p.specs = specs
+	p.Repetitions = e.Repetitions
+	if e.Until == spec.UntilDecided {
+		p.Repetitions = p.maxBlocks()
+	}
+	type slot struct {
+		point, rep int
+	}
+	var order []slot
+	switch e.Order {
+	case "sequential":
+		for pi := range d.Points {
+			for r := 1; r <= p.Repetitions; r++ {
+				order = append(order, slot{pi, r})
+			}
+		}
+	default: // interleaved, blocked and random start from one slot per point per repetition
+		for r := 1; r <= p.Repetitions; r++ {
+			for pi := range d.Points {
+				order = append(order, slot{pi, r})
+			}
+		}
+		rng := rand.New(rand.NewPCG(uint64(seed), 0x5c1ab))
+		swap := func(o []slot) func(i, j int) { return func(i, j int) { o[i], o[j] = o[j], o[i] } }
+		switch e.Order {
+		case "blocked":
+			// Every point once per repetition, as interleaved, but in an
+			// order drawn anew for each repetition: a point never always
+			// follows the same other one, so what a run leaves behind (a
+			// warm cache, a collector still ingesting) cannot favour one
+			// level, and each repetition stays a block of one stretch of
+			// the machine's drift.
+			for start := 0; start < len(order); start += len(d.Points) {
+				block := order[start : start+len(d.Points)]
+				rng.Shuffle(len(block), swap(block))
+			}
+		case "random":
+			rng.Shuffle(len(order), swap(order))
+		}
+	}
+
 	p.Runs = make([]Run, 0, len(order))
 	for i, sl := range order {
 		if err := stopped(ctx, i, "ordering the runs"); err != nil {
@@ -228,14 +236,21 @@ const maxDuration = time.Duration(math.MaxInt64)
 // Estimate is the expected wall time of the whole plan, or maxDuration
 // when that does not fit in a time.Duration (NewPlan refuses such plans).
 func (p *Plan) Estimate() time.Duration {
-	per := time.Duration(0)
-	for _, d := range []time.Duration{p.Warmup, p.Duration, p.Cooldown, perRunOverhead} {
-		per = addSat(per, d)
-	}
+	per := p.perRun()
 	if n := time.Duration(len(p.Runs)); n > 0 && per > maxDuration/n {
 		return maxDuration
 	}
 	return time.Duration(len(p.Runs)) * per
+}
+
+// perRun is the expected wall time of one run, saturating at
+// maxDuration.
+func (p *Plan) perRun() time.Duration {
+	per := time.Duration(0)
+	for _, d := range []time.Duration{p.Warmup, p.Duration, p.Cooldown, perRunOverhead} {
+		per = addSat(per, d)
+	}
+	return per
 }
 
 // addSat adds two non-negative durations, saturating at maxDuration.

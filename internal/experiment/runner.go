@@ -36,6 +36,9 @@ type Options struct {
 	// Events, when set, receives every run's events as they happen
 	// (stream.go): a live view subscribes to it before Execute.
 	Events *Stream
+	// Decide asks the analysis after each block of an experiment.until =
+	// "decided" experiment (sequential.go).
+	Decide DecideFunc
 }
 
 // Outcome summarises an experiment.
@@ -60,6 +63,9 @@ type Outcome struct {
 	Isolated bool
 	Runs     int
 	Elapsed  time.Duration
+	// Stopped says why a sequential experiment ended; nil for a fixed
+	// design.
+	Stopped *Stopped
 }
 
 // RunFile is run.json.
@@ -174,6 +180,9 @@ func noticeInert(w io.Writer, p *Plan) {
 // samePlan checks that a resumed plan is the one experiment.json recorded,
 // which the seed and an unchanged spec guarantee unless svclab changed.
 func samePlan(p *Plan, ef *ExperimentFile) error {
+	if p.Sequential() && len(ef.Runs) <= len(p.Runs) {
+		p = &Plan{Runs: p.Runs[:len(ef.Runs)]} // the blocks begun
+	}
 	if len(p.Runs) != len(ef.Runs) {
 		return fmt.Errorf("the plan now has %d runs, the experiment recorded %d; was svclab upgraded? start a new experiment", len(p.Runs), len(ef.Runs))
 	}
@@ -204,7 +213,16 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
+	seq, err := newSequential(st, p, opts.Decide, logw)
+	if err != nil {
+		return out, err
+	}
+	defer seq.outcome(out)
 	for i, r := range p.Runs {
+		if stop, err := seq.before(ctx, i); stop || err != nil {
+			prog.done()
+			return out, err
+		}
 		if committed[r.ID] {
 			out.Resumed++
 			prog.skip()
@@ -224,6 +242,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 			prog.done()
 			return out, fmt.Errorf("run %d (%s) failed: %w", r.Index, r.ID, err)
 		}
+		seq.ranOne()
 		prog.finish(rf)
 		if len(rf.Thresholds) > 0 {
 			out.Breached++
@@ -262,5 +281,5 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 	}
 	prog.done()
 	out.Elapsed = time.Since(start)
-	return out, nil
+	return out, seq.end(ctx)
 }

@@ -52,6 +52,14 @@ type ExperimentFile struct {
 	// Isolation is the CPUs the load generator and the system under test
 	// ran on (experiment.isolation).
 	Isolation *Isolation `json:"isolation,omitempty"`
+	// Spec is the spec as the experiment ran it, --set overrides applied:
+	// the analysis reads [[experiment.questions]] and experiment.until
+	// from it.
+	Spec map[string]any `json:"spec,omitempty"`
+	// Sequential and Stopped are an until = "decided" experiment's
+	// budget and how it ended (sequential.go).
+	Sequential *SequentialInfo `json:"sequential,omitempty"`
+	Stopped    *Stopped        `json:"stopped,omitempty"`
 }
 
 // DesignInfo is experiment.json's "design".
@@ -104,6 +112,7 @@ func NewExperimentFile(p *Plan, version, commit string, now time.Time) Experimen
 		Response: map[string]any{"metric": e.Response, "operation": "total"},
 		Machine:  ReadMachine(),
 		Factors:  []FactorInfo{},
+		Spec:     p.Spec.Tree(),
 	}
 	if len(e.Generators) > 0 {
 		ef.Design.Generators = map[string]string{}
@@ -114,10 +123,27 @@ func NewExperimentFile(p *Plan, version, commit string, now time.Time) Experimen
 	for _, f := range p.Design.Factors {
 		ef.Factors = append(ef.Factors, FactorInfo{Name: f.Name, Letter: f.Letter, Levels: f.Levels})
 	}
-	for _, r := range p.Runs {
-		ef.Runs = append(ef.Runs, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: p.SpecOf(r).Tree()})
+	n := len(p.Runs)
+	if p.Sequential() {
+		// A sequential experiment lists the runs of the blocks it has
+		// begun (sequential.go adds each as it starts), not every block
+		// its budget might allow.
+		n = p.BlockSize()
+		ef.Design.Repetitions = 1
+		ef.Sequential = &SequentialInfo{MaxRuns: e.MaxRuns, BudgetS: e.Budget.D().Seconds(), Blocks: 1}
 	}
+	ef.Runs = plannedRuns(p, n)
 	return ef
+}
+
+// plannedRuns are the first n runs of the plan as experiment.json lists
+// them.
+func plannedRuns(p *Plan, n int) []PlannedRun {
+	out := make([]PlannedRun, 0, n)
+	for _, r := range p.Runs[:n] {
+		out = append(out, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: p.SpecOf(r).Tree()})
+	}
+	return out
 }
 
 // SpecHash is the hex SHA-256 of a spec's bytes followed by its --set
@@ -163,18 +189,14 @@ func CreateStore(root string, ef ExperimentFile, now time.Time) (*Store, error) 
 // experiment.json and removes the directories of runs that were in flight
 // when their svclab died (CleanStore).
 func OpenStore(dir string) (*Store, *ExperimentFile, error) {
-	b, err := os.ReadFile(filepath.Join(dir, "experiment.json"))
+	ef, err := readExperimentFile(dir)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s is not a results directory (no experiment.json): %w", dir, err)
-	}
-	var ef ExperimentFile
-	if err := json.Unmarshal(b, &ef); err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", filepath.Join(dir, "experiment.json"), err)
+		return nil, nil, err
 	}
 	if _, err := CleanStore(dir); err != nil {
 		return nil, nil, err
 	}
-	return &Store{Dir: dir}, &ef, nil
+	return &Store{Dir: dir}, ef, nil
 }
 
 // CleanStore removes the temporary directories of runs (runs/.tmp-ID)

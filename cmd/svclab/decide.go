@@ -1,0 +1,92 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/svclab/svclab/internal/experiment"
+)
+
+// decideWithAnalysis asks the analysis whether the questions of the
+// experiment in dir are decided: `svclab-analysis decide DIR --format
+// json`, the runner's cue to stop a sequential experiment after a block.
+func decideWithAnalysis(ctx context.Context, dir string) (experiment.Decision, error) {
+	bin, err := analysisCommand()
+	if err != nil {
+		return experiment.Decision{}, err
+	}
+	var out, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, bin, "decide", dir, "--format", "json")
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return experiment.Decision{}, fmt.Errorf("%s decide %s: %w: %s", bin, dir, err, strings.TrimSpace(stderr.String()))
+	}
+	return parseDecision(out.Bytes())
+}
+
+// decideJSON is the part of `svclab-analysis decide --format json` the
+// runner reads (docs/ANALYSIS.md, "svclab-analysis decide").
+type decideJSON struct {
+	Decided   bool `json:"decided"`
+	Questions []struct {
+		Name    string `json:"name"`
+		Decided bool   `json:"decided"`
+		Runs    int    `json:"runs"`
+		Blocks  int    `json:"blocks"`
+		Ratios  []struct {
+			By      map[string]string `json:"by"`
+			Ratio   *float64          `json:"ratio"`
+			Low     *float64          `json:"low"`
+			High    *float64          `json:"high"`
+			Verdict string            `json:"verdict"`
+		} `json:"ratios"`
+		Notes []string `json:"notes"`
+	} `json:"questions"`
+}
+
+// parseDecision reads the analysis's answer into a decision with one line
+// per question and per ratio.
+func parseDecision(b []byte) (experiment.Decision, error) {
+	var dj decideJSON
+	if err := json.Unmarshal(b, &dj); err != nil {
+		return experiment.Decision{}, fmt.Errorf("read svclab-analysis decide's answer: %w", err)
+	}
+	d := experiment.Decision{Decided: dj.Decided}
+	for _, q := range dj.Questions {
+		state := "undecided"
+		if q.Decided {
+			state = "decided"
+		}
+		d.Lines = append(d.Lines, fmt.Sprintf("%s: %s (%d runs, %d complete blocks)", q.Name, state, q.Runs, q.Blocks))
+		for _, r := range q.Ratios {
+			var cell []string
+			for _, k := range slices.Sorted(maps.Keys(r.By)) {
+				cell = append(cell, k+"="+r.By[k])
+			}
+			where := strings.Join(cell, " ")
+			if where == "" {
+				where = "all"
+			}
+			d.Lines = append(d.Lines, fmt.Sprintf("  %s: %s× (%s to %s) %s", where, num(r.Ratio), num(r.Low), num(r.High), r.Verdict))
+		}
+		for _, n := range q.Notes {
+			d.Lines = append(d.Lines, "  "+n)
+		}
+	}
+	return d, nil
+}
+
+// num writes a ratio to three significant digits; a bound the data
+// cannot give yet (null) is "?".
+func num(v *float64) string {
+	if v == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.3g", *v)
+}
