@@ -94,3 +94,40 @@ func processCPU(pid int) time.Duration {
 	}
 	return time.Duration(u.CPUSeconds * float64(time.Second))
 }
+
+// TestPlanLinkedFactorAndQuestions: svclab plan prints a linked factor's
+// levels as the analysis names them, the keys it sets, the questions, and
+// a sequential experiment's blocks and budget; a wrong question is an
+// error at its key before anything is planned.
+func TestPlanLinkedFactorAndQuestions(t *testing.T) {
+	t.Parallel()
+	spec := filepath.Join("..", "..", "experiments", "mesh-by-transport.toml")
+	stdout, stderr, code := svclab(t, context.Background(), nil, "plan", "--seed", "7", spec)
+	if code != 0 {
+		t.Fatalf("plan exited %d: %s", code, stderr)
+	}
+	for _, want := range []string{
+		"4 design points, run in blocks until every question is decided: at most 30 blocks = 120 runs (max_runs 120, budget 45m0s)",
+		"B  mesh                         {{mtls=false, tracing=0}, {mtls=true, tracing=1}}",
+		"sets deploy.mtls, deploy.tracing",
+		"mesh cost by transport: mesh by deploy.transport, on p50_ms, margin 1.1×",
+		"4      http  mtls=true, tracing=1",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("plan output lacks %q:\n%s", want, stdout)
+		}
+	}
+	src, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.NewReplacer(`effect = "mesh"`, `effect = "mseh"`, `"deploy.tracing" = 1.0 }`, `"deploy.tracing" = 2.0 }`).Replace(string(src))
+	path := filepath.Join(t.TempDir(), "bad.toml")
+	if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = svclab(t, context.Background(), nil, "plan", path)
+	if code != 2 || !strings.Contains(stderr, `experiment.questions[0].effect: "mseh" is not a factor of this experiment; the factors are "deploy.transport", "mesh"`) {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
+	}
+}

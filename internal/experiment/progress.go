@@ -188,7 +188,13 @@ func (pg *progress) label() string {
 	sort.Strings(keys)
 	parts := []string{fmt.Sprintf("run %d/%d %s", pg.run.Index, len(pg.plan.Runs), pg.run.ID)}
 	for _, k := range keys {
-		parts = append(parts, k[strings.LastIndex(k, ".")+1:]+"="+spec.FormatValue(pg.run.Levels[k]))
+		level := spec.FormatValue(pg.run.Levels[k])
+		for _, f := range pg.plan.Design.Factors {
+			if f.Name == k && f.Linked() {
+				level = "{" + f.FormatLevel(pg.run.Levels[k]) + "}"
+			}
+		}
+		parts = append(parts, k[strings.LastIndex(k, ".")+1:]+"="+level)
 	}
 	return strings.Join(parts, " ")
 }

@@ -1,0 +1,310 @@
+package experiment
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/spec"
+)
+
+const linkedSrc = `
+[experiment]
+until = "decided"
+max_runs = 40
+[[experiment.questions]]
+name = "mesh cost"
+effect = "mesh"
+by = ["deploy.transport"]
+margin = 1.10
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+mesh = [ { "deploy.mtls" = false, "deploy.tracing" = 0.0 },
+         { "deploy.mtls" = true,  "deploy.tracing" = 1.0 } ]
+`
+
+// A linked factor's level sets each of its keys in the run's spec, and
+// the run records the level as its table, which the analysis reads.
+func TestLinkedFactorPlan(t *testing.T) {
+	p, err := PlanSpecForTest(t, linkedSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Runs[:4] {
+		level := r.Levels["mesh"].(map[string]any)
+		rs := p.SpecOf(r)
+		if rs.Deploy.MTLS != level["deploy.mtls"] || rs.Deploy.Tracing != level["deploy.tracing"] || rs.Deploy.Transport != r.Levels["deploy.transport"] {
+			t.Errorf("run %s levels %v: spec has mtls %v tracing %v transport %s", r.ID, r.Levels, rs.Deploy.MTLS, rs.Deploy.Tracing, rs.Deploy.Transport)
+		}
+	}
+	if got := p.Design.Describe(p.Design.Points[3]); got != "deploy.transport=http mesh={mtls=true, tracing=1}" {
+		t.Errorf("Describe = %q", got)
+	}
+	b, err := json.Marshal(p.Runs[0].Levels)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"mesh":{"deploy.mtls":`) {
+		t.Errorf("run.json levels = %s, want mesh as its table of keys", b)
+	}
+}
+
+// PlanSpecForTest plans src with fixed timing.
+func PlanSpecForTest(t *testing.T, src string) (*Plan, error) {
+	t.Helper()
+	return NewPlan(context.Background(), mustParse(t, src), 7, func(s *spec.Spec) (Timing, error) {
+		return Timing{Warmup: time.Second, Duration: 5 * time.Second}, nil
+	})
+}
+
+// A sequential plan holds the blocks its budget allows, each every design
+// point once, numbered by repetition; experiment.json lists the first
+// block's runs and the resolved spec the analysis reads the questions from.
+func TestSequentialPlanBlocks(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		blocks int
+	}{
+		{"max_runs", linkedSrc, 10},
+		{"max_runs not a multiple", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 43", 1), 10},
+		// 4 runs of 1s + 5s + 1.5s overhead: 30 s a block, so 10m is 20 blocks.
+		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 20},
+		{"budget under max_runs", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 400\nbudget = \"61s\"", 1), 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanSpecForTest(t, tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !p.Sequential() || p.Repetitions != tt.blocks || len(p.Runs) != 4*tt.blocks {
+				t.Fatalf("sequential %v, %d blocks, %d runs; want %d blocks", p.Sequential(), p.Repetitions, len(p.Runs), tt.blocks)
+			}
+			for b := 0; b < tt.blocks; b++ {
+				var pts []string
+				for _, r := range p.Runs[4*b : 4*b+4] {
+					if r.Repetition != b+1 {
+						t.Fatalf("run %d in block %d has repetition %d", r.Index, b+1, r.Repetition)
+					}
+					pts = append(pts, p.Design.Describe(r.Point))
+				}
+				if slices.Sort(pts); len(slices.Compact(pts)) != 4 {
+					t.Errorf("block %d runs %v, want every point once", b+1, pts)
+				}
+			}
+			ef := NewExperimentFile(p, "v", "c", time.Now())
+			if len(ef.Runs) != 4 || ef.Sequential == nil || ef.Sequential.Blocks != 1 {
+				t.Errorf("experiment.json lists %d runs, sequential %+v; want block 1's 4", len(ef.Runs), ef.Sequential)
+			}
+			qs := ef.Spec["experiment"].(map[string]any)["questions"].([]any)
+			if qs[0].(map[string]any)["effect"] != "mesh" {
+				t.Errorf("experiment.json's spec questions = %v", qs)
+			}
+		})
+	}
+}
+
+// driveBlocks runs the plan's runs as execute does, with no deployment: a
+// committed run is one the map holds, and run commits it.
+func driveBlocks(ctx context.Context, sq *sequential, p *Plan, committed map[string]bool, interruptAt int) (ran int, err error) {
+	defer func() {
+		if err == nil {
+			err = sq.end(ctx)
+		}
+	}()
+	for i, r := range p.Runs {
+		if stop, err := sq.before(ctx, i); stop || err != nil {
+			return ran, err
+		}
+		if committed[r.ID] {
+			continue
+		}
+		if i == interruptAt {
+			return ran, ErrInterrupted
+		}
+		committed[r.ID] = true
+		ran++
+		sq.ranOne()
+	}
+	return ran, nil
+}
+
+func TestSequentialStops(t *testing.T) {
+	p, err := PlanSpecForTest(t, linkedSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// decideAfter is the analysis deciding once n blocks are complete; it
+	// counts the committed runs it is shown, as the analysis reads the
+	// store.
+	decideAfter := func(n int, committed map[string]bool, asked *[]int) DecideFunc {
+		return func(_ context.Context, dir string) (Decision, error) {
+			*asked = append(*asked, len(committed)/4)
+			return Decision{Decided: len(committed) >= 4*n}, nil
+		}
+	}
+	newStore := func(t *testing.T) *Store {
+		st, err := CreateStore(t.TempDir(), NewExperimentFile(p, "v", "c", time.Now()), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	read := func(t *testing.T, st *Store) *ExperimentFile {
+		ef, err := readExperimentFile(st.Dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ef
+	}
+
+	t.Run("decided", func(t *testing.T) {
+		st, committed, asked := newStore(t), map[string]bool{}, []int{}
+		var log bytes.Buffer
+		sq, err := newSequential(st, p, decideAfter(3, committed, &asked), &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, err := driveBlocks(context.Background(), sq, p, committed, -1)
+		if err != nil || ran != 12 {
+			t.Fatalf("ran %d runs, err %v; want 12 (3 blocks)", ran, err)
+		}
+		if !reflect.DeepEqual(asked, []int{1, 2, 3}) {
+			t.Errorf("asked after blocks %v, want 1, 2, 3", asked)
+		}
+		ef := read(t, st)
+		if want := (Stopped{Reason: StopDecided, Blocks: 3, Runs: 12}); ef.Stopped == nil || *ef.Stopped != want {
+			t.Errorf("stopped = %+v, want %+v", ef.Stopped, want)
+		}
+		if len(ef.Runs) != 12 || ef.Design.Repetitions != 3 {
+			t.Errorf("experiment.json lists %d runs in %d blocks, want 12 in 3", len(ef.Runs), ef.Design.Repetitions)
+		}
+		if !strings.Contains(log.String(), "stopped after 3 blocks (12 runs): every question is decided") {
+			t.Errorf("log:\n%s", log.String())
+		}
+		// A resume of a stopped experiment runs nothing and asks nothing.
+		asked = nil
+		sq, err = newSequential(st, p, decideAfter(3, committed, &asked), &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran, err := driveBlocks(context.Background(), sq, p, committed, -1); ran != 0 || err != nil || len(asked) != 0 {
+			t.Errorf("resume of a stopped experiment ran %d, asked %v, err %v", ran, asked, err)
+		}
+	})
+
+	t.Run("budget", func(t *testing.T) {
+		st, committed, asked := newStore(t), map[string]bool{}, []int{}
+		sq, err := newSequential(st, p, decideAfter(99, committed, &asked), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran, err := driveBlocks(context.Background(), sq, p, committed, -1); err != nil || ran != 40 {
+			t.Fatalf("ran %d, err %v; want the 40 runs of max_runs", ran, err)
+		}
+		if ef := read(t, st); ef.Stopped == nil || *ef.Stopped != (Stopped{Reason: StopBudget, Blocks: 10, Runs: 40}) {
+			t.Errorf("stopped = %+v", ef.Stopped)
+		}
+	})
+
+	t.Run("resume after an interruption", func(t *testing.T) {
+		st, committed, asked := newStore(t), map[string]bool{}, []int{}
+		sq, err := newSequential(st, p, decideAfter(4, committed, &asked), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Interrupted at the second run of block 3.
+		if _, err := driveBlocks(context.Background(), sq, p, committed, 9); !errors.Is(err, ErrInterrupted) {
+			t.Fatalf("err = %v", err)
+		}
+		ef := read(t, st)
+		if ef.Stopped != nil || len(ef.Runs) != 12 {
+			t.Fatalf("interrupted: stopped %+v, %d runs listed; want none, block 3's listed", ef.Stopped, len(ef.Runs))
+		}
+		if err := samePlan(p, ef); err != nil {
+			t.Errorf("samePlan on resume: %v", err)
+		}
+		asked = nil
+		sq, err = newSequential(st, p, decideAfter(4, committed, &asked), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, err := driveBlocks(context.Background(), sq, p, committed, -1)
+		if err != nil || ran != 7 {
+			t.Fatalf("resume ran %d, err %v; want the 3 left of block 3 and block 4", ran, err)
+		}
+		if !reflect.DeepEqual(asked, []int{3, 4}) {
+			t.Errorf("resume asked after blocks %v, want 3, 4 (not the blocks it skipped)", asked)
+		}
+		if ef := read(t, st); ef.Stopped == nil || ef.Stopped.Reason != StopDecided || ef.Stopped.Blocks != 4 {
+			t.Errorf("stopped = %+v", ef.Stopped)
+		}
+	})
+
+	t.Run("time budget", func(t *testing.T) {
+		st, committed, asked := newStore(t), map[string]bool{}, []int{}
+		sq, err := newSequential(st, p, decideAfter(99, committed, &asked), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 30 minutes spent by the end of block 1, of a 45-minute budget:
+		// a second block as long would end past it.
+		sq.p = &Plan{Spec: p.Spec, Design: p.Design, Runs: p.Runs, Repetitions: p.Repetitions}
+		sq.p.Spec.Experiment.Budget = spec.Duration(45 * time.Minute)
+		defer func() { sq.p.Spec.Experiment.Budget = 0 }()
+		sq.spent = 30 * time.Minute
+		if ran, err := driveBlocks(context.Background(), sq, p, committed, -1); err != nil || ran != 4 {
+			t.Fatalf("ran %d, err %v; want 1 block", ran, err)
+		}
+		if ef := read(t, st); ef.Stopped == nil || ef.Stopped.Reason != StopBudget || ef.Stopped.Blocks != 1 || ef.Sequential.ElapsedS < 1800 {
+			t.Errorf("stopped = %+v, sequential %+v", ef.Stopped, ef.Sequential)
+		}
+	})
+
+	t.Run("analysis fails", func(t *testing.T) {
+		st := newStore(t)
+		sq, err := newSequential(st, p, func(context.Context, string) (Decision, error) {
+			return Decision{}, errors.New("exit status 2: no run finished ok")
+		}, &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = driveBlocks(context.Background(), sq, p, map[string]bool{}, -1)
+		if err == nil || !strings.Contains(err.Error(), "ask the analysis after block 1: exit status 2: no run finished ok") || !strings.Contains(err.Error(), "--resume "+st.Dir) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+// A fixed design's experiment.json lists every run and has no stop.
+func TestFixedDesignUnchanged(t *testing.T) {
+	src := strings.NewReplacer("until = \"decided\"\nmax_runs = 40\n", "repetitions = 3\n").Replace(linkedSrc)
+	p, err := PlanSpecForTest(t, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef := NewExperimentFile(p, "v", "c", time.Now())
+	if p.Sequential() || len(ef.Runs) != 12 || ef.Sequential != nil || ef.Design.Repetitions != 3 {
+		t.Errorf("fixed design: sequential %v, %d runs listed, %+v", p.Sequential(), len(ef.Runs), ef.Sequential)
+	}
+	st, err := CreateStore(t.TempDir(), ef, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sq, err := newSequential(st, p, nil, nil)
+	if sq != nil || err != nil {
+		t.Errorf("newSequential on a fixed design = %v, %v", sq, err)
+	}
+	if _, err := os.Stat(filepath.Join(st.Dir, "experiment.json")); err != nil {
+		t.Fatal(err)
+	}
+}
