@@ -39,6 +39,7 @@ type decideJSON struct {
 		Decided bool   `json:"decided"`
 		Runs    int    `json:"runs"`
 		Blocks  int    `json:"blocks"`
+		Flagged int    `json:"flagged"`
 		Ratios  []struct {
 			By      map[string]string `json:"by"`
 			Ratio   *float64          `json:"ratio"`
@@ -63,7 +64,12 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 		if q.Decided {
 			state = "decided"
 		}
-		d.Lines = append(d.Lines, fmt.Sprintf("%s: %s (%d runs, %d complete blocks)", q.Name, state, q.Runs, q.Blocks))
+		line := fmt.Sprintf("%s: %s (%d runs, %d complete blocks", q.Name, state, q.Runs, q.Blocks)
+		if q.Flagged > 0 {
+			// A block holding a flagged run is not complete: say why.
+			line += fmt.Sprintf("; %d runs left out, the load generator their bottleneck", q.Flagged)
+		}
+		d.Lines = append(d.Lines, line+")")
 		for _, r := range q.Ratios {
 			var cell []string
 			for _, k := range slices.Sorted(maps.Keys(r.By)) {
