@@ -20,6 +20,7 @@ import (
 
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	_ "github.com/svclab/svclab/proto/echo" // its types, for gRPC calls by name with a JSON body
 )
@@ -351,6 +352,9 @@ func (o *loadOptions) config(fs *pflag.FlagSet, args []string) (load.Config, err
 	}
 	if o.given("call") && cfg.Protocol != load.GRPC {
 		return cfg, usageError{fmt.Errorf("--call names a gRPC method, but the protocol is %q; an HTTP method is -X", cfg.Protocol)}
+	}
+	if err := grpcEntryWithoutCall(cfg); err != nil {
+		return cfg, usageError{err}
 	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, usageError{by.name(err, file)}
@@ -774,4 +778,43 @@ func noSuccess(tot load.Operation, cfg load.Config) error {
 		hint = "; if the server speaks TLS (a deploy.mtls entry), give --cacert, and --cert and --key for its client certificate"
 	}
 	return fmt.Errorf("no request succeeded: all %d failed (%s)%s", tot.Count, strings.Join(classes, ", "), hint)
+}
+
+// grpcEntryWithoutCall answers a gRPC target (grpc:// or grpc+tcp://, as
+// svclab up prints an entry) given without a gRPC method: rather than ask
+// for an http:// URL, it says to add --call, and lists the entry methods
+// of svclab's apps, one of which an entry svclab up started serves.
+func grpcEntryWithoutCall(cfg load.Config) error {
+	scheme, _, ok := strings.Cut(cfg.Target, "://")
+	if !ok || cfg.Protocol == load.GRPC || (!strings.EqualFold(scheme, "grpc") && !strings.EqualFold(scheme, "grpc+tcp")) {
+		return nil
+	}
+	var lines []string
+	example := "package.Service/Method --body '{...}'"
+	for _, name := range runtime.Apps() {
+		a, err := runtime.Lookup(name)
+		if err != nil {
+			continue
+		}
+		c := a.NewConfig()
+		if c.Validate() != nil {
+			continue // an app whose defaults need [app] keys to call it
+		}
+		var methods []string
+		for _, r := range c.Requests() {
+			m := strings.TrimPrefix(r.Method, "/")
+			if slices.Contains(methods, m) {
+				continue
+			}
+			methods = append(methods, m)
+			if body := string(r.JSON()); len(lines) == 0 && len(methods) == 1 && len(body) <= 60 {
+				example = m + " --body " + shellJoin([]string{body})
+			}
+		}
+		if len(methods) > 0 {
+			lines = append(lines, fmt.Sprintf("  %s: %s", name, strings.Join(methods, ", ")))
+		}
+	}
+	return fmt.Errorf("%s is a gRPC entry: add --call with the method to call and --body with its request as JSON, e.g. svclab load --call %s --rate 100 %s; the entries of svclab's apps (as each app's defaults configure it) serve:\n%s",
+		cfg.Target, example, cfg.Target, strings.Join(lines, "\n"))
 }

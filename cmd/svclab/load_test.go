@@ -678,3 +678,18 @@ func badFlagCorpus(url, dir, aFile, nanFile string) []badFlag {
 		{[]string{"-f", filepath.Join(dir, "none.toml"), url}, "io", "--file"},
 	}
 }
+
+// TestLoadGRPCEntryWithoutCall: the entry `svclab up` prints for gRPC,
+// given without --call, gets the advice to add --call and the methods of
+// the apps' entries, not a request for an http:// URL.
+func TestLoadGRPCEntryWithoutCall(t *testing.T) {
+	t.Parallel()
+	for _, target := range []string{"grpc+tcp://127.0.0.1:9", "grpc://127.0.0.1:9"} {
+		_, stderr, code := svclab(t, context.Background(), nil, "load", "--rate", "10", "--duration", "1s", target)
+		if code != 2 || strings.Contains(stderr, "http://") ||
+			!strings.Contains(stderr, target+" is a gRPC entry: add --call") ||
+			!strings.Contains(stderr, "  chain: svclab.chain.Hop/Call\n") {
+			t.Errorf("%s: exit %d, stderr:\n%s", target, code, stderr)
+		}
+	}
+}
