@@ -75,8 +75,8 @@ func FuzzSpec(f *testing.F) {
 			return
 		}
 		e := r.plan.Spec.Experiment
-		if len(r.plan.Runs) > e.MaxRuns || len(r.plan.Runs) != len(r.plan.Design.Points)*e.Repetitions {
-			t.Errorf("%d runs from %d points × %d repetitions with max_runs %d", len(r.plan.Runs), len(r.plan.Design.Points), e.Repetitions, e.MaxRuns)
+		if len(r.plan.Runs) > e.MaxRuns || len(r.plan.Runs) != len(r.plan.Design.Points)*r.plan.Repetitions {
+			t.Errorf("%d runs from %d points × %d repetitions with max_runs %d", len(r.plan.Runs), len(r.plan.Design.Points), r.plan.Repetitions, e.MaxRuns)
 		}
 		if r.plan.Estimate() < 0 {
 			t.Errorf("negative estimate %v", r.plan.Estimate())

@@ -29,6 +29,9 @@ type Plan struct {
 	// specs holds each design point's effective spec, by point, when the
 	// plan keeps them (NewPlan); SpecOf makes one otherwise.
 	specs []*spec.Spec
+	// overhead is each design point's expected deployment and teardown
+	// (deployOverhead), by point; nil means perRunOverhead for every one.
+	overhead []time.Duration
 }
 
 // Run is one deployment measured once.
@@ -65,6 +68,32 @@ type Timing struct {
 // time estimate only.
 const perRunOverhead = 1500 * time.Millisecond
 
+// What the mesh features add to a run's deployment and teardown, as
+// measured on a 2-core machine (docs/SPEC.md, "Time estimate"): tracing
+// starts a Jaeger, waits for the spans and checks them; metrics starts a
+// Prometheus and scrapes it at the end; a sidecar starts a proxy per
+// process.
+const (
+	tracingOverhead = 9 * time.Second
+	metricsOverhead = 3 * time.Second
+	sidecarOverhead = 2 * time.Second
+)
+
+// deployOverhead is the expected deployment and teardown of a run of rs.
+func deployOverhead(rs *spec.Spec) time.Duration {
+	d := time.Duration(perRunOverhead)
+	if rs.Deploy.Tracing > 0 {
+		d += tracingOverhead
+	}
+	if rs.Deploy.Metrics {
+		d += metricsOverhead
+	}
+	if rs.Deploy.Sidecar != "" && rs.Deploy.Sidecar != "none" {
+		d += sidecarOverhead
+	}
+	return d
+}
+
 // NewPlan expands the spec's design into ordered runs. seed is used when the
 // spec names none; the plan records the seed it used. loadTiming is called
 // per run to read the warm-up and measurement durations from its effective
@@ -96,6 +125,7 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		specs = make([]*spec.Spec, len(d.Points))
 	}
 	var errs spec.Errors
+	p.overhead = make([]time.Duration, len(d.Points))
 	timed, mismatched := -1, false // the first point whose timing is known; one differing from it said
 	for i, pt := range d.Points {
 		if err := ctx.Err(); err != nil {
@@ -129,6 +159,7 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		if keep {
 			specs[i] = rs
 		}
+		p.overhead[i] = deployOverhead(rs)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err
@@ -235,22 +266,59 @@ const maxDuration = time.Duration(math.MaxInt64)
 
 // Estimate is the expected wall time of the whole plan, or maxDuration
 // when that does not fit in a time.Duration (NewPlan refuses such plans).
+// A sequential plan adds the analysis's look after each block.
 func (p *Plan) Estimate() time.Duration {
-	per := p.perRun()
-	if n := time.Duration(len(p.Runs)); n > 0 && per > maxDuration/n {
-		return maxDuration
+	if p.overhead == nil {
+		return mulSat(p.perRun(perRunOverhead), len(p.Runs))
 	}
-	return time.Duration(len(p.Runs)) * per
+	runs := make([]int, len(p.overhead))
+	for _, r := range p.Runs {
+		runs[r.point]++
+	}
+	total := time.Duration(0)
+	for pt, n := range runs {
+		total = addSat(total, mulSat(p.perRun(p.overhead[pt]), n))
+	}
+	if p.Sequential() {
+		total = addSat(total, mulSat(decideOverhead, p.Repetitions))
+	}
+	return total
 }
 
-// perRun is the expected wall time of one run, saturating at
-// maxDuration.
-func (p *Plan) perRun() time.Duration {
+// decideOverhead is the analysis's answer after a block of a sequential
+// experiment (svclab-analysis decide), as measured.
+const decideOverhead = 5 * time.Second
+
+// blockEstimate is the expected wall time of one block of a sequential
+// plan: every design point once, and the analysis's look.
+func (p *Plan) blockEstimate() time.Duration {
+	total := decideOverhead
+	for pt := range p.Design.Points {
+		o := time.Duration(perRunOverhead)
+		if p.overhead != nil {
+			o = p.overhead[pt]
+		}
+		total = addSat(total, p.perRun(o))
+	}
+	return total
+}
+
+// perRun is the expected wall time of one run with the given deployment
+// overhead, saturating at maxDuration.
+func (p *Plan) perRun(overhead time.Duration) time.Duration {
 	per := time.Duration(0)
-	for _, d := range []time.Duration{p.Warmup, p.Duration, p.Cooldown, perRunOverhead} {
+	for _, d := range []time.Duration{p.Warmup, p.Duration, p.Cooldown, overhead} {
 		per = addSat(per, d)
 	}
 	return per
+}
+
+// mulSat is d times n, saturating at maxDuration.
+func mulSat(d time.Duration, n int) time.Duration {
+	if n > 0 && d > maxDuration/time.Duration(n) {
+		return maxDuration
+	}
+	return d * time.Duration(n)
 }
 
 // addSat adds two non-negative durations, saturating at maxDuration.

@@ -75,8 +75,7 @@ func (p *Plan) maxBlocks() int {
 	e := p.Spec.Experiment
 	n := max(1, e.MaxRuns/max(1, p.BlockSize()))
 	if e.Budget > 0 {
-		block := p.perRun() * time.Duration(p.BlockSize())
-		if block > 0 {
+		if block := p.blockEstimate(); block > 0 {
 			n = min(n, max(1, int((e.Budget.D()+block-1)/block)))
 		}
 	}

@@ -76,9 +76,11 @@ func TestSequentialPlanBlocks(t *testing.T) {
 	}{
 		{"max_runs", linkedSrc, 10},
 		{"max_runs not a multiple", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 43", 1), 10},
-		// 4 runs of 1s + 5s + 1.5s overhead: 30 s a block, so 10m is 20 blocks.
-		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 20},
-		{"budget under max_runs", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 400\nbudget = \"61s\"", 1), 3},
+		// 4 runs of 1s + 5s + 1.5s overhead, 9 s more for the two with
+		// tracing, and 5 s for the analysis: 53 s a block, so 10m is 11.3
+		// blocks, rounded up.
+		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 12},
+		{"budget under max_runs", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 400\nbudget = \"61s\"", 1), 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -306,5 +308,26 @@ func TestFixedDesignUnchanged(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(st.Dir, "experiment.json")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The time estimate counts what each design point's features add to its
+// deployment and teardown, and a sequential plan the analysis's looks.
+func TestEstimateCountsFeatures(t *testing.T) {
+	fixed := strings.Replace(linkedSrc, "until = \"decided\"\nmax_runs = 40\n", "repetitions = 3\n", 1)
+	p, err := PlanSpecForTest(t, fixed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 runs of 1 s + 5 s + 1.5 s; the 6 with tracing 9 s more.
+	if want := 12*(7500*time.Millisecond) + 6*tracingOverhead; p.Estimate() != want {
+		t.Errorf("fixed estimate %v, want %v", p.Estimate(), want)
+	}
+	p, err = PlanSpecForTest(t, linkedSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 40*(7500*time.Millisecond) + 20*tracingOverhead + 10*decideOverhead; p.Estimate() != want {
+		t.Errorf("sequential estimate %v, want %v", p.Estimate(), want)
 	}
 }
