@@ -68,16 +68,26 @@ func CheckRemote(s *spec.Spec, expanded bool) error {
 	for _, key := range targetKeys() {
 		covered := false
 		for _, f := range s.Experiment.Factors {
-			rest, ok := strings.CutPrefix(key, f.Name)
-			if !expanded || !ok || (rest != "" && rest[0] != '.') {
-				continue
+			if !expanded {
+				break
 			}
-			// A factor over the key, or over a table that holds it
-			// ("load"), sets it in every level.
-			covered = true
-			for _, l := range f.Levels {
-				if t, ok := within(l, rest).(string); ok && t != "" {
-					es.Add(remoteError(s, spec.FactorKey(f.Name), t))
+			for li, l := range f.Levels {
+				// A factor over the key, or over a table that holds it
+				// ("load"), sets it in every level; a linked factor's
+				// level may set it among other keys.
+				for k, v := range f.Assignments(l) {
+					rest, ok := strings.CutPrefix(key, k)
+					if !ok || (rest != "" && rest[0] != '.') {
+						continue
+					}
+					covered = true
+					at := spec.FactorKey(f.Name)
+					if f.Linked() {
+						at = fmt.Sprintf("%s[%d].%q", at, li, k)
+					}
+					if t, ok := within(v, rest).(string); ok && t != "" {
+						es.Add(remoteError(s, at, t))
+					}
 				}
 			}
 		}

@@ -331,3 +331,13 @@ func TestEstimateCountsFeatures(t *testing.T) {
 		t.Errorf("sequential estimate %v, want %v", p.Estimate(), want)
 	}
 }
+
+// A load.target a linked factor's level sets is refused off this machine,
+// at its key in the level, as a plain factor's is.
+func TestCheckRemoteLinked(t *testing.T) {
+	s := mustParse(t, "[experiment.factors]\nwhere = [ { \"load.target\" = \"http://127.0.0.1:9/\", \"load.rate\" = 10 },\n  { \"load.target\" = \"http://10.9.8.7/\", \"load.rate\" = 20 } ]\n")
+	err := CheckRemote(s, true)
+	if err == nil || !strings.Contains(err.Error(), `x.toml:3: experiment.factors.where[1]."load.target": target "http://10.9.8.7/" is not on this machine`) {
+		t.Errorf("err = %v", err)
+	}
+}
