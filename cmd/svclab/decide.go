@@ -67,7 +67,7 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 		line := fmt.Sprintf("%s: %s (%d runs, %d complete blocks", q.Name, state, q.Runs, q.Blocks)
 		if q.Flagged > 0 {
 			// A block holding a flagged run is not complete: say why.
-			line += fmt.Sprintf("; %d runs left out, the load generator their bottleneck", q.Flagged)
+			line += fmt.Sprintf("; %d flagged runs left out: the load generator was their bottleneck", q.Flagged)
 		}
 		d.Lines = append(d.Lines, line+")")
 		for _, r := range q.Ratios {

@@ -95,7 +95,7 @@ margin = 1.10
 	if len(runs) != st.Runs {
 		t.Errorf("%d runs committed, stopped says %d", len(runs), st.Runs)
 	}
-	for _, want := range []string{fmt.Sprintf("block %d of at most 12: ", st.Blocks), "payload cost: ", fmt.Sprintf("until decided: stopped after %d blocks (%d runs)", st.Blocks, st.Runs)} {
+	for _, want := range []string{fmt.Sprintf("block %d of at most 12: ", st.Blocks), "payload cost: ", fmt.Sprintf("stopped after %d blocks (%d runs): ", st.Blocks, st.Runs)} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

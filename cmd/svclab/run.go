@@ -83,10 +83,6 @@ DIR), and exits 0, unless --report asked for the report.`,
 			endUI(err)
 			if out != nil && out.Dir != "" {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
-				if st := out.Stopped; st != nil {
-					fmt.Fprintf(cmd.ErrOrStderr(), "until decided: stopped after %d blocks (%d runs): %s\n", st.Blocks, st.Runs, map[string]string{
-						experiment.StopDecided: "every question is decided", experiment.StopBudget: "the budget was spent before every question was decided"}[st.Reason])
-				}
 				if out.Bottlenecked > 0 {
 					advice := "give it its own CPUs (experiment.isolation) or a lower rate"
 					if out.Isolated {
