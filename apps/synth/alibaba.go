@@ -553,7 +553,11 @@ func (r *ImportReport) Lines() []string {
 	if n := r.BadRows - len(r.BadRowErrors); n > 0 {
 		out = append(out, fmt.Sprintf("and %s more that do not parse", rowsText(n)))
 	}
-	out = append(out, fmt.Sprintf("%.1f%% of the services' response time is not attributed: their callees took longer than they did (calls in parallel, or clocks apart), and own time is clamped at zero", 100*r.Unattributed))
+	if r.Unattributed > 0 {
+		out = append(out, fmt.Sprintf("%.1f%% of the services' response time is not attributed: their callees took longer than they did (calls in parallel, or clocks apart), and own time is clamped at zero", 100*r.Unattributed))
+	} else {
+		out = append(out, "all of the services' response time is attributed: no callee took longer than its caller")
+	}
 	if r.PathTraces > 0 {
 		out = append(out, fmt.Sprintf("app.paths: the most frequent call trees, covering %d of the %d traces (%d distinct trees)", r.PathTraces, r.Traces, r.Shapes))
 	}

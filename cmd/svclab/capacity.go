@@ -124,7 +124,7 @@ func (o *capacityOptions) checkGiven(fs *pflag.FlagSet) error {
 		{"max-rate", st.Max == 0, fmt.Sprintf("must be a rate > 0, at most %d", load.MaxRate)},
 		{"min-rate", st.Min == 0, "must be a rate > 0"},
 		{"growth", st.Growth == 0, "must be > 1"},
-		{"precision", st.Precision == 0, "must be between 0 and 1 (a share of the rate)"},
+		{"precision", st.Precision == 0, "must be above 0 and below 1 (a share of the rate)"},
 		{"max-steps", st.MaxSteps == 0, "must be at least 2"},
 		{"confirm", st.Confirm < 0, "must be >= 0 (0: none)"},
 		{"retry", st.Retry < 0, "must be >= 0 (0: none)"},

@@ -160,9 +160,9 @@ func TestCapacityBadInput(t *testing.T) {
 		{[]string{specPath, "--slo", "p99_ms=-1"}, "--slo p99_ms=-1: must be >= 0"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--slo", "p99_ms=60"}, "--slo p99_ms=50 and --slo p99_ms=60: one value per SLO"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--start", "-5"}, "--start: must be a rate > 0, got -5"},
-		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "2"}, "--precision: must be between 0 and 1"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "2"}, "--precision: must be above 0 and below 1"},
 		// A value Settings reads as unset is refused, not taken for the default.
-		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "0"}, "--precision: must be between 0 and 1 (a share of the rate), got 0"},
+		{[]string{specPath, "--slo", "p99_ms=50", "--precision", "0"}, "--precision: must be above 0 and below 1 (a share of the rate), got 0"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--max-steps", "0"}, "--max-steps: must be at least 2, got 0"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--confirm", "-1"}, "--confirm: must be >= 0 (0: none), got -1"},
 		{[]string{specPath, "--slo", "p99_ms=50", "--retry", "-2"}, "--retry: must be >= 0 (0: none), got -2"},

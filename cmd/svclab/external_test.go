@@ -221,6 +221,11 @@ seed = 1
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	// The system was started by the test, not by svclab: the generator
+	// cannot be given CPUs apart from it, and the run must not say so.
+	if !strings.Contains(stderr, "share every CPU: the external deployer starts no process") || strings.Contains(stderr, "the system under test on CPU") {
+		t.Errorf("the isolation line claims CPUs for a system svclab did not start:\n%s", stderr)
+	}
 	p50 := map[string]float64{}
 	for _, r := range readExternalRuns(t, results) {
 		if r.Status != "ok" {

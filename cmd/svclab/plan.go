@@ -312,6 +312,11 @@ func roundDuration(d time.Duration) time.Duration {
 func exactArgs(n int, hint string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
+			// "--ui 127.0.0.1:9999" leaves the address as an argument:
+			// the flag's value is optional, so it must follow an "=".
+			if f := cmd.Flags().Lookup("ui"); f != nil && f.Changed && f.Value.String() == f.NoOptDefVal && len(args) > n {
+				hint += fmt.Sprintf("; --ui takes its address after an \"=\" (--ui=%s)", args[0])
+			}
 			return usageError{fmt.Errorf("%s takes %d argument(s), got %d: %s", cmd.Name(), n, len(args), hint)}
 		}
 		return nil

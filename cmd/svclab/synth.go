@@ -44,8 +44,8 @@ the same services on every machine). As TOML (the default) the output is an
 be frozen and edited; as dot it is the call graph for Graphviz, a node per
 service with its work and response size, an edge per call with its count
 and probability. See docs/APPS.md, "synth".`,
-		Example: `  svclab synth show experiments/synth-generated.toml > frozen.toml
-  svclab synth show experiments/synth-generated.toml --format dot | dot -Tsvg > graph.svg`,
+		Example: `  svclab synth show experiments/synth-graph.toml > frozen.toml
+  svclab synth show experiments/synth-graph.toml --format dot | dot -Tsvg > graph.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return synthShow(args[0], sets, format, cmd.OutOrStdout())

@@ -75,6 +75,10 @@ func TestBadInputExitsTwo(t *testing.T) {
 	if _, stderr, code := svclab(t, ctx0, nil, "run", "--report", "--no-report", "--results", results, good); code != 2 || !strings.Contains(stderr, "--report and --no-report") {
 		t.Errorf("run --report --no-report: exit %d, %q; want 2", code, stderr)
 	}
+	// --ui's address is optional, so "--ui ADDR" leaves ADDR as the spec.
+	if _, stderr, code := svclab(t, ctx0, nil, "run", "--ui", "127.0.0.1:9999", "--results", results, good); code != 2 || !strings.Contains(stderr, `--ui takes its address after an "=" (--ui=127.0.0.1:9999)`) {
+		t.Errorf("run --ui ADDR: exit %d, %q; want 2 and the hint to write --ui=ADDR", code, stderr)
+	}
 	if _, err := os.Stat(results); !os.IsNotExist(err) {
 		t.Errorf("a refused run made %s (%v)", results, err)
 	}

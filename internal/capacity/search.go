@@ -91,7 +91,7 @@ func (s Settings) Resolve() (Settings, error) {
 	case !finite(s.Growth) || s.Growth <= 1:
 		return s, fmt.Errorf("growth: must be > 1, got %v", s.Growth)
 	case !finite(s.Precision) || s.Precision <= 0 || s.Precision >= 1:
-		return s, fmt.Errorf("precision: must be between 0 and 1 (a share of the rate), got %v", s.Precision)
+		return s, fmt.Errorf("precision: must be above 0 and below 1 (a share of the rate), got %v", s.Precision)
 	case s.MaxSteps < 2:
 		return s, fmt.Errorf("max_steps: must be at least 2, got %d", s.MaxSteps)
 	}

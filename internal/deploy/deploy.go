@@ -149,6 +149,11 @@ type Traits struct {
 	// a sidecar proxy, nginx, Jaeger, Prometheus), only at what the app
 	// declares, nor bounds sizes by this machine's.
 	Remote bool
+	// Unmanaged is true for a deployer that starts no process (the
+	// external deployer): the system under test runs on whatever CPUs its
+	// owner gave it, so experiment.isolation cannot give it CPUs apart
+	// from the load generator's.
+	Unmanaged bool
 	// Topology, when set, describes the system the deployer drives in
 	// place of runtime.Resolve: a deployer that deploys no app (the
 	// external deployer, whose system already runs) has no [app] to

@@ -55,6 +55,14 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 	if err := checkCgroups(s); err != nil {
 		return Isolation{}, err
 	}
+	if unmanaged(s) {
+		if s.Experiment.Isolation == spec.IsolationCPUSet {
+			return Isolation{}, s.Errorf("experiment.isolation", "%q cannot be had with the %s deployer: it starts no process, so the system under test runs on whatever CPUs its owner gave it; write %q, and pin the system yourself (taskset) if it should not share the generator's CPUs", spec.IsolationCPUSet, s.Deploy.Deployer, spec.IsolationNone)
+		}
+		all.Reason = fmt.Sprintf("the %s deployer starts no process: the system under test runs on whatever CPUs its owner gave it", s.Deploy.Deployer)
+		fmt.Fprintf(log, "notice: the load generator and the system under test share every CPU: %s\n", all.Reason)
+		return all, nil
+	}
 	if s.Experiment.Isolation == spec.IsolationNone {
 		return all, nil
 	}
@@ -88,6 +96,13 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 func remote(s *spec.Spec) bool {
 	d, err := deploy.Lookup(s.Deploy.Deployer)
 	return err == nil && deploy.IsRemote(d)
+}
+
+// unmanaged reports whether s's deployer starts no process of the system
+// under test (deploy.Traits.Unmanaged).
+func unmanaged(s *spec.Spec) bool {
+	d, err := deploy.Lookup(s.Deploy.Deployer)
+	return err == nil && d.Traits().Unmanaged
 }
 
 // checkCgroups fails, at the key, when the spec limits resources (in its

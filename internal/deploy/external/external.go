@@ -45,6 +45,7 @@ func (deployer) Traits() deploy.Traits {
 		CheckSpec: checkSpec,
 		Topology:  topology,
 		Targets:   []string{Table + ".url"},
+		Unmanaged: true,
 	}
 }
 
