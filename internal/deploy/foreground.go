@@ -70,6 +70,12 @@ func Hold(ctx context.Context, d Deployment, w io.Writer) error {
 func Describe(w io.Writer, d Deployment) {
 	topo := d.Topology()
 	procs := d.Processes()
+	if len(topo.Groups) == 0 {
+		// A system svclab did not start (the external deployer): it has
+		// no groups, components or gateway of svclab's to show.
+		describeSystem(w, d, procs)
+		return
+	}
 	fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %d process(es)\n",
 		d.ID(), topo.App.Name, topo.Placement, topo.Transport, len(procs))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -112,4 +118,20 @@ type MeshDescriber interface {
 // netns deployer's hosts and links.
 type Describer interface {
 	DescribeMore(w io.Writer)
+}
+
+// describeSystem describes a deployment of a system that runs on its own:
+// where its entry is, and the processes sampled for it.
+func describeSystem(w io.Writer, d Deployment, procs []Process) {
+	topo := d.Topology()
+	fmt.Fprintf(w, "deployment %s: a system svclab did not start (deployer %s), over %s, %d process(es) sampled\n",
+		d.ID(), topo.App.Name, topo.Transport, len(procs))
+	for _, proc := range procs {
+		info := proc.Info()
+		fmt.Fprintf(w, "  %s\tpid %d\n", info.Name, info.PID)
+	}
+	fmt.Fprintf(w, "entry:   %s\n", d.GatewayURL())
+	if ex := d.CurlExamples(); len(ex) > 0 {
+		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
+	}
 }

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -213,4 +214,42 @@ func TestReady(t *testing.T) {
 			t.Errorf("the server: %v", err)
 		}
 	})
+}
+
+// `svclab up` describes an external system as what it is: where its entry
+// is, without the groups, placement and gateway of a system svclab runs.
+func TestDescribe(t *testing.T) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+	url := "http://" + ln.Addr().String() + "/"
+	s := parse(t, "[deploy]\ndeployer = \"external\"\n[deploy.external]\nurl = \""+url+"\"\nready = \"/\"\n[load]\nrate = 10\n[load.request]\nmethod = \"GET\"\npath = \"/\"\n")
+	topo, err := topology(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := deployer{}.Deploy(ctx, topo, deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(ctx)
+	var b strings.Builder
+	deploy.Describe(&b, d)
+	out := b.String()
+	for _, want := range []string{"a system svclab did not start (deployer external)", "entry:   " + url, "curl -s " + url} {
+		if !strings.Contains(out, want) {
+			t.Errorf("description lacks %q:\n%s", want, out)
+		}
+	}
+	for _, not := range []string{"placement", "gateway", "component"} {
+		if strings.Contains(out, not) {
+			t.Errorf("description speaks of a %s:\n%s", not, out)
+		}
+	}
 }
