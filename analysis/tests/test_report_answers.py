@@ -205,3 +205,46 @@ def test_sequential_answer_from_blocks(tmp_path: Path) -> None:
     assert (f"with transport=grpc (97.5% CI {num(lo)}–{num(hi)}×; misses the "
             "non-inferiority margin ≤ 1.10×)") in q
     assert "after 24 runs in 6 blocks" in q
+
+
+def test_a_flagged_run_drops_its_block_from_its_own_ratio_only(tmp_path: Path) -> None:
+    # Six blocks; in each the generator flags one run, a different
+    # configuration each time, so no block holds all four unflagged. The
+    # grpc ratio loses the blocks whose flagged run is a grpc one (1, 3, 5),
+    # the http ratio the others (2, 4, 6): each keeps three blocks, six runs.
+    cells = [("grpc", OFF), ("http", OFF), ("grpc", ON), ("http", ON), ("grpc", OFF),
+             ("http", ON)]
+
+    def flagged(lv: dict[str, Any], rep: int) -> bool:
+        return (lv["deploy.transport"], lv["mesh"]) == cells[rep - 1]
+
+    def values(lv: dict[str, Any], rep: int) -> dict[str, dict[str, float]]:
+        return {"total": {"p50_ms": 2.0 * (1.2 if lv["mesh"] == ON else 1.0) * (1 + rep / 100)}}
+
+    d = write_store(tmp_path, "flags", [("deploy.transport", ["grpc", "http"]),
+                                        ("mesh", [OFF, ON])], values, reps=6,
+                    bottleneck=flagged)
+    with_spec(d, SPEC.replace("repetitions = 3", 'until = "decided"'))
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["decide", str(d), "--format", "json"]) == 0
+    (got,) = json.loads(out.getvalue())["questions"]
+    assert got["flagged"] == 6 and got["blocks"] == 3 and got["runs"] == 12
+    assert [r["blocks"] for r in got["ratios"]] == [3, 3]
+    assert got["ratios"][0]["level"] == "mtls=true, tracing=1"
+    # Two ratios share 5% (Bonferroni): 97.5% each needs five blocks.
+    assert any("needs 5 or more" in n for n in got["notes"])
+    build_report(d)
+    q = section((d / "report.md").read_text(), "Answers to the questions")
+    assert "**not decided** after 12 runs in 3 blocks, leaving out 6 runs" in q
+
+
+def test_a_linked_factors_levels_read_as_the_questions_name_them(tmp_path: Path) -> None:
+    d = question_store(tmp_path)
+    build_report(d)
+    md = (d / "report.md").read_text()
+    assert '{"' not in md
+    rank = section(md, "The answer")
+    assert "| 1 | grpc | mtls=false, tracing=0 |" in rank
+    assert "mesh: −1 = mtls=false, tracing=0, +1 = mtls=true, tracing=1" in md
+    assert "| B | mesh | mtls=false, tracing=0, mtls=true, tracing=1 | yes |" in md

@@ -15,9 +15,12 @@ Intervals. A fixed design (no `experiment.until`) uses the cell-means model
 of every configuration on ln(metric), Student's t with the pooled
 within-configuration error; with one run per configuration there is no error
 term and no interval. A sequential design (`experiment.until = "decided"`)
-estimates each contrast once per complete block (`repetition`) and uses the
-anytime-valid confidence sequence of `sequential`, which stays valid however
-the experiment decided to stop.
+estimates each contrast once per block (`repetition`) that holds a run of
+every configuration the contrast compares, and uses the anytime-valid
+confidence sequence of `sequential`, which stays valid however the experiment
+decided to stop. A block missing one of them (a run lost or flagged) gives
+that contrast no value and the others theirs: a contrast's sequence counts
+its own blocks, and the answer's runs are those its contrasts used.
 
 Verdict. The contrasts a question decides on (each effect level against the
 first, in each `by` cell) share its 1 − confidence by Bonferroni; so do its
@@ -40,7 +43,7 @@ import pandas as pd
 from . import sequential
 from .errors import AnalysisError
 from .metrics import METRICS, canonical, lower_is_better
-from .results import Experiment, response_table
+from .results import Experiment, level_str, response_table
 from .stats import Cell, cell_contrast, cell_means
 
 
@@ -155,20 +158,13 @@ def parse_questions(meta: Mapping[str, Any], factors: Sequence[str]) -> list[Que
 
 
 def level_label(level: str) -> str:
-    """A level as a reader names it: a linked factor's level (a table of keys,
-    stored as JSON) becomes "mtls=true, tracing=1"."""
+    """A level as a reader names it (`results.level_str`): one stored as the
+    JSON of a linked factor's table becomes "mtls=true, tracing=1"."""
     try:
         value = json.loads(level)
     except (ValueError, TypeError):
         return level
-    if not isinstance(value, dict):
-        return level
-    parts = []
-    for k, v in value.items():
-        s = ("true" if v else "false") if isinstance(v, bool) else (
-            str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
-        parts.append(f"{str(k).rsplit('.', 1)[-1]}={s}")
-    return ", ".join(parts)
+    return level_str(value) if isinstance(value, dict) else level
 
 
 @dataclass(frozen=True)
@@ -182,6 +178,7 @@ class Ratio:
     low: float
     high: float
     verdict: str  # "holds", "fails" (the margin's claim) or "differs"; "undecided"
+    blocks: int = 0  # blocks that gave this ratio a value (sequential)
 
 
 @dataclass(frozen=True)
@@ -195,6 +192,7 @@ class Interaction:
     low: float
     high: float
     differs: bool | None  # None: no interval
+    blocks: int = 0  # blocks that gave this ratio a value (sequential)
 
 
 @dataclass(frozen=True)
@@ -206,7 +204,7 @@ class Answer:
     runs: int  # runs the answer used
     confidence: float  # the question's overall confidence
     method: str  # "fixed" or "sequential"
-    blocks: int = 0  # complete blocks used (sequential)
+    blocks: int = 0  # the fewest blocks any ratio used (sequential): what limits it
     flagged: int = 0  # runs left out: the generator was their bottleneck
     notes: list[str] = field(default_factory=list)
 
@@ -250,17 +248,29 @@ def _product(choices: list[list[str]]) -> list[tuple[str, ...]]:
 
 
 def _block_values(data: pd.DataFrame, factors: Sequence[str], y: str,
-                  weights: Mapping[Cell, float]) -> np.ndarray:
-    """The contrast in each block (repetition) that holds a run in every
-    weighted cell; incomplete blocks are left out."""
+                  weights: Mapping[Cell, float]) -> tuple[np.ndarray, list[Any]]:
+    """The contrast in each block (repetition) that holds a run in every cell
+    the contrast weighs, and those blocks. A block that lacks one of them (a
+    run lost, or left out as flagged) is left out of this contrast only: the
+    confidence sequence needs one value per block, from that block's runs."""
     cells = data.groupby(["repetition", *factors], observed=True)[y].mean()
-    out = []
+    out, used = [], []
     for rep in sorted(data["repetition"].unique()):
         try:
             out.append(sum(w * float(cells.loc[(rep, *c)]) for c, w in weights.items()))
         except KeyError:
             continue
-    return np.array(out, dtype=float)
+        used.append(rep)
+    return np.array(out, dtype=float), used
+
+
+def blocks_needed(confidence: float) -> int:
+    """The fewest blocks whose confidence sequence at this confidence is
+    finite (4 at 95%, 5 at 97.5%)."""
+    n = 2
+    while not math.isfinite(float(sequential.halfwidth_factor(n, 1 - confidence))):
+        n += 1
+    return n
 
 
 def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
@@ -305,10 +315,13 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
     conf_int = 1 - (1 - confidence) / max(k_int, 1)
     cm = cell_means(data, "_ly", list(factors), log=False)
 
+    used: set[tuple[Any, Cell]] = set()  # (block, configuration) a sequential answer used
+
     def interval(w: Mapping[Cell, float], conf: float) -> tuple[float, float, float, int]:
         """(estimate, low, high, blocks) of a log contrast."""
         if sequential_design:
-            d = _block_values(data, factors, "_ly", w)
+            d, reps = _block_values(data, factors, "_ly", w)
+            used.update((rep, c) for rep in reps for c, v in w.items() if v != 0)
             cs = sequential.confidence_sequence(d, conf)
             return cs.mean, cs.low, cs.high, cs.n
         c = cell_contrast(cm, w, conf)
@@ -316,18 +329,16 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
 
     ratios: list[Ratio] = []
     logs: dict[tuple[int, str], tuple[float, dict[Cell, float]]] = {}
-    blocks = 0
     try:
         for i, cell in enumerate(by_cells):
             for lv in eff_levels[1:]:
                 w = _contrast_weights(q, levels, factors, cell, lv)
                 est, lo, hi, nb = interval(w, conf_each)
-                blocks = max(blocks, nb)
                 # An unbounded sequence (too few blocks) has no interval yet.
                 low = math.exp(lo) if math.isfinite(lo) else math.nan
                 high = math.exp(hi) if math.isfinite(hi) else math.nan
                 ratios.append(Ratio(tuple(cell.items()), lv, eff_levels[0], math.exp(est),
-                                    low, high, judge(low, high, q.margin)))
+                                    low, high, judge(low, high, q.margin), nb))
                 logs[(i, lv)] = (est, w)
     except AnalysisError as exc:
         notes.append(f"{exc}: the design lacks a configuration the question needs")
@@ -338,33 +349,32 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
             w = dict(logs[(i, lv)][1])
             for c, v in logs[(0, lv)][1].items():
                 w[c] = w.get(c, 0.0) - v
-            est, lo, hi, _ = interval(w, conf_int)
+            est, lo, hi, nb = interval(w, conf_int)
             finite = math.isfinite(lo) and math.isfinite(hi)
             interactions.append(Interaction(
                 tuple(cell.items()), tuple(by_cells[0].items()), lv, math.exp(est),
                 math.exp(lo) if finite else math.nan, math.exp(hi) if finite else math.nan,
-                (lo > 0 or hi < 0) if finite else None))
+                (lo > 0 or hi < 0) if finite else None, nb))
 
     n_runs = len(data)
+    blocks = 0
     if sequential_design:
-        n_runs = int(data["repetition"].isin(_complete_blocks(data, factors)).sum())
-        if blocks < 4:
-            notes.append(f"{blocks} complete block(s): the confidence sequence needs 4 or "
-                         "more for a finite interval")
+        # The runs of the blocks the ratios and interactions took a value
+        # from, in the configurations they weigh.
+        keys = pd.MultiIndex.from_frame(data[["repetition", *factors]])
+        n_runs = int(keys.isin([(rep, *c) for rep, c in used]).sum())
+        blocks = min((r.blocks for r in ratios), default=0)
+        need = blocks_needed(conf_each)
+        if blocks < need:
+            notes.append(f"{blocks} usable block(s) for a ratio: the confidence sequence needs "
+                         f"{need} or more for a finite interval; a block is usable for a ratio "
+                         "when none of the runs it compares was lost or flagged")
     elif cm.dof <= 0:
         notes.append("one run per configuration: no error term, so no interval; run the "
                      "design again (experiment.repetitions ≥ 2, or until = \"decided\")")
     decided = bool(ratios) and all(r.verdict != "undecided" for r in ratios)
     return Answer(q, ratios, interactions, decided, n_runs, confidence, method, blocks,
                   flagged, notes)
-
-
-def _complete_blocks(data: pd.DataFrame, factors: Sequence[str]) -> list[Any]:
-    """The repetitions that hold a run of every configuration present."""
-    cells = data.groupby(list(factors), observed=True).ngroups
-    per = data.groupby("repetition", observed=True).apply(
-        lambda g: g.groupby(list(factors), observed=True).ngroups, include_groups=False)
-    return [rep for rep, n in per.items() if n == cells]
 
 
 def answer_all(questions: Sequence[Question], runs: pd.DataFrame, factors: Sequence[str],
@@ -410,10 +420,10 @@ def answer_record(a: Answer) -> dict[str, Any]:
         "blocks": a.blocks, "flagged": a.flagged, "confidence": a.confidence,
         "ratios": [{"by": cell(r.by), "level": r.level, "base": r.base,
                     "ratio": number(r.ratio), "low": number(r.low), "high": number(r.high),
-                    "verdict": r.verdict} for r in a.ratios],
+                    "verdict": r.verdict, "blocks": r.blocks} for r in a.ratios],
         "interactions": [{"by": cell(i.by), "base_by": cell(i.base_by), "level": i.level,
                           "ratio": number(i.ratio), "low": number(i.low),
-                          "high": number(i.high), "differs": i.differs}
+                          "high": number(i.high), "differs": i.differs, "blocks": i.blocks}
                          for i in a.interactions],
         "notes": list(a.notes),
     }

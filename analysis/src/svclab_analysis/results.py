@@ -116,13 +116,22 @@ def run_warning(raw: Any) -> RunWarning:
 
 
 def level_str(value: Any) -> str:
-    """One spelling for a level, whether it came from TOML, JSON or a CSV."""
+    """One spelling for a level, whether it came from TOML, JSON or a CSV, and
+    the one every table, figure and answer shows. A linked factor's level (a
+    table of keys) reads "mtls=true, tracing=1": each key by its last part
+    (whole when two share it), in key order, each value spelt as a level."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, str | int | float):
         return str(value)
+    if isinstance(value, dict) and value:
+        keys = sorted(value, key=str)
+        shorts = [str(k).rsplit(".", 1)[-1] for k in keys]
+        if len(set(shorts)) < len(shorts):
+            shorts = [str(k) for k in keys]
+        return ", ".join(f"{s}={level_str(value[k])}" for s, k in zip(shorts, keys, strict=True))
     return json.dumps(value, sort_keys=True)
 
 
