@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -22,7 +23,7 @@ import (
 //   - They bind their listeners themselves, by address: neither grpc-java's
 //     Netty, Tomcat nor grpcio can serve a socket they did not bind, so the
 //     deployer gives them fd 0. On tcp it picks a free port below the
-//     kernel's ephemeral range (ports.go) and closes it just before the
+//     kernel's ephemeral range (internal/deploy/ports) and closes it just before the
 //     start; should another program take it in between, the host fails
 //     with "address in use", which the deployer reports with its output.
 //   - Their command is the JVM with impl/java's jar, or impl/python's
@@ -150,7 +151,7 @@ func implRoot(artifact string) (string, error) {
 // as is, a tcp port picked now.
 func bindByAddress(ep runtime.Endpoint) (*hostv1.Listener, error) {
 	if ep.Network != "unix" {
-		lis, err := listenPicked()
+		lis, err := ports.Listen()
 		if err != nil {
 			return nil, fmt.Errorf("pick a port for %s: %w", ep, err)
 		}

@@ -103,7 +103,6 @@ type Deployment struct {
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
-	telemetry   telemetryGroup   // the backends' CPUs (backend.go)
 	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
@@ -199,7 +198,6 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		stopTimeout: opts.StopTimeout,
 		net:         opts.Network,
 		cpus:        opts.CPUs,
-		telemetry:   telemetryGroup{cpus: opts.TelemetryCPUs},
 		stopping:    make(chan struct{}),
 		exited:      make(chan deploy.Process, len(p.Groups)),
 		nextOrdinal: make([]int, len(p.Groups)),
@@ -284,7 +282,7 @@ func (d *Deployment) stop(ctx context.Context) error {
 	// after the others are stopped.
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
-	d.mesh.beforeStop(ctx)
+	d.mesh.telemetry().BeforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -331,8 +329,12 @@ wait:
 		errs = append(errs, fmt.Errorf("%s did not stop on SIGTERM within %s and was killed; last output:\n%s", p.info, d.stopTimeout, deploy.IndentTail(p.Tail())))
 	}
 	d.closeHops()
-	d.mesh.collectSpans(ctx, d.topo.Groups)
-	if err := d.telemetry.remove(); err != nil {
+	// The hosts have stopped, and so exported their last spans.
+	var services []string
+	for _, g := range d.topo.Groups {
+		services = append(services, g.Name)
+	}
+	if err := d.mesh.telemetry().Stop(ctx, services); err != nil {
 		errs = append(errs, err)
 	}
 	if d.spawn != nil {

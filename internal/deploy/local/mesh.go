@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
+	"sync"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/telemetry"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/middleware/metrics"
@@ -24,31 +25,24 @@ const ClientIdentity = "svclab.client"
 
 // mesh is what a deployment with in-process mesh features keeps: for
 // deploy.mtls, the run's CA and each component's credentials, all in the
-// deployment's private temp dir, which Stop removes; for deploy.tracing,
-// its Jaeger.
+// deployment's private temp dir, which Stop removes; for deploy.tracing
+// and deploy.metrics, its telemetry programs and the hosts' metrics
+// listeners (metrics.go).
 type mesh struct {
-	mtls    bool
-	tracing float64
-	jaeger  *jaeger
-	// spans are what Jaeger had when the deployment stopped.
-	spans    []deploy.Span
-	spansErr error
-	// collected is closed once spans (and series) are read.
-	collected chan struct{}
+	mtls bool
+	// tel runs Jaeger and Prometheus (internal/deploy/telemetry).
+	tel *telemetry.Telemetry
 
 	metrics bool
 	// byAddress says whether group g's host binds its own listeners (Java,
 	// Python), so that its metrics listener is an address, not a socket.
 	byAddress func(g int) bool
 	// metricsAt is each group's metrics listener.
-	metricsAt  []*hostv1.Listener
-	prometheus *prometheus
-	series     []deploy.Sample
-	seriesErr  error
-
-	// proxies are the services (proxy names) under which sidecars that
-	// emit their own spans report them (proxytrace.go).
-	proxies []string
+	metricsAt []*hostv1.Listener
+	// lingering are replicas being scaled away that stay in the scrape
+	// targets until their last counters are scraped (metrics.go).
+	lingerMu  sync.Mutex
+	lingering map[*process]bool
 
 	// bySidecars: the sidecars carry mTLS, and the hosts talk plaintext
 	// to their own sidecar on loopback, as in Istio.
@@ -61,18 +55,29 @@ type mesh struct {
 	clientFiles pki.Files
 }
 
+// telemetry is the mesh's telemetry programs, nil without.
+func (m *mesh) telemetry() *telemetry.Telemetry {
+	if m == nil {
+		return nil
+	}
+	return m.tel
+}
+
 // newMesh makes the mesh of topology p for deployment d: credentials for
 // mTLS, a Jaeger for tracing (started within ctx). Nil when p turns on no
 // mesh feature; on error the caller's Stop cleans up.
 func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, error) {
-	m := &mesh{tracing: p.Mesh.Tracing, metrics: p.Mesh.Metrics, collected: make(chan struct{})}
+	m := &mesh{metrics: p.Mesh.Metrics}
 	m.byAddress = func(g int) bool { return p.GroupLanguage(g) != runtime.LangGo }
-	if p.Mesh.Tracing > 0 {
-		j, err := d.startJaeger(ctx, deploy.JaegerPath())
+	if p.Mesh.Tracing > 0 || p.Mesh.Metrics {
+		var err error
+		m.tel, err = telemetry.Start(ctx, telemetry.Config{
+			ID: d.id, Dir: d.dir, Tracing: p.Mesh.Tracing, JaegerPath: deploy.JaegerPath(),
+			CPUs: d.opts.TelemetryCPUs, DeploymentCPUs: d.cpus, Spawn: d.spawn.do, Proc: d.proc,
+		})
 		if err != nil {
-			return nil, fmt.Errorf("deployment %s: deploy.tracing: %w", d.id, err)
+			return m, err
 		}
-		m.jaeger = j
 	}
 	if p.Mesh.MTLS && !p.InProcess() {
 		m.bySidecars = p.Sidecar != "" && p.Sidecar != spec.SidecarNone
@@ -80,16 +85,16 @@ func (d *Deployment) newMesh(ctx context.Context, p *runtime.Topology) (*mesh, e
 			return m, err
 		}
 	}
-	if m.jaeger == nil && !m.mtls && !m.metrics {
+	if !m.tel.Tracing() && !m.mtls && !m.metrics {
 		return nil, nil
 	}
 	return m, nil
 }
 
-// afterBind adds a metrics listener to the sockets of each of the first
-// replicas and starts the Prometheus that scrapes them (within ctx), for
-// deploy.metrics. Replicas added later get theirs from metricsFor, and
-// pushPeers points Prometheus at them (scrapetargets.go).
+// meshAfterBind adds a metrics listener to the sockets of each of the
+// first replicas and starts the Prometheus that scrapes them (within ctx),
+// for deploy.metrics. Replicas added later get theirs from metricsFor, and
+// pushPeers points Prometheus at them (metrics.go).
 func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	m := d.mesh
 	if m == nil || !m.metrics {
@@ -98,16 +103,11 @@ func (d *Deployment) meshAfterBind(ctx context.Context, s []*sockets) error {
 	if err := m.bindMetrics(s); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
-	var targets []scrapeTarget
+	var targets []telemetry.Target
 	for i, l := range m.metricsAt {
-		targets = append(targets, scrapeTarget{addr: l.GetEndpoint().GetAddr(), process: d.replicaName(s[i].group, s[i].ordinal)})
+		targets = append(targets, telemetry.Target{Addr: l.GetEndpoint().GetAddr(), Process: d.replicaName(s[i].group, s[i].ordinal)})
 	}
-	p, err := d.startPrometheus(ctx, targets)
-	if err != nil {
-		return fmt.Errorf("deployment %s: deploy.metrics: %w", d.id, err)
-	}
-	m.prometheus = p
-	return nil
+	return m.tel.StartMetrics(ctx, targets)
 }
 
 // makeCredentials makes the run's CA and every component's leaf.
@@ -143,16 +143,10 @@ func (m *mesh) makeCredentials(id, dir string, p *runtime.Topology) error {
 	return nil
 }
 
-// meshReady waits, once every host is ready, until the mesh's backends
-// see them: Prometheus has scraped every host.
+// meshReady waits, once every host is ready, until the mesh's telemetry
+// sees them: Prometheus has scraped every host.
 func (d *Deployment) meshReady(ctx context.Context) error {
-	if d.mesh == nil || d.mesh.prometheus == nil {
-		return nil
-	}
-	if err := d.mesh.prometheus.scraping(ctx); err != nil {
-		return fmt.Errorf("deployment %s: deploy.metrics: %w", d.id, err)
-	}
-	return nil
+	return d.mesh.telemetry().AwaitScraping(ctx)
 }
 
 // configure sets hc's mesh for a replica of group g, the i-th of the
@@ -166,8 +160,8 @@ func (m *mesh) configure(hc *hostv1.HostConfig, i int, g runtime.Group) {
 	if m.metrics && i >= 0 && i < len(m.metricsAt) {
 		hc.Mesh.Metrics = &hostv1.Metrics{Listener: m.metricsAt[i], Buckets: metrics.Buckets}
 	}
-	if m.jaeger != nil {
-		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: m.tracing, OtlpEndpoint: m.jaeger.otlp}
+	if otlp, ratio := m.tel.OTLP(); otlp != "" {
+		hc.Mesh.Tracing = &hostv1.Tracing{Ratio: ratio, OtlpEndpoint: otlp}
 	}
 	if !m.mtls || m.bySidecars {
 		return
@@ -199,65 +193,17 @@ func (d *Deployment) ClientFiles() (pki.Files, bool) {
 	return d.mesh.clientFiles, true
 }
 
-// beforeStop lets the backends catch up with the hosts' last calls.
-func (m *mesh) beforeStop(ctx context.Context) {
-	if m != nil && m.prometheus != nil {
-		m.prometheus.finalScrape(ctx)
-	}
-	m.awaitProxySpans(ctx)
-}
-
-// collectSpans reads what Jaeger received, once every host has stopped
-// (and so exported its last spans), then stops Jaeger.
-func (m *mesh) collectSpans(ctx context.Context, groups []runtime.Group) {
-	if m == nil {
-		return
-	}
-	defer close(m.collected)
-	qctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	if m.prometheus != nil {
-		m.series, m.seriesErr = m.prometheus.series(qctx)
-		m.prometheus.stop()
-	}
-	if m.jaeger != nil {
-		var services []string
-		for _, g := range groups {
-			services = append(services, g.Name)
-		}
-		m.spans, m.spansErr = m.jaeger.settledSpans(qctx, append(services, m.proxies...))
-		markProxySpans(m.spans, m.proxies)
-		m.jaeger.stop()
-	}
-}
-
 // Series returns every sample the deployment's Prometheus scraped (a
 // deploy.MetricSource), once the deployment has stopped.
-func (d *Deployment) Series() ([]deploy.Sample, error) {
-	if d.mesh == nil || d.mesh.prometheus == nil {
-		return nil, errNoMetrics
-	}
-	select {
-	case <-d.mesh.collected:
-	default:
-		return nil, fmt.Errorf("deployment %s: series are read when it has stopped", d.id)
-	}
-	return d.mesh.series, d.mesh.seriesErr
-}
+func (d *Deployment) Series() ([]deploy.Sample, error) { return d.mesh.telemetry().Series() }
 
 // Spans returns every span the deployment's Jaeger received (a
 // deploy.TraceSource), once the deployment has stopped.
-func (d *Deployment) Spans() ([]deploy.Span, error) {
-	if d.mesh == nil || d.mesh.jaeger == nil {
-		return nil, errNoTracing
-	}
-	select {
-	case <-d.mesh.collected:
-	default:
-		return nil, fmt.Errorf("deployment %s: spans are read when it has stopped", d.id)
-	}
-	return d.mesh.spans, d.mesh.spansErr
-}
+func (d *Deployment) Spans() ([]deploy.Span, error) { return d.mesh.telemetry().Spans() }
+
+// Backends lists the deployment's telemetry programs that are running, as
+// processes of role telemetry (a deploy.BackendSource).
+func (d *Deployment) Backends() []deploy.Backend { return d.mesh.telemetry().Processes() }
 
 // MeshLines says where the mesh features of the deployment can be seen, for
 // `svclab up` (a deploy.MeshDescriber).
@@ -278,11 +224,5 @@ func (d *Deployment) MeshLines() []string {
 		}
 		out = append(out, fmt.Sprintf("mtls:    %s; a client certificate: --cacert %s --cert %s --key %s", where, f.CA, f.Cert, f.Key))
 	}
-	if m.jaeger != nil {
-		out = append(out, fmt.Sprintf("tracing: %g%% of requests, Jaeger UI at %s", 100*m.tracing, m.jaeger.query))
-	}
-	if m.prometheus != nil {
-		out = append(out, fmt.Sprintf("metrics: Prometheus at %s (svclab_requests_total, svclab_request_duration_seconds, ...)", m.prometheus.web))
-	}
-	return out
+	return append(out, m.tel.Lines()...)
 }

@@ -94,7 +94,7 @@ func TestMetricsBackendFails(t *testing.T) {
 		d.Stop(context.Background())
 		t.Fatal("deployed with a metrics backend that exits at start")
 	}
-	if !strings.Contains(err.Error(), "deploy.metrics: metrics backend "+bin+" exited at start") {
+	if !strings.Contains(err.Error(), "deploy.metrics: Prometheus "+bin+" exited at start") {
 		t.Errorf("error: %v", err)
 	}
 	m := regexp.MustCompile(`deployment ([0-9a-f]+): `).FindStringSubmatch(err.Error())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
@@ -46,7 +47,7 @@ func (m *sidecarPlan) release() {
 
 // reserve binds a free loopback port for a proxy's listener.
 func (m *sidecarPlan) reserve() (int, error) {
-	l, err := listenPicked()
+	l, err := ports.Listen()
 	if err != nil {
 		return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
 	}
@@ -110,7 +111,9 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 			return err
 		}
 	}
-	d.traceProxies(plan)
+	for i := range plan.Proxies {
+		d.mesh.telemetry().TraceProxy(plan.Kind, &plan.Proxies[i].Config)
+	}
 	d.sidecars = m
 	if !p.InProcess() {
 		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry][0]}

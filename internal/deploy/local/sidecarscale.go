@@ -39,7 +39,7 @@ func (d *Deployment) planReplicaSidecar(s *sockets) (*replicaSidecar, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sidecar of %s: %w", d.replicaName(s.group, s.ordinal), err)
 	}
-	d.traceProxy(m.Kind, &px.Config)
+	d.mesh.telemetry().TraceProxy(m.Kind, &px.Config)
 	return &replicaSidecar{d: d, px: *px}, nil
 }
 

@@ -96,7 +96,7 @@ func TestTracingBackendFails(t *testing.T) {
 		d.Stop(context.Background())
 		t.Fatal("deployed with a tracing backend that exits at start")
 	}
-	if !strings.Contains(err.Error(), "deploy.tracing: tracing backend "+bin+" exited at start") {
+	if !strings.Contains(err.Error(), "deploy.tracing: Jaeger "+bin+" exited at start") {
 		t.Errorf("error: %v", err)
 	}
 	m := regexp.MustCompile(`deployment ([0-9a-f]+): `).FindStringSubmatch(err.Error())

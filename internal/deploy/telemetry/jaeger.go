@@ -1,9 +1,8 @@
-package local
+package telemetry
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,9 +15,10 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/ports"
 )
 
-// jaeger is the tracing backend of a deployment with deploy.tracing: a
+// jaeger is the tracing program of a deployment with deploy.tracing: a
 // Jaeger v2 process of its own, keeping spans in memory, on loopback ports
 // nobody else uses, with its log in the deployment's directory.
 type jaeger struct {
@@ -75,20 +75,20 @@ exporters:
 // 10,000 req/s with every request traced, some 2 GB at 5 spans a trace.
 const jaegerMaxTraces = 600_000
 
-// startJaeger starts bin for the deployment and waits until its query API
-// answers, or ctx ends. On error nothing is left running.
-func (d *Deployment) startJaeger(ctx context.Context, bin string) (_ *jaeger, err error) {
-	ports, err := freePorts(3)
+// startJaeger starts Config.JaegerPath for the deployment and waits until
+// its query API answers, or ctx ends. On error nothing is left running.
+func (t *Telemetry) startJaeger(ctx context.Context) (_ *jaeger, err error) {
+	addrs, err := ports.Free(3)
 	if err != nil {
-		return nil, fmt.Errorf("tracing backend: %w", err)
+		return nil, fmt.Errorf("Jaeger: %w", err)
 	}
-	conf := filepath.Join(d.dir, "jaeger.yaml")
-	if err := os.WriteFile(conf, fmt.Appendf(nil, jaegerConfig, ports[0], ports[1], ports[2], jaegerMaxTraces), 0o600); err != nil {
-		return nil, fmt.Errorf("tracing backend: %w", err)
+	conf := filepath.Join(t.cfg.Dir, "jaeger.yaml")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, jaegerConfig, addrs[0], addrs[1], addrs[2], jaegerMaxTraces), 0o600); err != nil {
+		return nil, fmt.Errorf("Jaeger: %w", err)
 	}
-	j := &jaeger{log: filepath.Join(d.dir, "jaeger.log"), otlp: ports[2], query: "http://" + ports[0], start: time.Now()}
-	j.cmd = backendCommand(bin, "--config", "file:"+conf)
-	if j.done, err = d.startBackend(ctx, "tracing backend", j.cmd, j.log, j.ready); err != nil {
+	j := &jaeger{log: filepath.Join(t.cfg.Dir, "jaeger.log"), otlp: addrs[2], query: "http://" + addrs[0], start: time.Now()}
+	j.cmd = niceCommand(t.cfg.JaegerPath, "--config", "file:"+conf)
+	if j.done, err = t.startProgram(ctx, "Jaeger", j.cmd, j.log, j.ready); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -107,34 +107,10 @@ func (j *jaeger) ready(ctx context.Context) bool {
 	return true
 }
 
-func (j *jaeger) tail() string { return logTail(j.log) }
-
 func (j *jaeger) stop() {
 	if j != nil {
 		stopGroup(j.cmd, j.done)
 	}
-}
-
-// freePorts picks n free loopback ports (listenPicked). A port could be
-// taken between this and Jaeger's bind; Jaeger then fails to start, with
-// its log in the error.
-func freePorts(n int) ([]string, error) {
-	var out []string
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := listenPicked()
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	return out, nil
 }
 
 // jaegerTrace is a trace as Jaeger's query API (/api/traces) gives it.
@@ -204,7 +180,7 @@ func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, e
 		}
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("tracing backend: query %s: %w", svc, err)
+			return nil, fmt.Errorf("Jaeger: query %s: %w", svc, err)
 		}
 		var body struct {
 			Data   []jaegerTrace `json:"data"`
@@ -215,10 +191,10 @@ func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, e
 		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("tracing backend: query %s: HTTP %s: %w", svc, resp.Status, err)
+			return nil, fmt.Errorf("Jaeger: query %s: HTTP %s: %w", svc, resp.Status, err)
 		}
 		if resp.StatusCode != http.StatusOK || len(body.Errors) > 0 {
-			return nil, fmt.Errorf("tracing backend: query %s: HTTP %s: %v", svc, resp.Status, body.Errors)
+			return nil, fmt.Errorf("Jaeger: query %s: HTTP %s: %v", svc, resp.Status, body.Errors)
 		}
 		for _, t := range body.Data {
 			if seen[t.TraceID] {
@@ -257,9 +233,3 @@ func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, e
 	slices.SortFunc(out, func(a, b deploy.Span) int { return a.Start.Compare(b.Start) })
 	return out, nil
 }
-
-// errNoTracing is Spans of a deployment without deploy.tracing.
-var errNoTracing = errors.New("the deployment has no tracing (deploy.tracing = 0)")
-
-// errNoMetrics is Series of a deployment without deploy.metrics.
-var errNoMetrics = errors.New("the deployment has no metrics (deploy.metrics = false)")

@@ -1,4 +1,4 @@
-package local
+package telemetry
 
 import (
 	"os"
@@ -10,10 +10,10 @@ import (
 	"time"
 )
 
-// TestBackendNice: a backend started by backendCommand runs at the nice
+// TestNice: a program started by niceCommand runs at the nice
 // value SVCLAB_BACKEND_NICE gives (0 when unset or out of range); messages
 // name the program, not nice(1).
-func TestBackendNice(t *testing.T) {
+func TestNice(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
 		t.Skip("no sleep(1) on PATH")
@@ -23,10 +23,10 @@ func TestBackendNice(t *testing.T) {
 		want int
 	}{{"", 0}, {"19", 19}, {"10", 10}, {"0", 0}, {"40", 0}} {
 		t.Run("env="+tc.env, func(t *testing.T) {
-			t.Setenv(BackendNiceEnv, tc.env)
-			cmd := backendCommand(sleep, "10")
-			if got := backendName(cmd); got != sleep {
-				t.Errorf("backendName = %q, want %q", got, sleep)
+			t.Setenv(NiceEnv, tc.env)
+			cmd := niceCommand(sleep, "10")
+			if got := programName(cmd); got != sleep {
+				t.Errorf("programName = %q, want %q", got, sleep)
 			}
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)

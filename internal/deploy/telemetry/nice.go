@@ -1,4 +1,4 @@
-package local
+package telemetry
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"strconv"
 )
 
-// The tracing backend stands for a mesh's telemetry service, which runs on
+// Jaeger stands for a mesh's telemetry service, which runs on
 // machines of its own in a real cluster; here it shares the two cores with
 // the system under test, and its ingest of every span competes with the
 // hops for a core, which a run measures as tracing's cost on the request
@@ -15,18 +15,18 @@ import (
 // the core from it at once, while spans wait in the hosts' batchers. On
 // 2026-11-23, at load average 19–24 from other work, nice 19 measured no
 // gain over nice 0 (docs/PERFORMANCE.md, "Mesh: what tracing costs"), so
-// the backend keeps the system under test's priority unless asked.
+// Jaeger keeps the system under test's priority unless asked.
 
-// BackendNiceEnv sets the tracing backend's nice value (0 to 19; 0, the
+// NiceEnv sets Jaeger's nice value (0 to 19; 0, the
 // system under test's own, when unset), to measure what its competition
 // for the CPU costs the hops.
-const BackendNiceEnv = "SVCLAB_BACKEND_NICE"
+const NiceEnv = "SVCLAB_BACKEND_NICE"
 
-// backendCommand runs bin with args at the backend's priority: under
+// niceCommand runs bin with args at the priority NiceEnv asks: under
 // nice(1), so that every thread the program starts inherits it.
-func backendCommand(bin string, args ...string) *exec.Cmd {
+func niceCommand(bin string, args ...string) *exec.Cmd {
 	n := 0
-	if v, err := strconv.Atoi(os.Getenv(BackendNiceEnv)); err == nil && v >= 0 && v <= 19 {
+	if v, err := strconv.Atoi(os.Getenv(NiceEnv)); err == nil && v >= 0 && v <= 19 {
 		n = v
 	}
 	nice, err := exec.LookPath("nice")
@@ -36,8 +36,8 @@ func backendCommand(bin string, args ...string) *exec.Cmd {
 	return exec.Command(nice, append([]string{"-n", strconv.Itoa(n), bin}, args...)...)
 }
 
-// backendName is the program cmd runs, past nice(1), for messages.
-func backendName(cmd *exec.Cmd) string {
+// programName is the program cmd runs, past nice(1), for messages.
+func programName(cmd *exec.Cmd) string {
 	if len(cmd.Args) > 3 && cmd.Args[1] == "-n" && cmd.Path != "" && cmd.Args[0] != "" && filepath.Base(cmd.Args[0]) == "nice" {
 		return cmd.Args[3]
 	}

@@ -1,14 +1,14 @@
-package local
+package ports
 
 import (
 	"net"
 	"testing"
 )
 
-// TestListenPicked: picked ports lie below the kernel's ephemeral range,
+// TestListen: picked ports lie below the kernel's ephemeral range,
 // where bind(0) and connect never land, and 200 held at once are distinct
 // listeners the kernel accepted.
-func TestListenPicked(t *testing.T) {
+func TestListen(t *testing.T) {
 	t.Parallel()
 	high := ephemeralLow()
 	if high-pickLow < 1000 {
@@ -16,7 +16,7 @@ func TestListenPicked(t *testing.T) {
 	}
 	seen := map[int]bool{}
 	for range 200 {
-		l, err := listenPicked()
+		l, err := Listen()
 		if err != nil {
 			t.Fatal(err)
 		}

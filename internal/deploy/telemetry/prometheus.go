@@ -1,11 +1,10 @@
-package local
+package telemetry
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -13,15 +12,17 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/runtime"
-	hostv1 "github.com/svclab/svclab/proto/host/v1"
+	"github.com/svclab/svclab/internal/deploy/ports"
 )
+
+// tailLines is how many of a program's last log lines an error carries,
+// as many as of a host's.
+const tailLines = 40
 
 // ScrapeInterval is how often the run's Prometheus scrapes every host.
 const ScrapeInterval = time.Second
@@ -30,7 +31,7 @@ const ScrapeInterval = time.Second
 // host's CPU, memory and goroutines.
 const scraped = `{__name__=~"svclab_.*|process_cpu_seconds_total|process_resident_memory_bytes|go_goroutines"}`
 
-// prometheus is the metrics backend of a deployment with deploy.metrics.
+// prometheus is the metrics program of a deployment with deploy.metrics.
 type prometheus struct {
 	cmd     *exec.Cmd
 	done    chan struct{}
@@ -39,76 +40,39 @@ type prometheus struct {
 	start   time.Time
 	dir     string
 	targets atomic.Int64 // how many targets the targets file lists
-
-	// lingering are replicas being scaled away that stay in the targets
-	// until their last counters are scraped (scrapedrain.go).
-	lingerMu  sync.Mutex
-	lingering map[*process]bool
-}
-
-// bindMetrics makes a metrics listener among the inherited sockets of each
-// replica in ss, in ss's order; a Java or Python host, which binds its own
-// listeners, gets an address instead (languages.go).
-func (m *mesh) bindMetrics(ss []*sockets) error {
-	for _, s := range ss {
-		if m.byAddress != nil && m.byAddress(s.group) {
-			l, err := bindByAddress(runtime.Endpoint{Transport: "http", Network: "tcp"})
-			if err != nil {
-				return fmt.Errorf("deploy.metrics: %w", err)
-			}
-			m.metricsAt = append(m.metricsAt, l)
-			continue
-		}
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return fmt.Errorf("deploy.metrics: listen: %w", err)
-		}
-		s.closers = append(s.closers, lis)
-		f, err := lis.(*net.TCPListener).File()
-		if err != nil {
-			return fmt.Errorf("deploy.metrics: listener file: %w", err)
-		}
-		s.closers = append(s.closers, f)
-		s.files = append(s.files, f)
-		m.metricsAt = append(m.metricsAt, &hostv1.Listener{
-			Endpoint: &hostv1.Endpoint{Transport: "http", Network: "tcp", Addr: lis.Addr().String()},
-			Fd:       int32(2 + len(s.files)),
-		})
-	}
-	return nil
 }
 
 // startPrometheus starts Prometheus scraping every host's metrics every
 // ScrapeInterval, and waits until it is ready or ctx ends.
-func (d *Deployment) startPrometheus(ctx context.Context, targets []scrapeTarget) (_ *prometheus, err error) {
+func (t *Telemetry) startPrometheus(ctx context.Context, targets []Target) (_ *prometheus, err error) {
 	bin, err := deploy.PrometheusPath()
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(1)
+	addrs, err := ports.Free(1)
 	if err != nil {
-		return nil, fmt.Errorf("metrics backend: %w", err)
+		return nil, fmt.Errorf("Prometheus: %w", err)
 	}
-	dir := filepath.Join(d.dir, "prometheus")
+	dir := filepath.Join(t.cfg.Dir, "prometheus")
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("metrics backend: %w", err)
+		return nil, fmt.Errorf("Prometheus: %w", err)
 	}
 	// The targets come from a file the deployer rewrites on every scale
-	// (scrapetargets.go).
+	// (targets.go).
 	conf := fmt.Sprintf("global:\n  scrape_interval: %s\n  scrape_timeout: %s\nscrape_configs:\n  - job_name: svclab\n    file_sd_configs:\n      - files: [%s]\n        refresh_interval: 1s\n",
 		ScrapeInterval, ScrapeInterval*9/10, strconv.Quote(filepath.Join(dir, targetsFile)))
 	confPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
-		return nil, fmt.Errorf("metrics backend: %w", err)
+		return nil, fmt.Errorf("Prometheus: %w", err)
 	}
-	p := &prometheus{log: filepath.Join(dir, "prometheus.log"), web: "http://" + ports[0], start: time.Now(), dir: dir}
+	p := &prometheus{log: filepath.Join(dir, "prometheus.log"), web: "http://" + addrs[0], start: time.Now(), dir: dir}
 	if err := p.writeTargets(targets); err != nil {
 		return nil, err
 	}
 	p.cmd = exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
-		"--web.listen-address="+ports[0], "--log.level=warn")
+		"--web.listen-address="+addrs[0], "--log.level=warn")
 	ready := func(ctx context.Context) bool { return httpOK(ctx, p.web+"/-/ready") }
-	if p.done, err = d.startBackend(ctx, "metrics backend", p.cmd, p.log, ready); err != nil {
+	if p.done, err = t.startProgram(ctx, "Prometheus", p.cmd, p.log, ready); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -131,9 +95,9 @@ func (p *prometheus) scraping(ctx context.Context) error {
 		last = why
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("metrics backend: not scraping every host: %s: %w", last, context.Cause(ctx))
+			return fmt.Errorf("Prometheus: not scraping every host: %s: %w", last, context.Cause(ctx))
 		case <-p.done:
-			return fmt.Errorf("metrics backend exited (%s); its log:\n%s", p.cmd.ProcessState, logTail(p.log))
+			return fmt.Errorf("Prometheus exited (%s); its log:\n%s", p.cmd.ProcessState, logTail(p.log))
 		case <-tick.C:
 		}
 	}
@@ -221,6 +185,28 @@ func (p *prometheus) scrapedSince(ctx context.Context, since time.Time) (bool, s
 	return true, ""
 }
 
+// scrapedAfter reports whether Prometheus has scraped every one of addrs,
+// successfully, in a scrape that started after since.
+func (p *prometheus) scrapedAfter(ctx context.Context, addrs []string, since time.Time) bool {
+	targets, err := p.activeTargets(ctx)
+	if err != nil {
+		return false
+	}
+	last := map[string]activeTarget{}
+	for _, t := range targets {
+		if u, err := url.Parse(t.ScrapeURL); err == nil {
+			last[u.Host] = t
+		}
+	}
+	for _, a := range addrs {
+		t, ok := last[a]
+		if !ok || t.Health != "up" || !t.LastScrape.After(since) {
+			return false
+		}
+	}
+	return true
+}
+
 // series reads every sample of the deployment's series, as scraped: a
 // range selector over the deployment's life, rather than a range query,
 // whose evaluation steps would resample the series and miss what the last
@@ -238,7 +224,7 @@ func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("metrics backend: query: %w", err)
+		return nil, fmt.Errorf("Prometheus: query: %w", err)
 	}
 	defer resp.Body.Close()
 	var body struct {
@@ -252,10 +238,10 @@ func (p *prometheus) series(ctx context.Context) ([]deploy.Sample, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("metrics backend: query: HTTP %s: %w", resp.Status, err)
+		return nil, fmt.Errorf("Prometheus: query: HTTP %s: %w", resp.Status, err)
 	}
 	if body.Status != "success" {
-		return nil, fmt.Errorf("metrics backend: query: %s", body.Error)
+		return nil, fmt.Errorf("Prometheus: query: %s", body.Error)
 	}
 	var out []deploy.Sample
 	for _, r := range body.Data.Result {
@@ -313,17 +299,17 @@ func httpOK(ctx context.Context, u string) bool {
 	return resp.StatusCode == http.StatusOK
 }
 
-// logTail is the end of a backend's log file, indented.
+// logTail is the end of a program's log file, indented.
 func logTail(path string) string {
 	b, _ := os.ReadFile(path)
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > DefaultTailLines {
-		lines = lines[len(lines)-DefaultTailLines:]
+	if len(lines) > tailLines {
+		lines = lines[len(lines)-tailLines:]
 	}
 	return deploy.IndentTail(lines)
 }
 
-// stopGroup ends a backend's process group (SIGTERM, SIGKILL after a
+// stopGroup ends a program's process group (SIGTERM, SIGKILL after a
 // grace) and waits for it.
 func stopGroup(cmd *exec.Cmd, done <-chan struct{}) {
 	if cmd == nil || cmd.Process == nil {

@@ -1,4 +1,7 @@
-package local
+// Package ports picks loopback ports for programs that bind their own
+// listeners (proxies, Java and Python hosts, the telemetry programs), from
+// below the kernel's ephemeral range.
+package ports
 
 import (
 	"errors"
@@ -24,9 +27,9 @@ const (
 	pickAttempts = 64
 )
 
-// listenPicked listens on a free loopback port below the ephemeral range,
+// Listen listens on a free loopback port below the ephemeral range,
 // or on one the kernel picks when that range leaves no room below it.
-func listenPicked() (net.Listener, error) {
+func Listen() (net.Listener, error) {
 	high := ephemeralLow()
 	if high-pickLow < 1000 {
 		return net.Listen("tcp", "127.0.0.1:0")
@@ -58,4 +61,26 @@ func ephemeralLow() int {
 		}
 	}
 	return 32768
+}
+
+// Free picks n free loopback ports (Listen) and releases them, as
+// host:port. A port could be taken between this and the program's bind;
+// the program then fails to start, and says so.
+func Free(n int) ([]string, error) {
+	var out []string
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := Listen()
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	return out, nil
 }
