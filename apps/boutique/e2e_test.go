@@ -19,6 +19,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/backing/redis"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -29,7 +30,7 @@ import (
 
 // TestMain lets the deployer re-execute this test binary as a host.
 func TestMain(m *testing.M) {
-	local.RunIfChild()
+	hostentry.RunIfChild()
 	os.Exit(m.Run())
 }
 

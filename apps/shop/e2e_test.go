@@ -23,6 +23,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/backing/postgres"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -33,7 +34,7 @@ import (
 
 // TestMain lets the deployer re-execute this test binary as a host.
 func TestMain(m *testing.M) {
-	local.RunIfChild()
+	hostentry.RunIfChild()
 	os.Exit(m.Run())
 }
 

@@ -23,6 +23,7 @@ import (
 
 	"github.com/svclab/svclab/apps/synth"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -31,7 +32,7 @@ import (
 
 // TestMain lets the deployer re-execute this test binary as a host.
 func TestMain(m *testing.M) {
-	local.RunIfChild()
+	hostentry.RunIfChild()
 	os.Exit(m.Run())
 }
 

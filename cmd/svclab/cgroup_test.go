@@ -13,7 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/cgroup"
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/experiment"
 )
 
@@ -62,7 +62,7 @@ func TestRunWithLimitsAndIsolation(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark, local.HogEnv + "=hop2"}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	stdout, stderr, code := svclab(t, ctx, []string{mark, hostentry.HogEnv + "=hop2"}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

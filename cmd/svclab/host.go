@@ -2,15 +2,13 @@ package main
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/spf13/cobra"
 
 	_ "github.com/svclab/svclab/apps/all" // every app a host may run
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // every transport
-	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
 var hostFlags struct {
@@ -33,27 +31,17 @@ host exits with status 0 on SIGTERM or SIGINT, or when its deployer stops it
 over the control channel.`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		var cfg *hostv1.HostConfig
-		var err error
-		if hostFlags.config != "" {
-			b, rerr := os.ReadFile(hostFlags.config)
-			if rerr != nil {
-				return fmt.Errorf("host config: %w", rerr)
-			}
-			cfg, err = runtime.DecodeHostConfig(b)
-		} else {
-			cfg, err = local.HostConfigFromEnv()
-			if cfg == nil && err == nil {
-				return usageError{fmt.Errorf("no host config: set %s or pass --config", runtime.HostConfigEnv)}
-			}
-		}
+		cfg, err := hostentry.LoadConfig(hostFlags.config)
 		if err != nil {
 			return err
+		}
+		if cfg == nil {
+			return usageError{fmt.Errorf("no host config: set %s or pass --config", runtime.HostConfigEnv)}
 		}
 		if hostFlags.group != "" && hostFlags.group != cfg.Group {
 			return fmt.Errorf("--group %s does not match the config's group %s", hostFlags.group, cfg.Group)
 		}
-		return local.RunHost(cmd.Context(), cfg)
+		return hostentry.Run(cmd.Context(), cfg)
 	},
 }
 

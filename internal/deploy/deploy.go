@@ -58,7 +58,7 @@ type Options struct {
 	Env []string
 	// Executable is the svclab binary a deployer that runs hosts from
 	// this machine starts; default os.Executable(). A test passes its own
-	// binary, which then runs as a host (see local.RunIfChild).
+	// binary, which then runs as a host (see hostentry.RunIfChild).
 	Executable string
 	// Network, when set, places each process and listener (see Network);
 	// a deployer that cannot honour it fails.

@@ -5,18 +5,12 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/spec"
 )
-
-// cgroupProcsEnv carries the cgroup.procs files a host writes its own PID
-// to before it runs anything else, so no user code runs outside its
-// limits. The deployer moves the child in as well once it has started,
-// which covers an executable that does not know the variable.
-const cgroupProcsEnv = "SVCLAB_CGROUP_PROCS"
 
 // NewProcessCgroup makes the control group of one new process of group
 // (a group of the topology): name must be unique within the deployment (the
@@ -36,7 +30,7 @@ func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env 
 		if g, err = host.NewChild(d.id+"-"+name, cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory)}); err != nil {
 			return nil, nil, fmt.Errorf("process %s: %w", name, err)
 		}
-		return g, []string{cgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
+		return g, []string{hostentry.CgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
 	}
 	if res.IsZero() && cpus == "" {
 		return nil, nil, nil
@@ -49,7 +43,7 @@ func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env 
 	if err != nil {
 		return nil, nil, err
 	}
-	return g, []string{cgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
+	return g, []string{hostentry.CgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
 }
 
 // hostCgroup is the group of group's host, when the Network has hosts
@@ -80,19 +74,6 @@ func (d *Deployment) groupResources(group string) spec.Resources {
 	return spec.Resources{}
 }
 
-// joinCgroup moves a host into the groups its deployer named in
-// cgroupProcsEnv; without the variable it does nothing.
-func joinCgroup() error {
-	v := os.Getenv(cgroupProcsEnv)
-	if v == "" {
-		return nil
-	}
-	if err := cgroup.Join(strings.Split(v, string(os.PathListSeparator))); err != nil {
-		return fmt.Errorf("host: %w", err)
-	}
-	return nil
-}
-
 // cgroupSource adds a process's cgroup counters to its /proc ones.
 type cgroupSource struct {
 	proc deploy.ResourceSource
@@ -117,51 +98,4 @@ func outOfMemory(g *cgroup.Group) bool {
 	}
 	st, err := g.Stats()
 	return err == nil && st.OOMKills > 0
-}
-
-// HogEnv is a test knob: the host of the group it names, once it has run
-// for 200 ms, allocates and touches memory without end (1 MiB every
-// 10 ms, 4 GiB at most), so that a test can watch its memory limit end it.
-const HogEnv = "SVCLAB_TEST_HOG_GROUP"
-
-// hogIfAsked starts the HogEnv knob when it names group.
-func hogIfAsked(group string) {
-	if os.Getenv(HogEnv) != group {
-		return
-	}
-	go func() {
-		time.Sleep(200 * time.Millisecond)
-		var keep [][]byte
-		for range 4096 {
-			b := make([]byte, 1<<20)
-			for i := range b {
-				b[i] = 1
-			}
-			keep = append(keep, b)
-			time.Sleep(10 * time.Millisecond)
-		}
-		_ = keep
-	}()
-}
-
-// SpinEnv is a test knob: the host of the group it names burns CPU on
-// four goroutines (for 2 minutes at most), a CPU-bound component, so that
-// a test can watch a CPU set or quota hold it.
-const SpinEnv = "SVCLAB_TEST_SPIN_GROUP"
-
-// spinIfAsked starts the SpinEnv knob when it names group.
-func spinIfAsked(group string) {
-	if os.Getenv(SpinEnv) != group {
-		return
-	}
-	end := time.Now().Add(2 * time.Minute)
-	for range 4 {
-		go func() {
-			for n := 0; time.Now().Before(end); n++ {
-				for i := 0; i < 1e6; i++ {
-					n ^= i
-				}
-			}
-		}()
-	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 )
 
 func needCgroups(t *testing.T) *cgroup.Manager {
@@ -155,7 +155,7 @@ memory = "64MiB"
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	d, err := localDeployer(t).Deploy(ctx, topo, deploy.Options{Env: []string{local.HogEnv + "=hop2"}})
+	d, err := localDeployer(t).Deploy(ctx, topo, deploy.Options{Env: []string{hostentry.HogEnv + "=hop2"}})
 	if err != nil {
 		t.Fatal(err)
 	}

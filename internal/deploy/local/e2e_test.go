@@ -28,6 +28,7 @@ import (
 	_ "github.com/svclab/svclab/apps/all"
 	"github.com/svclab/svclab/apps/chain"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -47,7 +48,7 @@ const upSpecEnv = "SVCLAB_TEST_UP_SPEC"
 // foreground deployer for the orphan test), so the tests exercise the code
 // under test rather than a previously built svclab.
 func TestMain(m *testing.M) {
-	local.RunIfChild()
+	hostentry.RunIfChild()
 	code := 0
 	if path := os.Getenv(upSpecEnv); path != "" {
 		code = runUp(path)

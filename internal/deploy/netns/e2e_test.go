@@ -14,7 +14,8 @@ import (
 
 	_ "github.com/svclab/svclab/apps/all"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
+	_ "github.com/svclab/svclab/internal/deploy/local" // the deployer netns hands its hosts to
 	"github.com/svclab/svclab/internal/deploy/netns"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -23,7 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	local.RunIfChild()
+	hostentry.RunIfChild()
 	if path := os.Getenv(upSpecEnv); path != "" {
 		os.Exit(runUp(path))
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/netns"
 )
 
@@ -121,7 +121,7 @@ func TestHostCPUs(t *testing.T) {
 	if len(cpus) < 2 {
 		t.Skip("needs two CPUs for two hosts of one core")
 	}
-	dep := deployWith(t, hostsWith("cpus = 1", "cpus = 1\nexclusive = true"), local.SpinEnv+"=hop2")
+	dep := deployWith(t, hostsWith("cpus = 1", "cpus = 1\nexclusive = true"), hostentry.SpinEnv+"=hop2")
 	nd := dep.(*netns.Deployment)
 	lims := nd.HostLimits()
 	if len(lims) != 2 {
@@ -216,7 +216,7 @@ func groupIndex(t *testing.T, dep deploy.Deployment, group string) int {
 // (the run's failure reason), while the other host runs on.
 func TestHostMemory(t *testing.T) {
 	needCgroups(t)
-	dep := deployWith(t, hostsWith("", `memory = "64MiB"`), local.HogEnv+"=hop2")
+	dep := deployWith(t, hostsWith("", `memory = "64MiB"`), hostentry.HogEnv+"=hop2")
 	defer dep.Stop(context.Background())
 	if l := dep.(*netns.Deployment).HostLimits(); l[0].Memory != 0 || l[1].Memory != 64<<20 {
 		t.Errorf("host limits %+v, want vm1 unlimited and vm2 64 MiB", l)
