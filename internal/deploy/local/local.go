@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
@@ -97,9 +98,9 @@ type Deployment struct {
 	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
 	cfgJSON     []byte
 	opts        Options
-	as          autoscalers
-	clients     []entryClient // balancers over the entry's replicas (dial.go)
-	sidecars    *sidecarPlan  // the sidecars, when deploy.sidecar names one
+	as          *autoscaler.Autoscalers // nil until the deployment is ready (autoscale.go)
+	clients     []entryClient           // balancers over the entry's replicas (dial.go)
+	sidecars    *sidecarPlan            // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
@@ -277,7 +278,7 @@ func (d *Deployment) Stop(ctx context.Context) error {
 
 func (d *Deployment) stop(ctx context.Context) error {
 	close(d.stopping)
-	d.stopAutoscalers()
+	d.as.Stop()
 	// A Scale in progress finishes first, so that no replica starts
 	// after the others are stopped.
 	d.scaleMu.Lock()
