@@ -100,7 +100,7 @@ type Deployment struct {
 	opts        Options
 	as          *autoscaler.Autoscalers // nil until the deployment is ready (autoscale.go)
 	clients     []entryClient           // balancers over the entry's replicas (dial.go)
-	sidecars    *sidecarPlan            // the sidecars, when deploy.sidecar names one
+	sidecars    *sidecarLayout          // the sidecars, when deploy.sidecar names one
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list

@@ -181,7 +181,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 	if err != nil {
 		return err
 	}
-	if err := d.planSidecars(all); err != nil {
+	if err := d.layOutSidecars(all); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	// Every config before any start: peersOf counts started processes.

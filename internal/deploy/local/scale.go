@@ -87,7 +87,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		if err != nil {
 			return err
 		}
-		sc, err := d.planReplicaSidecar(s)
+		sc, err := d.layOutReplicaSidecar(s)
 		if err != nil {
 			s.close()
 			return err

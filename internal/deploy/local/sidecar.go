@@ -24,12 +24,12 @@ import (
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
 
-// sidecarPlan is a deployment's sidecar proxies: the ports they will
+// sidecarLayout is a deployment's sidecar proxies: the ports they will
 // listen on stay bound by svclab until each proxy is about to start, so no
 // one else takes them in between. Once the deployment runs, mu guards the
-// plan, which replicas added, scaled away or dead change (sidecarscale.go).
-type sidecarPlan struct {
-	*sidecar.Plan
+// layout, which replicas added, scaled away or dead change (sidecarscale.go).
+type sidecarLayout struct {
+	*sidecar.Layout
 	bin  string
 	mu   sync.Mutex
 	held map[int]net.Listener // port → svclab's listener on it
@@ -38,7 +38,7 @@ type sidecarPlan struct {
 	procs map[[2]int]*process
 }
 
-func (m *sidecarPlan) release() {
+func (m *sidecarLayout) release() {
 	for p, l := range m.held {
 		_ = l.Close()
 		delete(m.held, p)
@@ -46,7 +46,7 @@ func (m *sidecarPlan) release() {
 }
 
 // reserve binds a free loopback port for a proxy's listener.
-func (m *sidecarPlan) reserve() (int, error) {
+func (m *sidecarLayout) reserve() (int, error) {
 	l, err := ports.Listen()
 	if err != nil {
 		return 0, fmt.Errorf("reserve a port for a sidecar: %w", err)
@@ -58,7 +58,7 @@ func (m *sidecarPlan) reserve() (int, error) {
 
 // unhold frees the ports of c's listeners, just before its proxy binds
 // them (or when it will not).
-func (m *sidecarPlan) unhold(c sidecar.Config) {
+func (m *sidecarLayout) unhold(c sidecar.Config) {
 	for _, l := range c.Listeners {
 		if h, ok := m.held[l.Port]; ok {
 			_ = h.Close()
@@ -67,15 +67,15 @@ func (m *sidecarPlan) unhold(c sidecar.Config) {
 	}
 }
 
-// planSidecars lays out the sidecars of the topology, if it has any, and
+// layOutSidecars lays out the sidecars of the topology, if it has any, and
 // points the entry at the entry component's inbound listener. The hosts'
 // peers follow from it in hostConfig (routeThroughSidecars).
-func (d *Deployment) planSidecars(all []*sockets) error {
+func (d *Deployment) layOutSidecars(all []*sockets) error {
 	p := d.topo
 	if p.Sidecar == "" || p.Sidecar == spec.SidecarNone {
 		return nil
 	}
-	m := &sidecarPlan{held: map[int]net.Listener{}, procs: map[[2]int]*process{}}
+	m := &sidecarLayout{held: map[int]net.Listener{}, procs: map[[2]int]*process{}}
 	appAddr := func(g int, c string) []string {
 		var ss []*sockets
 		for _, s := range all {
@@ -90,13 +90,13 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 		}
 		return out
 	}
-	plan, err := sidecar.NewPlan(p, appAddr, m.reserve, d.sidecarDir)
+	layout, err := sidecar.NewLayout(p, appAddr, m.reserve, d.sidecarDir)
 	if err != nil {
 		m.release()
 		return err
 	}
-	m.Plan = plan
-	if m.bin, err = plan.Kind.Binary(); err != nil {
+	m.Layout = layout
+	if m.bin, err = layout.Kind.Binary(); err != nil {
 		m.release()
 		return err
 	}
@@ -106,17 +106,17 @@ func (d *Deployment) planSidecars(all []*sockets) error {
 			return f.CA, f.Cert, f.Key
 		}
 		prefix := strings.TrimSuffix(pki.ID(d.id, "x").String(), "x")
-		if err := plan.Secure(p, creds, prefix, func(c string) string { return pki.ID(d.id, c).String() }); err != nil {
+		if err := layout.Secure(p, creds, prefix, func(c string) string { return pki.ID(d.id, c).String() }); err != nil {
 			m.release()
 			return err
 		}
 	}
-	for i := range plan.Proxies {
-		d.mesh.telemetry().TraceProxy(plan.Kind, &plan.Proxies[i].Config)
+	for i := range layout.Proxies {
+		d.mesh.telemetry().TraceProxy(layout.Kind, &layout.Proxies[i].Config)
 	}
 	d.sidecars = m
 	if !p.InProcess() {
-		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: plan.Inbound[p.Entry][0]}
+		d.entry = runtime.Endpoint{Transport: p.Transport, Network: "tcp", Addr: layout.Inbound[p.Entry][0]}
 	}
 	return nil
 }

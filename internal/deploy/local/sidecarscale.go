@@ -24,10 +24,10 @@ type replicaSidecar struct {
 	px sidecar.Proxy
 }
 
-// planReplicaSidecar lays out the sidecar of the replica whose sockets are
+// layOutReplicaSidecar lays out the sidecar of the replica whose sockets are
 // s, before its host config is made (routeThroughSidecars reads the
-// plan). Nil without sidecars.
-func (d *Deployment) planReplicaSidecar(s *sockets) (*replicaSidecar, error) {
+// layout). Nil without sidecars.
+func (d *Deployment) layOutReplicaSidecar(s *sockets) (*replicaSidecar, error) {
 	m := d.sidecars
 	if m == nil {
 		return nil, nil
@@ -56,7 +56,7 @@ func (r *replicaSidecar) start(host *process) (*process, error) {
 }
 
 // dropReplicaSidecars takes the sidecars of group g's replicas from
-// ordinal first on, which failed to start, out of the plan and frees the
+// ordinal first on, which failed to start, out of the layout and frees the
 // ports they held; their processes, if any, were killed with the replicas.
 func (d *Deployment) dropReplicaSidecars(g, first int) {
 	m := d.sidecars

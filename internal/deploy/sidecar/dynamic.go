@@ -13,7 +13,7 @@ import (
 // Endpoint updates: a mesh's control plane tells the running proxies when
 // a callee's replicas change, as Istio's pushes EDS to Envoy, so that no
 // proxy restarts when a replica is added, scaled away or dies. A Live kind
-// takes them while it runs (Plan.SetUpstreams), from the endpoint sets the
+// takes them while it runs (Layout.SetUpstreams), from the endpoint sets the
 // deployer already keeps for its hosts: Envoy (a Dynamic kind) reads the
 // upstreams of its outbound listeners from files it watches; nginx
 // reloads gracefully (nginxreload.go); HAProxy moves servers in and out of
@@ -95,15 +95,15 @@ func writeAtomic(path string, data []byte) error {
 	return nil
 }
 
-// SetUpstreams points every outbound listener of the plan that leads to
+// SetUpstreams points every outbound listener of the layout that leads to
 // component at addrs (the inbound listeners of its live replicas' proxies)
 // and, for a Live kind, tells the running proxies. For another kind it
 // returns ErrStatic: their proxies keep the upstreams they started with.
-func (pl *Plan) SetUpstreams(component string, addrs []string) error {
-	lk, live := pl.Kind.(Live)
+func (lay *Layout) SetUpstreams(component string, addrs []string) error {
+	lk, live := lay.Kind.(Live)
 	var errs []error
-	for i := range pl.Proxies {
-		c := &pl.Proxies[i].Config
+	for i := range lay.Proxies {
+		c := &lay.Proxies[i].Config
 		var changed []Listener
 		for j := range c.Listeners {
 			l := &c.Listeners[j]
@@ -120,15 +120,15 @@ func (pl *Plan) SetUpstreams(component string, addrs []string) error {
 		}
 	}
 	if !live {
-		return fmt.Errorf("%s sidecars, on the way to %s: %w", pl.Kind.Name(), component, ErrStatic)
+		return fmt.Errorf("%s sidecars, on the way to %s: %w", lay.Kind.Name(), component, ErrStatic)
 	}
 	return errors.Join(errs...)
 }
 
 // InboundOf is the address of the inbound listener in front of component
 // c on replica r of group g, or "" when no proxy has one.
-func (pl *Plan) InboundOf(g, r int, c string) string {
-	for _, px := range pl.Proxies {
+func (lay *Layout) InboundOf(g, r int, c string) string {
+	for _, px := range lay.Proxies {
 		for _, l := range px.Config.Listeners {
 			if l.Inbound && l.Group == g && l.Replica == r && l.Component == c {
 				return loopback(l.Port)
@@ -138,15 +138,15 @@ func (pl *Plan) InboundOf(g, r int, c string) string {
 	return ""
 }
 
-// Scalable says why the plan's proxies cannot follow a group's replicas as
+// Scalable says why the layout's proxies cannot follow a group's replicas as
 // they change while the proxies run, or nil when they can: each replica
 // then gets its own sidecar (AddReplica), and the callers' proxies learn
 // of it through SetUpstreams.
-func (pl *Plan) Scalable() error {
-	if _, ok := pl.Kind.(Live); !ok {
-		return fmt.Errorf("%s sidecars are configured once, for the replicas they start with; scaling with sidecars needs a proxy that takes endpoint updates while it runs", pl.Kind.Name())
+func (lay *Layout) Scalable() error {
+	if _, ok := lay.Kind.(Live); !ok {
+		return fmt.Errorf("%s sidecars are configured once, for the replicas they start with; scaling with sidecars needs a proxy that takes endpoint updates while it runs", lay.Kind.Name())
 	}
-	if pl.Node {
+	if lay.Node {
 		return fmt.Errorf("a node proxy has one inbound listener per replica it started with; scaling with sidecars needs deploy.proxy_mode = \"sidecar\"")
 	}
 	return nil
@@ -155,14 +155,14 @@ func (pl *Plan) Scalable() error {
 // AddReplica lays out the sidecar of a new replica r of group g, whose
 // host serves component c at app(c); its outbound listeners lead to
 // upstreams(dep) for each component dep it calls in another group. The
-// proxy joins the plan (secured as the others when Secure was called), and
+// proxy joins the layout (secured as the others when Secure was called), and
 // Peers[g][r] gives the addresses its host calls out through. port and dir
-// are NewPlan's.
-func (pl *Plan) AddReplica(topo *runtime.Topology, g, r int, app func(c string) string, upstreams func(dep string) []string, port func() (int, error), dir func(name string) (string, error)) (*Proxy, error) {
-	if err := pl.Scalable(); err != nil {
+// are NewLayout's.
+func (lay *Layout) AddReplica(topo *runtime.Topology, g, r int, app func(c string) string, upstreams func(dep string) []string, port func() (int, error), dir func(name string) (string, error)) (*Proxy, error) {
+	if err := lay.Scalable(); err != nil {
 		return nil, err
 	}
-	if _, ok := pl.Proxy(g, r); ok {
+	if _, ok := lay.Proxy(g, r); ok {
 		return nil, fmt.Errorf("sidecar: replica %d of group %s has a proxy already", r, topo.Groups[g].Name)
 	}
 	var ls []Listener
@@ -173,8 +173,8 @@ func (pl *Plan) AddReplica(topo *runtime.Topology, g, r int, app func(c string) 
 		}
 		ls = append(ls, Listener{Name: "in_" + c, Port: p, Upstreams: []string{app(c)}, Inbound: true, Component: c, Group: g, Replica: r})
 	}
-	for len(pl.Peers[g]) <= r {
-		pl.Peers[g] = append(pl.Peers[g], nil)
+	for len(lay.Peers[g]) <= r {
+		lay.Peers[g] = append(lay.Peers[g], nil)
 	}
 	peers := map[string]string{}
 	for _, dep := range topo.Peers(g) {
@@ -189,31 +189,31 @@ func (pl *Plan) AddReplica(topo *runtime.Topology, g, r int, app func(c string) 
 		ls = append(ls, Listener{Name: name, Port: p, Upstreams: slices.Clone(upstreams(dep)), Component: dep, Group: g, Replica: r})
 		peers[dep] = loopback(p)
 	}
-	name := proxyName(topo, g, r, pl.Kind)
+	name := proxyName(topo, g, r, lay.Kind)
 	d, err := dir(name)
 	if err != nil {
 		return nil, err
 	}
-	px := Proxy{Group: g, Replica: r, Config: Config{Name: name, Protocol: pl.protocol(topo), Listeners: ls, Dir: d, Threads: 2}}
-	if pl.secure != nil {
-		if err := pl.secure(&px.Config); err != nil {
+	px := Proxy{Group: g, Replica: r, Config: Config{Name: name, Protocol: lay.protocol(topo), Listeners: ls, Dir: d, Threads: 2}}
+	if lay.secure != nil {
+		if err := lay.secure(&px.Config); err != nil {
 			return nil, err
 		}
 	}
-	pl.Peers[g][r] = peers
-	pl.Proxies = append(pl.Proxies, px)
-	return &pl.Proxies[len(pl.Proxies)-1], nil
+	lay.Peers[g][r] = peers
+	lay.Proxies = append(lay.Proxies, px)
+	return &lay.Proxies[len(lay.Proxies)-1], nil
 }
 
-func (pl *Plan) protocol(topo *runtime.Topology) Protocol {
-	p, _ := ProtocolOf(topo.Transport) // NewPlan checked it
+func (lay *Layout) protocol(topo *runtime.Topology) Protocol {
+	p, _ := ProtocolOf(topo.Transport) // NewLayout checked it
 	return p
 }
 
 // Proxy returns the index in Proxies of the sidecar of replica r of group
 // g.
-func (pl *Plan) Proxy(g, r int) (int, bool) {
-	for i, px := range pl.Proxies {
+func (lay *Layout) Proxy(g, r int) (int, bool) {
+	for i, px := range lay.Proxies {
 		if px.Group == g && px.Replica == r {
 			return i, true
 		}
@@ -221,17 +221,17 @@ func (pl *Plan) Proxy(g, r int) (int, bool) {
 	return 0, false
 }
 
-// RemoveReplica takes the sidecar of replica r of group g out of the plan
+// RemoveReplica takes the sidecar of replica r of group g out of the layout
 // (its replica was scaled away) and returns it.
-func (pl *Plan) RemoveReplica(g, r int) (Proxy, bool) {
-	i, ok := pl.Proxy(g, r)
+func (lay *Layout) RemoveReplica(g, r int) (Proxy, bool) {
+	i, ok := lay.Proxy(g, r)
 	if !ok {
 		return Proxy{}, false
 	}
-	px := pl.Proxies[i]
-	pl.Proxies = slices.Delete(pl.Proxies, i, i+1)
-	if r < len(pl.Peers[g]) {
-		pl.Peers[g][r] = nil
+	px := lay.Proxies[i]
+	lay.Proxies = slices.Delete(lay.Proxies, i, i+1)
+	if r < len(lay.Peers[g]) {
+		lay.Peers[g][r] = nil
 	}
 	return px, true
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-func planFor(t *testing.T, sidecar, mode string) (*runtime.Topology, *Plan, func() (int, error), func(string) (string, error)) {
+func layoutFor(t *testing.T, sidecar, mode string) (*runtime.Topology, *Layout, func() (int, error), func(string) (string, error)) {
 	t.Helper()
 	s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 3\n[deploy]\nplacement = \"split\"\nsidecar = %q\nproxy_mode = %q\n", sidecar, mode)))
 	if err != nil {
@@ -31,11 +31,11 @@ func planFor(t *testing.T, sidecar, mode string) (*runtime.Topology, *Plan, func
 		return d, os.Mkdir(d, 0o700)
 	}
 	app := func(g int, c string) []string { return []string{fmt.Sprintf("10.0.%d.0:1", g)} }
-	pl, err := NewPlan(topo, app, port, dir)
+	lay, err := NewLayout(topo, app, port, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return topo, pl, port, dir
+	return topo, lay, port, dir
 }
 
 // edsPorts reads the ports of the endpoint file Envoy watches for l.
@@ -78,31 +78,31 @@ func edsPorts(t *testing.T, c Config, l Listener) []int {
 }
 
 // TestAddReplicaSetUpstreams adds a second replica of hop2 to an Envoy
-// plan: it gets its own sidecar whose inbound listener leads to its app
+// layout: it gets its own sidecar whose inbound listener leads to its app
 // and whose outbound one to hop3's proxy; SetUpstreams then points hop1's
 // way to hop2 at both replicas' proxies and rewrites the file Envoy
 // watches, with no temp file left beside it; RemoveReplica takes the
 // sidecar out again.
 func TestAddReplicaSetUpstreams(t *testing.T) {
-	topo, pl, port, dir := planFor(t, "envoy", "sidecar")
-	if err := pl.Scalable(); err != nil {
+	topo, lay, port, dir := layoutFor(t, "envoy", "sidecar")
+	if err := lay.Scalable(); err != nil {
 		t.Fatal(err)
 	}
-	for _, px := range pl.Proxies {
-		if _, err := Write(pl.Kind, px.Config); err != nil {
+	for _, px := range lay.Proxies {
+		if _, err := Write(lay.Kind, px.Config); err != nil {
 			t.Fatal(err)
 		}
 	}
-	hop3 := pl.InboundOf(2, 0, "hop3")
-	px, err := pl.AddReplica(topo, 1, 1, func(c string) string { return "10.0.1.1:" + c }, func(dep string) []string { return []string{pl.InboundOf(2, 0, dep)} }, port, dir)
+	hop3 := lay.InboundOf(2, 0, "hop3")
+	px, err := lay.AddReplica(topo, 1, 1, func(c string) string { return "10.0.1.1:" + c }, func(dep string) []string { return []string{lay.InboundOf(2, 0, dep)} }, port, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if px.Config.Name != "hop2#1.envoy" { // hop2 started as one replica, "hop2.envoy"
 		t.Errorf("sidecar named %q, want hop2#1.envoy", px.Config.Name)
 	}
-	in := pl.InboundOf(1, 1, "hop2")
-	if in == "" || in == pl.InboundOf(1, 0, "hop2") {
+	in := lay.InboundOf(1, 1, "hop2")
+	if in == "" || in == lay.InboundOf(1, 0, "hop2") {
 		t.Fatalf("replica 1's inbound listener %q", in)
 	}
 	var out Listener
@@ -114,17 +114,17 @@ func TestAddReplicaSetUpstreams(t *testing.T) {
 			out = l
 		}
 	}
-	if out.Component != "hop3" || !slices.Equal(out.Upstreams, []string{hop3}) || pl.Peers[1][1]["hop3"] != loopback(out.Port) {
-		t.Errorf("outbound listener %+v, peers %v; want to hop3 at %s", out, pl.Peers[1][1], hop3)
+	if out.Component != "hop3" || !slices.Equal(out.Upstreams, []string{hop3}) || lay.Peers[1][1]["hop3"] != loopback(out.Port) {
+		t.Errorf("outbound listener %+v, peers %v; want to hop3 at %s", out, lay.Peers[1][1], hop3)
 	}
-	if _, err := pl.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
+	if _, err := lay.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
 		t.Error("a second sidecar for the same replica was accepted")
 	}
-	both := []string{pl.InboundOf(1, 0, "hop2"), in}
-	if err := pl.SetUpstreams("hop2", both); err != nil {
+	both := []string{lay.InboundOf(1, 0, "hop2"), in}
+	if err := lay.SetUpstreams("hop2", both); err != nil {
 		t.Fatal(err)
 	}
-	hop1 := pl.Proxies[0].Config
+	hop1 := lay.Proxies[0].Config
 	var toHop2 Listener
 	for _, l := range hop1.Listeners {
 		if !l.Inbound && l.Component == "hop2" {
@@ -149,13 +149,13 @@ func TestAddReplicaSetUpstreams(t *testing.T) {
 			t.Errorf("temp file %s left in the watched directory", e.Name())
 		}
 	}
-	if _, ok := pl.RemoveReplica(1, 1); !ok {
+	if _, ok := lay.RemoveReplica(1, 1); !ok {
 		t.Fatal("RemoveReplica found no sidecar")
 	}
-	if pl.InboundOf(1, 1, "hop2") != "" || pl.Peers[1][1] != nil {
-		t.Error("the removed replica's sidecar is still planned")
+	if lay.InboundOf(1, 1, "hop2") != "" || lay.Peers[1][1] != nil {
+		t.Error("the removed replica's sidecar is still laid out")
 	}
-	if err := pl.SetUpstreams("hop2", both[:1]); err != nil {
+	if err := lay.SetUpstreams("hop2", both[:1]); err != nil {
 		t.Fatal(err)
 	}
 	if got := edsPorts(t, hop1, toHop2); !slices.Equal(got, want[:1]) {
@@ -168,18 +168,18 @@ func TestAddReplicaSetUpstreams(t *testing.T) {
 func TestStaticKinds(t *testing.T) {
 	for _, k := range []string{"envoy", "nginx", "haproxy"} {
 		t.Run(k, func(t *testing.T) {
-			topo, pl, port, dir := planFor(t, k, "node")
-			if err := pl.Scalable(); err == nil || !strings.Contains(err.Error(), `needs deploy.proxy_mode = "sidecar"`) {
+			topo, lay, port, dir := layoutFor(t, k, "node")
+			if err := lay.Scalable(); err == nil || !strings.Contains(err.Error(), `needs deploy.proxy_mode = "sidecar"`) {
 				t.Errorf("Scalable: %v, want it refused", err)
 			}
-			if _, err := pl.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
+			if _, err := lay.AddReplica(topo, 1, 1, nil, nil, port, dir); err == nil {
 				t.Error("AddReplica succeeded")
 			}
 		})
 	}
 	for _, k := range []string{"envoy", "nginx", "haproxy"} {
-		_, pl, _, _ := planFor(t, k, "sidecar")
-		if err := pl.Scalable(); err != nil {
+		_, lay, _, _ := layoutFor(t, k, "sidecar")
+		if err := lay.Scalable(); err != nil {
 			t.Errorf("%s sidecars: Scalable: %v", k, err)
 		}
 	}

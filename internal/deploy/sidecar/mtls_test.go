@@ -47,8 +47,8 @@ func TestMutualTLSBetweenProxies(t *testing.T) {
 func TestEnvoyChecksCalleeIdentity(t *testing.T) {
 	k, _ := Lookup("envoy")
 	bin := binaryOrSkip(t, k)
-	plan, files, _ := securedPlan(t, k, func(c string) string { return pki.ID("run1", "hop3").String() })
-	for _, px := range plan.Proxies {
+	layout, files, _ := securedLayout(t, k, func(c string) string { return pki.ID("run1", "hop3").String() })
+	for _, px := range layout.Proxies {
 		startProxy(t, k, bin, px.Config)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -58,11 +58,11 @@ func TestEnvoyChecksCalleeIdentity(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := waitServing(ctx, plan.Inbound["hop2"][0], credentials.NewTLS(pki.ClientConfig(id, "hop2"))); err != nil {
+	if err := waitServing(ctx, layout.Inbound["hop2"][0], credentials.NewTLS(pki.ClientConfig(id, "hop2"))); err != nil {
 		t.Fatalf("hop2's inbound listener: %v", err)
 	}
 	// ...and hop1's accepts connections...
-	out := plan.Peers[0][0]["hop2"]
+	out := layout.Peers[0][0]["hop2"]
 	for {
 		c, err := net.Dial("tcp", out)
 		if err == nil {
@@ -81,8 +81,8 @@ func TestEnvoyChecksCalleeIdentity(t *testing.T) {
 }
 
 func testMutualTLS(t *testing.T, k Kind, bin string) {
-	plan, files, ca := securedPlan(t, k, func(c string) string { return pki.ID("run1", c).String() })
-	for _, px := range plan.Proxies {
+	layout, files, ca := securedLayout(t, k, func(c string) string { return pki.ID("run1", c).String() })
+	for _, px := range layout.Proxies {
 		startProxy(t, k, bin, px.Config)
 	}
 
@@ -90,10 +90,10 @@ func testMutualTLS(t *testing.T, k Kind, bin string) {
 	defer cancel()
 	// hop1's app calls hop2 through its own proxy, in plaintext; the
 	// proxies speak mutual TLS to each other.
-	if err := waitServing(ctx, plan.Peers[0][0]["hop2"], insecure.NewCredentials()); err != nil {
+	if err := waitServing(ctx, layout.Peers[0][0]["hop2"], insecure.NewCredentials()); err != nil {
 		t.Fatalf("hop1 → hop2 through the proxies: %v", err)
 	}
-	in := plan.Inbound["hop2"][0]
+	in := layout.Inbound["hop2"][0]
 	id, err := pki.Load(files["svclab.client"])
 	if err != nil {
 		t.Fatal(err)
@@ -120,10 +120,10 @@ func testMutualTLS(t *testing.T, k Kind, bin string) {
 	}
 }
 
-// securedPlan lays out a two-hop chain's proxies of kind k in front of a
+// securedLayout lays out a two-hop chain's proxies of kind k in front of a
 // gRPC health server, with mutual TLS from a fresh CA for run "run1"; the
 // outbound listeners expect the callee identity peerID gives.
-func securedPlan(t *testing.T, k Kind, peerID func(string) string) (*Plan, map[string]pki.Files, *pki.CA) {
+func securedLayout(t *testing.T, k Kind, peerID func(string) string) (*Layout, map[string]pki.Files, *pki.CA) {
 	t.Helper()
 	s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 2\n[deploy]\nplacement = \"split\"\nsidecar = %q\n", k.Name())))
 	if err != nil {
@@ -135,7 +135,7 @@ func securedPlan(t *testing.T, k Kind, peerID func(string) string) (*Plan, map[s
 	}
 	app := startHealthServer(t)
 	root := t.TempDir()
-	plan, err := NewPlan(topo, func(int, string) []string { return []string{app} }, freePort, func(n string) (string, error) {
+	layout, err := NewLayout(topo, func(int, string) []string { return []string{app} }, freePort, func(n string) (string, error) {
 		d := filepath.Join(root, n)
 		return d, os.Mkdir(d, 0o700)
 	})
@@ -158,12 +158,12 @@ func securedPlan(t *testing.T, k Kind, peerID func(string) string) (*Plan, map[s
 		}
 	}
 	prefix := strings.TrimSuffix(pki.ID(run, "x").String(), "x")
-	err = plan.Secure(topo, func(c string) (string, string, string) { f := files[c]; return f.CA, f.Cert, f.Key },
+	err = layout.Secure(topo, func(c string) (string, string, string) { f := files[c]; return f.CA, f.Cert, f.Key },
 		prefix, peerID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan, files, ca
+	return layout, files, ca
 }
 
 func freePort() (int, error) {

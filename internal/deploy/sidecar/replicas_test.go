@@ -11,13 +11,13 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// TestPlanReplicas lays out a three-hop chain whose hop2 has two replicas:
+// TestLayoutReplicas lays out a three-hop chain whose hop2 has two replicas:
 // in sidecar mode each replica gets its own proxy, and hop1's outbound
 // listener balances over both of hop2's proxies' inbound listeners, while
 // each hop2 replica calls hop3 through its own proxy; in node mode the one
 // proxy has an inbound listener per replica and one outbound listener per
 // caller group that balances over them.
-func TestPlanReplicas(t *testing.T) {
+func TestLayoutReplicas(t *testing.T) {
 	for _, mode := range []string{"sidecar", "node"} {
 		t.Run(mode, func(t *testing.T) {
 			s, err := spec.Parse("x.toml", []byte(fmt.Sprintf("[app]\nname = \"chain\"\nhops = 3\n[deploy]\nplacement = \"split\"\nsidecar = \"envoy\"\nproxy_mode = %q\n[deploy.replicas]\nhop2 = 2\n", mode)))
@@ -38,20 +38,20 @@ func TestPlanReplicas(t *testing.T) {
 				return out
 			}
 			root := t.TempDir()
-			pl, err := NewPlan(topo, app, port, func(n string) (string, error) {
+			lay, err := NewLayout(topo, app, port, func(n string) (string, error) {
 				d := filepath.Join(root, n)
 				return d, os.Mkdir(d, 0o700)
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			hop2 := pl.Inbound["hop2"]
+			hop2 := lay.Inbound["hop2"]
 			if len(hop2) != 2 || hop2[0] == hop2[1] {
 				t.Fatalf("hop2's inbound listeners %v, want one per replica", hop2)
 			}
 			var names []string
 			byAddr := map[string]Listener{}
-			for _, px := range pl.Proxies {
+			for _, px := range lay.Proxies {
 				names = append(names, px.Config.Name)
 				for _, l := range px.Config.Listeners {
 					byAddr[loopback(l.Port)] = l
@@ -71,19 +71,19 @@ func TestPlanReplicas(t *testing.T) {
 				}
 			}
 			// hop1 balances over both.
-			out := byAddr[pl.Peers[0][0]["hop2"]]
+			out := byAddr[lay.Peers[0][0]["hop2"]]
 			if !slices.Equal(out.Upstreams, hop2) {
 				t.Errorf("hop1's way to hop2 leads to %v, want both replicas %v", out.Upstreams, hop2)
 			}
 			// Each replica of hop2 calls hop3 through a listener of its
 			// own sidecar, or of the node proxy's one.
-			a0, a1 := pl.Peers[1][0]["hop3"], pl.Peers[1][1]["hop3"]
+			a0, a1 := lay.Peers[1][0]["hop3"], lay.Peers[1][1]["hop3"]
 			if a0 == "" || a1 == "" || (mode == "sidecar") != (a0 != a1) {
 				t.Errorf("hop2's replicas call hop3 through %q and %q", a0, a1)
 			}
 			for _, a := range []string{a0, a1} {
-				if l := byAddr[a]; !slices.Equal(l.Upstreams, pl.Inbound["hop3"]) {
-					t.Errorf("hop2's way to hop3 at %s leads to %v, want %v", a, l.Upstreams, pl.Inbound["hop3"])
+				if l := byAddr[a]; !slices.Equal(l.Upstreams, lay.Inbound["hop3"]) {
+					t.Errorf("hop2's way to hop3 at %s leads to %v, want %v", a, l.Upstreams, lay.Inbound["hop3"])
 				}
 			}
 		})

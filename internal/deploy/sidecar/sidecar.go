@@ -2,7 +2,7 @@
 // real proxy programs (Envoy, nginx, HAProxy) beside the processes of a
 // topology, as Istio's control plane writes Envoy's.
 //
-// Plan turns a topology into proxies and the addresses the hosts must use
+// Layout turns a topology into proxies and the addresses the hosts must use
 // instead of each other's: every call goes app → local proxy (outbound
 // listener) → remote proxy (inbound listener) → app, and the client's calls
 // enter through the entry's inbound listener. In sidecar mode each process
@@ -246,7 +246,7 @@ func CacheDir() string {
 	return filepath.Join(home, ".cache", "svclab")
 }
 
-// Proxy is one proxy process of a plan.
+// Proxy is one proxy process of a layout.
 type Proxy struct {
 	// Group is the index of the group it sits beside, or -1 for a node
 	// proxy that serves every group; Replica is the ordinal of the
@@ -255,9 +255,9 @@ type Proxy struct {
 	Config         Config
 }
 
-// Plan is a topology's proxies and the way its hosts reach each other
+// Layout is a topology's proxies and the way its hosts reach each other
 // through them.
-type Plan struct {
+type Layout struct {
 	Kind    Kind
 	Node    bool // one proxy for every group (deploy.proxy_mode = "node")
 	Proxies []Proxy
@@ -274,7 +274,7 @@ type Plan struct {
 	secure func(*Config) error
 }
 
-// NewPlan lays out the proxies of topo. appAddr gives the loopback
+// NewLayout lays out the proxies of topo. appAddr gives the loopback
 // host:port where each replica of group g serves component c, in replica
 // order (topo's Replicas of each group); port reserves a free loopback
 // port; dir makes a private directory for one proxy.
@@ -283,7 +283,7 @@ type Plan struct {
 // listeners balance over the callee's replicas' proxies; in node mode the
 // one proxy has an inbound listener per replica and outbound listeners
 // that balance over them.
-func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, port func() (int, error), dir func(name string) (string, error)) (*Plan, error) {
+func NewLayout(topo *runtime.Topology, appAddr func(g int, c string) []string, port func() (int, error), dir func(name string) (string, error)) (*Layout, error) {
 	if topo.Sidecar == "" || topo.Sidecar == spec.SidecarNone {
 		return nil, errors.New("sidecar: the topology has no sidecar")
 	}
@@ -297,12 +297,12 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 	}
 	node := topo.ProxyMode == spec.ProxyModeNode
 	replicas := func(g int) int { return max(1, topo.Groups[g].Replicas) }
-	pl := &Plan{Kind: k, Node: node, Peers: make([][]map[string]string, len(topo.Groups)), Inbound: map[string][]string{}}
+	lay := &Layout{Kind: k, Node: node, Peers: make([][]map[string]string, len(topo.Groups)), Inbound: map[string][]string{}}
 	// listeners[g][r] are those of replica r of group g.
 	listeners := make([][][]Listener, len(topo.Groups))
 	for g := range topo.Groups {
 		listeners[g] = make([][]Listener, replicas(g))
-		pl.Peers[g] = make([]map[string]string, replicas(g))
+		lay.Peers[g] = make([]map[string]string, replicas(g))
 	}
 	// Inbound first: outbound listeners point at them.
 	for g := range topo.Groups {
@@ -321,23 +321,23 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 					name = fmt.Sprintf("in_%s_%d", c, r)
 				}
 				listeners[g][r] = append(listeners[g][r], Listener{Name: name, Port: p, Upstreams: []string{app}, Inbound: true, Component: c, Group: g, Replica: r})
-				pl.Inbound[c] = append(pl.Inbound[c], loopback(p))
+				lay.Inbound[c] = append(lay.Inbound[c], loopback(p))
 			}
 		}
 	}
 	for g, grp := range topo.Groups {
 		for r := range replicas(g) {
-			pl.Peers[g][r] = map[string]string{}
+			lay.Peers[g][r] = map[string]string{}
 			if node && r > 0 {
 				// One proxy: every replica of the group calls out
 				// through the same listeners.
-				pl.Peers[g][r] = pl.Peers[g][0]
+				lay.Peers[g][r] = lay.Peers[g][0]
 				continue
 			}
 			for _, name := range grp.Components {
 				c, _ := topo.Component(name)
 				for _, dep := range c.Deps {
-					if topo.GroupOf(dep) == g || pl.Peers[g][r][dep] != "" {
+					if topo.GroupOf(dep) == g || lay.Peers[g][r][dep] != "" {
 						continue
 					}
 					p, err := port()
@@ -348,8 +348,8 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 					if !node && r > 0 {
 						lname = fmt.Sprintf("out_%d_%d_%s", g, r, dep)
 					}
-					listeners[g][r] = append(listeners[g][r], Listener{Name: lname, Port: p, Upstreams: slices.Clone(pl.Inbound[dep]), Component: dep, Group: g, Replica: r})
-					pl.Peers[g][r][dep] = loopback(p)
+					listeners[g][r] = append(listeners[g][r], Listener{Name: lname, Port: p, Upstreams: slices.Clone(lay.Inbound[dep]), Component: dep, Group: g, Replica: r})
+					lay.Peers[g][r][dep] = loopback(p)
 				}
 			}
 		}
@@ -362,7 +362,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 		if err != nil {
 			return err
 		}
-		pl.Proxies = append(pl.Proxies, Proxy{Group: group, Replica: replica, Config: Config{Name: name, Protocol: proto, Listeners: ls, Dir: d, Threads: 2}})
+		lay.Proxies = append(lay.Proxies, Proxy{Group: group, Replica: replica, Config: Config{Name: name, Protocol: proto, Listeners: ls, Dir: d, Threads: 2}})
 		return nil
 	}
 	if node {
@@ -375,7 +375,7 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 		if err := add(-1, 0, "node."+k.Name(), all); err != nil {
 			return nil, err
 		}
-		return pl, nil
+		return lay, nil
 	}
 	for g := range topo.Groups {
 		for r, ls := range listeners[g] {
@@ -384,17 +384,17 @@ func NewPlan(topo *runtime.Topology, appAddr func(g int, c string) []string, por
 			}
 		}
 	}
-	return pl, nil
+	return lay, nil
 }
 
-// Secure makes every proxy-to-proxy leg of the plan mutual TLS: an
+// Secure makes every proxy-to-proxy leg of the layout mutual TLS: an
 // inbound listener presents the credentials of its component and accepts
 // any workload of the run (peerPrefix, e.g. "spiffe://svclab/<run>/"); an
 // outbound listener presents those of its group's first component and
 // demands the callee's identity, peerID(component). creds gives each
 // component's CA, certificate and key files (internal/pki writes them).
-func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca, cert, key string), peerPrefix string, peerID func(component string) string) error {
-	pl.secure = func(c *Config) error {
+func (lay *Layout) Secure(topo *runtime.Topology, creds func(component string) (ca, cert, key string), peerPrefix string, peerID func(component string) string) error {
+	lay.secure = func(c *Config) error {
 		for j := range c.Listeners {
 			l := &c.Listeners[j]
 			own, peer, prefix := l.Component, peerID(l.Component), false
@@ -412,8 +412,8 @@ func (pl *Plan) Secure(topo *runtime.Topology, creds func(component string) (ca,
 		}
 		return nil
 	}
-	for i := range pl.Proxies {
-		if err := pl.secure(&pl.Proxies[i].Config); err != nil {
+	for i := range lay.Proxies {
+		if err := lay.secure(&lay.Proxies[i].Config); err != nil {
 			return err
 		}
 	}
