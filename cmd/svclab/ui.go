@@ -261,8 +261,8 @@ func (v *uiView) watchDeployment(ctx context.Context, d deploy.Deployment) {
 			}
 			sample(info, p.Resources())
 		}
-		if bs := d.Capabilities().Backends; bs != nil {
-			for _, b := range bs.Backends() {
+		if bs := d.Capabilities().Telemetry; bs != nil {
+			for _, b := range bs.TelemetryProcesses() {
 				sample(b.Info, b.Source)
 			}
 		}
@@ -338,8 +338,8 @@ func (v *uiView) capacityStep(s capacity.Step) {
 // linksOf is where d's telemetry backends can be opened.
 func linksOf(d deploy.Deployment) live.Links {
 	var l live.Links
-	if bs := d.Capabilities().Backends; bs != nil {
-		for _, b := range bs.Backends() {
+	if bs := d.Capabilities().Telemetry; bs != nil {
+		for _, b := range bs.TelemetryProcesses() {
 			switch b.Info.Name {
 			case "telemetry.jaeger":
 				l.Jaeger = b.URL

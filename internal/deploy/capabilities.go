@@ -15,8 +15,8 @@ type Capabilities struct {
 	Traces TraceSource
 	// Metrics returns the series of deploy.metrics, once stopped.
 	Metrics MetricSource
-	// Backends lists the telemetry backends, sampled as RoleTelemetry.
-	Backends BackendSource
+	// Telemetry lists the telemetry programs, sampled as RoleTelemetry.
+	Telemetry TelemetrySource
 	// Resources reports samples of processes not on this machine.
 	Resources ResourceStreamer
 	// Killer ends a process for [deploy.faults.kill].
@@ -37,7 +37,7 @@ func (c Capabilities) Over(inner Capabilities) Capabilities {
 	or(&c.Scaling, inner.Scaling)
 	or(&c.Traces, inner.Traces)
 	or(&c.Metrics, inner.Metrics)
-	or(&c.Backends, inner.Backends)
+	or(&c.Telemetry, inner.Telemetry)
 	or(&c.Resources, inner.Resources)
 	or(&c.Killer, inner.Killer)
 	or(&c.HopFaults, inner.HopFaults)

@@ -28,21 +28,22 @@ type Span struct {
 
 // TraceSource is a deployment with deploy.tracing: once stopped (when
 // every host has exported its last spans), Spans returns every span its
-// tracing backend received.
+// Jaeger received.
 type TraceSource interface {
 	Spans() ([]Span, error)
 }
 
-// BackendSource is a deployment that runs telemetry backends beside its
+// TelemetrySource is a deployment that runs telemetry programs beside its
 // processes (deploy.tracing's Jaeger, deploy.metrics' Prometheus), whose
 // resources the runner samples under RoleTelemetry.
-type BackendSource interface {
-	// Backends lists the backends running now.
-	Backends() []Backend
+type TelemetrySource interface {
+	// TelemetryProcesses lists the programs running now.
+	TelemetryProcesses() []TelemetryProcess
 }
 
-// Backend is one telemetry backend: which process, and its counters.
-type Backend struct {
+// TelemetryProcess is one telemetry program: which process, and its
+// counters.
+type TelemetryProcess struct {
 	Info   ProcessInfo
 	Source ResourceSource
 	// URL is where a person opens the backend's own UI (Jaeger's,

@@ -38,8 +38,8 @@ func (r *resourceRecorder) Start(ctx context.Context, rec *Recording) error {
 	}
 	sampled := []Sampled{{Process: deploy.ProcessInfo{Name: "loadgen", Role: deploy.RoleLoadGen, PID: os.Getpid(), Limits: rec.Iso.loadgenLimits()}, Source: self}}
 	sampled = append(sampled, sampledOf(dep)...)
-	if bs := dep.Capabilities().Backends; bs != nil {
-		for _, b := range bs.Backends() {
+	if bs := dep.Capabilities().Telemetry; bs != nil {
+		for _, b := range bs.TelemetryProcesses() {
 			sampled = append(sampled, Sampled{Process: b.Info, Source: b.Source})
 		}
 	}

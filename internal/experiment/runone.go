@@ -261,12 +261,12 @@ func commitRun(w *RunWriter, rf *RunFile) error {
 // progress log and the stream, so that a person can watch them while the
 // run goes.
 func (tr *trialRun) telemetry() {
-	bs := tr.t.Deployment.Capabilities().Backends
+	bs := tr.t.Deployment.Capabilities().Telemetry
 	if bs == nil {
 		return
 	}
 	urls := map[string]string{}
-	for _, b := range bs.Backends() {
+	for _, b := range bs.TelemetryProcesses() {
 		if b.URL != "" {
 			urls[strings.TrimPrefix(b.Info.Name, "telemetry.")] = b.URL
 		}

@@ -9,11 +9,11 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 )
 
-// TestBackendsSampled: a deployment's Jaeger and Prometheus are listed as
+// TestTelemetrySampled: a deployment's Jaeger and Prometheus are listed as
 // telemetry backends, named and with their real PIDs, whose counters read
 // the CPU and memory they use; once the deployment stops, none is listed.
 // A deployment without them lists none.
-func TestBackendsSampled(t *testing.T) {
+func TestTelemetrySampled(t *testing.T) {
 	t.Parallel()
 	if _, err := os.Stat(deploy.JaegerPath()); err != nil {
 		t.Skipf("Jaeger %s is not built (make jaeger): %v", deploy.JaegerVersion, err)
@@ -38,12 +38,12 @@ func TestBackendsSampled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer d.Stop(context.Background())
-			bs := d.Capabilities().Backends
+			bs := d.Capabilities().Telemetry
 			if bs == nil {
 				t.Fatalf("%T has no backends capability", d)
 			}
 			pids := backendsOf(t, d.ID())
-			got := bs.Backends()
+			got := bs.TelemetryProcesses()
 			if len(got) != len(tc.want) {
 				t.Fatalf("backends %+v, want %v", got, tc.want)
 			}
@@ -68,7 +68,7 @@ func TestBackendsSampled(t *testing.T) {
 			if err := d.Stop(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if left := bs.Backends(); len(left) != 0 {
+			if left := bs.TelemetryProcesses(); len(left) != 0 {
 				t.Errorf("after Stop: backends %+v", left)
 			}
 		})

@@ -7,7 +7,7 @@ import "github.com/svclab/svclab/internal/deploy"
 // (deploy.Deployment).
 func (d *Deployment) Capabilities() deploy.Capabilities {
 	return deploy.Capabilities{
-		Scaling: d, Traces: d, Metrics: d, Backends: d,
+		Scaling: d, Traces: d, Metrics: d, Telemetry: d,
 		Killer: d, HopFaults: d, Mesh: d,
 	}
 }

@@ -201,9 +201,11 @@ func (d *Deployment) Series() ([]deploy.Sample, error) { return d.mesh.telemetry
 // deploy.TraceSource), once the deployment has stopped.
 func (d *Deployment) Spans() ([]deploy.Span, error) { return d.mesh.telemetry().Spans() }
 
-// Backends lists the deployment's telemetry programs that are running, as
-// processes of role telemetry (a deploy.BackendSource).
-func (d *Deployment) Backends() []deploy.Backend { return d.mesh.telemetry().Processes() }
+// TelemetryProcesses lists the deployment's telemetry programs that are
+// running, as processes of role telemetry (a deploy.TelemetrySource).
+func (d *Deployment) TelemetryProcesses() []deploy.TelemetryProcess {
+	return d.mesh.telemetry().Processes()
+}
 
 // MeshLines says where the mesh features of the deployment can be seen, for
 // `svclab up` (a deploy.MeshDescriber).

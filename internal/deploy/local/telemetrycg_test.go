@@ -68,7 +68,7 @@ func TestTelemetryOnOtherCPUs(t *testing.T) {
 			t.Errorf("%s: cpuset.cpus = %s, want %s", name, got, telemetry)
 		}
 	}
-	for _, b := range d.Capabilities().Backends.Backends() {
+	for _, b := range d.Capabilities().Telemetry.TelemetryProcesses() {
 		if b.Info.Limits == nil || b.Info.Limits.CPUs != telemetry {
 			t.Errorf("%s: limits %+v, want cpus %s", b.Info, b.Info.Limits, telemetry)
 		}

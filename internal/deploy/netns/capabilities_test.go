@@ -11,13 +11,13 @@ import (
 type inner struct{ deploy.Deployment }
 
 func (i inner) Capabilities() deploy.Capabilities {
-	return deploy.Capabilities{Scaling: i, Traces: i, Metrics: i, Backends: i, Killer: i, HopFaults: i, Mesh: i}
+	return deploy.Capabilities{Scaling: i, Traces: i, Metrics: i, Telemetry: i, Killer: i, HopFaults: i, Mesh: i}
 }
-func (inner) ScaleEvents() []deploy.ScaleEvent { return nil }
-func (inner) Spans() ([]deploy.Span, error)    { return nil, nil }
-func (inner) Series() ([]deploy.Sample, error) { return nil, nil }
-func (inner) Backends() []deploy.Backend       { return nil }
-func (inner) MeshLines() []string              { return nil }
+func (inner) ScaleEvents() []deploy.ScaleEvent              { return nil }
+func (inner) Spans() ([]deploy.Span, error)                 { return nil, nil }
+func (inner) Series() ([]deploy.Sample, error)              { return nil, nil }
+func (inner) TelemetryProcesses() []deploy.TelemetryProcess { return nil }
+func (inner) MeshLines() []string                           { return nil }
 func (inner) Kill(int, int) (deploy.ProcessInfo, error) {
 	return deploy.ProcessInfo{}, nil
 }
@@ -38,7 +38,7 @@ func TestWrapperKeepsCapabilities(t *testing.T) {
 		{"Scaling", caps.Scaling, in},
 		{"Traces", caps.Traces, in},
 		{"Metrics", caps.Metrics, in},
-		{"Backends", caps.Backends, in},
+		{"Telemetry", caps.Telemetry, in},
 		{"Killer", caps.Killer, in},
 		{"Mesh", caps.Mesh, in},
 		{"HopFaults", caps.HopFaults, d},

@@ -266,14 +266,14 @@ var ErrNoTracing = errors.New("the deployment has no tracing (deploy.tracing = 0
 var ErrNoMetrics = errors.New("the deployment has no metrics (deploy.metrics = false)")
 
 // Processes lists the programs that are running, as processes named
-// telemetry.<program> of role telemetry (a deploy.BackendSource's). Their
+// telemetry.<program> of role telemetry (a deploy.TelemetrySource's). Their
 // CPU list is the telemetry group's, or the deployment's where they
 // stayed with the hosts.
-func (t *Telemetry) Processes() []deploy.Backend {
+func (t *Telemetry) Processes() []deploy.TelemetryProcess {
 	if t == nil {
 		return nil
 	}
-	var out []deploy.Backend
+	var out []deploy.TelemetryProcess
 	add := func(name, url string, cmd *exec.Cmd, done <-chan struct{}) {
 		if cmd == nil || cmd.Process == nil {
 			return
@@ -291,7 +291,7 @@ func (t *Telemetry) Processes() []deploy.Backend {
 		if cpus != "" {
 			info.Limits = &cgroup.Limits{CPUs: cpus}
 		}
-		out = append(out, deploy.Backend{Info: info, Source: t.cfg.Proc.Process(info.PID), URL: url})
+		out = append(out, deploy.TelemetryProcess{Info: info, Source: t.cfg.Proc.Process(info.PID), URL: url})
 	}
 	if t.jaeger != nil {
 		add("jaeger", t.jaeger.query, t.jaeger.cmd, t.jaeger.done)
