@@ -17,9 +17,9 @@ import (
 // name beside the hosts ("client-vm1").
 const clientName = "client"
 
-// plan is what a spec says about hosts and links, checked against a
+// layout is what a spec says about hosts and links, checked against a
 // topology.
-type plan struct {
+type layout struct {
 	hosts  []string        // in the spec's order
 	hostOf []int           // group index → host index
 	host   map[string]int  // host name → index
@@ -30,16 +30,16 @@ type plan struct {
 }
 
 // link is the link between endpoints a and b (host names or clientName).
-func (p *plan) link(a, b string) Link { return p.links.between(a, b) }
+func (p *layout) link(a, b string) Link { return p.links.between(a, b) }
 
 // checkSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
 // against the topology before anything starts (Traits.CheckSpec).
 func checkSpec(s *spec.Spec, topo *runtime.Topology) error {
-	_, err := newPlan(s, topo)
+	_, err := newLayout(s, topo)
 	return err
 }
 
-func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
+func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 	if s == nil {
 		return nil, fmt.Errorf("deployer %s: the topology carries no spec", Name)
 	}
@@ -69,7 +69,7 @@ func newPlan(s *spec.Spec, topo *runtime.Topology) (*plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &plan{spec: hosts, links: lks, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
+	p := &layout{spec: hosts, links: lks, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
 	for i := range p.hostOf {
 		p.hostOf[i] = -1
 	}

@@ -27,8 +27,8 @@ const onlineCPUs = "/sys/devices/system/cpu/online"
 
 // checkHostResources checks cpus, memory and exclusive of every host
 // before anything starts. cpus above the machine's is checked with the
-// other host keys (newPlan).
-func checkHostResources(s *spec.Spec, p *plan) error {
+// other host keys (newLayout).
+func checkHostResources(s *spec.Spec, p *layout) error {
 	total := 0
 	for _, c := range p.cpus {
 		total += c
@@ -51,7 +51,7 @@ func checkHostResources(s *spec.Spec, p *plan) error {
 	return nil
 }
 
-func cpuCounts(p *plan) string {
+func cpuCounts(p *layout) string {
 	var parts []string
 	for i, h := range p.hosts {
 		if p.cpus[i] > 0 {
@@ -111,7 +111,7 @@ var hostGroupSets atomic.Int64
 // deployer's as on one machine. sut is the deployment's CPU list
 // (deploy.Options.CPUs): a host with a memory budget but no cpus runs
 // there.
-func hostCgroups(p *plan, sut string) (_ []*cgroup.Group, err error) {
+func hostCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
 	groups := make([]*cgroup.Group, len(p.hosts))
 	need := false
 	for i := range p.hosts {
@@ -170,13 +170,13 @@ func (pl *placement) Cgroup(g int) *cgroup.Group {
 	if pl.hostcg == nil {
 		return nil
 	}
-	return pl.hostcg[pl.plan.hostOf[g]]
+	return pl.hostcg[pl.layout.hostOf[g]]
 }
 
 // HostLimits are the CPU set and memory budget of each host, in the
 // spec's order; the zero Limits for a host with neither.
 func (d *Deployment) HostLimits() []cgroup.Limits {
-	out := make([]cgroup.Limits, len(d.plan.hosts))
+	out := make([]cgroup.Limits, len(d.layout.hosts))
 	for i, g := range d.hostcg {
 		if g != nil {
 			out[i] = g.Limits()

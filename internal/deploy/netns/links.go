@@ -43,7 +43,7 @@ type links struct {
 // named twice ("vm1-vm2" and "vm2-vm1"): both would apply, one over the
 // other, and the link would be what the later table wrote in one
 // direction of lookup and the earlier in the other. The second key in
-// file order is the mistake. A name that is no pair is left to newPlan,
+// file order is the mistake. A name that is no pair is left to newLayout,
 // which knows the hosts.
 func linksOf(s *spec.Spec) (*links, error) {
 	l := &links{s: s}

@@ -84,7 +84,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	if os.Geteuid() != 0 {
 		return nil, ErrNotRoot
 	}
-	p, err := newPlan(topo.Spec, topo)
+	p, err := newLayout(topo.Spec, topo)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	if err != nil {
 		return nil, fmt.Errorf("deployer %s: %w", Name, err)
 	}
-	dep := &Deployment{plan: p, topo: topo, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
+	dep := &Deployment{layout: p, topo: topo, net: n, shaper: newShaper(), peers: map[string]*proxy{}}
 	defer func() {
 		if err != nil {
 			if dep.Deployment != nil {
@@ -131,7 +131,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 // deployment of its processes, and the network around them.
 type Deployment struct {
 	deploy.Deployment
-	plan   *plan
+	layout *layout
 	topo   *runtime.Topology // known before the local deployment is
 	net    *network
 	shaper *shaper
@@ -188,7 +188,7 @@ func (d *Deployment) CurlExamples() []string {
 }
 
 // Hosts names the emulated hosts, in the spec's order.
-func (d *Deployment) Hosts() []string { return d.plan.hosts }
+func (d *Deployment) Hosts() []string { return d.layout.hosts }
 
 // Namespaces are the paths of the deployment's network namespaces (in
 // /run/netns), which Stop removes.
@@ -201,7 +201,7 @@ func (d *Deployment) Namespaces() []string {
 }
 
 // HostOf names the host of a group.
-func (d *Deployment) HostOf(group int) string { return d.plan.hosts[d.plan.hostOf[group]] }
+func (d *Deployment) HostOf(group int) string { return d.layout.hosts[d.layout.hostOf[group]] }
 
 // Stop stops the processes, then the proxies, then removes every namespace
 // (and with them the veths, the bridge and the shaping).
@@ -243,7 +243,7 @@ func (d *Deployment) connectClient() error {
 	if !ok {
 		return errors.New("the entry group has no gateway")
 	}
-	gwClient, err := d.path(d.net.client, d.plan.hostOf[eg], -1, gw)
+	gwClient, err := d.path(d.net.client, d.layout.hostOf[eg], -1, gw)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (d *Deployment) connectClient() error {
 		if !ok {
 			return fmt.Errorf("the entry group serves no %s", topo.Entry)
 		}
-		if d.entry, err = d.path(d.net.client, d.plan.hostOf[eg], -1, ep); err != nil {
+		if d.entry, err = d.path(d.net.client, d.layout.hostOf[eg], -1, ep); err != nil {
 			return err
 		}
 	}
@@ -288,7 +288,7 @@ func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (r
 	faulted := d.faulted(group)
 	var link Link
 	if from != toHost {
-		link = d.plan.link(from.name, toHost.name)
+		link = d.layout.link(from.name, toHost.name)
 	}
 	if !link.Shaped() && !faulted {
 		return ep, nil
@@ -344,7 +344,7 @@ func (pl *placement) d() *Deployment { return (*Deployment)(pl) }
 
 // Listen binds a listener on group's host address, in its namespace.
 func (pl *placement) Listen(group int) (net.Listener, error) {
-	h := pl.net.hosts[pl.plan.hostOf[group]]
+	h := pl.net.hosts[pl.layout.hostOf[group]]
 	l, err := listenIn(h.ns, h.ip+":0")
 	if err != nil {
 		return nil, fmt.Errorf("listen on host %s: %w", h.name, err)
@@ -354,12 +354,12 @@ func (pl *placement) Listen(group int) (net.Listener, error) {
 
 // Peer is the address group from dials for ep of group to.
 func (pl *placement) Peer(from, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
-	return pl.d().path(pl.net.hosts[pl.plan.hostOf[from]], pl.plan.hostOf[to], to, ep)
+	return pl.d().path(pl.net.hosts[pl.layout.hostOf[from]], pl.layout.hostOf[to], to, ep)
 }
 
 // Enter moves the spawner's thread into group's host namespace.
 func (pl *placement) Enter(group int) (func() error, error) {
-	h := pl.net.hosts[pl.plan.hostOf[group]]
+	h := pl.net.hosts[pl.layout.hostOf[group]]
 	orig, err := netns.Get()
 	if err != nil {
 		return nil, fmt.Errorf("current network namespace: %w", err)
@@ -383,17 +383,17 @@ func (pl *placement) Dial(ctx context.Context, network, addr string) (net.Conn, 
 // DescribeMore lists the hosts, their groups and the links between them
 // (deploy.Capabilities.Describer).
 func (d *Deployment) DescribeMore(w io.Writer) {
-	groups := make([][]string, len(d.plan.hosts))
-	for g, h := range d.plan.hostOf {
+	groups := make([][]string, len(d.layout.hosts))
+	for g, h := range d.layout.hostOf {
 		groups[h] = append(groups[h], d.Topology().Groups[g].Name)
 	}
-	for i, h := range d.plan.hosts {
+	for i, h := range d.layout.hosts {
 		fmt.Fprintf(w, "host %s: %s, groups %s%s (namespace %s)\n", h, d.net.hosts[i].ip, strings.Join(groups[i], ", "), limitsText(d.HostLimits()[i]), d.net.names.host(i))
 	}
-	names := append([]string{clientName}, d.plan.hosts...)
+	names := append([]string{clientName}, d.layout.hosts...)
 	for i, a := range names {
 		for _, b := range names[i+1:] {
-			l := d.plan.link(a, b)
+			l := d.layout.link(a, b)
 			if !l.Shaped() {
 				continue
 			}
