@@ -183,7 +183,7 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	if err != nil {
 		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
 	}
-	_, err = HostsOf(s)
+	_, err = MachinesOf(s)
 	errs := []error{err}
 	for _, name := range Names() {
 		other, _ := Lookup(name)

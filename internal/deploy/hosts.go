@@ -7,49 +7,50 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// Host is one [deploy.hosts.<name>] table: a machine that a deployer
-// with hosts runs groups of the placement on. The netns deployer makes
+// Machine is one [deploy.hosts.<name>] table: an emulated machine that a
+// deployer with machines runs groups of the placement on (the spec key
+// keeps its name; "host" in code is a svclab host process). The netns deployer makes
 // each a network namespace of its own (and reads every key); the kube
 // deployer makes each a node label its groups are selected by (and
 // reads groups). The local deployer has none, and refuses the table.
-type Host struct {
+type Machine struct {
 	// Groups names the groups of the chosen placement that run on the
-	// host, each as the placement names it ("cart+checkout").
+	// machine, each as the placement names it ("cart+checkout").
 	Groups []string `toml:"groups"`
-	// CPUs is how many cores the host reserves (a cpuset); 0 leaves the
-	// host unconfined.
+	// CPUs is how many cores the machine reserves (a cpuset); 0 leaves
+	// the machine unconfined.
 	CPUs int `toml:"cpus"`
-	// Memory is the host's memory budget; 0 for none.
+	// Memory is the machine's memory budget; 0 for none.
 	Memory spec.ByteSize `toml:"memory"`
-	// Exclusive keeps the host's cores its own: no other host's CPU set
+	// Exclusive keeps the machine's cores its own: no other machine's CPU set
 	// may overlap it (cpuset.cpu_exclusive's meaning).
 	Exclusive bool `toml:"exclusive"`
 }
 
-// HostsOf decodes [deploy.hosts]. Resolve decodes it for every spec, as
-// two deployers read it; what each host's keys mean is the reader's to
+// MachinesOf decodes [deploy.hosts]. Resolve decodes it for every spec, as
+// two deployers read it; what each machine's keys mean is the reader's to
 // check against the topology.
-func HostsOf(s *spec.Spec) (map[string]Host, error) {
-	var hosts map[string]Host
-	if err := s.Decode("deploy.hosts", &hosts); err != nil {
+func MachinesOf(s *spec.Spec) (map[string]Machine, error) {
+	var machines map[string]Machine
+	if err := s.Decode("deploy.hosts", &machines); err != nil {
 		return nil, err
 	}
-	return hosts, nil
+	return machines, nil
 }
 
-// HostNames are the names of hosts in file order (of their groups key),
+// MachineNames are the names of machines in file order (of their groups key),
 // so that the first mistake reported is the first written.
-func HostNames(s *spec.Spec, hosts map[string]Host) []string {
-	return slices.SortedFunc(maps.Keys(hosts), func(a, b string) int {
-		return s.Line(HostKey(a, "groups")) - s.Line(HostKey(b, "groups"))
+func MachineNames(s *spec.Spec, machines map[string]Machine) []string {
+	return slices.SortedFunc(maps.Keys(machines), func(a, b string) int {
+		return s.Line(MachineKey(a, "groups")) - s.Line(MachineKey(b, "groups"))
 	})
 }
 
-// HostKey is the spec key of a host table's key, or with key "" the
+// MachineKey is the spec key of a machine table's key, or with key "" the
 // table's.
-func HostKey(host, key string) string {
+func MachineKey(machine, key string) string {
 	if key == "" {
-		return spec.KeyOf("deploy", "hosts", host)
+		return spec.KeyOf("deploy", "hosts", machine)
 	}
-	return spec.KeyOf("deploy", "hosts", host, key)
+	return spec.KeyOf("deploy", "hosts", machine, key)
 }

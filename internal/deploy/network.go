@@ -35,18 +35,19 @@ type Network interface {
 // NetworkCapabilities are what a Network can do beyond Network, nil where
 // it cannot, as Capabilities are for a Deployment.
 type NetworkCapabilities struct {
-	// HostCgroups confines each host's processes.
-	HostCgroups HostCgroups
+	// MachineCgroups confines each machine's processes.
+	MachineCgroups MachineCgroups
 	// Client places the load generator on a host of its own.
 	Client ClientNetwork
 }
 
-// HostCgroups is a Network whose hosts confine their processes: the
-// deployer makes each process's control group inside the one Cgroup names
-// for its group (a host's CPU set and memory budget, shared by the host's
-// processes), in place of the deployment's CPUs.
-type HostCgroups interface {
-	// Cgroup is the group of group g's host, or nil for none.
+// MachineCgroups is a Network whose machines ([deploy.hosts]) confine
+// their processes: the deployer makes each process's control group inside
+// the one Cgroup names for its group (a machine's CPU set and memory
+// budget, shared by the machine's processes), in place of the
+// deployment's CPUs.
+type MachineCgroups interface {
+	// Cgroup is the group of group g's machine, or nil for none.
 	Cgroup(g int) *cgroup.Group
 }
 

@@ -23,7 +23,7 @@ const LabelHost = "svclab.dev/host"
 func (r *renderer) hostsOf() ([]string, error) {
 	s, topo := r.s, r.topo
 	out := make([]string, len(topo.Groups))
-	hosts, err := deploy.HostsOf(s)
+	hosts, err := deploy.MachinesOf(s)
 	if err != nil {
 		return nil, err
 	}
@@ -40,17 +40,17 @@ func (r *renderer) hostsOf() ([]string, error) {
 		names = append(names, g.Name)
 	}
 	// File order, so the first mistake reported is the first written.
-	for _, h := range deploy.HostNames(s, hosts) {
+	for _, h := range deploy.MachineNames(s, hosts) {
 		if errs := validation.IsValidLabelValue(h); len(errs) > 0 {
-			return nil, s.Errorf(deploy.HostKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(errs, "; "))
+			return nil, s.Errorf(deploy.MachineKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(errs, "; "))
 		}
 		for _, g := range hosts[h].Groups {
 			i, ok := index[g]
 			if !ok {
-				return nil, s.Errorf(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", "))
+				return nil, s.Errorf(deploy.MachineKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", "))
 			}
 			if out[i] != "" {
-				return nil, s.Errorf(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h)
+				return nil, s.Errorf(deploy.MachineKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h)
 			}
 			out[i] = h
 		}

@@ -89,7 +89,7 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	if s.Experiment.Isolation == spec.IsolationCPUSet {
 		add("experiment.isolation = %q divides this machine's CPUs between a local load generator and the hosts; on a cluster both are pods on the nodes, which it does not place", spec.IsolationCPUSet)
 	}
-	if hosts, _ := deploy.HostsOf(s); len(hosts) > 0 {
+	if hosts, _ := deploy.MachinesOf(s); len(hosts) > 0 {
 		add("deploy.hosts: each host's groups run on nodes labelled %s=<host> (`kubectl label node NODE %s=%s`); the hosts' cpus, memory and exclusive and the links are the netns deployer's emulation and are not rendered", LabelHost, LabelHost, slices.Sorted(maps.Keys(hosts))[0])
 	}
 	return out

@@ -21,13 +21,13 @@ import (
 // with Group.Add once it has started and removes the group when the
 // process is gone.
 //
-// When the deployment's Network confines its hosts (deploy.HostCgroups),
-// the process's group is made inside its host's, whose CPU set replaces
-// the deployment's.
+// When the deployment's Network confines its machines
+// (deploy.MachineCgroups), the process's group is made inside its
+// machine's, whose CPU set replaces the deployment's.
 func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env []string, err error) {
 	res, cpus := d.groupResources(group), d.cpus
-	if host := d.hostCgroup(group); host != nil {
-		if g, err = host.NewChild(d.id+"-"+name, cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory)}); err != nil {
+	if m := d.machineCgroup(group); m != nil {
+		if g, err = m.NewChild(d.id+"-"+name, cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory)}); err != nil {
 			return nil, nil, fmt.Errorf("process %s: %w", name, err)
 		}
 		return g, []string{hostentry.CgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
@@ -46,13 +46,13 @@ func (d *Deployment) NewProcessCgroup(name, group string) (g *cgroup.Group, env 
 	return g, []string{hostentry.CgroupProcsEnv + "=" + strings.Join(g.ProcsFiles(), string(os.PathListSeparator))}, nil
 }
 
-// hostCgroup is the group of group's host, when the Network has hosts
-// that confine their processes.
-func (d *Deployment) hostCgroup(group string) *cgroup.Group {
+// machineCgroup is the group of group's machine, when the Network has
+// machines that confine their processes.
+func (d *Deployment) machineCgroup(group string) *cgroup.Group {
 	if d.net == nil {
 		return nil
 	}
-	hc := d.net.Capabilities().HostCgroups
+	hc := d.net.Capabilities().MachineCgroups
 	if hc == nil {
 		return nil
 	}

@@ -17,5 +17,5 @@ func (d *Deployment) Capabilities() deploy.Capabilities {
 // Capabilities of the network: its hosts confine their processes, and the
 // load generator sits on a host of its own.
 func (pl *placement) Capabilities() deploy.NetworkCapabilities {
-	return deploy.NetworkCapabilities{HostCgroups: pl, Client: pl}
+	return deploy.NetworkCapabilities{MachineCgroups: pl, Client: pl}
 }

@@ -50,7 +50,7 @@ func TestWrapperKeepsCapabilities(t *testing.T) {
 			t.Errorf("%s: %v (%T), want %v (%T)", c.name, c.got, c.got, c.want, c.want)
 		}
 	}
-	if (&placement{}).Capabilities().HostCgroups == nil || (&placement{}).Capabilities().Client == nil {
+	if (&placement{}).Capabilities().MachineCgroups == nil || (&placement{}).Capabilities().Client == nil {
 		t.Error("the netns network lost its host cgroups or its client host")
 	}
 }

@@ -25,7 +25,7 @@ type layout struct {
 	host   map[string]int  // host name → index
 	cpus   []int           // per host; 0 unconfined
 	memory []spec.ByteSize // per host
-	spec   map[string]deploy.Host
+	spec   map[string]deploy.Machine
 	links  *links
 }
 
@@ -61,7 +61,7 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 	if keys := topo.Mesh.Keys(); len(keys) > 0 {
 		return nil, s.Errorf(keys[0], "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its hosts yet; leave %s out or use deploy.deployer = \"local\"", Name, keys[0])
 	}
-	hosts, err := deploy.HostsOf(s)
+	hosts, err := deploy.MachinesOf(s)
 	if err != nil {
 		return nil, err
 	}
@@ -85,8 +85,8 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 	// Every mistake at once, in file order (of each host's groups key).
 	var errs []error
 	bad := func(key, format string, args ...any) { errs = append(errs, s.Errorf(key, format, args...)) }
-	for _, h := range deploy.HostNames(s, hosts) {
-		hk := deploy.HostKey(h, "")
+	for _, h := range deploy.MachineNames(s, hosts) {
+		hk := deploy.MachineKey(h, "")
 		if h == clientName {
 			bad(hk, "%q is the load generator's name; call the host something else", clientName)
 		}
@@ -98,26 +98,26 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 		p.hosts = append(p.hosts, h)
 		p.host[h] = idx
 		if len(host.Groups) == 0 {
-			bad(deploy.HostKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
+			bad(deploy.MachineKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
 		}
 		for _, g := range host.Groups {
 			gi, ok := groups[g]
 			switch {
 			case !ok:
-				bad(deploy.HostKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
+				bad(deploy.MachineKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
 			case p.hostOf[gi] >= 0:
-				bad(deploy.HostKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[p.hostOf[gi]], h)
+				bad(deploy.MachineKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[p.hostOf[gi]], h)
 			default:
 				p.hostOf[gi] = idx
 			}
 		}
 		if host.CPUs < 0 {
-			bad(deploy.HostKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
+			bad(deploy.MachineKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
 		} else if n := goruntime.NumCPU(); host.CPUs > n {
-			bad(deploy.HostKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
+			bad(deploy.MachineKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
 		}
 		if host.Memory < 0 {
-			bad(deploy.HostKey(h, "memory"), "must not be negative")
+			bad(deploy.MachineKey(h, "memory"), "must not be negative")
 		}
 		p.cpus = append(p.cpus, host.CPUs)
 		p.memory = append(p.memory, host.Memory)

@@ -18,7 +18,7 @@ import (
 // A host's resources ([deploy.hosts.<h>] cpus and memory) are a control
 // group per host (package cgroup, as the local deployer's [deploy.resources]
 // and experiment.isolation): its CPU set and its memory budget. Each of the
-// host's processes gets a group of its own inside it (deploy.NetworkCapabilities.HostCgroups),
+// host's processes gets a group of its own inside it (deploy.NetworkCapabilities.MachineCgroups),
 // so the host's processes share its cores and its memory, and each process
 // is still sampled and told out of memory by its own counters.
 
@@ -36,16 +36,16 @@ func checkHostResources(s *spec.Spec, p *layout) error {
 	for i, h := range p.hosts {
 		host := p.spec[h]
 		if host.Memory != 0 && host.Memory < spec.MinMemory {
-			return s.Errorf(deploy.HostKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, host.Memory)
+			return s.Errorf(deploy.MachineKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, host.Memory)
 		}
 		if !host.Exclusive {
 			continue
 		}
 		if p.cpus[i] == 0 {
-			return s.Errorf(deploy.HostKey(h, "exclusive"), "host %s has no cores of its own to keep: give it cpus = N", h)
+			return s.Errorf(deploy.MachineKey(h, "exclusive"), "host %s has no cores of its own to keep: give it cpus = N", h)
 		}
 		if n := goruntime.NumCPU(); total > n {
-			return s.Errorf(deploy.HostKey(h, "exclusive"), "host %s's cores cannot be its own: the hosts ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
+			return s.Errorf(deploy.MachineKey(h, "exclusive"), "host %s's cores cannot be its own: the hosts ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
 		}
 	}
 	return nil
@@ -165,7 +165,7 @@ func removeHostCgroups(groups []*cgroup.Group) error {
 }
 
 // Cgroup is the group of group g's host, nil when the host has neither
-// cpus nor memory (deploy.NetworkCapabilities.HostCgroups).
+// cpus nor memory (deploy.NetworkCapabilities.MachineCgroups).
 func (pl *placement) Cgroup(g int) *cgroup.Group {
 	if pl.hostcg == nil {
 		return nil
