@@ -46,7 +46,7 @@ type TelemetrySource interface {
 type TelemetryProcess struct {
 	Info   ProcessInfo
 	Source ResourceSource
-	// URL is where a person opens the backend's own UI (Jaeger's,
+	// URL is where a person opens the program's own UI (Jaeger's,
 	// Prometheus's), empty when it has none.
 	URL string
 }
