@@ -231,14 +231,15 @@ test-go: test-timed test-kube test-cli test-rest test-fuzz
 
 # Tests that measure time or CPU share closely run alone, one package at a
 # time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
-# 0.05 core, emulated link latency and jitter (TIMED_PKGS), and in
+# 0.05 core, emulated link latency and jitter, a synth service's CPU per
+# request within 10% of its configured work (TIMED_PKGS), and in
 # cmd/svclab a capacity found within 15%, the window's host timer, fault
 # windows timed to a few hundred ms, per-second error shares, and several
 # generators' summed rate within 1% (TIMED_CLI). The other CLI tests
 # mostly wait on runs and run four at once (t.Parallel), beside the other
 # packages, two at a time, and the Python tests.
 TIMED_LOAD := ./internal/load/...
-TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
+TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/... ./apps/synth/...
 TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun)$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
@@ -265,7 +266,7 @@ BG_NICE ?= 0
 test-kube: $(GO_DEPS) kube-tools test-timed-load
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
-	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
+	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
 # Budgets in executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can report its own deadline as a failure when a worker is
 # mid-call as it expires (go.dev/issue/75804, fixed in Go 1.27); a count
