@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -113,7 +115,11 @@ def test_three_level_factor_anova_and_subsets(tmp_path: Path) -> None:
     assert "### ANOVA (type II sums of squares)" in md
     assert "two-level subset (setup: default vs obs)" in md
     assert "two-level subset (setup: default vs mtls)" in md
-    assert "Kruskal-Wallis H =" in md
+    # Levels are compared through marginal means; only configurations, whose
+    # runs are repeats, get Kruskal-Wallis.
+    assert "### mesh.setup (marginal means over the other factors)" in md
+    assert "Kruskal-Wallis across all 6 configurations" in md
+    assert "Kruskal-Wallis H =" not in md
     # No samples.parquet and no HDR log: the CDF falls back to summary percentiles.
     assert (root / "figures" / "cdf.png").exists()
     assert "only from the percentiles in summary.json" in md
@@ -230,3 +236,65 @@ def test_answer_cautions_when_the_generator_fell_behind() -> None:
     isolated = generator_caution(runs, isolated=True)
     assert "fell behind in 2 of 3 runs" in isolated
     assert "experiment.isolation" not in isolated and "CPUs of its own already" in isolated
+
+
+def _anova_r1(root: Path, factors: list[dict[str, Any]],
+              p99: dict[tuple[Any, ...], float] | None = None) -> str:
+    p99 = p99 or {cell: 10.0 + i * 0.7 + (i % 3) * 0.3 for i, cell in
+                  enumerate(itertools.product(*[f["levels"] for f in factors]))}
+    d = make_results(root, factors=factors, p99=p99, reps=1, failed_cell=None,
+                     bottleneck_run=None, samples=False)
+    build_report(d)
+    return (d / "report.md").read_text()
+
+
+def test_no_test_without_replication_multi_level(tmp_path: Path) -> None:
+    # One run per configuration of a 3×3 design: the additive model leaves
+    # 4 degrees of freedom, but they are the interaction, not run-to-run
+    # noise, so no F, no p and no "not distinguishable" claim.
+    md = _anova_r1(tmp_path / "r1", [
+        {"name": "deploy.transport", "letter": "A", "levels": ["grpc", "http", "tcp"]},
+        {"name": "load.rate", "letter": "B", "levels": [10, 50, 100]}])
+    answer = section(md, "The answer")
+    assert "not distinguishable" not in md
+    assert answer.count("No error term") == 1
+    assert "`experiment.repetitions` ≥ 2" in answer
+    anova = answer.split("### ANOVA", 1)[1].split("\n\n", 2)[1]
+    for row in anova.splitlines()[2:]:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[3] == "—" and cells[4] == "—", row  # F and p
+    pw = section(md, "Pairwise comparisons")
+    assert "Kruskal" not in pw and "Mann-Whitney" not in pw and "No test" in pw
+    # A dominant interaction takes the residual's row at r = 1: it is not
+    # run-to-run noise, and the headline must not call it that.
+    factors = [{"name": "deploy.transport", "letter": "A", "levels": ["grpc", "http", "tcp"]},
+               {"name": "load.rate", "letter": "B", "levels": [10, 50, 100]}]
+    swirl = {(t, r): 10.0 + 5.0 * ((i + j) % 3) + 0.1 * i
+             for i, t in enumerate(["grpc", "http", "tcp"])
+             for j, r in enumerate([10, 50, 100])}
+    md = _anova_r1(tmp_path / "swirl", factors, swirl)
+    assert "noise outweighs" not in section(md, "The answer")
+
+
+def test_one_factor_without_replication_claims_no_share(tmp_path: Path) -> None:
+    md = _anova_r1(tmp_path / "one", [
+        {"name": "deploy.transport", "letter": "A", "levels": ["grpc", "http", "tcp"]}])
+    answer = section(md, "The answer")
+    assert "explains" not in answer
+    assert "100" not in answer.split("\n|", 1)[0]
+    assert "share of the variation is not meaningful" in answer
+    assert "all of it is the factor's by construction" in answer  # the ANOVA's caption
+    md2 = _anova_r1(tmp_path / "two", [
+        {"name": "deploy.transport", "letter": "A", "levels": ["grpc", "http"]}])
+    assert "explains" not in section(md2, "The answer")
+
+
+def test_pairwise_does_not_pool_configurations(tmp_path: Path) -> None:
+    # Two factors: a factor's runs at one level are different configurations,
+    # so no per-factor Mann-Whitney pools them as repeats.
+    root = make_results(tmp_path / "pool", failed_cell=None, bottleneck_run=None,
+                        samples=False)
+    build_report(root)
+    pw = section((root / "report.md").read_text(), "Pairwise comparisons")
+    assert "pooled over the other factors" not in pw
+    assert "marginal mean" in pw

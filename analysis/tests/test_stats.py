@@ -18,6 +18,7 @@ from svclab_analysis.stats import (
     compare,
     describe,
     mann_whitney,
+    marginal_ratios,
     qq_points,
     sample_size,
     shapiro,
@@ -133,3 +134,46 @@ def test_residual_checks_run_on_run_level_residuals() -> None:
     qq = qq_points(res)
     assert len(qq) == 10 and list(qq.columns) == ["theoretical", "sample", "line"]
     assert math.isnan(shapiro(np.array([1.0, 1.0]))["W"])
+
+
+def test_marginal_ratios_match_statsmodels() -> None:
+    # An unbalanced 3×2 design: pooling a level's runs would weight the
+    # configuration with more runs more; the marginal contrast weights each
+    # configuration equally. Checked against statsmodels' t test of the same
+    # contrast in the cell-means OLS on log values.
+    import statsmodels.formula.api as smf
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for a, base in (("x", 2.0), ("y", 3.0), ("z", 5.0)):
+        for b, mult in (("p", 1.0), ("q", 4.0)):
+            for _ in range(2 if (a, b) == ("x", "p") else 4):
+                rows.append({"A": a, "B": b, "v": base * mult * math.exp(rng.normal(0, 0.1))})
+    df = pd.DataFrame(rows)
+    got = marginal_ratios(df, "v", ["A", "B"], "A").set_index(["a", "b"])
+    fit = smf.ols("np.log(v) ~ 0 + C(A):C(B)", data=df).fit()
+    names = list(fit.params.index)
+
+    def w(level: str, sign: float) -> np.ndarray:
+        return np.array([sign / 2 if f"C(A)[{level}]" in n else 0.0 for n in names])
+
+    raw = {}
+    for a, b in (("x", "y"), ("x", "z"), ("y", "z")):
+        t = fit.t_test(w(a, 1.0) + w(b, -1.0))
+        lo, hi = np.asarray(t.conf_int(alpha=0.05))[0]
+        r = got.loc[(a, b)]
+        assert r["kind"] == "ratio"
+        assert r["estimate"] == pytest.approx(math.exp(float(np.squeeze(t.effect))), rel=1e-9)
+        assert r["ci_low"] == pytest.approx(math.exp(lo), rel=1e-9)
+        assert r["ci_high"] == pytest.approx(math.exp(hi), rel=1e-9)
+        assert r["p"] == pytest.approx(float(np.squeeze(t.pvalue)), rel=1e-6)
+        raw[(a, b)] = float(np.squeeze(t.pvalue))
+    # Holm over the factor's three pairs.
+    holm = multipletests(list(raw.values()), method="holm")[1]
+    assert list(got["p_holm"]) == pytest.approx(list(holm))
+    # The ratio is not the pooled runs' ratio of geometric means.
+    pooled = math.exp(np.log(df[df.A == "x"].v).mean() - np.log(df[df.A == "y"].v).mean())
+    assert got.loc[("x", "y"), "estimate"] != pytest.approx(pooled, rel=1e-3)
+    # Without replication there is no error term: no comparison.
+    one = df.groupby(["A", "B"], as_index=False).first()
+    assert marginal_ratios(one, "v", ["A", "B"], "A").empty

@@ -274,7 +274,8 @@ def anova(
 
     Returns term, df, sum_sq, mean_sq, F, p and percent (eta squared, the
     share of the total sum of squares). Without replication the highest-order
-    interaction is left out so that an error term remains.
+    interaction is left out of the model and takes the residual's row, and F
+    and p are NaN: that row is not run-to-run noise, so no term is tested.
     """
     check_factors(df, factors)
     data = df.copy()
@@ -318,6 +319,14 @@ def anova(
     table.loc[table["sum_sq"] == 0, "F"] = 0.0
     table["mean_sq"] = table["sum_sq"] / table["df"]
     table["percent"] = 100.0 * table["sum_sq"] / total if total > 0 else 0.0
+    if len(fit_df) <= cells:
+        # No replication: the "error" left is the highest-order interaction
+        # (or, with one factor, the factor itself), not run-to-run noise, so
+        # there is nothing to test a term against.
+        table[["F", "p"]] = math.nan
+        if len(factors) == 1:
+            table.loc[table["term"] == "Residual", "term"] = terms[0]
+            table = table[table["term"] != "Intercept"]
     table["term"] = [_rename_term(t, back) for t in table["term"]]
     table["df"] = table["df"].round().astype(int)
     return table[["term", "df", "sum_sq", "mean_sq", "F", "p", "percent"]]

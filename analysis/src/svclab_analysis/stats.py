@@ -482,6 +482,50 @@ def marginal_means(df: pd.DataFrame, response: str, factors: Sequence[str],
                                        "ci_low", "ci_high", "kind"])
 
 
+def marginal_ratios(df: pd.DataFrame, response: str, factors: Sequence[str], factor: str,
+                    levels: Mapping[str, Sequence[str]] | None = None,
+                    confidence: float = 0.95) -> pd.DataFrame:
+    """Every pair of `factor`'s levels compared through their marginal means
+    (those of `marginal_means`): the contrast of the two levels' equally
+    weighted configurations in the cell-means model, so that the other
+    factors' configurations are averaged, never pooled as repeats.
+
+    On the log scale (a ratio of geometric means) when the response is
+    positive in every run, else a difference of means. The interval and the
+    two-sided p are Student's t on the pooled run-to-run error; p is
+    Holm-adjusted over the factor's pairs. Empty without replication or when
+    a level lacks a configuration. Columns: a, b, center_a, center_b,
+    estimate, ci_low, ci_high, p, p_holm, kind ("ratio" or "difference").
+    """
+    cols = ["a", "b", "center_a", "center_b", "estimate", "ci_low", "ci_high", "p",
+            "p_holm", "kind"]
+    y = numeric_response(df, response)
+    data = df.loc[y.index].assign(**{response: y})
+    cm = cell_means(data, response, factors)
+    if levels is None:
+        levels = {f: ordered_levels(data[f]) for f in factors}
+    back = math.exp if cm.log else float
+    rows: list[dict[str, Any]] = []
+    for a, b in itertools.combinations(levels[factor], 2):
+        ca, cb = (level_cells(cm, {factor: lv}, levels) for lv in (a, b))
+        if cm.dof <= 0 or any(c not in cm.mean for c in ca + cb):
+            return pd.DataFrame(columns=cols)
+        w = {c: 1.0 / len(ca) for c in ca} | {c: -1.0 / len(cb) for c in cb}
+        k = cell_contrast(cm, w, confidence)
+        ma = sum(cm.mean[c] for c in ca) / len(ca)
+        mb = sum(cm.mean[c] for c in cb) / len(cb)
+        p = (float(2 * stats.t.sf(abs(k.estimate) / k.se, k.dof)) if k.se > 0
+             else (1.0 if k.estimate == 0 else 0.0))
+        rows.append({"a": a, "b": b, "center_a": back(ma), "center_b": back(mb),
+                     "estimate": back(k.estimate), "ci_low": back(k.low),
+                     "ci_high": back(k.high), "p": p,
+                     "kind": "ratio" if cm.log else "difference"})
+    out = pd.DataFrame(rows, columns=cols)
+    if len(out):
+        out["p_holm"] = multipletests(out["p"], method="holm")[1]
+    return out
+
+
 def replicated(df: pd.DataFrame, by: Sequence[str]) -> bool:
     """Whether some configuration has two or more runs: without that there is
     no error term, and no test or interval over runs can be computed."""

@@ -23,6 +23,7 @@ from ..stats import (
     describe,
     mann_whitney,
     marginal_means,
+    marginal_ratios,
     replicated,
     sample_size,
     shapiro,
@@ -59,6 +60,7 @@ class Analysis:
     residuals: np.ndarray = field(default_factory=lambda: np.array([]))
     shapiro: dict[str, float] = field(default_factory=dict)
     pairwise: dict[str, dict[str, pd.DataFrame]] = field(default_factory=dict)
+    level_ratios: dict[str, pd.DataFrame] = field(default_factory=dict)  # marginal_ratios()
     configs_compare: dict[str, pd.DataFrame] | None = None
     samplesize: pd.DataFrame | None = None
     warnings: list[str] = field(default_factory=list)
@@ -207,13 +209,19 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     a.shapiro = shapiro(a.residuals)
 
     # Without replication a test would take different configurations for
-    # repeats: there is no error term to test against.
-    for f in factors if a.replicated else []:
+    # repeats: there is no error term to test against. With other factors
+    # varying, a level's runs are different configurations too: its levels
+    # are compared through the marginal means (a.marginal) instead.
+    for f in factors if a.replicated and len(factors) == 1 else []:
         try:
             a.pairwise[f] = compare(tm, m, f, confidence=confidence,
                                     n_resamples=BOOTSTRAP_RESAMPLES)
         except AnalysisError:
             continue
+    for f in factors if a.replicated and len(factors) > 1 else []:
+        lr = marginal_ratios(tm, m, factors, f, order, confidence)
+        if not lr.empty:
+            a.level_ratios[f] = lr
     if a.replicated and tm[CONFIG].nunique() > 2 and len(factors) > 1:
         a.configs_compare = compare(tm, m, CONFIG, confidence=confidence,
                                     n_resamples=BOOTSTRAP_RESAMPLES)
@@ -324,7 +332,10 @@ def checks(a: Analysis) -> list[str]:
 def term_significant(a: Analysis, term: str) -> bool | None:
     """Whether a term's effect is distinguishable from noise: its interval
     excludes zero (2^k r) or its ANOVA p is below 1 − confidence. None when
-    there is no error term to judge by."""
+    there is no error term to judge by (no replication: the residual left is
+    the highest interaction, not run-to-run noise)."""
+    if not a.replicated:
+        return None
     if a.main is not None:
         t = a.main.terms.set_index("term")
         if term not in t.index or not math.isfinite(float(t.loc[term, "ci_low"])):

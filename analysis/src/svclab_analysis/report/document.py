@@ -195,7 +195,13 @@ def build(a: Analysis) -> Document:
     if terms is not None:
         tt = terms[~terms["term"].isin(["Intercept", "Residual"])].sort_values(
             "percent", ascending=False)
-        if not tt.empty:
+        if not tt.empty and not a.replicated and len(a.factors) == 1:
+            # One factor, one run per level: every difference is the
+            # factor's by construction, so "explains 100%" would say nothing.
+            text += (f" With one factor and one run per level, all the variation is "
+                     f"{a.factors[0]}'s by construction: its share of the variation is not "
+                     "meaningful without an error term.")
+        elif not tt.empty:
             top = tt.iloc[0]
             err = terms.loc[terms["term"] == "Residual", "percent"]
             err_pct = float(err.iloc[0]) if len(err) else math.nan
@@ -209,12 +215,12 @@ def build(a: Analysis) -> Document:
             if sig is False:
                 text += (f" That effect is not distinguishable from run-to-run noise at "
                          f"{conf}% confidence; more repetitions would settle it.")
-            elif err_pct == err_pct and err_pct > float(top["percent"]):
+            elif a.replicated and err_pct == err_pct and err_pct > float(top["percent"]):
                 text += " Run-to-run noise outweighs every factor."
     if not a.replicated and a.factors:
         text += (" **No error term:** each configuration ran once, so no share, ratio or "
                  "difference here can be told from run-to-run noise, and no test or interval "
-                 "is computed; set `experiment.repetitions` to 3 or more (or "
+                 "is computed; set `experiment.repetitions` ≥ 2 (or "
                  "`experiment.until = \"decided\"` with questions) to measure it.")
     iso = exp.meta.get("isolation") or {}
     text += generator_caution(exp.runs, isolated=iso.get("mode") == "cpuset")
@@ -254,8 +260,13 @@ def build(a: Analysis) -> Document:
               num(t.sum_sq), num(t.F), pval(t.p), num(t.percent)]
              for t in a.anova_table.itertuples()],
             caption="Factors with more than two levels: ANOVA on run-level values."
-            + ("" if a.replicated else " No configuration ran twice, so the error is the "
-               "highest-order interaction, assumed to be absent, not run-to-run noise.")))
+            + ("" if a.replicated else " No configuration ran twice, so there is no error "
+               "term: no F test and no p-value. The sums of squares and shares describe "
+               "the variation only; "
+               + ("the last row is the highest-order interaction, which run-to-run noise "
+                  "is confounded with." if len(a.factors) > 1 else
+                  "with one factor, all of it is the factor's by construction, run-to-run "
+                  "noise included."))))
         for subset, fit in a.subsets:
             s.blocks.append(Heading(f"2^k r effects on the two-level subset "
                                     f"({_levels_phrase(subset)})"))
@@ -420,14 +431,35 @@ def build(a: Analysis) -> Document:
 
     # ---- pairwise
     s = Section("pairwise", "Pairwise comparisons")
-    s.blocks.append(Para(
-        f"Mann-Whitney U on run-level {a.mlabel}, p Holm-adjusted within each factor. "
-        "Rank-biserial r runs from −1 to 1 and is positive when A's runs tend to be higher. "
-        f"The ratio is median(A) ÷ median(B) with a {conf}% bootstrap CI. With few runs the "
-        "smallest possible p is large (0.1 with 3 runs against 3): read the effect size."))
+    if a.level_ratios:
+        s.blocks.append(Para(
+            "Each factor's levels are compared through their marginal means, those of the "
+            "per-level table: with other factors varying, a level's runs are different "
+            "configurations, not repeats, so they are not pooled into one sample. The "
+            "contrast averages each level's configurations with equal weight; its interval "
+            f"({conf}%) and p are Student's t on the pooled run-to-run error, p "
+            "Holm-adjusted within each factor."))
+    for f, lr in a.level_ratios.items():
+        ratio = lr["kind"].iloc[0] == "ratio"
+        kind = str(a.marginal["kind"].iloc[0]) if not a.marginal.empty else "mean"
+        s.blocks.append(Heading(f"{f} (marginal means over the other factors)"))
+        s.blocks.append(Table(
+            ["A", "B", f"{kind} A ({u})", f"{kind} B ({u})",
+             "ratio A/B (×)" if ratio else f"A − B ({u})",
+             f"{conf}% CI ({'×' if ratio else u})", "p (Holm)"],
+            [[level_label(str(r.a)), level_label(str(r.b)), num(r.center_a), num(r.center_b),
+              num(r.estimate), ci(r.ci_low, r.ci_high), pval(r.p_holm)]
+             for r in lr.itertuples()]))
+    if a.pairwise or a.configs_compare is not None:
+        s.blocks.append(Para(
+            f"Mann-Whitney U on run-level {a.mlabel}, p Holm-adjusted within each factor. "
+            "Rank-biserial r runs from −1 to 1 and is positive when A's runs tend to be "
+            f"higher. The ratio is median(A) ÷ median(B) with a {conf}% bootstrap CI. With "
+            "few runs the smallest possible p is large (0.1 with 3 runs against 3): read the "
+            "effect size."))
     for f, res in a.pairwise.items():
         pr = res["pairs"]
-        s.blocks.append(Heading(f"{f} (pooled over the other factors)"))
+        s.blocks.append(Heading(f))
         s.blocks.append(_pairs_table(pr, u))
         if "kruskal" in res:
             kw = res["kruskal"].iloc[0]
@@ -454,11 +486,11 @@ def build(a: Analysis) -> Document:
                   num(r.ratio), ci(r.ratio_ci_low, r.ratio_ci_high)]
                  for r in dunn.itertuples()],
                 caption="Configurations as " + " · ".join(a.cfg_headers()) + "."))
-    if len(s.blocks) == 1:
+    if not s.blocks:
         s.blocks.append(Para(
             "No test: each configuration ran once, so there is no error term, and a test "
             "would take different configurations for repeats. Set `experiment.repetitions` "
-            "to 3 or more." if a.factors and not a.replicated else
+            "≥ 2." if a.factors and not a.replicated else
             "Nothing to compare: the runs have one configuration."))
     sections.append(s)
 
@@ -525,10 +557,16 @@ def methods_text(a: Analysis) -> list[str]:
         "On the log scale effects become ratios: exp(2q) is the high/low ratio.",
         "**More than two levels.** ANOVA with type II sums of squares (statsmodels), and "
         "two-level subsets (the first level against each other) analysed as 2^k r designs. "
-        "Kruskal-Wallis with Dunn's post-hoc test and Holm's correction does not assume "
-        "normality.",
+        "Without replication the highest-order interaction takes the error's place, so "
+        "no F test or p-value is computed. Kruskal-Wallis with Dunn's post-hoc test and "
+        "Holm's correction does not assume normality.",
         "**Pairs.** Mann-Whitney U on run values, Holm-adjusted; rank-biserial correlation as "
-        "the effect size.",
+        "the effect size. Only groups whose runs are repeats are compared: the "
+        "configurations, or a factor's levels when it is the only factor. With other "
+        "factors varying, a level's runs are different configurations, so its levels are "
+        "compared through the design's marginal means instead (the per-level table's): "
+        "their ratio (difference for a metric that can be zero) with Student's t on the "
+        "pooled run-to-run error, Holm-adjusted; without replication, not at all.",
         "**Checks.** Shapiro-Wilk and the QQ plot use run-level residuals, never per-request "
         f"data. Warnings flag between-run CV above {CV_WARN_PCT:g}%, fewer than {MIN_RUNS} runs "
         "per configuration, failed runs, errors, and runs where the load generator was the "
