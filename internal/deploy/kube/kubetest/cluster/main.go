@@ -172,6 +172,11 @@ func stop() error {
 	if left := kubetest.NodeLeftovers(); len(left) > 0 {
 		return fmt.Errorf("left after the stop:\n  %s", strings.Join(left, "\n  "))
 	}
+	// The log explains a cluster that runs or failed; a clean stop leaves
+	// nothing, the log included.
+	if err := os.Remove(logPath()); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the cluster's log: %w", err)
+	}
 	fmt.Println("the cluster is stopped; nothing of it is left")
 	return nil
 }
