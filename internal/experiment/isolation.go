@@ -46,7 +46,8 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		return Isolation{}, err
 	}
 	all := Isolation{Mode: spec.IsolationNone, LoadgenCPUs: cgroup.List(cpus), SUTCPUs: cgroup.List(cpus), LoadgenCores: len(cpus), SUTCores: len(cpus)}
-	if remote(s) {
+	traits := deployerTraits(s)
+	if traits.Remote {
 		// The cluster enforces the limits and runs the load in pods: this
 		// machine's cgroups are neither needed nor meaningful.
 		all.Reason = fmt.Sprintf("the %s deployer runs the load and the system under test elsewhere", s.Deploy.Deployer)
@@ -55,7 +56,7 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 	if err := checkCgroups(s); err != nil {
 		return Isolation{}, err
 	}
-	if unmanaged(s) {
+	if traits.Unmanaged {
 		if s.Experiment.Isolation == spec.IsolationCPUSet {
 			return Isolation{}, s.Errorf("experiment.isolation", "%q cannot be had with the %s deployer: it starts no process, so the system under test runs on whatever CPUs its owner gave it; write %q, and pin the system yourself (taskset) if it should not share the generator's CPUs", spec.IsolationCPUSet, s.Deploy.Deployer, spec.IsolationNone)
 		}
@@ -91,18 +92,15 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 	}, nil
 }
 
-// remote reports whether s's deployer runs its processes off this machine
-// (deploy.Traits.Remote). An unknown deployer is not remote; Resolve names it.
-func remote(s *spec.Spec) bool {
+// deployerTraits are the traits of s's deployer: Remote (it runs its
+// processes off this machine) and Unmanaged (it starts none) decide what
+// isolation can do. An unknown deployer has none; Resolve names it.
+func deployerTraits(s *spec.Spec) deploy.Traits {
 	d, err := deploy.Lookup(s.Deploy.Deployer)
-	return err == nil && deploy.IsRemote(d)
-}
-
-// unmanaged reports whether s's deployer starts no process of the system
-// under test (deploy.Traits.Unmanaged).
-func unmanaged(s *spec.Spec) bool {
-	d, err := deploy.Lookup(s.Deploy.Deployer)
-	return err == nil && d.Traits().Unmanaged
+	if err != nil {
+		return deploy.Traits{} // Resolve reports the unknown name
+	}
+	return d.Traits()
 }
 
 // checkCgroups fails, at the key, when the spec limits resources (in its
