@@ -98,9 +98,7 @@ func Describe(w io.Writer, d Deployment) {
 	}
 	fmt.Fprintf(w, "entry:   %s (component %s)\n", d.Entry(), topo.Entry)
 	fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
-	if ex := d.CurlExamples(); len(ex) > 0 {
-		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
-	}
+	describeTry(w, d)
 	if caps.Mesh != nil {
 		for _, l := range caps.Mesh.MeshLines() {
 			fmt.Fprintf(w, "%s\n", l)
@@ -131,6 +129,11 @@ func describeSystem(w io.Writer, d Deployment, procs []Process) {
 		fmt.Fprintf(w, "  %s\tpid %d\n", info.Name, info.PID)
 	}
 	fmt.Fprintf(w, "entry:   %s\n", d.GatewayURL())
+	describeTry(w, d)
+}
+
+// describeTry prints the deployment's ready-to-paste calls of its entry.
+func describeTry(w io.Writer, d Deployment) {
 	if ex := d.CurlExamples(); len(ex) > 0 {
 		fmt.Fprintf(w, "try:\n  %s\n", strings.Join(ex, "\n  "))
 	}
