@@ -285,7 +285,9 @@ func spawnRaw(argv []string, config string, env []string) (*proc, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %v: %w", argv, err)
 	}
+	read := make(chan struct{})
 	go func() {
+		defer close(read)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
@@ -296,6 +298,9 @@ func spawnRaw(argv []string, config string, env []string) (*proc, error) {
 	go func() {
 		p.err = cmd.Wait()
 		pw.Close()
+		// The last lines are in p.out before done says the host ended:
+		// a host that failed at once was read as saying nothing.
+		<-read
 		close(p.done)
 	}()
 	return p, nil
