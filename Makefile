@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-load test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-quiet test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -244,13 +244,15 @@ TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|Test
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
-# The load generator's accuracy tests come first, with only the Python
-# tests beside them; the Kubernetes tests' control plane, even at nice 19,
-# once moved TestAccuracy's p50 by 0.5 ms.
-test-timed-load: $(GO_DEPS)
+# The load generator's accuracy tests and the timed packages come first,
+# with only the Python tests beside them: the Kubernetes tests' control
+# plane, even at nice 19, once moved TestAccuracy's p50 by 0.5 ms, and
+# the real node's pods beside the synth CPU test put a service 10.4% over
+# its configured CPU a request (CI, 2026-11-28).
+test-timed-quiet: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_LOAD)
-test-timed: test-timed-load
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
+test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS)
 	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
@@ -263,7 +265,7 @@ BG_NICE ?= 0
 # containerd, pods that run) are among them, as root where Debian's
 # containerd is installed (system-deps' test group), and skip saying why
 # otherwise; about 90 s beside the kwok packages.
-test-kube: $(GO_DEPS) kube-tools test-timed-load
+test-kube: $(GO_DEPS) kube-tools test-timed-quiet
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
 	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
