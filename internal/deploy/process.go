@@ -121,8 +121,16 @@ type Usage struct {
 	// CPUSeconds is the user and system CPU time used since the process
 	// started.
 	CPUSeconds float64
-	// RSSBytes is the resident memory.
+	// RSSBytes is the resident memory. Pages the process shares with
+	// others (the binary's, mapped by every host of a split deployment)
+	// count in full in each, so RSS summed over processes overstates
+	// their memory.
 	RSSBytes int64
+	// PSSBytes is the proportional set size: resident memory with each
+	// shared page divided among the processes that map it, so that it
+	// sums over processes to the memory they hold; 0 where the source
+	// cannot tell (a pod's container metrics).
+	PSSBytes int64
 	// Cgroup has the counters of the process's control group (throttling,
 	// memory charged), when it has one.
 	Cgroup *cgroup.Stats

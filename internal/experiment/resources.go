@@ -30,6 +30,9 @@ type ResourceRow struct {
 	PID      int64   `parquet:"pid"`
 	CPUS     float64 `parquet:"cpu_s"`
 	RSSBytes int64   `parquet:"rss_bytes"`
+	// PSSBytes is the proportional set size (deploy.Usage); null where
+	// the deployer cannot read it.
+	PSSBytes *int64 `parquet:"pss_bytes,optional"`
 	// The counters of the process's cgroup; null for a process without
 	// one (no deploy.resources and no isolation).
 	CFSPeriods       *int64   `parquet:"cfs_periods,optional"`
@@ -148,6 +151,10 @@ func rowOf(p deploy.ProcessInfo, u deploy.Usage) ResourceRow {
 		PID:      int64(p.PID),
 		CPUS:     u.CPUSeconds,
 		RSSBytes: u.RSSBytes,
+	}
+	if u.PSSBytes > 0 {
+		pss := u.PSSBytes
+		row.PSSBytes = &pss
 	}
 	if c := u.Cgroup; c != nil {
 		periods, throttled, mem, ts := int64(c.Periods), int64(c.ThrottledPeriods), c.MemoryBytes, c.ThrottledSeconds

@@ -44,7 +44,7 @@ type Source struct {
 	pid int
 }
 
-// Sample reads /proc/PID/stat.
+// Sample reads /proc/PID/stat and /proc/PID/smaps_rollup.
 func (s *Source) Sample(context.Context) (deploy.Usage, error) {
 	p, err := s.fs.Proc(s.pid)
 	if err != nil {
@@ -54,5 +54,16 @@ func (s *Source) Sample(context.Context) (deploy.Usage, error) {
 	if err != nil {
 		return deploy.Usage{}, fmt.Errorf("process %d: %w", s.pid, err)
 	}
-	return deploy.Usage{CPUSeconds: st.CPUTime(), RSSBytes: int64(st.ResidentMemory())}, nil
+	return deploy.Usage{CPUSeconds: st.CPUTime(), RSSBytes: int64(st.ResidentMemory()), PSSBytes: pss(p)}, nil
+}
+
+// pss is p's proportional set size, or 0 when the kernel does not tell
+// (smaps_rollup came with Linux 4.14; another user's process hides it
+// from an unprivileged reader).
+func pss(p procfs.Proc) int64 {
+	r, err := p.ProcSMapsRollup()
+	if err != nil {
+		return 0
+	}
+	return int64(r.Pss)
 }

@@ -2,6 +2,7 @@ package procstat_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -10,6 +11,17 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy/procstat"
 )
+
+// TestMain makes the test binary a child that holds still until its
+// stdin closes, when TestSharedPages starts it.
+func TestMain(m *testing.M) {
+	if os.Getenv("PROCSTAT_HOLD") == "1" {
+		os.Stdout.WriteString("up\n")
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // cpuTime is the calling process's CPU time by the kernel's own count.
 func cpuTime() time.Duration {
@@ -64,5 +76,63 @@ func TestGone(t *testing.T) {
 	}
 	if _, err := r.Process(os.Getpid()).Sample(context.Background()); err != nil {
 		t.Errorf("own process: %v", err)
+	}
+}
+
+// TestSharedPages starts four copies of this test binary: each maps the
+// same binary, so its pages count in full in every copy's RSS and a
+// quarter in its PSS. PSS must be positive, at most RSS, and the copies'
+// PSS must sum to clearly less than their RSS.
+func TestSharedPages(t *testing.T) {
+	r, err := procstat.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 4
+	var pids []int
+	for range n {
+		cmd := exec.Command(exe)
+		cmd.Env = append(os.Environ(), "PROCSTAT_HOLD=1")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			in.Close()
+			_ = cmd.Wait()
+		})
+		if _, err := out.Read(make([]byte, 3)); err != nil {
+			t.Fatalf("child %d never said it was up: %v", cmd.Process.Pid, err)
+		}
+		pids = append(pids, cmd.Process.Pid)
+	}
+	var rss, pss int64
+	for _, pid := range pids {
+		u, err := r.Process(pid).Sample(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("pid %d: RSS %.1f MiB, PSS %.1f MiB", pid, float64(u.RSSBytes)/(1<<20), float64(u.PSSBytes)/(1<<20))
+		if u.PSSBytes <= 0 || u.PSSBytes > u.RSSBytes {
+			t.Errorf("pid %d: PSS %d bytes, want more than 0 and at most RSS %d", pid, u.PSSBytes, u.RSSBytes)
+		}
+		rss += u.RSSBytes
+		pss += u.PSSBytes
+	}
+	// The binary's pages a Go program touches to start are megabytes;
+	// shared four ways, at least one of them leaves the sum.
+	if rss-pss < 1<<20 {
+		t.Errorf("%d copies of one binary: PSS sums to %d bytes, RSS to %d; want PSS at least 1 MiB less", n, pss, rss)
 	}
 }

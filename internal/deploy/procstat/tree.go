@@ -58,6 +58,7 @@ func (s *TreeSource) Sample(ctx context.Context) (deploy.Usage, error) {
 	u := deploy.Usage{
 		CPUSeconds: st.CPUTime() + float64(st.CUTime+st.CSTime)/userHZ,
 		RSSBytes:   int64(st.ResidentMemory()),
+		PSSBytes:   pss(p),
 	}
 	kids, err := Children(s.pid)
 	if err != nil {
@@ -70,6 +71,7 @@ func (s *TreeSource) Sample(ctx context.Context) (deploy.Usage, error) {
 		}
 		u.CPUSeconds += c.CPUSeconds
 		u.RSSBytes += c.RSSBytes
+		u.PSSBytes += c.PSSBytes
 	}
 	return u, nil
 }
