@@ -86,3 +86,37 @@ def test_no_roles_no_table(tmp_path: Path) -> None:
     build_report(root)
     assert "by role" not in (root / "report.md").read_text()
     assert not (root / "figures" / "roles.png").exists()
+
+
+def test_memory_by_role_is_pss(tmp_path: Path) -> None:
+    """Two hosts that each map a 40 MiB binary and hold 6 MiB of their own:
+    RSS counts the binary in each (46 + 46), PSS once in both (26 + 26), and
+    the report's memory table gives the PSS sum, 52 MiB, not 92."""
+    root = make_results(tmp_path / "mem", factors=FACTORS,
+                        p99={("none",): 2.0, ("envoy",): 3.0}, failed_cell=None)
+    for d in sorted((root / "runs").iterdir()):
+        if d.name.startswith(".tmp-") or json.loads((d / "run.json").read_text())["status"] != "ok":
+            continue
+        rows = [{"t_s": t, "process": proc, "role": "host", "pid": pid, "cpu_s": 1.0 + t / 10,
+                 "rss_bytes": 46 * 2**20, "pss_bytes": 26 * 2**20}
+                for t in (0.0, 5.0, 10.0) for pid, proc in ((100, "a"), (101, "b"))]
+        pd.DataFrame(rows).to_parquet(d / "resources.parquet", index=False)
+    a = analyse(load_experiment(root))
+    host = a.role_cpu[a.role_cpu["role"] == "host"]
+    assert host["rss_mb"].tolist() == [92.0, 92.0]
+    assert host["pss_mb"].tolist() == [52.0, 52.0]
+    build_report(root)
+    md = (root / "report.md").read_text()
+    assert "### Memory, by role (MiB)" in md
+    assert "| none | 52.0 | 2 |" in md
+
+
+def test_no_memory_table_without_pss(tmp_path: Path) -> None:
+    """Stores written before pss_bytes keep their report as it was."""
+    root = make_results(tmp_path / "mesh", factors=FACTORS,
+                        p99={("none",): 2.0, ("envoy",): 3.0}, failed_cell=None)
+    write_roles(root)
+    a = analyse(load_experiment(root))
+    assert a.role_cpu["pss_mb"].isna().all()
+    build_report(root)
+    assert "Memory, by role" not in (root / "report.md").read_text()

@@ -50,7 +50,9 @@ func up(t *testing.T, ctx context.Context, src string) deploy.Deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := local.Deploy(ctx, topo, local.Options{})
+	// SVCLAB_SYNTH_HOST_BIN runs another binary as the hosts (bin/svclab,
+	// for TestScale's memory as `svclab up` has it).
+	d, err := local.Deploy(ctx, topo, local.Options{Options: deploy.Options{Executable: os.Getenv("SVCLAB_SYNTH_HOST_BIN")}})
 	if err != nil {
 		t.Fatalf("deploy: %v", err)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 // TestScale measures how a generated topology deploys as it grows: the
-// time from Deploy to ready and each host's resident memory, split for
+// time from Deploy to ready and each host's memory (RSS and PSS), split for
 // 10, 30 and 100 services and in one process for 1,000, then 100 requests
 // through each. It runs only with SVCLAB_SYNTH_SCALE=1, as it takes the
 // machine for a minute (docs/PERFORMANCE.md, "Synth topologies at scale").
@@ -45,7 +45,7 @@ placement = %q
 start_timeout = "5m"
 `, tc.services, tc.placement))
 			ready := time.Since(start)
-			var rss []float64
+			var rss, pss []float64
 			for _, p := range d.Processes() {
 				if p.Info().Role != deploy.RoleHost {
 					continue
@@ -55,8 +55,10 @@ start_timeout = "5m"
 					t.Fatal(err)
 				}
 				rss = append(rss, float64(u.RSSBytes)/(1<<20))
+				pss = append(pss, float64(u.PSSBytes)/(1<<20))
 			}
 			slices.Sort(rss)
+			slices.Sort(pss)
 			conn, err := d.Dial(ctx, transport.DialOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -68,8 +70,9 @@ start_timeout = "5m"
 					t.Fatal(err)
 				}
 			}
-			t.Logf("%d services %s: %d host processes ready in %v; RSS per host min %.1f MiB, median %.1f, max %.1f",
-				tc.services, tc.placement, len(rss), ready.Round(time.Millisecond), rss[0], rss[len(rss)/2], rss[len(rss)-1])
+			t.Logf("%d services %s: %d host processes ready in %v; per host RSS min %.1f MiB, median %.1f, max %.1f; PSS min %.1f, median %.1f, max %.1f",
+				tc.services, tc.placement, len(rss), ready.Round(time.Millisecond), rss[0], rss[len(rss)/2], rss[len(rss)-1],
+				pss[0], pss[len(pss)/2], pss[len(pss)-1])
 		})
 	}
 }

@@ -235,23 +235,39 @@ def window_cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
     return total
 
 
+ROLE_USAGE = ["role", "cpu_s", "rss_mb", "pss_mb", "processes"]
+
+
 def role_usage(resources: pd.DataFrame, duration_s: float) -> pd.DataFrame:
-    """CPU seconds in the measurement window, mean RSS (MB) and process count
-    per role of resources.parquet (host, sidecar, node-proxy, telemetry); the
-    load generators are left out. Empty for stores without the role column."""
+    """CPU seconds in the measurement window, mean memory (MiB) and process
+    count per role of resources.parquet (host, sidecar, node-proxy,
+    telemetry); the load generators are left out. rss_mb sums the processes'
+    RSS, which counts pages they share (the binary every host maps) once in
+    each; pss_mb sums their proportional set sizes, which count each shared
+    page once in all, and is NaN where the run did not record it. Empty for
+    stores without the role column."""
     rows = []
     if resources.empty or "role" not in resources.columns:
-        return pd.DataFrame(columns=["role", "cpu_s", "rss_mb", "processes"])
+        return pd.DataFrame(columns=ROLE_USAGE)
     inside = resources[(resources["t_s"] >= 0) & (resources["t_s"] <= duration_s + 0.5)]
     for role, g in resources.groupby("role", sort=True):
         if role in ("", "loadgen"):
             continue
         win = inside[inside["role"] == role]
-        per_sample = win.groupby("t_s")["rss_bytes"].sum()
         rows.append({"role": str(role), "cpu_s": window_cpu_seconds(g, duration_s),
-                     "rss_mb": float(per_sample.mean()) / 2**20 if len(per_sample) else math.nan,
+                     "rss_mb": _mean_sum_mib(win, "rss_bytes"),
+                     "pss_mb": _mean_sum_mib(win, "pss_bytes"),
                      "processes": int(g["process"].nunique())})
-    return pd.DataFrame(rows, columns=["role", "cpu_s", "rss_mb", "processes"])
+    return pd.DataFrame(rows, columns=ROLE_USAGE)
+
+
+def _mean_sum_mib(win: pd.DataFrame, column: str) -> float:
+    """The mean over sample times of column summed over the processes, in
+    MiB; NaN when no sample has it."""
+    if column not in win.columns:
+        return math.nan
+    per_sample = win.dropna(subset=[column]).groupby("t_s")[column].sum()
+    return float(per_sample.mean()) / 2**20 if len(per_sample) else math.nan
 
 
 def load_role_cpu(exp: Experiment) -> pd.DataFrame:

@@ -242,7 +242,7 @@ ROLE_LABELS = {"host": "hosts", "sidecar": "sidecars", "node-proxy": "node proxi
 
 def role_cpu_summary(exp: Experiment, factors: list[str]) -> pd.DataFrame:
     """Per configuration and role: the runs, and the median over them of the
-    role's CPU ms per request and memory (MB). Empty when no run recorded
+    role's CPU ms per request and memory (MiB, RSS and PSS). Empty when no run recorded
     roles (stores written before the role column)."""
     rc = load_role_cpu(exp)
     if rc.empty:
@@ -250,7 +250,8 @@ def role_cpu_summary(exp: Experiment, factors: list[str]) -> pd.DataFrame:
     rc[CONFIG] = config_labels(rc, factors)
     out = rc.groupby([CONFIG, "role"], sort=False).agg(
         runs=("run_id", "nunique"), cpu_ms=("cpu_ms_per_request", "median"),
-        rss_mb=("rss_mb", "median"), processes=("processes", "median")).reset_index()
+        rss_mb=("rss_mb", "median"), pss_mb=("pss_mb", "median"),
+        processes=("processes", "median")).reset_index()
     rank = {r: i for i, r in enumerate(ROLE_ORDER)}
     out["_order"] = out["role"].map(lambda r: rank.get(r, len(rank)))
     return out.sort_values(["_order", "role"]).drop(columns="_order").reset_index(drop=True)

@@ -370,6 +370,22 @@ def build(a: Analysis) -> Document:
             "up to that table's median only roughly. /proc counts CPU in 10 ms ticks, "
             "so short runs give coarse values, and a backend's work on spans exported "
             "after the window is not counted."))
+    if not a.role_cpu.empty and a.role_cpu["pss_mb"].notna().any():
+        roles = list(dict.fromkeys(a.role_cpu["role"]))
+        by = a.role_cpu.set_index([CONFIG, "role"])
+        s.blocks.append(Heading("Memory, by role (MiB)"))
+        s.blocks.append(Table(
+            [*a.cfg_headers(), *[ROLE_LABELS.get(r, r) for r in roles], "processes"],
+            [[*a.cfg_cells(c), *[num(by["pss_mb"].get((c, r), math.nan)) for r in roles],
+              integer(by["processes"].xs(c, level=CONFIG).sum())]
+             for c in a.ranked[CONFIG] if c in by.index.get_level_values(CONFIG)],
+            caption="Median over runs of each role's memory in the measurement window: "
+            "the processes' proportional set sizes (PSS), summed. Each page that "
+            "processes share, such as the binary every host of a split deployment "
+            "maps, counts once in all rather than once in each as RSS would; a "
+            "split deployment's RSS summed would overstate its memory by the binary "
+            "times the processes. Pages shared with processes outside the role (the "
+            "generator, the svclab parent) count in part."))
     if a.samplesize is not None:
         s.blocks.append(Heading("Sample size (Jain)"))
         s.blocks.append(Table(
