@@ -103,7 +103,7 @@
       for (const id of ["cur-requests", "cur-errors", "cur-rps", "cur-p50", "cur-p90", "cur-p99", "cur-max", "cur-lag", "cur-late"]) $(id).textContent = "–";
       $("errors-by-class").textContent = "";
       $("links").textContent = "";
-      $("hops-section").hidden = true; $("hops").textContent = "";
+      $("hops-section").hidden = true; $("hops").textContent = ""; $("hops-jaeger").hidden = true;
       $("thresholds").textContent = ""; $("thresholds-judged").textContent = "";
       $("processes").textContent = "";
       $("changes").textContent = "";
@@ -165,6 +165,7 @@
     links(l) {
       const p = $("links");
       p.textContent = "";
+      if (l.jaeger) { $("hops-jaeger").href = l.jaeger; $("hops-jaeger").hidden = false; }
       for (const [name, url] of [["Jaeger", l.jaeger], ["Prometheus", l.prometheus]]) {
         if (!url) continue;
         const a = document.createElement("a");
