@@ -355,6 +355,16 @@ func rows(t *testing.T, ctx context.Context) []string {
 	return ids
 }
 
+// waitEnded waits for the page to say the work ended, then for svclab
+// to exit with status code.
+func waitEnded(t *testing.T, ctx context.Context, cmd *uiCmd, log *strings.Builder, code int) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "the page to say the work ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != code {
+		t.Fatalf("svclab: %v, want exit status %d\n%s", err, code, log)
+	}
+}
+
 // TestUIRun opens `svclab run --ui`'s page in a real browser during a
 // two-run experiment: the numbers move, the runs table grows, a reload
 // during the second run still shows it (and the first's result), the
@@ -412,11 +422,8 @@ seed = 1
 	if got := rows(t, ctx); len(got) != 1 || got[0] != firstRun {
 		t.Errorf("runs table after the reload %v, want [%s]", got, firstRun)
 	}
-	waitFor(t, 90*time.Second, "the page to say the experiment ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
 	// Every run breaks the threshold: exit status 99, as k6's.
-	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != exitThresholds {
-		t.Fatalf("svclab run: %v, want exit status %d\n%s", err, exitThresholds, log)
-	}
+	waitEnded(t, ctx, cmd, log, exitThresholds)
 	if got := text(t, ctx, "#status"); got != "ended" {
 		t.Errorf("status %q, want ended", got)
 	}
@@ -636,10 +643,7 @@ name = "hops"
 		t.Errorf("the hops' link to Jaeger %q (%v), want the run's", href, err)
 	}
 	screenshot(t, ctx, "ui-hops.png")
-	waitFor(t, 90*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != exitThresholds {
-		t.Fatalf("svclab run: %v, want exit status %d\n%s", err, exitThresholds, log)
-	}
+	waitEnded(t, ctx, cmd, log, exitThresholds)
 	if got := text(t, ctx, "#thresholds-judged"); got != "the run's verdict" {
 		t.Errorf("thresholds judged %q at the end", got)
 	}
@@ -737,10 +741,7 @@ seed = 1
 		t.Errorf("kept run's status %q", got)
 	}
 	checkTotals(t, ctx, keptID, kept[0])
-	waitFor(t, 90*time.Second, "the page to say the experiment ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != exitThresholds {
-		t.Fatalf("svclab run --resume: %v, want exit status %d\n%s", err, exitThresholds, log)
-	}
+	waitEnded(t, ctx, cmd, log, exitThresholds)
 	if got := text(t, ctx, "#progress"); got != "2/2 runs" {
 		t.Errorf("progress %q at the end, want 2/2 runs", got)
 	}
