@@ -202,7 +202,9 @@ func TestUILoad(t *testing.T) {
 	for _, gens := range []int{1, 2} {
 		t.Run(fmt.Sprintf("generators=%d", gens), func(t *testing.T) {
 			dir := t.TempDir()
+			// One in 20 fails: the error rate's threshold breaks, the p99's holds.
 			cmd, log := openUI(t, ctx, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
+				"--set", "load.thresholds.error_rate=0.01", "--set", "load.thresholds.p99_ms=10000",
 				"--generators", strconv.Itoa(gens), "--dir", dir, srv.URL+"/")
 			waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
 			first := number(text(t, ctx, "#cur-requests"))
@@ -221,6 +223,10 @@ func TestUILoad(t *testing.T) {
 			if got := text(t, ctx, "#status"); got != "running" {
 				t.Errorf("status after the reload %q, want running", got)
 			}
+			waitFor(t, 5*time.Second, "the thresholds judged so far", func() bool {
+				got := thresholdStates(t, ctx)
+				return got["total: error_rate <= 0.01"] == "broken so far" && got["total: p99_ms <= 10000"] == "holds so far"
+			})
 			waitFor(t, 5*time.Second, "svclab load's own CPU and memory", func() bool {
 				return strings.HasPrefix(text(t, ctx, "#processes tr"), "loadgensvclab load")
 			})
@@ -233,12 +239,13 @@ func TestUILoad(t *testing.T) {
 					t.Errorf("%d charts drawn, want 5", charts)
 				}
 			}
-			waitFor(t, 30*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("svclab load: %v\n%s", err, log)
+			waitEnded(t, ctx, cmd, log, exitThresholds)
+			if got := thresholdStates(t, ctx); got["total: error_rate <= 0.01"] != "broken" || got["total: p99_ms <= 10000"] != "holds" ||
+				!strings.Contains(log.String(), "threshold broken: total: error_rate ") || strings.Contains(log.String(), "threshold broken: total: p99_ms") {
+				t.Errorf("the page's verdict %v, svclab load's:\n%s", got, log)
 			}
-			if got := text(t, ctx, "#status"); got != "ended" {
-				t.Errorf("status %q, want ended", got)
+			if got, want := text(t, ctx, "#status"), "ended: 1 threshold(s) of load.thresholds broken"; got != want {
+				t.Errorf("status %q, want %q", got, want)
 			}
 			if !strings.Contains(text(t, ctx, "#errors-by-class"), "http_500 ") {
 				t.Errorf("errors by class %q, want http_500", text(t, ctx, "#errors-by-class"))
