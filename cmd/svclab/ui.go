@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -50,6 +49,10 @@ type uiView struct {
 	mu     sync.Mutex
 	steps  int  // capacity steps begun
 	inStep bool // a step's seconds came and its verdict has not
+	// th and tally judge a load run's thresholds on its measurement so
+	// far, second by second (judgeSecond).
+	th    *load.Thresholds
+	tally *load.Tally
 }
 
 // start serves the view when --ui was given and prints its URL first, on
@@ -86,10 +89,23 @@ func (v *uiView) progress(next func(load.Progress)) func(load.Progress) {
 	}
 	return func(p load.Progress) {
 		v.board.Second(secondOf(p))
+		v.judgeSecond(p)
 		if next != nil {
 			next(p)
 		}
 	}
+}
+
+// judgeSecond judges the load run's thresholds on its measurement so
+// far, p included, as its result will be judged (load.Thresholds.States).
+func (v *uiView) judgeSecond(p load.Progress) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.th == nil || p.Warmup {
+		return
+	}
+	v.tally.Add(p)
+	v.board.Thresholds(thresholdsOf(v.th.States(v.tally.Summary(), false)), false)
 }
 
 // secondOf is a generator's second as the live view takes it.
@@ -99,43 +115,11 @@ func secondOf(p load.Progress) live.Second {
 		LagP99: p.LagP99, LagMax: p.LagMax, LateSends: p.LateSends, Dropped: p.Dropped}
 }
 
-// thresholdsOf lists the thresholds t sets, each pending, or, given the
-// run's summary, holding or broken.
-func thresholdsOf(t *load.Thresholds, s *load.Summary) []live.Threshold {
-	if t == nil {
-		return nil
-	}
-	var broken map[string]bool
-	if s != nil {
-		broken = map[string]bool{}
-		for _, b := range t.Check(*s) {
-			broken[b.Operation+" "+b.Metric] = true
-		}
-	}
-	var out []live.Threshold
-	add := func(op string, l load.Limits) {
-		// The limits' JSON has the keys that are set, under their spec names.
-		var set map[string]float64
-		if b, err := json.Marshal(l); err == nil && json.Unmarshal(b, &set) == nil {
-			for _, k := range slices.Sorted(maps.Keys(set)) {
-				cmp := "<="
-				if k == "min_rps" {
-					cmp = ">="
-				}
-				state := "pending"
-				if broken != nil {
-					state = "holds"
-					if broken[op+" "+k] {
-						state = "broken"
-					}
-				}
-				out = append(out, live.Threshold{Expr: fmt.Sprintf("%s: %s %s %v", op, k, cmp, set[k]), State: state})
-			}
-		}
-	}
-	add("total", t.Limits)
-	for _, op := range slices.Sorted(maps.Keys(t.Operations)) {
-		add(op, t.Operations[op])
+// thresholdsOf is the thresholds' states as the live view shows them.
+func thresholdsOf(states []load.ThresholdState) []live.Threshold {
+	out := make([]live.Threshold, len(states))
+	for i, s := range states {
+		out[i] = live.Threshold{Expr: s.String(), State: s.State}
 	}
 	return out
 }
@@ -151,7 +135,10 @@ func (v *uiView) loadStarted(cfg load.Config) {
 		return
 	}
 	v.board.RunStarted(live.Run{ID: "load", Index: 1, Levels: map[string]string{"target": cfg.Target}})
-	v.board.Thresholds(thresholdsOf(cfg.Thresholds, nil))
+	v.mu.Lock()
+	v.th, v.tally = cfg.Thresholds, load.NewTally()
+	v.mu.Unlock()
+	v.board.Thresholds(thresholdsOf(cfg.Thresholds.States(load.Summary{}, false)), false)
 	ctx, cancel := context.WithCancel(context.Background())
 	v.stopSampling = cancel
 	go v.sampleSelf(ctx)
@@ -229,7 +216,7 @@ func (v *uiView) loadFinished(id string, res *load.Result, runErr error, t *load
 		for _, b := range t.Check(res.Summary) {
 			r.Thresholds = append(r.Thresholds, b.String())
 		}
-		v.board.Thresholds(thresholdsOf(t, &res.Summary))
+		v.board.Thresholds(thresholdsOf(t.States(res.Summary, true)), true)
 	}
 	v.board.RunFinished(r)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -201,7 +202,9 @@ func TestUILoad(t *testing.T) {
 	for _, gens := range []int{1, 2} {
 		t.Run(fmt.Sprintf("generators=%d", gens), func(t *testing.T) {
 			dir := t.TempDir()
+			// One in 20 fails: the error rate's threshold breaks, the p99's holds.
 			cmd, log := openUI(t, ctx, "load", "--ui", "-q", "--rate", "200", "--duration", "8s", "--warmup", "1s",
+				"--set", "load.thresholds.error_rate=0.01", "--set", "load.thresholds.p99_ms=10000",
 				"--generators", strconv.Itoa(gens), "--dir", dir, srv.URL+"/")
 			waitFor(t, 15*time.Second, "requests on the page", func() bool { return number(text(t, ctx, "#cur-requests")) > 0 })
 			first := number(text(t, ctx, "#cur-requests"))
@@ -220,6 +223,10 @@ func TestUILoad(t *testing.T) {
 			if got := text(t, ctx, "#status"); got != "running" {
 				t.Errorf("status after the reload %q, want running", got)
 			}
+			waitFor(t, 5*time.Second, "the thresholds judged so far", func() bool {
+				got := thresholdStates(t, ctx)
+				return got["total: error_rate <= 0.01"] == "broken so far" && got["total: p99_ms <= 10000"] == "holds so far"
+			})
 			waitFor(t, 5*time.Second, "svclab load's own CPU and memory", func() bool {
 				return strings.HasPrefix(text(t, ctx, "#processes tr"), "loadgensvclab load")
 			})
@@ -232,12 +239,13 @@ func TestUILoad(t *testing.T) {
 					t.Errorf("%d charts drawn, want 5", charts)
 				}
 			}
-			waitFor(t, 30*time.Second, "the page to say the run ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("svclab load: %v\n%s", err, log)
+			waitEnded(t, ctx, cmd, log, exitThresholds)
+			if got := thresholdStates(t, ctx); got["total: error_rate <= 0.01"] != "broken" || got["total: p99_ms <= 10000"] != "holds" ||
+				!strings.Contains(log.String(), "threshold broken: total: error_rate ") || strings.Contains(log.String(), "threshold broken: total: p99_ms") {
+				t.Errorf("the page's verdict %v, svclab load's:\n%s", got, log)
 			}
-			if got := text(t, ctx, "#status"); got != "ended" {
-				t.Errorf("status %q, want ended", got)
+			if got, want := text(t, ctx, "#status"), "ended: 1 threshold(s) of load.thresholds broken"; got != want {
+				t.Errorf("status %q, want %q", got, want)
 			}
 			if !strings.Contains(text(t, ctx, "#errors-by-class"), "http_500 ") {
 				t.Errorf("errors by class %q, want http_500", text(t, ctx, "#errors-by-class"))
@@ -354,6 +362,16 @@ func rows(t *testing.T, ctx context.Context) []string {
 	return ids
 }
 
+// waitEnded waits for the page to say the work ended, then for svclab
+// to exit with status code.
+func waitEnded(t *testing.T, ctx context.Context, cmd *uiCmd, log *strings.Builder, code int) {
+	t.Helper()
+	waitFor(t, 90*time.Second, "the page to say the work ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
+	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != code {
+		t.Fatalf("svclab: %v, want exit status %d\n%s", err, code, log)
+	}
+}
+
 // TestUIRun opens `svclab run --ui`'s page in a real browser during a
 // two-run experiment: the numbers move, the runs table grows, a reload
 // during the second run still shows it (and the first's result), the
@@ -411,11 +429,8 @@ seed = 1
 	if got := rows(t, ctx); len(got) != 1 || got[0] != firstRun {
 		t.Errorf("runs table after the reload %v, want [%s]", got, firstRun)
 	}
-	waitFor(t, 90*time.Second, "the page to say the experiment ended", func() bool { return strings.HasPrefix(text(t, ctx, "#status"), "ended") })
 	// Every run breaks the threshold: exit status 99, as k6's.
-	if err := cmd.Wait(); cmd.cmd.ProcessState.ExitCode() != exitThresholds {
-		t.Fatalf("svclab run: %v, want exit status %d\n%s", err, exitThresholds, log)
-	}
+	waitEnded(t, ctx, cmd, log, exitThresholds)
 	if got := text(t, ctx, "#status"); got != "ended" {
 		t.Errorf("status %q, want ended", got)
 	}
@@ -550,4 +565,192 @@ metrics = true
 	if err := cmd.Wait(); err != nil {
 		t.Logf("svclab up: %v\n%s", err, log)
 	}
+}
+
+// thresholdStates reads the page's thresholds table: expression → state.
+func thresholdStates(t *testing.T, ctx context.Context) map[string]string {
+	t.Helper()
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll("#thresholds tr")).map(r => [r.querySelector(".expr").textContent, r.querySelector(".state").textContent])`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range rows {
+		out[r[0]] = r[1]
+	}
+	return out
+}
+
+// TestUIHopsAndThresholds opens `svclab run --ui`'s page during a run
+// with deploy.tracing: the per-hop breakdown of the last seconds' traces
+// appears with every hop of the chain, beside a link to the run's
+// Jaeger; the thresholds are judged on the measurement so far while it
+// goes, and at the end their states are the run's verdict, the broken
+// thresholds of its run.json.
+func TestUIHopsAndThresholds(t *testing.T) {
+	ctx := browser(t)
+	if _, err := os.Stat(deploy.JaegerPath()); err != nil {
+		t.Skipf("no Jaeger (make jaeger): %v", err)
+	}
+	dir := t.TempDir()
+	const specText = `
+[app]
+name = "chain"
+hops = 3
+
+[deploy]
+transport = "grpc"
+placement = "split"
+tracing = 1.0
+
+[load]
+rate = 100
+warmup = "1s"
+duration = "12s"
+[load.thresholds]
+p50_ms = 0.000001
+p99_ms = 10000
+min_rps = 1
+
+[experiment]
+name = "hops"
+`
+	specPath := writeSpec(t, dir, "hops.toml", specText)
+	cmd, log := openUI(t, ctx, "run", "--ui", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	waitFor(t, 60*time.Second, "the thresholds judged on the measurement so far", func() bool {
+		return thresholdStates(t, ctx)["total: p50_ms <= 1e-06"] == "broken so far"
+	})
+	if got := thresholdStates(t, ctx); got["total: p99_ms <= 10000"] != "holds so far" || got["total: min_rps >= 1"] != "holds so far" {
+		t.Errorf("thresholds during the run %v, want p99_ms and min_rps holding so far", got)
+	}
+	if got := text(t, ctx, "#thresholds-judged"); got != "on the measurement so far" {
+		t.Errorf("thresholds judged %q during the run", got)
+	}
+	waitFor(t, 60*time.Second, "the per-hop breakdown", func() bool {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#hops tr").length`))
+		return err == nil && n == 3
+	})
+	hops, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#hops tr")).map(r => r.dataset.hop + " " + r.querySelector(".calls").textContent)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"client→hop1", "hop1→hop2", "hop2→hop3"} {
+		hop, calls, _ := strings.Cut(hops[i], " ")
+		if hop != want || number(calls) <= 0 {
+			t.Errorf("hop %d: %q, want %s with its calls", i, hops[i], want)
+		}
+	}
+	if got := text(t, ctx, "#hops-section"); !strings.Contains(got, "the last 5 s of traces") {
+		t.Errorf("hops section %q, want its window", got)
+	}
+	if got := text(t, ctx, "#links"); !strings.Contains(got, "Jaeger http://127.0.0.1:") {
+		t.Errorf("links %q, want the run's Jaeger", got)
+	}
+	if href, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("hops-jaeger").hidden ? "" : document.getElementById("hops-jaeger").href`)); err != nil || !strings.Contains(text(t, ctx, "#links"), strings.TrimSuffix(href, "/")) || href == "" {
+		t.Errorf("the hops' link to Jaeger %q (%v), want the run's", href, err)
+	}
+	screenshot(t, ctx, "ui-hops.png")
+	waitEnded(t, ctx, cmd, log, exitThresholds)
+	if got := text(t, ctx, "#thresholds-judged"); got != "the run's verdict" {
+		t.Errorf("thresholds judged %q at the end", got)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "results", "hops-*", "runs", "*", "run.json"))
+	if len(m) != 1 {
+		t.Fatalf("run.json: %v", m)
+	}
+	b, err := os.ReadFile(m[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rf struct {
+		Thresholds []string `json:"thresholds"`
+	}
+	if err := json.Unmarshal(b, &rf); err != nil {
+		t.Fatal(err)
+	}
+	// run.json names each broken one "total: p50_ms 4.1 > 1e-06".
+	var broken []string
+	for expr, state := range thresholdStates(t, ctx) {
+		if state == "broken" {
+			broken = append(broken, expr)
+		} else if state != "holds" {
+			t.Errorf("threshold %s is %q at the end, want holds or broken", expr, state)
+		}
+	}
+	if len(broken) != len(rf.Thresholds) {
+		t.Errorf("the page's broken thresholds %v, run.json's %v", broken, rf.Thresholds)
+	}
+	for _, expr := range broken {
+		op, rest, _ := strings.Cut(expr, ": ")
+		metric, _, _ := strings.Cut(rest, " ")
+		if !slices.ContainsFunc(rf.Thresholds, func(s string) bool { return strings.HasPrefix(s, op+": "+metric+" ") }) {
+			t.Errorf("the page says %s is broken, run.json %v", expr, rf.Thresholds)
+		}
+	}
+}
+
+// TestUIResume: `svclab run --resume --ui` shows the experiment's plan
+// and the runs it kept from before (in the runs table, counted in the
+// progress) as soon as it resumes, before any run of its own ends.
+func TestUIResume(t *testing.T) {
+	ctx := browser(t)
+	dir := t.TempDir()
+	// abort_on_fail stops the experiment after its first run, which
+	// breaks the threshold; --resume does the second.
+	const specText = `
+[app]
+name = "chain"
+hops = 2
+
+[deploy]
+transport = "grpc"
+
+[load]
+rate = 50
+warmup = "500ms"
+duration = "4s"
+[load.thresholds]
+p50_ms = 0.000001
+abort_on_fail = true
+
+[experiment]
+name = "resume"
+order = "sequential"
+seed = 1
+[experiment.factors]
+"deploy.placement" = ["monolith", "split"]
+`
+	specPath := writeSpec(t, dir, "resume.toml", specText)
+	results := filepath.Join(dir, "results")
+	runCtx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if _, stderr, code := svclab(t, runCtx, nil, "run", "--no-report", "--results", results, specPath); code != exitThresholds {
+		t.Fatalf("svclab run: exit %d, want %d (aborted on the broken threshold)\n%s", code, exitThresholds, stderr)
+	}
+	m, _ := filepath.Glob(filepath.Join(results, "resume-*"))
+	if len(m) != 1 {
+		t.Fatalf("results: %v", m)
+	}
+	kept, _ := filepath.Glob(filepath.Join(m[0], "runs", "r*", "summary.json"))
+	if len(kept) != 1 {
+		t.Fatalf("%d runs committed before the resume, want 1", len(kept))
+	}
+	keptID := filepath.Base(filepath.Dir(kept[0]))
+	cmd, log := openUI(t, ctx, "run", "--ui", "--no-report", "--resume", m[0], specPath)
+	waitFor(t, 30*time.Second, "the resumed plan's progress", func() bool { return text(t, ctx, "#progress") == "1/2 runs" })
+	if ids := rows(t, ctx); len(ids) != 1 || ids[0] != keptID {
+		t.Errorf("runs table on resuming %v, want the kept %s", ids, keptID)
+	}
+	if got := text(t, ctx, "#design"); !strings.Contains(got, "2 runs") || !strings.Contains(got, "1 runs kept from before") || !strings.Contains(got, "order sequential") {
+		t.Errorf("header %q, want the plan's design and order and the kept run", got)
+	}
+	if got := text(t, ctx, fmt.Sprintf(`#runs tr[data-id=%q] td.run-status`, keptID)); got != "ok (kept from before)" {
+		t.Errorf("kept run's status %q", got)
+	}
+	checkTotals(t, ctx, keptID, kept[0])
+	waitEnded(t, ctx, cmd, log, exitThresholds)
+	if got := text(t, ctx, "#progress"); got != "2/2 runs" {
+		t.Errorf("progress %q at the end, want 2/2 runs", got)
+	}
+	screenshot(t, ctx, "ui-resume.png")
 }

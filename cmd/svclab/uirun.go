@@ -2,31 +2,46 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/live"
+	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 )
 
 // runHeader is `svclab run`'s header for the live view: the plan the
 // runner will carry out. It fixes opts.Seed to the plan's, so that a
 // random order drawn from the clock is the same in the view and in the
-// run.
+// run. A resumed experiment's plan is drawn from the seed its directory
+// recorded: the runner tells it (experiment.Planned), with the runs kept.
 func runHeader(ctx context.Context, s *spec.Spec, opts *experiment.Options) live.Experiment {
 	e := live.Experiment{Command: "run", Name: s.Experiment.Name}
 	if opts.ResumeDir != "" {
-		return e // the runs kept from before are the results directory's
+		return e
 	}
 	p, _, err := experiment.PlanSpec(ctx, s, experiment.ClockSeed(opts.Seed))
 	if err != nil {
 		return e // the runner reports it
 	}
 	opts.Seed = p.Seed
+	return planHeader(p, 0)
+}
+
+// planHeader is the live view's header of plan p, of which kept runs
+// were done before.
+func planHeader(p *experiment.Plan, kept int) live.Experiment {
+	s := p.Spec
 	d := p.Design
+	e := live.Experiment{Command: "run", Name: s.Experiment.Name, Kept: kept}
 	e.Design = fmt.Sprintf("%s design, %d design points x %d repetitions = %d runs", d.Kind, len(d.Points), s.Experiment.Repetitions, len(p.Runs))
 	e.Order, e.Seed = s.Experiment.Order, p.Seed
 	e.Estimate, e.Duration, e.Warmup = p.Estimate(), p.Duration, p.Warmup
@@ -38,6 +53,39 @@ func runHeader(ctx context.Context, s *spec.Spec, opts *experiment.Options) live
 		e.Runs = append(e.Runs, live.Run{ID: r.ID, Index: r.Index, Levels: levels})
 	}
 	return e
+}
+
+// keptResult is a run committed before a resume, as the runs table shows
+// it: its run.json's status, flags and thresholds, and its summary.json's
+// total.
+func keptResult(dir string) (live.Result, live.Totals, error) {
+	var rf experiment.RunFile
+	var sum load.Summary
+	for name, v := range map[string]any{"run.json": &rf, "summary.json": &sum} {
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if errors.Is(err, fs.ErrNotExist) && name == "summary.json" {
+			continue // a run that failed before its load has none
+		}
+		if err == nil {
+			err = json.Unmarshal(b, v)
+		}
+		if err != nil {
+			return live.Result{}, live.Totals{}, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	r := live.Result{ID: rf.ID, Status: rf.Status, Reason: rf.Reason, Thresholds: rf.Thresholds}
+	for _, w := range rf.Warnings {
+		r.Warnings = append(r.Warnings, w.Text)
+	}
+	var t live.Totals
+	for _, o := range sum.Operations {
+		if o.Name == "total" {
+			r.RPS = o.RPS
+			t = live.Totals{Requests: o.Count, Errors: o.Errors, Classes: o.ErrorsByClass,
+				Pct: live.Percentiles{P50: o.Latency.P50Ms, P90: o.Latency.P90Ms, P99: o.Latency.P99Ms, Max: o.Latency.MaxMs}}
+		}
+	}
+	return r, t, nil
 }
 
 // startRun serves `svclab run`'s view when --ui was given: it subscribes
@@ -117,6 +165,12 @@ type runFeed struct {
 
 func (f *runFeed) take(ev experiment.Event) {
 	switch e := ev.(type) {
+	case experiment.Planned:
+		f.planned(e)
+	case experiment.ThresholdStates:
+		f.board.Thresholds(thresholdsOf(e.States), e.Final)
+	case experiment.HopWindow:
+		f.board.Hops(hopsOf(e))
 	case experiment.RunState:
 		f.state(e)
 	case experiment.LoadSecond:
@@ -145,6 +199,40 @@ func (f *runFeed) take(ev experiment.Event) {
 	case experiment.FaultWindow:
 		f.board.FaultChanged(live.Fault{Kind: e.Kind, Target: e.Target, From: e.From, To: e.To})
 	}
+}
+
+// planned shows a resumed experiment's plan, and the runs it kept with
+// their results; a fresh one's plan came first (runHeader).
+func (f *runFeed) planned(e experiment.Planned) {
+	if len(e.Kept) == 0 && len(f.runs) > 0 {
+		return
+	}
+	h := planHeader(e.Plan, len(e.Kept))
+	for _, r := range h.Runs {
+		f.runs[r.ID] = r
+	}
+	f.duration = h.Duration
+	f.board.Experiment(h)
+	for _, r := range e.Plan.Runs {
+		if !e.Kept[r.ID] {
+			continue
+		}
+		res, tot, err := keptResult(filepath.Join(e.Dir, "runs", r.ID))
+		if err != nil {
+			res = live.Result{ID: r.ID, Status: "kept", Reason: err.Error()}
+		}
+		f.board.Kept(res, tot)
+	}
+}
+
+// hopsOf is a breakdown of the last seconds' traces as the view shows it.
+func hopsOf(w experiment.HopWindow) live.Hops {
+	h := live.Hops{Window: w.To.Sub(w.From).Seconds(), Traces: w.Traces}
+	for _, s := range w.Hops {
+		h.Hops = append(h.Hops, live.Hop{Hop: s.Hop, Calls: s.Calls, ServerP50Ms: s.ServerP50Ms, ServerP99Ms: s.ServerP99Ms,
+			SelfP50Ms: s.SelfP50Ms, SelfP99Ms: s.SelfP99Ms, WireP50Ms: s.WireP50Ms, Share: s.Share})
+	}
+	return h
 }
 
 func (f *runFeed) state(e experiment.RunState) {

@@ -2,12 +2,21 @@ package experiment
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"math"
+	"net/http"
+	"net/url"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/warn"
 )
 
@@ -21,6 +30,8 @@ type traceRecorder struct {
 	ratio  float64
 	sent   *callCounter
 	file   *RunFile
+	// watching ends when the live breakdown (watch) has.
+	watching chan struct{}
 }
 
 func newTraceRecorder(rec *Recording) Recorder {
@@ -31,9 +42,32 @@ func newTraceRecorder(rec *Recording) Recorder {
 	return &traceRecorder{traces: src, ratio: ratio, sent: rec.sent, file: rec.File}
 }
 
-func (*traceRecorder) Start(context.Context, *Recording) error { return nil }
+// Start reads the last seconds' traces while the load runs when someone
+// watches the run's stream and its Jaeger has a query API (watch).
+func (r *traceRecorder) Start(ctx context.Context, rec *Recording) error {
+	jaeger := ""
+	if bs := rec.Deployment.Capabilities().Telemetry; bs != nil && rec.Events != nil {
+		for _, b := range bs.TelemetryProcesses() {
+			if b.Info.Name == "telemetry.jaeger" {
+				jaeger = b.URL
+			}
+		}
+	}
+	if jaeger == "" {
+		return nil
+	}
+	r.watching = make(chan struct{})
+	go func() {
+		defer close(r.watching)
+		r.watch(ctx, jaeger, rec.Run, rec.Events)
+	}()
+	return nil
+}
 
 func (r *traceRecorder) Finish(end *Ended) ([]warn.Warning, error) {
+	if r.watching != nil {
+		<-r.watching // its context ended with the measurement
+	}
 	check, err := r.write(end.Dir)
 	if err != nil {
 		return []warn.Warning{warn.Newf(warn.Traces, "%v", err)}, nil
@@ -53,4 +87,222 @@ func (r *traceRecorder) write(dir string) (*TraceCheck, error) {
 		return nil, fmt.Errorf("write %s: %w", TracesFile, err)
 	}
 	return &check, nil
+}
+
+// HopStat is one hop of a per-hop breakdown (HopWindow): over the traced
+// requests' server spans on it (AnalyzeTraces's rows, which
+// hops.parquet holds), the component's time and the wire's.
+type HopStat struct {
+	// Hop is "caller→component"; Depth its depth (0 at the entry).
+	Hop   string `json:"hop"`
+	Depth int32  `json:"depth"`
+	Calls int    `json:"calls"`
+	// ServerP50Ms and ServerP99Ms are the server span's duration: the
+	// component's time with what it called; SelfP50Ms and SelfP99Ms its
+	// own work; WireP50Ms what its caller saw beyond it (0 at the entry).
+	ServerP50Ms float64 `json:"server_p50_ms"`
+	ServerP99Ms float64 `json:"server_p99_ms"`
+	SelfP50Ms   float64 `json:"self_p50_ms"`
+	SelfP99Ms   float64 `json:"self_p99_ms"`
+	WireP50Ms   float64 `json:"wire_p50_ms"`
+	// Share is the hop's own work and wire as a share of the traced
+	// requests' time at the entry, 0 to 1.
+	Share  float64 `json:"share"`
+	Errors int     `json:"errors"`
+}
+
+// HopStats sums rows by hop, in depth then hop order.
+func HopStats(rows []HopRow) []HopStat {
+	type acc struct {
+		stat               HopStat
+		server, self, wire []float64
+		own                float64
+	}
+	byHop := map[string]*acc{}
+	var entry float64
+	for _, r := range rows {
+		a := byHop[r.Hop]
+		if a == nil {
+			a = &acc{stat: HopStat{Hop: r.Hop, Depth: r.Depth}}
+			byHop[r.Hop] = a
+		}
+		a.stat.Depth = min(a.stat.Depth, r.Depth)
+		a.stat.Calls++
+		if r.Error {
+			a.stat.Errors++
+		}
+		a.server = append(a.server, r.ServerUS)
+		a.self = append(a.self, max(0, r.SelfUS))
+		a.wire = append(a.wire, max(0, r.WireUS))
+		a.own += max(0, r.SelfUS) + max(0, r.WireUS)
+		if r.Depth == 0 {
+			entry += r.ServerUS
+		}
+	}
+	out := make([]HopStat, 0, len(byHop))
+	for _, a := range byHop {
+		s := a.stat
+		s.ServerP50Ms, s.ServerP99Ms = quantileMs(a.server, 0.5), quantileMs(a.server, 0.99)
+		s.SelfP50Ms, s.SelfP99Ms = quantileMs(a.self, 0.5), quantileMs(a.self, 0.99)
+		s.WireP50Ms = quantileMs(a.wire, 0.5)
+		if entry > 0 {
+			s.Share = a.own / entry
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b HopStat) int {
+		if a.Depth != b.Depth {
+			return int(a.Depth - b.Depth)
+		}
+		return strings.Compare(a.Hop, b.Hop)
+	})
+	return out
+}
+
+// quantileMs is the q-quantile (nearest rank) of µs values, in ms.
+func quantileMs(us []float64, q float64) float64 {
+	if len(us) == 0 {
+		return 0
+	}
+	slices.Sort(us)
+	i := int(math.Ceil(q*float64(len(us)))) - 1
+	return us[max(0, i)] / 1e3
+}
+
+// Live breakdown: while the load runs, and only when someone watches the
+// run's stream (a live view), the trace recorder reads the traces of the
+// last hopWindow from the run's Jaeger every hopEvery, at most hopTraces
+// of them, so that reading them costs the generator's machine little.
+// The window ends hopLag ago: a host exports its spans in batches, every
+// tracing.DefaultBatchTimeout at the longest, and Jaeger stores what it
+// receives in batches of its own (200 ms); a window nearer now would miss
+// the spans of the hops that have not exported theirs yet.
+const (
+	hopWindow = 5 * time.Second
+	hopEvery  = 2 * time.Second
+	hopLag    = tracing.DefaultBatchTimeout + time.Second
+	hopTraces = 300
+)
+
+// watch publishes the breakdown of the last seconds' traces in jaeger
+// (its query URL) on events until ctx ends.
+func (r *traceRecorder) watch(ctx context.Context, jaeger string, run string, events *Stream) {
+	tick := time.NewTicker(hopEvery)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-tick.C:
+			to := now.Add(-hopLag)
+			spans, err := jaegerSpans(ctx, jaeger, to.Add(-hopWindow), to, hopTraces)
+			if err != nil || len(spans) == 0 {
+				continue // the next tick tries again; the final breakdown is hops.parquet's
+			}
+			check, rows := AnalyzeTraces(spans, -1, r.ratio)
+			events.Publish(HopWindow{Run: run, From: to.Add(-hopWindow), To: to, Traces: check.Traces, Hops: HopStats(rows)})
+		}
+	}
+}
+
+// jaegerTrace is a trace as Jaeger's query API (/api/traces) gives it.
+type jaegerTrace struct {
+	TraceID string `json:"traceID"`
+	Spans   []struct {
+		SpanID        string `json:"spanID"`
+		OperationName string `json:"operationName"`
+		References    []struct {
+			RefType string `json:"refType"`
+			SpanID  string `json:"spanID"`
+		} `json:"references"`
+		StartTime int64 `json:"startTime"` // µs since the epoch
+		Duration  int64 `json:"duration"`  // µs
+		Tags      []struct {
+			Key   string `json:"key"`
+			Value any    `json:"value"`
+		} `json:"tags"`
+		ProcessID string `json:"processID"`
+	} `json:"spans"`
+	Processes map[string]struct {
+		ServiceName string `json:"serviceName"`
+	} `json:"processes"`
+}
+
+// jaegerSpans reads the spans of at most limit traces that began between
+// from and to from the Jaeger whose query API is at base, each trace once.
+// A span with neither a component nor a peer is a proxy's (Envoy's own
+// spans carry neither).
+func jaegerSpans(ctx context.Context, base string, from, to time.Time, limit int) ([]deploy.Span, error) {
+	var services struct {
+		Data []string `json:"data"`
+	}
+	if err := jaegerGet(ctx, base+"/api/services", &services); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []deploy.Span
+	for _, svc := range services.Data {
+		if len(seen) >= limit {
+			break
+		}
+		q := url.Values{"service": {svc}, "start": {strconv.FormatInt(from.UnixMicro(), 10)},
+			"end": {strconv.FormatInt(to.UnixMicro(), 10)}, "limit": {strconv.Itoa(limit - len(seen))}}
+		var body struct {
+			Data []jaegerTrace `json:"data"`
+		}
+		if err := jaegerGet(ctx, base+"/api/traces?"+q.Encode(), &body); err != nil {
+			return nil, err
+		}
+		for _, t := range body.Data {
+			if seen[t.TraceID] {
+				continue
+			}
+			seen[t.TraceID] = true
+			for _, s := range t.Spans {
+				sp := deploy.Span{TraceID: t.TraceID, SpanID: s.SpanID, Name: s.OperationName,
+					Service: t.Processes[s.ProcessID].ServiceName, Start: time.UnixMicro(s.StartTime),
+					Duration: time.Duration(s.Duration) * time.Microsecond}
+				for _, ref := range s.References {
+					if ref.RefType == "CHILD_OF" {
+						sp.ParentID = ref.SpanID
+					}
+				}
+				for _, tag := range s.Tags {
+					switch v := fmt.Sprint(tag.Value); tag.Key {
+					case "span.kind":
+						sp.Kind = v
+					case "svclab.component":
+						sp.Component = v
+					case "svclab.peer":
+						sp.Peer = v
+					case "error":
+						sp.Error = v == "true"
+					}
+				}
+				sp.Proxy = sp.Component == "" && sp.Peer == ""
+				out = append(out, sp)
+			}
+		}
+	}
+	return out, nil
+}
+
+// jaegerGet decodes the JSON Jaeger answers at u into v.
+func jaegerGet(ctx context.Context, u string, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("Jaeger: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("Jaeger: %s: HTTP %s", u, resp.Status)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		return fmt.Errorf("Jaeger: %s: %w", u, err)
+	}
+	return nil
 }

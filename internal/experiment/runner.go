@@ -213,6 +213,7 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
+	opts.Events.Publish(Planned{Plan: p, Dir: st.Dir, Kept: committed})
 	seq, err := newSequential(st, p, opts.Decide, logw)
 	if err != nil {
 		return out, err

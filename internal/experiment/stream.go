@@ -11,8 +11,18 @@ import (
 // Event is one thing that happens in a run while it goes, as its
 // recorders and any other watcher (a live view) see it on the run's
 // Stream: a RunState, a Telemetry, a LoadSecond, a ResourceSample, a
-// ScaleDecision or a FaultWindow. Each names its run.
+// ScaleDecision, a FaultWindow, a ThresholdStates or a HopWindow. Each
+// names its run, but Planned, which is the experiment's.
 type Event interface{ RunID() string }
+
+// Planned is the plan the runner is about to carry out, published once
+// before its first run: with --resume, Kept are the runs committed before
+// (in Dir), which it does not run again.
+type Planned struct {
+	Plan *Plan
+	Dir  string
+	Kept map[string]bool
+}
 
 // RunState is a run entering a state: "deploying", "warm-up" (the load
 // starts), "stopping" (the load is over), then its status, "ok" or
@@ -66,12 +76,36 @@ type Telemetry struct {
 	URLs map[string]string
 }
 
-func (e Telemetry) RunID() string      { return e.Run }
-func (e RunState) RunID() string       { return e.Run }
-func (e LoadSecond) RunID() string     { return e.Run }
-func (e ResourceSample) RunID() string { return e.Run }
-func (e ScaleDecision) RunID() string  { return e.Run }
-func (e FaultWindow) RunID() string    { return e.Run }
+// ThresholdStates is how the run's [load.thresholds] stand: judged on
+// the measurement so far after each measured second (Final false), then
+// on the load's result (Final true), by load.Thresholds.States, whose
+// broken ones are run.json's thresholds.
+type ThresholdStates struct {
+	Run    string
+	States []load.ThresholdState
+	Final  bool
+}
+
+// HopWindow is the per-hop breakdown of a run with deploy.tracing over
+// its last seconds of traces (From to To), read from its Jaeger while
+// the load runs.
+type HopWindow struct {
+	Run      string
+	From, To time.Time
+	// Traces are the traces the window holds; Hops their breakdown.
+	Traces int
+	Hops   []HopStat
+}
+
+func (Planned) RunID() string           { return "" }
+func (e ThresholdStates) RunID() string { return e.Run }
+func (e HopWindow) RunID() string       { return e.Run }
+func (e Telemetry) RunID() string       { return e.Run }
+func (e RunState) RunID() string        { return e.Run }
+func (e LoadSecond) RunID() string      { return e.Run }
+func (e ResourceSample) RunID() string  { return e.Run }
+func (e ScaleDecision) RunID() string   { return e.Run }
+func (e FaultWindow) RunID() string     { return e.Run }
 
 // Stream fans a run's events out to every subscriber as they happen, in
 // the order each source publishes them. A subscriber runs on the
@@ -105,14 +139,21 @@ func (s *Stream) Subscribe(f func(Event)) (unsubscribe func()) {
 	}
 }
 
-// Publish hands e to every subscriber.
+// Publish hands e to every subscriber. The subscribers are called
+// outside the stream's lock, so that one may publish in turn (the load
+// recorder judges each second's thresholds as it comes); one that has
+// just unsubscribed may still get an event published meanwhile.
 func (s *Stream) Publish(e Event) {
 	if s == nil {
 		return
 	}
 	s.mu.RLock()
-	defer s.mu.RUnlock()
+	subs := make([]func(Event), 0, len(s.subs))
 	for _, f := range s.subs {
+		subs = append(subs, f)
+	}
+	s.mu.RUnlock()
+	for _, f := range subs {
 		f(e)
 	}
 }

@@ -5,13 +5,16 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	hdr "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -177,5 +180,50 @@ func TestResourceRecorderPublishes(t *testing.T) {
 	}
 	if len(file.Processes) != 1 || file.Processes[0].Name != "loadgen" {
 		t.Errorf("run.json's processes %+v", file.Processes)
+	}
+}
+
+// TestLoadRecorderJudgesThresholds: with [load.thresholds], the load
+// recorder publishes their states on the stream it subscribes to: pending
+// at the start, then, after each measured second, as Thresholds.States
+// judges the measurement so far; only when they change, and nothing of
+// another run's seconds or after Finish.
+func TestLoadRecorderJudgesThresholds(t *testing.T) {
+	p99, rps := 5.0, 1.0
+	th := &load.Thresholds{Limits: load.Limits{P99Ms: &p99, MinRPS: &rps}}
+	events := NewStream()
+	var seen []string
+	events.Subscribe(func(e Event) {
+		if ts, ok := e.(ThresholdStates); ok && ts.Run == "r1" {
+			var states []string
+			for _, s := range ts.States {
+				states = append(states, s.Metric+" "+s.State)
+			}
+			seen = append(seen, strings.Join(states, ", "))
+		}
+	})
+	second := func(run string, elapsed time.Duration, us ...int64) {
+		h := hdr.New(1, 60_000_000, 3)
+		for _, v := range us {
+			_ = h.RecordValue(v)
+		}
+		events.Publish(LoadSecond{Run: run, Progress: load.Progress{Elapsed: elapsed, Requests: int64(len(us)), Latency: h}})
+	}
+	rec := &Recording{Run: "r1", Prepared: &Prepared{Load: load.Config{Thresholds: th}}, Events: events, File: &RunFile{}}
+	r := newLoadRecorder(rec)
+	if err := r.Start(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	second("r1", time.Second, 1000, 2000)         // p99 2 ms, 2/s: both hold
+	second("r1", 2*time.Second, 1000, 2000, 3000) // still
+	second("r0", 3*time.Second, 9_000_000)        // another run's
+	second("r1", 3*time.Second, 9000)             // p99 9 ms now
+	if _, err := r.Finish(&Ended{Dir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	second("r1", 4*time.Second, 1000)
+	want := []string{"p99_ms pending, min_rps pending", "p99_ms holds, min_rps holds", "p99_ms broken, min_rps holds"}
+	if !slices.Equal(seen, want) {
+		t.Errorf("states on the stream %q\nwant %q", seen, want)
 	}
 }

@@ -158,3 +158,33 @@ func TestAnalyzeTracesProxies(t *testing.T) {
 		}
 	}
 }
+
+// TestHopStats: the live breakdown sums AnalyzeTraces's rows by hop, in
+// depth order; each hop's own work and wire are its share of the
+// requests' time at the entry (which add up to 1 when every span lies
+// within its caller's: here the second hop3 outgrew its client span).
+func TestHopStats(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	slow := chainTrace("t2", t0.Add(time.Second))
+	slow[4].Duration *= 3 // hop3 serves 750 µs; the spans above it do not change
+	_, rows := AnalyzeTraces(append(chainTrace("t1", t0), slow...), -1, 1)
+	got := HopStats(rows)
+	// Worked by hand from chainTrace: hop3 is 250 and 750 µs, and its wire
+	// 50 µs then -450 µs (its client span did not grow), which counts as 0.
+	want := []HopStat{
+		{Hop: "client→hop1", Depth: 0, Calls: 2, ServerP50Ms: 1, ServerP99Ms: 1, SelfP50Ms: 0.3, SelfP99Ms: 0.3, Share: 0.3},
+		{Hop: "hop1→hop2", Depth: 1, Calls: 2, ServerP50Ms: 0.6, ServerP99Ms: 0.6, SelfP50Ms: 0.3, SelfP99Ms: 0.3, WireP50Ms: 0.1, Share: 0.4},
+		{Hop: "hop2→hop3", Depth: 2, Calls: 2, ServerP50Ms: 0.25, ServerP99Ms: 0.75, SelfP50Ms: 0.25, SelfP99Ms: 0.75, WireP50Ms: 0, Share: (250 + 50 + 750) / 2000.0},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("hops %+v, want %d", got, len(want))
+	}
+	for i := range want {
+		g, w := got[i], want[i]
+		near := func(a, b float64) bool { return a-b < 1e-9 && b-a < 1e-9 }
+		if g.Hop != w.Hop || g.Depth != w.Depth || g.Calls != w.Calls || !near(g.ServerP50Ms, w.ServerP50Ms) || !near(g.ServerP99Ms, w.ServerP99Ms) ||
+			!near(g.SelfP50Ms, w.SelfP50Ms) || !near(g.SelfP99Ms, w.SelfP99Ms) || !near(g.WireP50Ms, w.WireP50Ms) || !near(g.Share, w.Share) {
+			t.Errorf("hop %d: %+v\nwant %+v", i, g, w)
+		}
+	}
+}

@@ -131,37 +131,37 @@ type secondOut struct {
 	Errors   int64            `json:"errors"`
 	RPS      float64          `json:"rps"`
 	Classes  map[string]int64 `json:"classes,omitempty"`
-	Pct      percentiles      `json:"latency"`
+	Pct      Percentiles      `json:"latency"`
 	LagP99   float64          `json:"lag_p99_ms"`
 	LagMax   float64          `json:"lag_max_ms"`
 	Late     int64            `json:"late_sends"`
 	Dropped  int64            `json:"dropped"`
-	Total    totals           `json:"total"`
+	Total    Totals           `json:"total"`
 }
 
-// totals are the measurement so far, from the merged histogram of every
+// Totals are the measurement so far, from the merged histogram of every
 // second: at the end, the run's summary.json's total.
-type totals struct {
+type Totals struct {
 	Requests int64            `json:"requests"`
 	Errors   int64            `json:"errors"`
 	Classes  map[string]int64 `json:"errors_by_class,omitempty"`
-	Pct      percentiles      `json:"latency"`
+	Pct      Percentiles      `json:"latency"`
 }
 
-// percentiles are in ms, as summary.json's.
-type percentiles struct {
+// Percentiles are in ms, as summary.json's.
+type Percentiles struct {
 	P50 float64 `json:"p50_ms"`
 	P90 float64 `json:"p90_ms"`
 	P99 float64 `json:"p99_ms"`
 	Max float64 `json:"max_ms"`
 }
 
-func percentilesOf(h *hdr.Histogram) percentiles {
+func percentilesOf(h *hdr.Histogram) Percentiles {
 	if h == nil || h.TotalCount() == 0 {
-		return percentiles{}
+		return Percentiles{}
 	}
 	v := h.ValueAtPercentilesSlice([]float64{50, 90, 99})
-	return percentiles{P50: ms(v[0]), P90: ms(v[1]), P99: ms(v[2]), Max: ms(h.Max())}
+	return Percentiles{P50: ms(v[0]), P90: ms(v[1]), P99: ms(v[2]), Max: ms(h.Max())}
 }
 
 func ms(us int64) float64 { return float64(us) / 1e3 }
@@ -182,7 +182,7 @@ func (b *Board) Second(s Second) {
 	if s.Latency != nil {
 		out.Pct = percentilesOf(s.Latency)
 	} else {
-		out.Pct = percentiles{P50: durMs(s.P50), P99: durMs(s.P99)}
+		out.Pct = Percentiles{P50: durMs(s.P50), P99: durMs(s.P99)}
 	}
 	phase := "warm-up"
 	if !s.Warmup {
@@ -209,8 +209,8 @@ func (b *Board) Second(s Second) {
 	b.publishBounded("second", out)
 }
 
-func (c *runState) totals() totals {
-	return totals{Requests: c.requests, Errors: c.errors, Classes: maps.Clone(c.classes), Pct: percentilesOf(c.latency)}
+func (c *runState) totals() Totals {
+	return Totals{Requests: c.requests, Errors: c.errors, Classes: maps.Clone(c.classes), Pct: percentilesOf(c.latency)}
 }
 
 func durMs(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -298,21 +298,61 @@ func (b *Board) Links(l Links) {
 	b.publish("links", true, l)
 }
 
-// Thresholds gives the thresholds and their state.
-func (b *Board) Thresholds(ts []Threshold) {
+// Thresholds gives the thresholds and their state; final says the run's
+// verdict, as opposed to the measurement so far. Only the last states
+// stay in the log.
+func (b *Board) Thresholds(ts []Threshold, final bool) {
 	if b == nil || len(ts) == 0 {
 		return
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.publish("thresholds", true, ts)
+	b.replace("thresholds", map[string]any{"final": final, "thresholds": ts})
+}
+
+// Hops gives the per-hop breakdown of the current run's last seconds of
+// traces; only the last stays in the log.
+func (b *Board) Hops(h Hops) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.replace("hops", h)
+}
+
+// replace publishes an event of the current run that supersedes the
+// last of its kind, which leaves the log: a late client is replayed the
+// state, not its history.
+func (b *Board) replace(kind string, v any) {
+	for i := len(b.log) - 1; i >= 0; i-- {
+		if b.log[i].kind == kind {
+			b.log = append(b.log[:i], b.log[i+1:]...)
+			break
+		}
+	}
+	b.publish(kind, true, v)
 }
 
 // resultOut is a finished run as the runs table shows it.
 type resultOut struct {
 	Result
-	Total totals `json:"total"`
+	Total Totals `json:"total"`
 	At    int64  `json:"at"` // ms since the epoch
+	// Kept marks a run committed before this command (--resume).
+	Kept bool `json:"kept,omitempty"`
+}
+
+// Kept adds a run that finished before the work began (a resumed
+// experiment's), with its totals as its summary.json has them.
+func (b *Board) Kept(r Result, t Totals) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.results++
+	b.publish("result", false, resultOut{Result: r, Total: t, At: time.Now().UnixMilli(), Kept: true})
 }
 
 // RunFinished ends the current run with its result; its totals are the

@@ -23,6 +23,9 @@ type Experiment struct {
 	// Duration and Warmup are one run's measurement and warm-up.
 	Duration time.Duration `json:"duration_ns,omitempty"`
 	Warmup   time.Duration `json:"warmup_ns,omitempty"`
+	// Kept counts the runs of the plan done before this command began
+	// (--resume), which Board.Kept gives.
+	Kept int `json:"kept,omitempty"`
 }
 
 // Run is one planned run.
@@ -88,11 +91,36 @@ type Links struct {
 	Prometheus string `json:"prometheus,omitempty"`
 }
 
-// Threshold is one of [load.thresholds] and its state: pending until the
-// run's end, then holds or broken.
+// Threshold is one of [load.thresholds] and its state: holds or broken
+// (on the measurement so far until the run's verdict), or pending while
+// there is nothing to judge it on.
 type Threshold struct {
 	Expr  string `json:"expr"`
 	State string `json:"state"`
+}
+
+// Hops is the per-hop breakdown of the current run's last seconds of
+// traces (deploy.tracing).
+type Hops struct {
+	// Window is how many seconds of traces it covers; Traces how many
+	// traces they hold.
+	Window float64 `json:"window_s"`
+	Traces int     `json:"traces"`
+	Hops   []Hop   `json:"hops"`
+}
+
+// Hop is one hop of the breakdown: caller→component, its calls, the
+// server span's p50 and p99, the component's own work's, the wire's p50,
+// and its own work and wire as a share of the requests' time (0 to 1).
+type Hop struct {
+	Hop         string  `json:"hop"`
+	Calls       int     `json:"calls"`
+	ServerP50Ms float64 `json:"server_p50_ms"`
+	ServerP99Ms float64 `json:"server_p99_ms"`
+	SelfP50Ms   float64 `json:"self_p50_ms"`
+	SelfP99Ms   float64 `json:"self_p99_ms"`
+	WireP50Ms   float64 `json:"wire_p50_ms"`
+	Share       float64 `json:"share"`
 }
 
 // Result is a finished run.

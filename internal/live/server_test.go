@@ -222,3 +222,28 @@ func TestLogBounded(t *testing.T) {
 		t.Errorf("totals %d requests, want every second's, %d", tot.Requests, maxSeconds+10)
 	}
 }
+
+// Thresholds and hops are states: a late client is replayed the last
+// of each, not their history; a kept run is a result that counts as
+// finished.
+func TestReplayStatesAndKeptRuns(t *testing.T) {
+	b := NewBoard()
+	s := serve(t, b)
+	b.Experiment(Experiment{Command: "run", Name: "x", Kept: 1, Runs: []Run{{ID: "r1", Index: 1}, {ID: "r2", Index: 2}}})
+	b.Kept(Result{ID: "r1", Status: "ok"}, Totals{Requests: 7})
+	b.RunStarted(Run{ID: "r2"})
+	for i, state := range []string{"pending", "holds", "broken"} {
+		b.Thresholds([]Threshold{{Expr: "total: p99_ms <= 5", State: state}}, false)
+		b.Hops(Hops{Window: 5, Traces: i})
+		b.Second(Second{Elapsed: time.Duration(i+1) * time.Second, Requests: 1, Latency: hist(10)})
+	}
+	b.Thresholds([]Threshold{{Expr: "total: p99_ms <= 5", State: "broken"}}, true)
+	b.End(nil)
+	got := strings.Join(readEvents(t, s.URL()), " ")
+	if want := "experiment result run phase second second hops second thresholds end"; got != want {
+		t.Errorf("replayed events %q, want %q", got, want)
+	}
+	if b.results != 1 {
+		t.Errorf("%d runs finished, want the kept one", b.results)
+	}
+}

@@ -190,3 +190,67 @@ func quoteKeyPart(s string) string {
 	}
 	return s
 }
+
+// A ThresholdState is one threshold and how it stands.
+type ThresholdState struct {
+	// Operation is "total" or the operation the threshold names; Metric
+	// its key ("p99_ms"), and Limit its value.
+	Operation string  `json:"operation"`
+	Metric    string  `json:"metric"`
+	Limit     float64 `json:"limit"`
+	// Lower marks a lower bound (min_rps).
+	Lower bool `json:"lower,omitempty"`
+	// State is "holds", "broken", or "pending" while a summary so far has
+	// no figures of its operation.
+	State string `json:"state"`
+}
+
+func (s ThresholdState) String() string {
+	op := "<="
+	if s.Lower {
+		op = ">="
+	}
+	return fmt.Sprintf("%s: %s %s %s", s.Operation, s.Metric, op, strconv.FormatFloat(s.Limit, 'g', -1, 64))
+}
+
+// States lists every threshold t sets, in Check's order, as it stands
+// against s, judged by Check: so a live view's states and run.json's
+// broken thresholds are one judgment. A final summary (a run's result)
+// breaks the thresholds of an operation it lacks, as Check says; a
+// summary so far (Tally's, which has only the total) leaves them
+// pending.
+func (t *Thresholds) States(s Summary, final bool) []ThresholdState {
+	if t == nil {
+		return nil
+	}
+	broken, missing := map[string]bool{}, map[string]bool{}
+	for _, b := range t.Check(s) {
+		if b.Metric == "" {
+			missing[b.Operation] = true
+		}
+		broken[b.Operation+" "+b.Metric] = true
+	}
+	var out []ThresholdState
+	add := func(name string, l *Limits) {
+		for _, m := range metrics {
+			lim := m.limit(l)
+			if lim == nil {
+				continue
+			}
+			st := ThresholdState{Operation: name, Metric: m.key, Limit: *lim, Lower: m.lower, State: "holds"}
+			switch {
+			case missing[name] && !final:
+				st.State = "pending"
+			case missing[name], broken[name+" "+m.key]:
+				st.State = "broken"
+			}
+			out = append(out, st)
+		}
+	}
+	add("total", &t.Limits)
+	for _, name := range slices.Sorted(maps.Keys(t.Operations)) {
+		l := t.Operations[name]
+		add(name, &l)
+	}
+	return out
+}

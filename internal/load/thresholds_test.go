@@ -41,3 +41,35 @@ func TestThresholdsCheck(t *testing.T) {
 		})
 	}
 }
+
+// TestThresholdStates: every threshold set, in Check's order, with its
+// state from Check; a summary so far leaves an operation it lacks pending,
+// a final one breaks it.
+func TestThresholdStates(t *testing.T) {
+	th := &Thresholds{Limits: Limits{P99Ms: ptr(30.0), MinRPS: ptr(90.0)},
+		Operations: map[string]Limits{"GET /cart": {P50Ms: ptr(1.0)}}}
+	total := Summary{Operations: []Operation{{Name: "total", Count: 100, CompletedRPS: 95, Latency: Stats{P99Ms: 40}}}}
+	full := Summary{Operations: append(slices.Clone(total.Operations), Operation{Name: "GET /cart", Latency: Stats{P50Ms: 0.5}})}
+	tests := []struct {
+		name  string
+		s     Summary
+		final bool
+		want  []string
+	}{
+		{"so far, the total only", total, false, []string{"total: p99_ms <= 30 broken", "total: min_rps >= 90 holds", "GET /cart: p50_ms <= 1 pending"}},
+		{"final, an operation missing", total, true, []string{"total: p99_ms <= 30 broken", "total: min_rps >= 90 holds", "GET /cart: p50_ms <= 1 broken"}},
+		{"final, every operation", full, true, []string{"total: p99_ms <= 30 broken", "total: min_rps >= 90 holds", "GET /cart: p50_ms <= 1 holds"}},
+		{"nothing measured yet", Summary{}, false, []string{"total: p99_ms <= 30 pending", "total: min_rps >= 90 pending", "GET /cart: p50_ms <= 1 pending"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, s := range th.States(tt.s, tt.final) {
+				got = append(got, s.String()+" "+s.State)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("states %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}

@@ -5,7 +5,7 @@
   const $ = (id) => document.getElementById(id);
   const fmt = (v, d) => (v === undefined || v === null || Number.isNaN(v)) ? "–" : Number(v).toFixed(d === undefined ? 3 : d);
   const roles = ["host", "sidecar", "node-proxy", "telemetry", "loadgen"];
-  const st = { exp: null, expAt: 0, done: 0, lastAt: 0, ended: false, levels: {} };
+  const st = { exp: null, expAt: 0, done: 0, kept: 0, lastAt: 0, ended: false, levels: {} };
   let cur = null; // the current run's series
 
   function newRun() {
@@ -70,8 +70,11 @@
     if (!e || !e.runs || !e.runs.length) return;
     const n = e.runs.length;
     $("progress").textContent = st.done + "/" + n + " runs";
+    // The time a run takes, from the runs this command did (not the
+    // ones a resumed experiment kept), else the plan's estimate.
     let per = (e.estimate_ns || 0) / 1e6 / n;
-    if (st.done > 0 && st.lastAt > st.expAt) per = (st.lastAt - st.expAt) / st.done;
+    const ran = st.done - st.kept;
+    if (ran > 0 && st.lastAt > st.expAt) per = (st.lastAt - st.expAt) / ran;
     $("eta").textContent = st.ended ? "" : "· left ~" + clock((n - st.done) * per);
   }
 
@@ -85,6 +88,7 @@
       if (e.order) parts.push("order " + e.order + (e.seed ? " (seed " + e.seed + ")" : ""));
       if (e.duration_ns) parts.push("each run " + (e.warmup_ns ? clock(e.warmup_ns / 1e6) + " warm-up + " : "") + clock(e.duration_ns / 1e6) + " measured");
       if (e.estimate_ns) parts.push("estimated " + clock(e.estimate_ns / 1e6));
+      if (e.kept) parts.push(e.kept + " runs kept from before (--resume)");
       $("design").textContent = parts.join(" · ");
       $("status").textContent = "running"; $("status").className = "status running";
       progress();
@@ -99,6 +103,8 @@
       for (const id of ["cur-requests", "cur-errors", "cur-rps", "cur-p50", "cur-p90", "cur-p99", "cur-max", "cur-lag", "cur-late"]) $(id).textContent = "–";
       $("errors-by-class").textContent = "";
       $("links").textContent = "";
+      $("hops-section").hidden = true; $("hops").textContent = ""; $("hops-jaeger").hidden = true;
+      $("thresholds").textContent = ""; $("thresholds-judged").textContent = "";
       $("processes").textContent = "";
       $("changes").textContent = "";
       draw();
@@ -159,6 +165,7 @@
     links(l) {
       const p = $("links");
       p.textContent = "";
+      if (l.jaeger) { $("hops-jaeger").href = l.jaeger; $("hops-jaeger").hidden = false; }
       for (const [name, url] of [["Jaeger", l.jaeger], ["Prometheus", l.prometheus]]) {
         if (!url) continue;
         const a = document.createElement("a");
@@ -166,18 +173,36 @@
         p.appendChild(a); p.appendChild(document.createTextNode("  "));
       }
     },
-    thresholds(ts) {
+    thresholds(j) {
       $("thresholds-section").hidden = false;
+      $("thresholds-judged").textContent = j.final ? "the run's verdict" : "on the measurement so far";
       const tb = $("thresholds");
       tb.textContent = "";
-      for (const t of ts) {
+      for (const t of j.thresholds) {
         const tr = document.createElement("tr");
-        cell(tr, t.expr); cell(tr, t.state, t.state);
+        cell(tr, t.expr, "expr");
+        cell(tr, t.state + (j.final || t.state === "pending" ? "" : " so far"), "state " + t.state);
+        tb.appendChild(tr);
+      }
+    },
+    hops(h) {
+      $("hops-section").hidden = false;
+      $("hops-window").textContent = "the last " + fmt(h.window_s, 0) + " s of traces: " + h.traces + " traces";
+      const tb = $("hops");
+      tb.textContent = "";
+      for (const x of h.hops || []) {
+        const tr = document.createElement("tr");
+        tr.dataset.hop = x.hop;
+        cell(tr, x.hop, "hop"); cell(tr, String(x.calls), "num calls");
+        cell(tr, fmt(x.server_p50_ms), "num"); cell(tr, fmt(x.server_p99_ms), "num");
+        cell(tr, fmt(x.self_p50_ms), "num"); cell(tr, fmt(x.self_p99_ms), "num");
+        cell(tr, fmt(x.wire_p50_ms), "num"); cell(tr, fmt(100 * x.share, 1) + " %", "num share");
         tb.appendChild(tr);
       }
     },
     result(r) {
-      st.done++; st.lastAt = r.at;
+      st.done++;
+      if (r.kept) st.kept++; else st.lastAt = r.at;
       const e = st.exp, idx = e && e.runs ? e.runs.findIndex((x) => x.id === r.id) : -1;
       const tr = document.createElement("tr");
       tr.dataset.id = r.id;
@@ -185,7 +210,7 @@
       cell(tr, idx >= 0 ? String(e.runs[idx].index) : String(st.done));
       cell(tr, r.id);
       cell(tr, levelsText(idx >= 0 ? e.runs[idx].levels : st.levels[r.id]));
-      cell(tr, r.status + (r.reason ? ": " + r.reason : ""), "run-status");
+      cell(tr, r.status + (r.reason ? ": " + r.reason : "") + (r.kept ? " (kept from before)" : ""), "run-status");
       const t = r.total;
       cell(tr, String(t.requests), "num requests"); cell(tr, String(t.errors), "num errors");
       cell(tr, fmt(r.rps, 1), "num rps");
