@@ -2,20 +2,17 @@ package experiment
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math"
-	"net/http"
-	"net/url"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/jaegerapi"
 	"github.com/svclab/svclab/internal/runtime/middleware/tracing"
 	"github.com/svclab/svclab/internal/warn"
 )
@@ -159,14 +156,14 @@ func HopStats(rows []HopRow) []HopStat {
 	return out
 }
 
-// quantileMs is the q-quantile (nearest rank) of µs values, in ms.
+// quantileMs is the q-quantile of µs values, in ms: the smallest value
+// with at least a share q of them at or below it (stat.Empirical).
 func quantileMs(us []float64, q float64) float64 {
 	if len(us) == 0 {
 		return 0
 	}
 	slices.Sort(us)
-	i := int(math.Ceil(q*float64(len(us)))) - 1
-	return us[max(0, i)] / 1e3
+	return stat.Quantile(q, stat.Empirical, us, nil) / 1e3
 }
 
 // Live breakdown: while the load runs, and only when someone watches the
@@ -195,114 +192,16 @@ func (r *traceRecorder) watch(ctx context.Context, jaeger string, run string, ev
 			return
 		case now := <-tick.C:
 			to := now.Add(-hopLag)
-			spans, err := jaegerSpans(ctx, jaeger, to.Add(-hopWindow), to, hopTraces)
+			spans, err := jaegerapi.Spans(ctx, jaeger, jaegerapi.Query{From: to.Add(-hopWindow), To: to, Limit: hopTraces})
 			if err != nil || len(spans) == 0 {
 				continue // the next tick tries again; the final breakdown is hops.parquet's
+			}
+			for i := range spans {
+				// Envoy's own spans carry neither tag.
+				spans[i].Proxy = spans[i].Component == "" && spans[i].Peer == ""
 			}
 			check, rows := AnalyzeTraces(spans, -1, r.ratio)
 			events.Publish(HopWindow{Run: run, From: to.Add(-hopWindow), To: to, Traces: check.Traces, Hops: HopStats(rows)})
 		}
 	}
-}
-
-// jaegerTrace is a trace as Jaeger's query API (/api/traces) gives it.
-type jaegerTrace struct {
-	TraceID string `json:"traceID"`
-	Spans   []struct {
-		SpanID        string `json:"spanID"`
-		OperationName string `json:"operationName"`
-		References    []struct {
-			RefType string `json:"refType"`
-			SpanID  string `json:"spanID"`
-		} `json:"references"`
-		StartTime int64 `json:"startTime"` // µs since the epoch
-		Duration  int64 `json:"duration"`  // µs
-		Tags      []struct {
-			Key   string `json:"key"`
-			Value any    `json:"value"`
-		} `json:"tags"`
-		ProcessID string `json:"processID"`
-	} `json:"spans"`
-	Processes map[string]struct {
-		ServiceName string `json:"serviceName"`
-	} `json:"processes"`
-}
-
-// jaegerSpans reads the spans of at most limit traces that began between
-// from and to from the Jaeger whose query API is at base, each trace once.
-// A span with neither a component nor a peer is a proxy's (Envoy's own
-// spans carry neither).
-func jaegerSpans(ctx context.Context, base string, from, to time.Time, limit int) ([]deploy.Span, error) {
-	var services struct {
-		Data []string `json:"data"`
-	}
-	if err := jaegerGet(ctx, base+"/api/services", &services); err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{}
-	var out []deploy.Span
-	for _, svc := range services.Data {
-		if len(seen) >= limit {
-			break
-		}
-		q := url.Values{"service": {svc}, "start": {strconv.FormatInt(from.UnixMicro(), 10)},
-			"end": {strconv.FormatInt(to.UnixMicro(), 10)}, "limit": {strconv.Itoa(limit - len(seen))}}
-		var body struct {
-			Data []jaegerTrace `json:"data"`
-		}
-		if err := jaegerGet(ctx, base+"/api/traces?"+q.Encode(), &body); err != nil {
-			return nil, err
-		}
-		for _, t := range body.Data {
-			if seen[t.TraceID] {
-				continue
-			}
-			seen[t.TraceID] = true
-			for _, s := range t.Spans {
-				sp := deploy.Span{TraceID: t.TraceID, SpanID: s.SpanID, Name: s.OperationName,
-					Service: t.Processes[s.ProcessID].ServiceName, Start: time.UnixMicro(s.StartTime),
-					Duration: time.Duration(s.Duration) * time.Microsecond}
-				for _, ref := range s.References {
-					if ref.RefType == "CHILD_OF" {
-						sp.ParentID = ref.SpanID
-					}
-				}
-				for _, tag := range s.Tags {
-					switch v := fmt.Sprint(tag.Value); tag.Key {
-					case "span.kind":
-						sp.Kind = v
-					case "svclab.component":
-						sp.Component = v
-					case "svclab.peer":
-						sp.Peer = v
-					case "error":
-						sp.Error = v == "true"
-					}
-				}
-				sp.Proxy = sp.Component == "" && sp.Peer == ""
-				out = append(out, sp)
-			}
-		}
-	}
-	return out, nil
-}
-
-// jaegerGet decodes the JSON Jaeger answers at u into v.
-func jaegerGet(ctx context.Context, u string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("Jaeger: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("Jaeger: %s: HTTP %s", u, resp.Status)
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("Jaeger: %s: %w", u, err)
-	}
-	return nil
 }

@@ -2,19 +2,15 @@ package telemetry
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/jaegerapi"
 	"github.com/svclab/svclab/internal/deploy/ports"
 )
 
@@ -113,30 +109,6 @@ func (j *jaeger) stop() {
 	}
 }
 
-// jaegerTrace is a trace as Jaeger's query API (/api/traces) gives it.
-type jaegerTrace struct {
-	TraceID string `json:"traceID"`
-	Spans   []struct {
-		TraceID       string `json:"traceID"`
-		SpanID        string `json:"spanID"`
-		OperationName string `json:"operationName"`
-		References    []struct {
-			RefType string `json:"refType"`
-			SpanID  string `json:"spanID"`
-		} `json:"references"`
-		StartTime int64 `json:"startTime"` // µs since the epoch
-		Duration  int64 `json:"duration"`  // µs
-		Tags      []struct {
-			Key   string `json:"key"`
-			Value any    `json:"value"`
-		} `json:"tags"`
-		ProcessID string `json:"processID"`
-	} `json:"spans"`
-	Processes map[string]struct {
-		ServiceName string `json:"serviceName"`
-	} `json:"processes"`
-}
-
 // settleTime is how long the span count must hold still before the spans
 // are taken as all there: Jaeger batches what it receives (200 ms) before
 // it stores it, so the last spans the hosts flushed as they stopped show up
@@ -161,75 +133,13 @@ func (j *jaeger) settledSpans(ctx context.Context, services []string) ([]deploy.
 	}
 }
 
-// spans reads every span of the services (the deployment's groups) from
-// Jaeger, each trace once.
+// spans reads every span of the services (the deployment's groups and
+// proxies) from Jaeger, each trace once.
 func (j *jaeger) spans(ctx context.Context, services []string) ([]deploy.Span, error) {
-	seen := map[string]bool{}
-	var out []deploy.Span
-	end := time.Now().Add(time.Minute)
-	for _, svc := range services {
-		q := url.Values{
-			"service": {svc},
-			"start":   {strconv.FormatInt(j.start.Add(-time.Minute).UnixMicro(), 10)},
-			"end":     {strconv.FormatInt(end.UnixMicro(), 10)},
-			"limit":   {strconv.Itoa(jaegerMaxTraces - 1)}, // Jaeger wants fewer than it keeps
-		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, j.query+"/api/traces?"+q.Encode(), nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return nil, fmt.Errorf("Jaeger: query %s: %w", svc, err)
-		}
-		var body struct {
-			Data   []jaegerTrace `json:"data"`
-			Errors []struct {
-				Msg string `json:"msg"`
-			} `json:"errors"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, fmt.Errorf("Jaeger: query %s: HTTP %s: %w", svc, resp.Status, err)
-		}
-		if resp.StatusCode != http.StatusOK || len(body.Errors) > 0 {
-			return nil, fmt.Errorf("Jaeger: query %s: HTTP %s: %v", svc, resp.Status, body.Errors)
-		}
-		for _, t := range body.Data {
-			if seen[t.TraceID] {
-				continue
-			}
-			seen[t.TraceID] = true
-			for _, s := range t.Spans {
-				sp := deploy.Span{
-					TraceID: s.TraceID, SpanID: s.SpanID, Name: s.OperationName,
-					Service:  t.Processes[s.ProcessID].ServiceName,
-					Start:    time.UnixMicro(s.StartTime),
-					Duration: time.Duration(s.Duration) * time.Microsecond,
-				}
-				for _, r := range s.References {
-					if r.RefType == "CHILD_OF" {
-						sp.ParentID = r.SpanID
-					}
-				}
-				for _, tag := range s.Tags {
-					v := fmt.Sprint(tag.Value)
-					switch tag.Key {
-					case "span.kind":
-						sp.Kind = v
-					case "svclab.component":
-						sp.Component = v
-					case "svclab.peer":
-						sp.Peer = v
-					case "error":
-						sp.Error = v == "true"
-					}
-				}
-				out = append(out, sp)
-			}
-		}
-	}
-	slices.SortFunc(out, func(a, b deploy.Span) int { return a.Start.Compare(b.Start) })
-	return out, nil
+	return jaegerapi.Spans(ctx, j.query, jaegerapi.Query{
+		Services: services,
+		From:     j.start.Add(-time.Minute),
+		To:       time.Now().Add(time.Minute),
+		Limit:    jaegerMaxTraces - 1, // Jaeger wants fewer than it keeps
+	})
 }
