@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 from stores import write_store
 from test_questions import SPEC  # the new user's question, as issue 33 writes it
 from test_report import section
 
-from svclab_analysis import cli
+from svclab_analysis import cli, plots
 from svclab_analysis.formatting import num
 from svclab_analysis.report import build_report
 from svclab_analysis.sequential import halfwidth_factor
@@ -249,3 +250,59 @@ def test_a_linked_factors_levels_read_as_the_questions_name_them(tmp_path: Path)
     assert "| 1 | grpc | mtls=false, tracing=0 |" in rank
     assert "mesh: −1 = mtls=false, tracing=0, +1 = mtls=true, tracing=1" in md
     assert "| B | mesh | mtls=false, tracing=0, mtls=true, tracing=1 | yes |" in md
+
+
+def test_flagged_runs_are_marked_and_left_out_of_the_answers(tmp_path: Path) -> None:
+    # The generator flags grpc's mesh run of repetition 2: the ranking and the
+    # box plot keep and mark it, the answer leaves it out and says so, and
+    # decide's lines count it.
+    def flag(lv: dict[str, Any], rep: int) -> bool:
+        return lv["deploy.transport"] == "grpc" and lv["mesh"] == ON and rep == 2
+
+    d = with_spec(write_store(tmp_path, "mesh-cost", [("deploy.transport", ["grpc", "http"]),
+                                                       ("mesh", [OFF, ON])], mesh_values,
+                              reps=3, bottleneck=flag), SPEC)
+    build_report(d)
+    md = (d / "report.md").read_text()
+    answer = section(md, "The answer")
+    rows = {ln.split(" | ")[1] + "/" + ln.split(" | ")[2]: ln.rstrip(" |").rsplit(" | ", 1)[-1]
+            for ln in answer.splitlines() if re.match(r"\| \d", ln)}
+    assert rows["grpc/mtls=true, tracing=1"] == "3 (1 flagged)"
+    assert [v for k, v in rows.items() if k != "grpc/mtls=true, tracing=1"] == ["3"] * 3
+    assert ("1 run the load generator flagged is counted here and marked in the runs "
+            "column (× in the box plot)") in answer
+    assert "The answers to the questions leave them out." in answer
+    assert "A run the load generator flagged is drawn as ×." in section(md, "Plots")
+    q = section(md, "Answers to the questions")
+    assert "after 11 runs, leaving out 1 run the load generator flagged" in q
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["decide", str(d)]) == 0
+    assert "(11 runs, 1 flagged left out)" in out.getvalue()
+
+
+def test_box_plot_draws_flagged_runs_apart() -> None:
+    table = pd.DataFrame({"c": ["a", "a", "a", "b", "b", "b"],
+                          "y": [1.0, 1.1, 1.2, 2.0, 2.1, 2.2]})
+    none = plots.boxplot(table, "y", "c", ["a", "b"], "y", "t")
+    assert plots.boxplot(table, "y", "c", ["a", "b"], "y", "t",
+                         flagged=pd.Series(False, index=table.index)) == none
+    one = pd.Series([False, False, True, False, False, False], index=table.index)
+    assert plots.boxplot(table, "y", "c", ["a", "b"], "y", "t", flagged=one) != none
+
+
+def test_pairwise_paragraph_names_what_it_compares(tmp_path: Path) -> None:
+    # One factor: Mann-Whitney between its levels. Two: Kruskal-Wallis and
+    # Dunn between configurations, whose p are not adjusted "within each
+    # factor" (only the marginal means' are).
+    one = write_store(tmp_path, "one", [("deploy.transport", ["grpc", "http", "netrpc"])],
+                      lambda lv, rep: {"total": {"p50_ms": 1.0 + 0.1 * rep}}, reps=3)
+    build_report(one)
+    pw = section((one / "report.md").read_text(), "Pairwise comparisons")
+    assert ("Mann-Whitney U on run-level p50 latency between the levels of "
+            "deploy.transport, the only factor") in pw
+    two = question_store(tmp_path / "two")
+    build_report(two)
+    pw = section((two / "report.md").read_text(), "Pairwise comparisons")
+    assert "Between configurations, whose runs are repeats: Kruskal-Wallis and Dunn's" in pw
+    assert "within each factor. Rank-biserial" not in pw

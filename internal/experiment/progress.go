@@ -12,6 +12,7 @@ import (
 
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // progressEvery is how often a log that is not a terminal (a file, a CI
@@ -37,6 +38,7 @@ type progress struct {
 	phase string
 	last  load.Progress
 	total *load.Operation // the finished run's measurement
+	gen   *load.Generator // the finished run's self-audit
 	done_ int
 	// runStart is when the current run began; ran and ranFor are how
 	// many runs were carried out here (not kept from before) and how long
@@ -86,7 +88,7 @@ func (pg *progress) begin(r Run, phase string) {
 	if r.ID != pg.run.ID || pg.runStart.IsZero() {
 		pg.runStart = time.Now()
 	}
-	pg.run, pg.phase, pg.last, pg.total = r, phase, load.Progress{}, nil
+	pg.run, pg.phase, pg.last, pg.total, pg.gen = r, phase, load.Progress{}, nil, nil
 	pg.mu.Unlock()
 	pg.print(true)
 }
@@ -109,11 +111,13 @@ func (pg *progress) update(lp load.Progress) {
 // measured keeps the whole measurement's totals for the run's result
 // line.
 func (pg *progress) measured(res *load.Result) {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
 	if tot, ok := res.Op("total"); ok {
-		pg.mu.Lock()
 		pg.total = &tot
-		pg.mu.Unlock()
 	}
+	g := res.Generator
+	pg.gen = &g
 }
 
 // telemetry prints where the current run's telemetry backends are, each
@@ -128,8 +132,9 @@ func (pg *progress) telemetry(urls map[string]string) {
 	pg.emit(pg.label()+": "+strings.Join(parts, "  "), true)
 }
 
-// finish prints the run's result line: its status and, when the load ran,
-// the whole measurement's requests, rate, errors and percentiles.
+// finish prints the run's result line: its status, marked when the load
+// generator's self-audit flagged the run, and, when the load ran, the
+// whole measurement's requests, rate, errors and percentiles.
 func (pg *progress) finish(rf *RunFile) {
 	pg.mu.Lock()
 	defer pg.mu.Unlock()
@@ -140,12 +145,39 @@ func (pg *progress) finish(rf *RunFile) {
 		pg.runStart = time.Time{}
 	}
 	line := pg.label() + ": " + rf.Status
+	if _, ok := warn.Find(rf.Warnings, warn.GeneratorBottleneck); ok && rf.Status == "ok" {
+		line += ", flagged: " + flagNote(pg.gen, pg.total)
+	}
 	if t := pg.total; t != nil && t.Count > 0 {
 		line += fmt.Sprintf(" | %d requests  %.1f rps  %d err  p50 %.2f ms  p99 %.2f ms",
 			t.Count, t.RPS, t.Errors, t.Latency.P50Ms, t.Latency.P99Ms)
 	}
 	line += " | " + pg.clock(time.Now())
 	pg.emit(line, true)
+}
+
+// flagNote says in a few words how far a run the generator flagged is
+// off: its send lag as a share of the latency's p99 (how much of the
+// percentile the generator alone could have put there), the arrivals it
+// dropped, and its CPU when the lag is small beside the p99, so the
+// cause lies elsewhere. The whole reason is in run.json's warnings.
+func flagNote(g *load.Generator, t *load.Operation) string {
+	if g == nil {
+		return "the load generator fell behind (run.json's warnings say why)"
+	}
+	var parts []string
+	share := -1.0
+	if t != nil && t.Latency.P99Ms > 0 && g.LagP99Ms > 0 {
+		share = g.LagP99Ms / t.Latency.P99Ms
+		parts = append(parts, fmt.Sprintf("send lag %.0f%% of p99", 100*share))
+	}
+	if g.Dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d arrivals dropped", g.Dropped))
+	}
+	if share < 0.1 {
+		parts = append(parts, fmt.Sprintf("generator CPU %.0f%%", g.CPUPercent))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // done ends a live line left open by an interruption or a failure.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/warn"
 )
 
 // TestProgressNotTerminal: a log that is not a terminal (a file, CI) gets
@@ -98,6 +99,45 @@ func TestProgressNotTerminal(t *testing.T) {
 			pg.finish(&RunFile{Status: "failed"})
 			if got := lines(); !strings.HasPrefix(got[len(got)-1], "run 2/2 "+p.Runs[1].ID) || !strings.Contains(got[len(got)-1], ": failed | elapsed ") {
 				t.Errorf("failed run's line %q", got[len(got)-1])
+			}
+		})
+	}
+}
+
+// TestProgressFlagged: a run the generator's self-audit flagged says so
+// on its result line, with how far off it was; an ok run and a failed
+// one (whose numbers nobody reads) do not.
+func TestProgressFlagged(t *testing.T) {
+	bottleneck := []warn.Warning{warn.Newf(warn.GeneratorBottleneck, "send lag p99 lies above the floor")}
+	tests := []struct {
+		name     string
+		gen      load.Generator
+		status   string
+		warnings []warn.Warning
+		want     string // what follows the label, up to the figures
+	}{
+		{"ok", load.Generator{LagP99Ms: 0.1, Verdict: load.VerdictOK}, "ok", nil, ": ok | "},
+		{"lag", load.Generator{LagP99Ms: 1.225, CPUPercent: 40, Bottleneck: true}, "ok", bottleneck, ": ok, flagged: send lag 98% of p99 | "},
+		{"dropped", load.Generator{LagP99Ms: 0.5, Dropped: 12, Bottleneck: true}, "ok", bottleneck, ": ok, flagged: send lag 40% of p99, 12 arrivals dropped | "},
+		{"cpu", load.Generator{LagP99Ms: 0.05, CPUPercent: 187, Bottleneck: true}, "ok", bottleneck, ": ok, flagged: send lag 4% of p99, generator CPU 187% | "},
+		{"failed", load.Generator{LagP99Ms: 1.2, Bottleneck: true}, "failed", bottleneck, ": failed | "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := NewPlan(context.Background(), mustParse(t, "[experiment]\nseed = 1\n"), 1, fixedTiming)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b strings.Builder
+			pg := newProgress(&b, false, p, time.Now())
+			pg.begin(p.Runs[0], "deploying")
+			pg.measured(&load.Result{Generator: tc.gen, Summary: load.Summary{Operations: []load.Operation{
+				{Name: "total", Kind: "total", Count: 1000, RPS: 200, Latency: load.Stats{P50Ms: 0.41, P99Ms: 1.25}},
+			}}})
+			pg.finish(&RunFile{Status: tc.status, Warnings: tc.warnings})
+			lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+			if last, w := lines[len(lines)-1], "run 1/1 "+p.Runs[0].ID+tc.want; !strings.HasPrefix(last, w) {
+				t.Errorf("result line %q, want it to start with %q", last, w)
 			}
 		})
 	}

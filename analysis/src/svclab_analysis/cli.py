@@ -236,7 +236,8 @@ def cmd_decide(args: argparse.Namespace) -> int:
     for a in answers:
         blocks = f", {a.blocks} blocks" if a.method == "sequential" else ""
         state = "decided" if a.decided else "undecided"
-        print(f"{a.question.name}: {state} ({a.runs} runs{blocks})")
+        flagged = f", {a.flagged} flagged left out" if a.flagged else ""
+        print(f"{a.question.name}: {state} ({a.runs} runs{blocks}{flagged})")
         for r in a.ratios:
             where = " ".join(f"{f}={v}" for f, v in r.by)
             print(f"  {where or 'all'}: {_fmt(r.ratio)}x ({_fmt(r.low)} to {_fmt(r.high)}) "

@@ -79,9 +79,15 @@ def influence_bars(terms: pd.DataFrame, title: str) -> bytes:
 
 
 def boxplot(table: pd.DataFrame, response: str, label_col: str, order: Sequence[str],
-            ylabel: str, title: str) -> bytes:
-    """One box per configuration over its runs, with every run drawn as a dot."""
-    data = [table.loc[table[label_col] == lbl, response].dropna().to_numpy() for lbl in order]
+            ylabel: str, title: str, flagged: pd.Series | None = None) -> bytes:
+    """One box per configuration over its runs, with every run drawn as a dot;
+    `flagged` (a boolean per row of table) marks the runs the load generator
+    flagged, drawn as a cross and named in the legend."""
+    rows = table.dropna(subset=[response])
+    mark = (pd.Series(False, index=table.index) if flagged is None else flagged)
+    mark = mark.reindex(rows.index).fillna(False).astype(bool)
+    data = [rows.loc[rows[label_col] == lbl, response].to_numpy() for lbl in order]
+    marks = [mark[rows[label_col] == lbl].to_numpy() for lbl in order]
     fig, ax = plt.subplots(figsize=(7.0, 0.45 * len(order) + 1.0))
     pos = np.arange(len(order))[::-1]
     ax.boxplot(data, positions=pos, orientation="horizontal", widths=0.55, showfliers=False,
@@ -89,9 +95,17 @@ def boxplot(table: pd.DataFrame, response: str, label_col: str, order: Sequence[
                boxprops={"color": MUTED}, whiskerprops={"color": MUTED},
                capprops={"color": MUTED})
     rng = np.random.default_rng(0)
-    for i, (p, d) in enumerate(zip(pos, data, strict=True)):
-        ax.scatter(d, p + rng.uniform(-0.12, 0.12, len(d)), s=18, color=colour(i), zorder=3,
+    labelled = False
+    for i, (p, d, m) in enumerate(zip(pos, data, marks, strict=True)):
+        y = p + rng.uniform(-0.12, 0.12, len(d))
+        ax.scatter(d[~m], y[~m], s=18, color=colour(i), zorder=3,
                    alpha=0.9, edgecolors="white", linewidths=0.5)
+        if m.any():
+            ax.scatter(d[m], y[m], s=36, color=INK, marker="x", zorder=4, linewidths=1.2,
+                       label=None if labelled else "flagged by the load generator")
+            labelled = True
+    if labelled:
+        ax.legend(loc="best", fontsize="small")
     ax.set_yticks(pos, list(order))
     ax.set_xlabel(ylabel)
     ax.grid(axis="y", visible=False)

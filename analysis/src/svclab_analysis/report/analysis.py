@@ -46,7 +46,7 @@ class Analysis:
     table: pd.DataFrame  # one row per ok run
     factors: list[str]  # factors that vary among the ok runs
     constants: dict[str, str]
-    ranked: pd.DataFrame  # per configuration, best first
+    ranked: pd.DataFrame  # per configuration, best first; "flagged" counts its flagged runs
     per_metric: pd.DataFrame  # describe() per configuration, every metric
     per_level: dict[str, pd.DataFrame]
     replicated: bool = True  # some configuration has two or more runs: an error term
@@ -67,6 +67,7 @@ class Analysis:
     figures: dict[str, bytes] = field(default_factory=dict)
     cdf_source: str = ""
     role_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)  # role_cpu_summary
+    flagged: set[str] = field(default_factory=set)  # run_id of the runs flagged_runs() names
 
     def cfg_headers(self) -> list[str]:
         if not self.factors:
@@ -103,6 +104,17 @@ def config_labels(df: pd.DataFrame, factors: list[str]) -> pd.Series:
     for f in factors[1:]:
         out = out + " · " + sn[f] + "=" + df[f].astype(str)
     return out.astype(object)
+
+
+def flagged_runs(exp: Experiment) -> set[str]:
+    """The ok runs the load generator's self-audit flagged as its own
+    bottleneck: their latency holds the generator's lag. The ranking and the
+    figures keep and mark them; the answers to the questions leave them out."""
+    runs = exp.runs
+    if runs.empty or "bottleneck" not in runs:
+        return set()
+    bad = (runs["status"] == "ok") & runs["bottleneck"].fillna(False).astype(bool)
+    return {str(r) for r in runs.loc[bad, "run_id"]}
 
 
 def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Analysis:
@@ -143,6 +155,9 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
     ranked["ratio_ci_high"] = [r[2] for r in ratios]
     err = table.groupby(CONFIG, observed=True)["error_rate_pct"].mean()
     ranked["error_rate_pct"] = ranked[CONFIG].map(err)
+    flagged = flagged_runs(exp)
+    n_flagged = tm[tm["run_id"].isin(flagged)].groupby(CONFIG, observed=True).size()
+    ranked["flagged"] = ranked[CONFIG].map(n_flagged).fillna(0).astype(int)
 
     metrics = [c for c in CORE_METRICS if c in table.columns]
     if m not in metrics:
@@ -152,6 +167,7 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
 
     a = Analysis(exp, m, exp.response_operation, confidence, log, table, factors, constants,
                  ranked, per_metric, per_level)
+    a.flagged = flagged
     a.replicated = replicated(tm, [CONFIG])
     a.warnings += exp.notes
     try:

@@ -148,6 +148,25 @@ def questions_section(answers: list[Answer], sequential_design: bool) -> Section
     return s
 
 
+def runs_cell(n: int, flagged: int) -> str:
+    """A configuration's runs, with how many the load generator flagged."""
+    return f"{n} ({flagged} flagged)" if flagged else str(n)
+
+
+def flagged_note(a: Analysis) -> str:
+    """What the ranking and the box plot do with flagged runs, when the
+    ranked configurations hold any; empty otherwise."""
+    n = int(a.ranked["flagged"].sum())
+    if not n:
+        return ""
+    left_out = " The answers to the questions leave them out." if a.answers else ""
+    one = n == 1
+    return (f" {n} run{'' if one else 's'} the load generator flagged "
+            f"{'is' if one else 'are'} counted here and marked in the runs column (× in the "
+            f"box plot): {'its latency holds' if one else 'their latencies hold'} the "
+            "generator's own lag." + left_out)
+
+
 def interval_rule(kind: str) -> str:
     """The caption's words for the centre's interval (stats.run_interval)."""
     if kind == "geometric mean":
@@ -231,7 +250,7 @@ def build(a: Analysis) -> Document:
                      ci(r.center_ci_low, r.center_ci_high),
                      num(r.median), "1 (best)" if i == 1 else
                      f"{num(r.ratio_to_best)} ({ci(r.ratio_ci_low, r.ratio_ci_high)})",
-                     num(r.error_rate_pct), str(int(r.n))])
+                     num(r.error_rate_pct), runs_cell(int(r.n), int(r.flagged))])
     s.blocks.append(Table(
         ["rank", *a.cfg_headers(),
          f"{center_kind} ({u})" if a.metric.startswith("mean")
@@ -240,7 +259,7 @@ def build(a: Analysis) -> Document:
          "errors (%)", "runs"],
         rows, caption=f"Operation {a.operation!r}. One value per run; "
         f"{interval_rule(center_kind)} "
-        "The ratio's CI is a bootstrap over runs.", highlight_first=True))
+        "The ratio's CI is a bootstrap over runs." + flagged_note(a), highlight_first=True))
     if "influence" in a.figures:
         s.blocks.append(Figure("influence", "Share of the variation in the headline metric "
                                "that each factor, each interaction and the run-to-run error "
@@ -402,7 +421,8 @@ def build(a: Analysis) -> Document:
     # ---- plots
     s = Section("plots", "Plots")
     captions = {
-        "box": f"{a.mlabel} of every run ({u}); boxes show quartiles over runs.",
+        "box": f"{a.mlabel} of every run ({u}); boxes show quartiles over runs."
+               + (" A run the load generator flagged is drawn as ×." if a.flagged else ""),
         "cdf": f"Latency CDF per configuration, requests of all its runs pooled, "
                f"{a.cdf_source}. It describes the distribution only; no test uses "
                "per-request data.",
@@ -467,8 +487,16 @@ def build(a: Analysis) -> Document:
               num(r.estimate), ci(r.ci_low, r.ci_high), pval(r.p_holm)]
              for r in lr.itertuples()]))
     if a.pairwise or a.configs_compare is not None:
+        # The groups compared are always repeats: a lone factor's levels,
+        # else the configurations (the marginal means above compare levels).
+        tested = (f"Mann-Whitney U on run-level {a.mlabel} between the levels of "
+                  f"{next(iter(a.pairwise))}, the only factor, so a level's runs are repeats; "
+                  "p Holm-adjusted over its pairs. " if a.pairwise else
+                  f"Between configurations, whose runs are repeats: Kruskal-Wallis and Dunn's "
+                  f"test on run-level {a.mlabel}, p Holm-adjusted over every pair; each pair's "
+                  "rank-biserial r and ratio come from its runs, as in Mann-Whitney U. ")
         s.blocks.append(Para(
-            f"Mann-Whitney U on run-level {a.mlabel}, p Holm-adjusted within each factor. "
+            tested +
             "Rank-biserial r runs from −1 to 1 and is positive when A's runs tend to be "
             f"higher. The ratio is median(A) ÷ median(B) with a {conf}% bootstrap CI. With "
             "few runs the smallest possible p is large (0.1 with 3 runs against 3): read the "

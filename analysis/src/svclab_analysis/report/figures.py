@@ -36,7 +36,8 @@ def figures(a: Analysis) -> dict[str, bytes]:
         figs["influence"] = plots.influence_bars(
             a.anova_table, f"What drives {scale}{a.mlabel}: share of the sum of squares")
     figs["box"] = plots.boxplot(a.table, a.metric, CONFIG, order, ylab,
-                            f"{a.mlabel} per run, by configuration")
+                                f"{a.mlabel} per run, by configuration",
+                                flagged=a.table["run_id"].isin(a.flagged))
 
     curves, a.cdf_source = latency_curves(a, order)
     if curves:
