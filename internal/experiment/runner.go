@@ -126,7 +126,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrResumeMismatch, err)
 		}
-		if got := SpecHash(s); got != ef.SpecSHA256 {
+		if got := SpecHash(s); got != ef.SpecSHA256 && !budgetOnly(ef, s) {
 			return nil, fmt.Errorf("%w: %s or its --set overrides have changed since the experiment in %s started (sha256 %.12s, recorded %.12s; overrides then: %q): restore them, or start a new experiment without --resume", ErrResumeMismatch, s.Path, st.Dir, got, ef.SpecSHA256, ef.Overrides)
 		}
 		seed = ef.Seed
@@ -140,6 +140,9 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		noticeInert(logw, p)
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResumeMismatch, st.Dir, err)
+		}
+		if err := newBudget(st, ef, p, logw); err != nil {
+			return nil, err
 		}
 		iso, err := DecideIsolation(s, logw)
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -113,15 +114,25 @@ func newSequential(st *Store, p *Plan, decide DecideFunc, log io.Writer) (*seque
 		return nil, err
 	}
 	sq := &sequential{st: st, p: p, decide: decide, log: log, start: time.Now(), stopped: ef.Stopped}
-	if sq.stopped != nil {
-		fmt.Fprintf(log, "%s stopped before, after %d blocks (%d runs): %s\n", st.Dir, sq.stopped.Blocks, sq.stopped.Runs, sq.stopped.Reason)
-	}
 	if ef.Sequential != nil {
 		sq.info = *ef.Sequential
 		sq.spent = time.Duration(ef.Sequential.ElapsedS * float64(time.Second))
 	}
 	sq.info.MaxRuns = p.Spec.Experiment.MaxRuns
 	sq.info.BudgetS = p.Spec.Experiment.Budget.D().Seconds()
+	if st := sq.stopped; st != nil {
+		fmt.Fprintf(log, "%s stopped before, after %d blocks (%d runs): %s\n", sq.st.Dir, st.Blocks, st.Runs, st.Reason)
+		switch {
+		case st.Reason != StopBudget:
+		case st.Blocks < sq.p.Repetitions && !sq.over(st.Blocks):
+			// The budget was raised: the experiment goes on from the
+			// block after the last, as if it had not stopped.
+			fmt.Fprintf(log, "the budget now allows more (%s): continuing after block %d\n", sq.budgetText(), st.Blocks)
+			sq.stopped = nil
+		default:
+			fmt.Fprintf(log, "the budget allows no more blocks (%s): raise experiment.max_runs or experiment.budget to continue\n", sq.budgetText())
+		}
+	}
 	return sq, nil
 }
 
@@ -187,7 +198,7 @@ func (sq *sequential) ask(ctx context.Context, block int) (bool, error) {
 // mean time of a block so far.
 func (sq *sequential) over(blocks int) bool {
 	budget := sq.p.Spec.Experiment.Budget.D()
-	if budget <= 0 {
+	if budget <= 0 || blocks <= 0 {
 		return false
 	}
 	elapsed := sq.elapsed()
@@ -257,6 +268,86 @@ func (sq *sequential) outcome(out *Outcome) {
 	}
 	out.Stopped = sq.stopped
 	out.Runs = sq.info.Blocks * sq.p.BlockSize()
+}
+
+// budgetKeys are the keys a resume of a sequential experiment may change:
+// they say how long it may go on, not what it measures.
+var budgetKeys = []string{"max_runs", "budget"}
+
+// budgetOnly says whether s differs from the spec the sequential
+// experiment ef records (overrides applied) in its budget keys alone.
+func budgetOnly(ef *ExperimentFile, s *spec.Spec) bool {
+	if ef.Sequential == nil || ef.Spec == nil || s.Experiment.Until != spec.UntilDecided {
+		return false
+	}
+	was, _, err := withoutBudget(ef.Spec)
+	if err != nil {
+		return false
+	}
+	now, _, err := withoutBudget(s.Tree())
+	return err == nil && reflect.DeepEqual(was, now)
+}
+
+// withoutBudget is tree as JSON reads it back, without the budget keys,
+// and the budget keys' values.
+func withoutBudget(tree map[string]any) (rest map[string]any, budget map[string]any, err error) {
+	b, err := json.Marshal(tree)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := json.Unmarshal(b, &rest); err != nil {
+		return nil, nil, err
+	}
+	budget = map[string]any{}
+	if e, ok := rest["experiment"].(map[string]any); ok {
+		for _, k := range budgetKeys {
+			if v, ok := e[k]; ok {
+				budget[k] = v
+			}
+			delete(e, k)
+		}
+	}
+	return rest, budget, nil
+}
+
+// newBudget records in experiment.json a resumed sequential experiment's
+// spec when only its budget changed, saying so: later resumes compare
+// against it, and the analysis reads it.
+func newBudget(st *Store, ef *ExperimentFile, p *Plan, log io.Writer) error {
+	if SpecHash(p.Spec) == ef.SpecSHA256 {
+		return nil
+	}
+	_, was, err := withoutBudget(ef.Spec)
+	if err != nil {
+		return err
+	}
+	_, now, err := withoutBudget(p.Spec.Tree())
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "the budget changed since %s started (%s): it goes on under the new one\n", st.Dir, budgetChange(was, now))
+	ef.SpecText, ef.SpecSHA256, ef.Spec = string(p.Spec.Source), SpecHash(p.Spec), p.Spec.Tree()
+	ef.Overrides = append([]string{}, p.Spec.Overrides...)
+	return writeJSONAtomic(filepath.Join(st.Dir, "experiment.json"), ef)
+}
+
+// budgetChange says how each budget key changed: "max_runs 40 → 80".
+func budgetChange(was, now map[string]any) string {
+	var parts []string
+	for _, k := range budgetKeys {
+		a, b := was[k], now[k]
+		if reflect.DeepEqual(a, b) {
+			continue
+		}
+		show := func(v any) string {
+			if v == nil {
+				return "none"
+			}
+			return fmt.Sprint(v)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s → %s", k, show(a), show(b)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // readExperimentFile reads dir's experiment.json.

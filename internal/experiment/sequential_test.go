@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -76,10 +77,10 @@ func TestSequentialPlanBlocks(t *testing.T) {
 	}{
 		{"max_runs", linkedSrc, 10},
 		{"max_runs not a multiple", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 43", 1), 10},
-		// 4 runs of 1s + 5s + 1.5s overhead, 9.5 s more for the two with
-		// tracing, and 5 s for the analysis: 54 s a block, so 10m is 11.1
-		// blocks, rounded up.
-		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 12},
+		// 4 runs of 1s + 5s + 1.5s overhead, 5 s more for the two with
+		// tracing (a closed loop's: no traced requests counted), and 5 s
+		// for the analysis: 45 s a block, so 10m is 13.3 blocks, rounded up.
+		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 14},
 		{"budget under max_runs", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 400\nbudget = \"61s\"", 1), 2},
 	}
 	for _, tt := range tests {
@@ -216,6 +217,50 @@ func TestSequentialStops(t *testing.T) {
 		if ef := read(t, st); ef.Stopped == nil || *ef.Stopped != (Stopped{Reason: StopBudget, Blocks: 10, Runs: 40}) {
 			t.Errorf("stopped = %+v", ef.Stopped)
 		}
+
+		// A resume under the same budget runs nothing, and says what
+		// would let it go on.
+		var log bytes.Buffer
+		asked = nil
+		sq, err = newSequential(st, p, decideAfter(12, committed, &asked), &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ran, err := driveBlocks(context.Background(), sq, p, committed, -1); ran != 0 || err != nil || len(asked) != 0 {
+			t.Errorf("resume under the spent budget ran %d, asked %v, err %v", ran, asked, err)
+		}
+		if !strings.Contains(log.String(), "raise experiment.max_runs or experiment.budget to continue") {
+			t.Errorf("log:\n%s", log.String())
+		}
+
+		// Raised to 80 runs, it goes on after block 10 and stops when
+		// decided, at 12.
+		more, err := PlanSpecForTest(t, strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 80", 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := samePlan(more, read(t, st)); err != nil {
+			t.Fatalf("samePlan with the budget raised: %v", err)
+		}
+		log.Reset()
+		sq, err = newSequential(st, more, decideAfter(12, committed, &asked), &log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran, err := driveBlocks(context.Background(), sq, more, committed, -1)
+		if err != nil || ran != 8 {
+			t.Fatalf("resume with max_runs raised ran %d, err %v; want blocks 11 and 12", ran, err)
+		}
+		if !reflect.DeepEqual(asked, []int{10, 11, 12}) {
+			t.Errorf("asked after blocks %v, want 10, 11, 12", asked)
+		}
+		ef := read(t, st)
+		if ef.Stopped == nil || *ef.Stopped != (Stopped{Reason: StopDecided, Blocks: 12, Runs: 48}) || len(ef.Runs) != 48 || ef.Sequential.MaxRuns != 80 {
+			t.Errorf("stopped = %+v, %d runs listed, sequential %+v", ef.Stopped, len(ef.Runs), ef.Sequential)
+		}
+		if !strings.Contains(log.String(), "the budget now allows more (max_runs 80): continuing after block 10") {
+			t.Errorf("log:\n%s", log.String())
+		}
 	})
 
 	t.Run("resume after an interruption", func(t *testing.T) {
@@ -319,7 +364,7 @@ func TestEstimateCountsFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 12 runs of 1 s + 5 s + 1.5 s; the 6 with tracing 9.5 s more.
+	// 12 runs of 1 s + 5 s + 1.5 s; the 6 with tracing 5 s more.
 	if want := 12*(7500*time.Millisecond) + 6*tracingOverhead; p.Estimate() != want {
 		t.Errorf("fixed estimate %v, want %v", p.Estimate(), want)
 	}
@@ -339,5 +384,100 @@ func TestCheckRemoteLinked(t *testing.T) {
 	err := CheckRemote(s, true)
 	if err == nil || !strings.Contains(err.Error(), `x.toml:3: experiment.factors.where[1]."load.target": target "http://10.9.8.7/" is not on this machine`) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// A traced run's teardown reads every span back, so its estimate grows
+// with the requests it traced; the load table gives them.
+func TestEstimateCountsTracedRequests(t *testing.T) {
+	mesh := func(tracing float64) *spec.Spec {
+		return mustParse(t, fmt.Sprintf("[deploy]\ntracing = %v\nmetrics = true\nsidecar = \"envoy\"\n", tracing))
+	}
+	base := perRunOverhead + metricsOverhead + sidecarOverhead
+	tests := []struct {
+		name   string
+		s      *spec.Spec
+		timing Timing
+		want   time.Duration
+	}{
+		{"untraced", mesh(0), Timing{Requests: 1200}, base},
+		{"closed loop", mesh(1), Timing{}, base + tracingOverhead},
+		{"all traced", mesh(1), Timing{Requests: 1200}, base + tracingOverhead + 1200*tracedRequestCost},
+		{"a tenth traced", mesh(0.1), Timing{Requests: 1200}, base + tracingOverhead + 120*tracedRequestCost},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := deployOverhead(tc.s, tc.timing); got != tc.want {
+				t.Errorf("deployOverhead = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	// The requests come from the load table: the warm-up at its own rate.
+	s := mustParse(t, "[app]\nname = \"chain\"\nhops = 3\n[deploy]\ntracing = 1.0\n[load]\nmode = \"open\"\nrate = 100\nwarmup = \"2s\"\nwarmup_rate = 10\nduration = \"10s\"\n")
+	pr, err := Prepare(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pr.Timing().Requests; got != 100*10+10*2 {
+		t.Errorf("Timing().Requests = %v, want 1020", got)
+	}
+}
+
+// A sequential experiment's resume may change its budget, and nothing
+// else; the new budget is recorded for the next resume.
+func TestResumeBudgetOnly(t *testing.T) {
+	p, err := PlanSpecForTest(t, linkedSrc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := CreateStore(t.TempDir(), NewExperimentFile(p, "v", "c", time.Now()), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ef, err := readExperimentFile(st.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		src  string
+		ok   bool
+	}{
+		{"max_runs raised", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 80", 1), true},
+		{"a time budget added", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 40\nbudget = \"2h\"", 1), true},
+		{"a margin changed", strings.Replace(linkedSrc, "margin = 1.10", "margin = 1.20", 1), false},
+		{"a level changed", strings.Replace(linkedSrc, `["grpc", "http"]`, `["grpc", "netrpc"]`, 1), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := budgetOnly(ef, mustParse(t, tc.src)); got != tc.ok {
+				t.Errorf("budgetOnly = %v, want %v", got, tc.ok)
+			}
+		})
+	}
+	// The fixed design it was not: no budget to change.
+	fixed := *ef
+	fixed.Sequential = nil
+	if budgetOnly(&fixed, mustParse(t, strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 80", 1))) {
+		t.Error("budgetOnly on a fixed design's experiment.json = true")
+	}
+
+	more, err := PlanSpecForTest(t, tests[0].src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := newBudget(st, ef, more, &log); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(log.String(), "(max_runs 40 → 80): it goes on under the new one") {
+		t.Errorf("log: %s", log.String())
+	}
+	again, err := readExperimentFile(st.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.SpecSHA256 != SpecHash(more.Spec) || again.Spec["experiment"].(map[string]any)["max_runs"] != 80.0 {
+		t.Errorf("experiment.json after the new budget: sha %.12s, spec experiment %v", again.SpecSHA256, again.Spec["experiment"])
 	}
 }
