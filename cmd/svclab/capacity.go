@@ -324,6 +324,7 @@ func (o *capacityOptions) run(ctx context.Context, path string, startGiven bool,
 	f := capacity.NewFile(out, pr.Load.Thresholds)
 	f.Settings.Arrival = string(base.Arrival)
 	f.Spec, f.Overrides = path, pr.Spec.Overrides
+	f.Isolated = iso.DeployCPUs() != ""
 	f.Started = started.UTC().Format(time.RFC3339)
 	return o.finish(ctx, f, out, serr, stdout, stderr)
 }

@@ -28,6 +28,10 @@ type File struct {
 	Steps      []Step           `json:"steps"`
 	// Plot is the PNG of latency against offered load, beside this file.
 	Plot string `json:"plot,omitempty"`
+	// Isolated says the generator had CPUs of its own
+	// (experiment.isolation = "cpuset"), for the advice of a search the
+	// generator stopped.
+	Isolated bool `json:"-"`
 
 	Spec      string   `json:"spec"`
 	Overrides []string `json:"overrides"`
@@ -67,14 +71,53 @@ func NewFile(o *Outcome, slo *load.Thresholds) *File {
 	return f
 }
 
-// Answer is the result for people: the rate, the interval's top, and why
-// the search stopped.
+// Answer is the result for people: what the rate is (the capacity, or a
+// bound on it when the search could not find the knee), why, what would
+// find it, and why the search stopped.
 func (f *File) Answer() string {
-	high := "no step failed"
-	if f.Interval.High != nil {
-		high = "the lowest failing rate is " + fmtRate(*f.Interval.High) + "/s"
+	rate, steps := fmtRate(f.Rate)+"/s", fmt.Sprintf("%d steps", len(f.Steps))
+	if len(f.Steps) == 1 {
+		steps = "1 step"
 	}
-	return fmt.Sprintf("capacity: %s/s (%s; %d steps)\nstop: %s: %s", fmtRate(f.Rate), high, len(f.Steps), f.StopReason, f.StopDetail)
+	last := "the first step"
+	if n := len(f.Steps); n > 0 {
+		last = fmtRate(f.Steps[n-1].Rate) + "/s"
+	}
+	var head string
+	switch f.StopReason {
+	case GeneratorBottleneck:
+		change := "give the load generator more CPU: split the rate over more load.generators, or run it on a machine of its own"
+		if f.Isolated {
+			change = `give the load generator more CPU: experiment.isolation = "none" (it then shares every CPU with the deployment), or split the rate over more load.generators`
+		}
+		if f.Rate == 0 {
+			head = fmt.Sprintf("capacity: unknown (the generator was the bottleneck at %s before any rate passed; %s)", last, steps)
+		} else {
+			head = fmt.Sprintf("capacity: ≥ %s (lower bound: the generator was the bottleneck at %s; %s)", rate, last, steps)
+		}
+		head += "\nto measure beyond it, " + change
+	case MaxRate:
+		head = fmt.Sprintf("capacity: ≥ %s (lower bound: the highest rate allowed passed; raise --max-rate; %s)", rate, steps)
+	case MinRate:
+		head = fmt.Sprintf("capacity: below %s (even the lowest rate allowed broke an SLO; lower --min-rate; %s)", last, steps)
+	case MaxSteps:
+		head = fmt.Sprintf("capacity: between %s and %s/s (the steps ran out before the interval was narrow; raise --max-steps; %s)", rate, fmtRate(f.high()), steps)
+	default:
+		high := "no step failed"
+		if f.Interval.High != nil {
+			high = "the lowest failing rate is " + fmtRate(*f.Interval.High) + "/s"
+		}
+		head = fmt.Sprintf("capacity: %s (%s; %s)", rate, high, steps)
+	}
+	return fmt.Sprintf("%s\nstop: %s: %s", head, f.StopReason, f.StopDetail)
+}
+
+// high is the interval's top, +Inf when no step failed.
+func (f *File) high() float64 {
+	if f.Interval.High == nil {
+		return math.Inf(1)
+	}
+	return *f.Interval.High
 }
 
 // Line is the progress line of a step: its phase and rate, what it

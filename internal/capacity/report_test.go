@@ -81,9 +81,53 @@ func TestWords(t *testing.T) {
 			t.Errorf("step line %q lacks %q", line, want)
 		}
 	}
-	high := 825.0
-	f := &File{Rate: 800, Interval: Interval{Low: 800, High: &high}, StopReason: Converged, StopDetail: "held", Steps: make([]Step, 16)}
-	if got, want := f.Answer(), "capacity: 800/s (the lowest failing rate is 825/s; 16 steps)\nstop: converged: held"; got != want {
-		t.Errorf("Answer = %q, want %q", got, want)
+}
+
+// TestAnswer: the answer line says what the rate is, a capacity or a bound
+// on one, and what to change when the search could not find the knee;
+// rates are rounded.
+func TestAnswer(t *testing.T) {
+	at := func(rates ...float64) []Step {
+		steps := make([]Step, len(rates))
+		for i, r := range rates {
+			steps[i].Rate = r
+		}
+		return steps
+	}
+	high := func(v float64) *float64 { return &v }
+	tests := []struct {
+		name string
+		f    File
+		want string
+	}{
+		{"converged", File{Rate: 800, Interval: Interval{Low: 800, High: high(825)}, StopReason: Converged, StopDetail: "held", Steps: make([]Step, 16)},
+			"capacity: 800/s (the lowest failing rate is 825/s; 16 steps)\nstop: converged: held"},
+		{"rounded", File{Rate: 412.109375, Interval: Interval{Low: 412.109375, High: high(431.25)}, StopReason: Converged, StopDetail: "held", Steps: make([]Step, 9)},
+			"capacity: 412/s (the lowest failing rate is 431/s; 9 steps)\nstop: converged: held"},
+		{"generator, isolated", File{Rate: 200, StopReason: GeneratorBottleneck, StopDetail: "d", Steps: at(50, 100, 200, 400), Isolated: true},
+			"capacity: ≥ 200/s (lower bound: the generator was the bottleneck at 400/s; 4 steps)\n" +
+				`to measure beyond it, give the load generator more CPU: experiment.isolation = "none" (it then shares every CPU with the deployment), or split the rate over more load.generators` +
+				"\nstop: generator_bottleneck: d"},
+		{"generator, shared", File{Rate: 18.75, StopReason: GeneratorBottleneck, StopDetail: "d", Steps: at(12.5, 18.75, 28.125)},
+			"capacity: ≥ 18.8/s (lower bound: the generator was the bottleneck at 28.1/s; 3 steps)\n" +
+				"to measure beyond it, give the load generator more CPU: split the rate over more load.generators, or run it on a machine of its own" +
+				"\nstop: generator_bottleneck: d"},
+		{"generator first", File{StopReason: GeneratorBottleneck, StopDetail: "d", Steps: at(50)},
+			"capacity: unknown (the generator was the bottleneck at 50/s before any rate passed; 1 step)\n" +
+				"to measure beyond it, give the load generator more CPU: split the rate over more load.generators, or run it on a machine of its own" +
+				"\nstop: generator_bottleneck: d"},
+		{"max rate", File{Rate: 1000, StopReason: MaxRate, StopDetail: "d", Steps: at(500, 1000)},
+			"capacity: ≥ 1000/s (lower bound: the highest rate allowed passed; raise --max-rate; 2 steps)\nstop: max_rate: d"},
+		{"min rate", File{StopReason: MinRate, StopDetail: "d", Steps: at(50, 25, 0.05)},
+			"capacity: below 0.05/s (even the lowest rate allowed broke an SLO; lower --min-rate; 3 steps)\nstop: min_rate: d"},
+		{"max steps", File{Rate: 600, Interval: Interval{Low: 600, High: high(700)}, StopReason: MaxSteps, StopDetail: "d", Steps: at(600, 700)},
+			"capacity: between 600/s and 700/s (the steps ran out before the interval was narrow; raise --max-steps; 2 steps)\nstop: max_steps: d"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.f.Answer(); got != tc.want {
+				t.Errorf("Answer =\n%s\nwant\n%s", got, tc.want)
+			}
+		})
 	}
 }

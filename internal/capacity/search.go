@@ -433,9 +433,16 @@ func withoutCanceled(s load.Summary) load.Summary {
 const sentEnough = 0.95
 
 // fmtRate writes a rate for people: no more digits than matter.
+// fmtRate prints a rate rounded as people read one: whole from 100/s,
+// three significant figures below (a bracket's 187.3125/s is 187/s,
+// 8.4375/s is 8.44/s). At the default precision (5%) a search's steps
+// differ by far more than that; the JSON keeps every rate exact.
 func fmtRate(r float64) string {
 	if math.IsInf(r, 1) {
 		return "∞"
 	}
-	return strconv.FormatFloat(r, 'f', -1, 64)
+	if r == 0 || math.Abs(r) >= 100 {
+		return strconv.FormatFloat(math.Round(r), 'f', -1, 64)
+	}
+	return strconv.FormatFloat(r, 'g', 3, 64)
 }
