@@ -62,6 +62,10 @@ func (p *Plan) SpecOf(r Run) *spec.Spec {
 // alone, because the [load] table belongs to the load generator.
 type Timing struct {
 	Warmup, Duration time.Duration
+	// Requests is what an open loop sends over the warm-up and the
+	// measurement (load.rate, load.warmup_rate), for the time estimate;
+	// 0 when not known ahead (a closed loop, stages).
+	Requests float64
 }
 
 // perRunOverhead estimates deploying and tearing down one run, for the
@@ -70,28 +74,34 @@ const perRunOverhead = 1500 * time.Millisecond
 
 // What the mesh features add to a run's deployment and teardown, as
 // measured on a 2-core machine with the three-hop chain, each hop its own
-// process (run.json's started to ended, less warm-up and measurement: 0.1
-// to 0.6 s without them): tracing starts a Jaeger, waits for the spans and
-// checks them (10 s with mTLS, over 16 runs); metrics starts a Prometheus
-// and scrapes it at the end (6.7 to 7.0 s, 4 runs); an Envoy sidecar per
-// process 1.3 s (2 runs).
+// process with an Envoy sidecar (run.json's started to ended, less warm-up
+// and measurement). Tracing starts a Jaeger and, once the deployment
+// stops, reads every span back from it and checks them: 5 s, and 33 ms
+// more per traced request (16 runs of experiments/s2-mesh.toml with 5 s
+// measurements on 2026-11-28: 13 to 21 s at 10 req/s, 27 to 48 s at 100
+// req/s, metrics, sidecar and the run's own 1.5 s included). Metrics
+// starts a Prometheus and scrapes it at the end (6.7 to 7.0 s, 4 runs);
+// an Envoy sidecar per process 1.3 s (2 runs).
 const (
-	tracingOverhead = 9500 * time.Millisecond
-	metricsOverhead = 6500 * time.Millisecond
-	sidecarOverhead = 1200 * time.Millisecond
+	tracingOverhead   = 5 * time.Second
+	tracedRequestCost = 33 * time.Millisecond
+	metricsOverhead   = 6500 * time.Millisecond
+	sidecarOverhead   = 1200 * time.Millisecond
 )
 
-// deployOverhead is the expected deployment and teardown of a run of rs.
-func deployOverhead(rs *spec.Spec) time.Duration {
+// deployOverhead is the expected deployment and teardown of a run of rs
+// whose load is t.
+func deployOverhead(rs *spec.Spec, t Timing) time.Duration {
 	d := time.Duration(perRunOverhead)
 	if rs.Deploy.Tracing > 0 {
-		d += tracingOverhead
+		traced := t.Requests * min(rs.Deploy.Tracing, 1) * float64(tracedRequestCost)
+		d = addSat(d, addSat(tracingOverhead, time.Duration(min(traced, float64(maxDuration/2)))))
 	}
 	if rs.Deploy.Metrics {
-		d += metricsOverhead
+		d = addSat(d, metricsOverhead)
 	}
 	if rs.Deploy.Sidecar != "" && rs.Deploy.Sidecar != "none" {
-		d += sidecarOverhead
+		d = addSat(d, sidecarOverhead)
 	}
 	return d
 }
@@ -161,7 +171,7 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 		if keep {
 			specs[i] = rs
 		}
-		p.overhead[i] = deployOverhead(rs)
+		p.overhead[i] = deployOverhead(rs, t)
 	}
 	if err := errs.Err(); err != nil {
 		return nil, err

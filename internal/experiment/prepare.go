@@ -84,9 +84,16 @@ func (p *Prepared) DeployOptions(iso *Isolation) deploy.Options {
 	return deploy.Options{CPUs: iso.DeployCPUs(), TelemetryCPUs: iso.TelemetryCPUs(p.Spec.Deploy.TelemetryCPUs), Backing: p.Backing}
 }
 
-// Timing reads the warm-up and measurement durations of a prepared run.
+// Timing reads the warm-up and measurement durations of a prepared run,
+// and the requests an open loop sends over them.
 func (p *Prepared) Timing() Timing {
-	return Timing{Warmup: p.Load.Warmup.D(), Duration: p.Load.MeasureDuration()}
+	t := Timing{Warmup: p.Load.Warmup.D(), Duration: p.Load.MeasureDuration()}
+	warm := p.Load.WarmupRate
+	if warm == 0 {
+		warm = p.Load.Rate
+	}
+	t.Requests = p.Load.Rate*t.Duration.Seconds() + warm*t.Warmup.Seconds()
+	return t
 }
 
 // PlanSpec is NewPlan with every design point prepared; the prepared points
