@@ -77,10 +77,11 @@ func TestSequentialPlanBlocks(t *testing.T) {
 	}{
 		{"max_runs", linkedSrc, 10},
 		{"max_runs not a multiple", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 43", 1), 10},
-		// 4 runs of 1s + 5s + 1.5s overhead, 5 s more for the two with
-		// tracing (a closed loop's: no traced requests counted), and 5 s
-		// for the analysis: 45 s a block, so 10m is 13.3 blocks, rounded up.
-		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 14},
+		// 4 runs of 1s + 5s + 1.5s overhead, 7 s more for the two with
+		// tracing (no traced requests counted: the test's timing has
+		// none), and 5 s for the analysis: 49 s a block, so 10m is 12.2
+		// blocks, rounded up.
+		{"budget", strings.Replace(linkedSrc, "max_runs = 40", "budget = \"10m\"", 1), 13},
 		{"budget under max_runs", strings.Replace(linkedSrc, "max_runs = 40", "max_runs = 400\nbudget = \"61s\"", 1), 2},
 	}
 	for _, tt := range tests {
@@ -364,7 +365,7 @@ func TestEstimateCountsFeatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 12 runs of 1 s + 5 s + 1.5 s; the 6 with tracing 5 s more.
+	// 12 runs of 1 s + 5 s + 1.5 s; the 6 with tracing 7 s more.
 	if want := 12*(7500*time.Millisecond) + 6*tracingOverhead; p.Estimate() != want {
 		t.Errorf("fixed estimate %v, want %v", p.Estimate(), want)
 	}
