@@ -270,7 +270,7 @@ def test_flagged_runs_are_marked_and_left_out_of_the_answers(tmp_path: Path) -> 
     assert rows["grpc/mtls=true, tracing=1"] == "3 (1 flagged)"
     assert [v for k, v in rows.items() if k != "grpc/mtls=true, tracing=1"] == ["3"] * 3
     assert ("1 run the load generator flagged is counted here and marked in the runs "
-            "column (× in the box plot)") in answer
+            "column and the plots") in answer
     assert "The answers to the questions leave them out." in answer
     assert "A run the load generator flagged is drawn as ×." in section(md, "Plots")
     q = section(md, "Answers to the questions")
@@ -281,7 +281,7 @@ def test_flagged_runs_are_marked_and_left_out_of_the_answers(tmp_path: Path) -> 
     assert "(11 runs, 1 flagged left out)" in out.getvalue()
 
 
-def test_box_plot_draws_flagged_runs_apart() -> None:
+def test_plots_draw_flagged_runs_apart() -> None:
     table = pd.DataFrame({"c": ["a", "a", "a", "b", "b", "b"],
                           "y": [1.0, 1.1, 1.2, 2.0, 2.1, 2.2]})
     none = plots.boxplot(table, "y", "c", ["a", "b"], "y", "t")
@@ -289,6 +289,12 @@ def test_box_plot_draws_flagged_runs_apart() -> None:
                          flagged=pd.Series(False, index=table.index)) == none
     one = pd.Series([False, False, True, False, False, False], index=table.index)
     assert plots.boxplot(table, "y", "c", ["a", "b"], "y", "t", flagged=one) != none
+    ts = pd.DataFrame({"c": ["a"] * 6, "run_id": ["r1"] * 3 + ["r2"] * 3,
+                       "second": [0, 1, 2] * 2, "p99_ms": [1.0, 1.2, 1.1, 2.0, 2.2, 2.1],
+                       "rps": [10.0] * 6})
+    plain = plots.timeseries(ts, "c", ["a"], "p99_ms", "p99", "t")
+    assert plots.timeseries(ts, "c", ["a"], "p99_ms", "p99", "t", flagged={"r9"}) == plain
+    assert plots.timeseries(ts, "c", ["a"], "p99_ms", "p99", "t", flagged={"r2"}) != plain
 
 
 def test_pairwise_paragraph_names_what_it_compares(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import io
 import itertools
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import matplotlib
 
@@ -129,15 +129,17 @@ def cdf(curves: dict[str, tuple[np.ndarray, np.ndarray]], xlabel: str, title: st
 
 
 def timeseries(ts: pd.DataFrame, label_col: str, order: Sequence[str], latency_col: str,
-               latency_label: str, title: str) -> bytes:
-    """Latency and throughput per second, one thin line per run."""
+               latency_label: str, title: str, flagged: Collection[str] = ()) -> bytes:
+    """Latency and throughput per second, one thin line per run; a run whose
+    run_id is in `flagged` (the load generator flagged it) is dashed."""
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(7.0, 4.6), sharex=True)
     for i, lbl in enumerate(order):
         sub = ts[ts[label_col] == lbl]
-        for j, (_, run) in enumerate(sub.groupby("run_id", sort=True)):
+        for j, (rid, run) in enumerate(sub.groupby("run_id", sort=True)):
             run = run.sort_values("second")
             kw = {"color": colour(i), "linewidth": 1.0, "alpha": 0.75,
-                  "label": lbl if j == 0 else None}
+                  "label": lbl if j == 0 else None,
+                  "linestyle": "--" if rid in flagged else "-"}
             ax1.plot(run["second"], run[latency_col], **kw)
             ax2.plot(run["second"], run["rps"], **kw)
     ax1.set_ylabel(latency_label)

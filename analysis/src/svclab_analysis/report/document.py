@@ -154,7 +154,7 @@ def runs_cell(n: int, flagged: int) -> str:
 
 
 def flagged_note(a: Analysis) -> str:
-    """What the ranking and the box plot do with flagged runs, when the
+    """What the ranking and the plots do with flagged runs, when the
     ranked configurations hold any; empty otherwise."""
     n = int(a.ranked["flagged"].sum())
     if not n:
@@ -162,8 +162,8 @@ def flagged_note(a: Analysis) -> str:
     left_out = " The answers to the questions leave them out." if a.answers else ""
     one = n == 1
     return (f" {n} run{'' if one else 's'} the load generator flagged "
-            f"{'is' if one else 'are'} counted here and marked in the runs column (× in the "
-            f"box plot): {'its latency holds' if one else 'their latencies hold'} the "
+            f"{'is' if one else 'are'} counted here and marked in the runs column and the "
+            f"plots: {'its latency holds' if one else 'their latencies hold'} the "
             "generator's own lag." + left_out)
 
 
@@ -426,7 +426,8 @@ def build(a: Analysis) -> Document:
         "cdf": f"Latency CDF per configuration, requests of all its runs pooled, "
                f"{a.cdf_source}. It describes the distribution only; no test uses "
                "per-request data.",
-        "timeseries": "Per-second latency and throughput of every run, one line per run.",
+        "timeseries": "Per-second latency and throughput of every run, one line per run."
+                      + (" A run the load generator flagged is dashed." if a.flagged else ""),
         "scaling": "Per-second latency and throughput of every run above the replicas of "
                    "each autoscaled group after each autoscaler decision (scaling.parquet), "
                    "on one time axis.",

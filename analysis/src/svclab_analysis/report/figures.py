@@ -50,7 +50,8 @@ def figures(a: Analysis) -> dict[str, bytes]:
         if not ts.empty and col in ts.columns:
             ts[CONFIG] = config_labels(ts, a.factors)
             figs["timeseries"] = plots.timeseries(ts, CONFIG, order, col,
-                                              f"{label_of(col)} (ms)", "Over time, per run")
+                                                  f"{label_of(col)} (ms)", "Over time, per run",
+                                                  flagged=a.flagged)
             reps = replicas_over_time(load_scaling(a.exp))
             if not reps.empty:
                 reps[CONFIG] = config_labels(reps, a.factors)
