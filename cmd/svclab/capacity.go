@@ -349,7 +349,7 @@ func (o *capacityOptions) search(ctx context.Context, trial *experiment.Trial, p
 	var progress func(float64, load.Progress)
 	if live {
 		progress = func(rate float64, p load.Progress) {
-			fmt.Fprintf(stderr, "\r\033[K  %s/s: %s", strconv.FormatFloat(rate, 'f', -1, 64), p)
+			fmt.Fprintf(stderr, "\r\033[K  %s/s: %s", capacity.FormatRate(rate), p)
 		}
 	}
 	// One calibration serves every step: the deployment is up and idle, as

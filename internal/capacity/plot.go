@@ -23,7 +23,7 @@ func Plot(f *File, path string) error {
 		return fmt.Errorf("plot %s: no steps to draw", path)
 	}
 	p := plot.New()
-	p.Title.Text = fmt.Sprintf("capacity: %s/s (%s)", fmtRate(f.Rate), f.StopReason)
+	p.Title.Text = fmt.Sprintf("capacity: %s/s (%s)", FormatRate(f.Rate), f.StopReason)
 	p.X.Label.Text = "offered load (requests/s); filled: step passed, hollow: step failed"
 	p.Y.Label.Text = "latency (ms, from the intended send)"
 	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
@@ -118,12 +118,12 @@ func Plot(f *File, path string) error {
 		return nil
 	}
 	if f.Rate > 0 {
-		if err := vertical(f.Rate, fmt.Sprintf("capacity %s/s", fmtRate(f.Rate)), color.RGBA{R: 44, G: 160, B: 44, A: 255}, nil); err != nil {
+		if err := vertical(f.Rate, fmt.Sprintf("capacity %s/s", FormatRate(f.Rate)), color.RGBA{R: 44, G: 160, B: 44, A: 255}, nil); err != nil {
 			return err
 		}
 	}
 	if f.Interval.High != nil {
-		if err := vertical(*f.Interval.High, fmt.Sprintf("lowest failing %s/s", fmtRate(*f.Interval.High)), color.Gray{Y: 120}, []vg.Length{vg.Points(2), vg.Points(2)}); err != nil {
+		if err := vertical(*f.Interval.High, fmt.Sprintf("lowest failing %s/s", FormatRate(*f.Interval.High)), color.Gray{Y: 120}, []vg.Length{vg.Points(2), vg.Points(2)}); err != nil {
 			return err
 		}
 	}

@@ -75,13 +75,13 @@ func NewFile(o *Outcome, slo *load.Thresholds) *File {
 // bound on it when the search could not find the knee), why, what would
 // find it, and why the search stopped.
 func (f *File) Answer() string {
-	rate, steps := fmtRate(f.Rate)+"/s", fmt.Sprintf("%d steps", len(f.Steps))
+	rate, steps := FormatRate(f.Rate)+"/s", fmt.Sprintf("%d steps", len(f.Steps))
 	if len(f.Steps) == 1 {
 		steps = "1 step"
 	}
 	last := "the first step"
 	if n := len(f.Steps); n > 0 {
-		last = fmtRate(f.Steps[n-1].Rate) + "/s"
+		last = FormatRate(f.Steps[n-1].Rate) + "/s"
 	}
 	var head string
 	switch f.StopReason {
@@ -101,11 +101,11 @@ func (f *File) Answer() string {
 	case MinRate:
 		head = fmt.Sprintf("capacity: below %s (even the lowest rate allowed broke an SLO; lower --min-rate; %s)", last, steps)
 	case MaxSteps:
-		head = fmt.Sprintf("capacity: between %s and %s/s (the steps ran out before the interval was narrow; raise --max-steps; %s)", rate, fmtRate(f.high()), steps)
+		head = fmt.Sprintf("capacity: between %s and %s/s (the steps ran out before the interval was narrow; raise --max-steps; %s)", rate, FormatRate(f.high()), steps)
 	default:
 		high := "no step failed"
 		if f.Interval.High != nil {
-			high = "the lowest failing rate is " + fmtRate(*f.Interval.High) + "/s"
+			high = "the lowest failing rate is " + FormatRate(*f.Interval.High) + "/s"
 		}
 		head = fmt.Sprintf("capacity: %s (%s; %s)", rate, high, steps)
 	}
@@ -138,8 +138,8 @@ func (s Step) Line(out *Outcome) string {
 		cut = fmt.Sprintf(" (cut after %.1f s)", s.DurationS)
 	}
 	return fmt.Sprintf("step %2d %-7s %8s/s  p50 %7.2f ms  p99 %8.2f ms  err %5.2f%%  done %8.1f/s%s  %s  | [%s, %s)",
-		s.Index, s.Phase, fmtRate(s.Rate), s.Latency.P50Ms, s.Latency.P99Ms, 100*s.ErrorRate, s.CompletedRPS, cut, verdict,
-		fmtRate(out.Rate), fmtRate(out.High))
+		s.Index, s.Phase, FormatRate(s.Rate), s.Latency.P50Ms, s.Latency.P99Ms, 100*s.ErrorRate, s.CompletedRPS, cut, verdict,
+		FormatRate(out.Rate), FormatRate(out.High))
 }
 
 // DescribeSLOs writes the SLOs on all requests as "p99_ms <= 50, ...",

@@ -218,13 +218,13 @@ func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step S
 		for try := 0; ; try++ {
 			if len(out.Steps) >= s.MaxSteps {
 				out.Stop = MaxSteps
-				out.StopDetail = fmt.Sprintf("%d steps run; the knee lies between %s and %s", len(out.Steps), fmtRate(out.Rate), fmtRate(out.High))
+				out.StopDetail = fmt.Sprintf("%d steps run; the knee lies between %s and %s", len(out.Steps), FormatRate(out.Rate), FormatRate(out.High))
 				return false, errStop
 			}
 			start := time.Now()
 			m, err := step(ctx, rate)
 			if err != nil {
-				return false, fmt.Errorf("step %d at %s/s: %w", len(out.Steps)+1, fmtRate(rate), err)
+				return false, fmt.Errorf("step %d at %s/s: %w", len(out.Steps)+1, FormatRate(rate), err)
 			}
 			st := judge(m, slo, rate)
 			st.Index, st.Phase, st.Rate, st.Elapsed = len(out.Steps)+1, phase, rate, time.Since(start)
@@ -235,7 +235,7 @@ func Search(ctx context.Context, settings Settings, slo *load.Thresholds, step S
 			switch {
 			case st.Inconclusive != "":
 				out.Stop = GeneratorBottleneck
-				out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s) and %s, so the step says nothing of the deployment; the answer is a lower bound", fmtRate(rate), st.Generator, st.Inconclusive)
+				out.StopDetail = fmt.Sprintf("at %s/s the load generator was the bottleneck (%s) and %s, so the step says nothing of the deployment; the answer is a lower bound", FormatRate(rate), st.Generator, st.Inconclusive)
 			case st.Pass:
 				out.Rate = max(out.Rate, rate)
 				if i, found := slices.BinarySearch(passed, rate); !found {
@@ -276,7 +276,7 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 	for ok {
 		if rate >= s.Max {
 			out.Stop = MaxRate
-			out.StopDetail = fmt.Sprintf("%s/s, the highest rate allowed, passed; the capacity is at least that", fmtRate(s.Max))
+			out.StopDetail = fmt.Sprintf("%s/s, the highest rate allowed, passed; the capacity is at least that", FormatRate(s.Max))
 			return nil
 		}
 		rate = min(rate*s.Growth, s.Max)
@@ -290,7 +290,7 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 		for out.Rate == 0 {
 			if rate <= s.Min {
 				out.Stop = MinRate
-				out.StopDetail = fmt.Sprintf("even %s/s, the lowest rate allowed, broke an SLO", fmtRate(rate))
+				out.StopDetail = fmt.Sprintf("even %s/s, the lowest rate allowed, broke an SLO", FormatRate(rate))
 				return false, nil
 			}
 			rate = max(rate/s.Growth, s.Min)
@@ -320,7 +320,7 @@ func searchPhases(s Settings, out *Outcome, passed *[]float64, run func(Phase, f
 		}
 		if held {
 			out.Stop = Converged
-			out.StopDetail = fmt.Sprintf("%s/s held in %d more run(s); the knee lies below %s/s", fmtRate(out.Rate), s.Confirm, fmtRate(out.High))
+			out.StopDetail = fmt.Sprintf("%s/s held in %d more run(s); the knee lies below %s/s", FormatRate(out.Rate), s.Confirm, FormatRate(out.High))
 			return nil
 		}
 		// The failed rate leaves the passes; the next lower one is the
@@ -402,7 +402,7 @@ func judge(m Measurement, slo *load.Thresholds, rate float64) Step {
 		shortfall := m.CutShort == "" && st.SentRPS < sentEnough*rate
 		switch {
 		case st.Pass && shortfall:
-			st.Inconclusive = fmt.Sprintf("the generator sent %.1f/s of the %s/s asked for", st.SentRPS, fmtRate(rate))
+			st.Inconclusive = fmt.Sprintf("the generator sent %.1f/s of the %s/s asked for", st.SentRPS, FormatRate(rate))
 		case !st.Pass && standing == 0:
 			st.Inconclusive = fmt.Sprintf("the SLO breaches are within the generator's largest send lag (%.1f ms)", m.Generator.LagMaxMs)
 		}
@@ -432,12 +432,12 @@ func withoutCanceled(s load.Summary) load.Summary {
 // sent for its step to count.
 const sentEnough = 0.95
 
-// fmtRate writes a rate for people: no more digits than matter.
-// fmtRate prints a rate rounded as people read one: whole from 100/s,
+// FormatRate writes a rate for people: no more digits than matter.
+// FormatRate prints a rate rounded as people read one: whole from 100/s,
 // three significant figures below (a bracket's 187.3125/s is 187/s,
 // 8.4375/s is 8.44/s). At the default precision (5%) a search's steps
 // differ by far more than that; the JSON keeps every rate exact.
-func fmtRate(r float64) string {
+func FormatRate(r float64) string {
 	if math.IsInf(r, 1) {
 		return "∞"
 	}
