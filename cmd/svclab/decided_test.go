@@ -109,3 +109,89 @@ margin = 1.10
 		t.Errorf("the resume ran %d runs more", len(again)-len(runs))
 	}
 }
+
+// TestResumeDecidedRaisedBudget: a sequential experiment that spent its
+// budget goes on when a resume raises it, from the block after the last,
+// and stops again within the new budget; under the old one a resume says
+// what to raise.
+func TestResumeDecidedRaisedBudget(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("deploys services")
+	}
+	venv := os.Getenv("SVCLAB_VENV")
+	if venv == "" {
+		venv = filepath.Join(filepath.Dir(filepath.Dir(svclabBin)), ".venv")
+	}
+	if _, err := os.Stat(filepath.Join(venv, "bin", "svclab-analysis")); err != nil {
+		t.Skipf("needs the analysis (make venv): %v", err)
+	}
+	dir := t.TempDir()
+	// Two blocks cannot decide: a confidence sequence at 95% needs four
+	// for a finite interval. The budget stops it after two.
+	specPath := writeSpecFile(t, dir, "seq.toml", `[app]
+name = "chain"
+hops = 2
+[load]
+rate = 50
+warmup = "300ms"
+duration = "1s"
+[experiment]
+until = "decided"
+max_runs = 4
+response = "p50_ms"
+[[experiment.questions]]
+name = "payload cost"
+effect = "app.payload"
+margin = 1.10
+[experiment.factors]
+"app.payload" = ["small", "large"]
+`)
+	results := filepath.Join(dir, "results")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	mark := marker(t)
+	_, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", results, specPath)
+	waitNoProcesses(t, mark, 5*time.Second)
+	if code != 0 || !strings.Contains(stderr, "stopped after 2 blocks (4 runs): the budget is spent") {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	stores, _ := filepath.Glob(filepath.Join(results, "seq-*"))
+	if len(stores) != 1 {
+		t.Fatalf("stores %v", stores)
+	}
+	count := func() int {
+		runs, _ := filepath.Glob(filepath.Join(stores[0], "runs", "r*"))
+		return len(runs)
+	}
+
+	_, stderr, code = svclab(t, ctx, []string{mark}, "run", "--no-report", "--resume", stores[0], specPath)
+	if code != 0 || !strings.Contains(stderr, "raise experiment.max_runs or experiment.budget to continue") || count() != 4 {
+		t.Errorf("resume under the spent budget: exit %d, %d runs:\n%s", code, count(), stderr)
+	}
+
+	_, stderr, code = svclab(t, ctx, []string{mark}, "run", "--no-report", "--resume", stores[0], "--set", "experiment.max_runs=8", specPath)
+	waitNoProcesses(t, mark, 5*time.Second)
+	for _, want := range []string{"the budget changed since", "(max_runs 4 → 8)", "continuing after block 2", "block 4 of at most 4: ", "stopped after 4 blocks (8 runs): "} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("resume with max_runs raised: stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+	if code != 0 || count() != 8 {
+		t.Errorf("resume with max_runs raised: exit %d, %d runs committed, want 8", code, count())
+	}
+	b, err := os.ReadFile(filepath.Join(stores[0], "experiment.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ef struct {
+		Overrides []string
+		Stopped   struct{ Blocks, Runs int }
+	}
+	if err := json.Unmarshal(b, &ef); err != nil {
+		t.Fatal(err)
+	}
+	if ef.Stopped.Blocks != 4 || len(ef.Overrides) != 1 || ef.Overrides[0] != "experiment.max_runs=8" {
+		t.Errorf("experiment.json: stopped %+v, overrides %q", ef.Stopped, ef.Overrides)
+	}
+}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"time"
 
@@ -285,7 +285,7 @@ func budgetOnly(ef *ExperimentFile, s *spec.Spec) bool {
 		return false
 	}
 	now, _, err := withoutBudget(s.Tree())
-	return err == nil && reflect.DeepEqual(was, now)
+	return err == nil && sameJSON(was, now)
 }
 
 // withoutBudget is tree as JSON reads it back, without the budget keys,
@@ -331,12 +331,19 @@ func newBudget(st *Store, ef *ExperimentFile, p *Plan, log io.Writer) error {
 	return writeJSONAtomic(filepath.Join(st.Dir, "experiment.json"), ef)
 }
 
+// sameJSON says whether a and b encode alike (maps in key order).
+func sameJSON(a, b any) bool {
+	x, err1 := json.Marshal(a)
+	y, err2 := json.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
 // budgetChange says how each budget key changed: "max_runs 40 → 80".
 func budgetChange(was, now map[string]any) string {
 	var parts []string
 	for _, k := range budgetKeys {
 		a, b := was[k], now[k]
-		if reflect.DeepEqual(a, b) {
+		if sameJSON(a, b) {
 			continue
 		}
 		show := func(v any) string {
