@@ -10,7 +10,7 @@ TOOLS := $(BIN)/tools
 VENV := $(CURDIR)/.venv
 COMMIT := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 VERSION := $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+LDFLAGS := -X github.com/svclab/svclab/internal/cli.version=$(VERSION) -X github.com/svclab/svclab/internal/cli.commit=$(COMMIT)
 # Every go command builds with -trimpath: the build cache then keys this
 # module's packages by import path, not by the clone's directory, so a fresh
 # clone reuses what another clone compiled (`go build` of svclab in a fresh

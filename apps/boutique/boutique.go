@@ -19,8 +19,8 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/svclab/svclab/internal/runtime"
 	pb "github.com/svclab/svclab/proto/boutique"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -70,10 +70,10 @@ const CartDB = "cart"
 const MaxQuantity = 100
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:    Name,
 		Summary: "Online Boutique: 11 services, HTML frontend, cart in memory or Redis (S0)",
-		NewConfig: func() runtime.Config {
+		NewConfig: func() svc.Config {
 			return &Config{CartStore: StoreMemory, OrderIDs: OrderUUID, Op: OpAll, RedisPool: 10}
 		},
 	})
@@ -97,18 +97,18 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.CartStore != StoreMemory && c.CartStore != StoreRedis {
-		errs = append(errs, runtime.KeyErrorf("cart_store", "must be %q or %q, got %q", StoreMemory, StoreRedis, c.CartStore))
+		errs = append(errs, svc.KeyErrorf("cart_store", "must be %q or %q, got %q", StoreMemory, StoreRedis, c.CartStore))
 	}
 	if c.RedisPool < 1 || c.RedisPool > 1000 {
-		errs = append(errs, runtime.KeyErrorf("redis_pool", "must be between 1 and 1000, got %d", c.RedisPool))
+		errs = append(errs, svc.KeyErrorf("redis_pool", "must be between 1 and 1000, got %d", c.RedisPool))
 	}
 	if c.OrderIDs != OrderUUID && c.OrderIDs != OrderSequence {
-		errs = append(errs, runtime.KeyErrorf("order_ids", "must be %q or %q, got %q", OrderUUID, OrderSequence, c.OrderIDs))
+		errs = append(errs, svc.KeyErrorf("order_ids", "must be %q or %q, got %q", OrderUUID, OrderSequence, c.OrderIDs))
 	}
 	switch c.Op {
 	case OpAll, OpHome, OpProduct, OpCart, OpCheckout:
 	default:
-		errs = append(errs, runtime.KeyErrorf("op", "must be one of %q, %q, %q, %q or %q, got %q", OpAll, OpHome, OpProduct, OpCart, OpCheckout, c.Op))
+		errs = append(errs, svc.KeyErrorf("op", "must be one of %q, %q, %q, %q or %q, got %q", OpAll, OpHome, OpProduct, OpCart, OpCheckout, c.Op))
 	}
 	return errors.Join(errs...)
 }
@@ -117,64 +117,64 @@ func (c *Config) Validate() error {
 func (c *Config) Entry() string { return Frontend }
 
 // Backing is the Redis server of app.cart_store = "redis", none otherwise.
-func (c *Config) Backing() []runtime.Backing {
+func (c *Config) Backing() []svc.Backing {
 	if c.CartStore != StoreRedis {
 		return nil
 	}
-	return []runtime.Backing{{Name: CartDB, Kind: runtime.BackingRedis}}
+	return []svc.Backing{{Name: CartDB, Kind: svc.BackingRedis}}
 }
 
 // Components are the original's ten services and the cart store, with
 // the original's call graph.
-func (c *Config) Components() []runtime.Component {
-	return []runtime.Component{
+func (c *Config) Components() []svc.Component {
+	return []svc.Component{
 		{
 			Name: Frontend, Service: &pb.Frontend_ServiceDesc,
 			Deps: []string{Ad, Cart, ProductCatalog, Currency, Recommendation, Shipping, Checkout},
-			New: func(_ context.Context, d runtime.Deps) (any, error) {
+			New: func(_ context.Context, d svc.Deps) (any, error) {
 				return newFrontend(d)
 			},
 		},
 		{
 			Name: Cart, Service: &pb.CartService_ServiceDesc, Deps: []string{CartStore},
-			New: func(_ context.Context, d runtime.Deps) (any, error) {
+			New: func(_ context.Context, d svc.Deps) (any, error) {
 				return &cart{store: pb.NewCartStoreClient(d.Conn(CartStore))}, nil
 			},
 		},
 		{
 			Name: CartStore, Service: &pb.CartStore_ServiceDesc,
-			New: func(ctx context.Context, _ runtime.Deps) (any, error) { return c.newStore(ctx) },
+			New: func(ctx context.Context, _ svc.Deps) (any, error) { return c.newStore(ctx) },
 		},
 		{
 			Name: ProductCatalog, Service: &pb.ProductCatalogService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) {
+			New: func(context.Context, svc.Deps) (any, error) {
 				cat, err := loadCatalogue()
 				return &productCatalog{cat: cat}, err
 			},
 		},
 		{
 			Name: Currency, Service: &pb.CurrencyService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) {
+			New: func(context.Context, svc.Deps) (any, error) {
 				r, err := loadRates()
 				return &currency{rates: r}, err
 			},
 		},
 		{
 			Name: Payment, Service: &pb.PaymentService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) { return &payment{now: time.Now}, nil },
+			New: func(context.Context, svc.Deps) (any, error) { return &payment{now: time.Now}, nil },
 		},
 		{
 			Name: Shipping, Service: &pb.ShippingService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) { return shipping{}, nil },
+			New: func(context.Context, svc.Deps) (any, error) { return shipping{}, nil },
 		},
 		{
 			Name: Email, Service: &pb.EmailService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) { return &email{}, nil },
+			New: func(context.Context, svc.Deps) (any, error) { return &email{}, nil },
 		},
 		{
 			Name: Checkout, Service: &pb.CheckoutService_ServiceDesc,
 			Deps: []string{Cart, ProductCatalog, Currency, Shipping, Payment, Email},
-			New: func(_ context.Context, d runtime.Deps) (any, error) {
+			New: func(_ context.Context, d svc.Deps) (any, error) {
 				return &checkout{
 					cart:     pb.NewCartServiceClient(d.Conn(Cart)),
 					catalog:  pb.NewProductCatalogServiceClient(d.Conn(ProductCatalog)),
@@ -188,13 +188,13 @@ func (c *Config) Components() []runtime.Component {
 		},
 		{
 			Name: Recommendation, Service: &pb.RecommendationService_ServiceDesc, Deps: []string{ProductCatalog},
-			New: func(_ context.Context, d runtime.Deps) (any, error) {
+			New: func(_ context.Context, d svc.Deps) (any, error) {
 				return &recommendation{catalog: pb.NewProductCatalogServiceClient(d.Conn(ProductCatalog))}, nil
 			},
 		},
 		{
 			Name: Ad, Service: &pb.AdService_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) {
+			New: func(context.Context, svc.Deps) (any, error) {
 				byCat, all, err := loadAds()
 				return &ad{byCat: byCat, all: all}, err
 			},
@@ -208,7 +208,7 @@ func (c *Config) newStore(ctx context.Context) (pb.CartStoreServer, error) {
 	if c.CartStore == StoreMemory {
 		return &memoryStore{carts: map[string]map[string]int32{}}, nil
 	}
-	addr, err := runtime.BackingAddr(CartDB)
+	addr, err := svc.BackingAddr(CartDB)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", CartStore, err)
 	}
@@ -239,9 +239,9 @@ const LoadgenUser = "loadgen"
 
 // Requests are the default requests app.op chooses: pages of the
 // frontend as RPCs, in the session LoadgenUser, priced in EUR.
-func (c *Config) Requests() []runtime.Request {
+func (c *Config) Requests() []svc.Request {
 	page := &pb.PageRequest{SessionId: LoadgenUser, Currency: "EUR"}
-	all := []runtime.Request{
+	all := []svc.Request{
 		{
 			Name: OpHome, Method: pb.Frontend_Home_FullMethodName, Message: page,
 			NewResponse: func() proto.Message { return new(pb.HomePage) },
@@ -288,7 +288,7 @@ func (c *Config) Requests() []runtime.Request {
 	}
 	for _, r := range all {
 		if r.Name == c.Op {
-			return []runtime.Request{r}
+			return []svc.Request{r}
 		}
 	}
 	return nil

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/svclab/svclab/internal/runtime"
 	pb "github.com/svclab/svclab/proto/boutique"
+	"github.com/svclab/svclab/svc"
 )
 
 // The original frontend's cookies.
@@ -43,7 +43,7 @@ var templatesFS embed.FS
 var pages = template.Must(template.New("pages").Funcs(template.FuncMap{"money": show}).ParseFS(templatesFS, "templates/pages.html"))
 
 // frontend is the entry: the original's pages, as RPCs (the Frontend
-// service) and as HTML on the gateway's port (runtime.WebHandler).
+// service) and as HTML on the gateway's port (svc.WebHandler).
 type frontend struct {
 	pb.UnimplementedFrontendServer
 	ad             pb.AdServiceClient
@@ -57,11 +57,11 @@ type frontend struct {
 }
 
 var (
-	_ runtime.WebHandler = (*frontend)(nil)
-	_ runtime.WebRouter  = (*frontend)(nil)
+	_ svc.WebHandler = (*frontend)(nil)
+	_ svc.WebRouter  = (*frontend)(nil)
 )
 
-func newFrontend(d runtime.Deps) (*frontend, error) {
+func newFrontend(d svc.Deps) (*frontend, error) {
 	f := &frontend{
 		ad:             pb.NewAdServiceClient(d.Conn(Ad)),
 		cart:           pb.NewCartServiceClient(d.Conn(Cart)),
@@ -285,7 +285,7 @@ func (f *frontend) routes() {
 }
 
 // Route names the page r asks for by its route's pattern
-// (runtime.WebRouter), so that the host's metrics and spans count pages
+// (svc.WebRouter), so that the host's metrics and spans count pages
 // per route; "" for a path no route serves.
 func (f *frontend) Route(r *http.Request) string {
 	_, pattern := f.mux.Handler(r)

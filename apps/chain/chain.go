@@ -17,7 +17,7 @@ import (
 
 	chainpb "github.com/svclab/svclab/proto/chain"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -35,10 +35,10 @@ const (
 )
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:      Name,
 		Summary:   "N hops of one service; each returns the downstream text followed by its own (S2)",
-		NewConfig: func() runtime.Config { return &Config{Hops: 3, Payload: Small} },
+		NewConfig: func() svc.Config { return &Config{Hops: 3, Payload: Small} },
 	})
 }
 
@@ -54,10 +54,10 @@ type Config struct {
 // Validate checks the config.
 func (c *Config) Validate() error {
 	if c.Hops < 1 || c.Hops > MaxHops {
-		return runtime.KeyErrorf("hops", "must be between 1 and %d, got %d", MaxHops, c.Hops)
+		return svc.KeyErrorf("hops", "must be between 1 and %d, got %d", MaxHops, c.Hops)
 	}
 	if c.Payload != Small && c.Payload != Large {
-		return runtime.KeyErrorf("payload", "must be %q or %q, got %q", Small, Large, c.Payload)
+		return svc.KeyErrorf("payload", "must be %q or %q, got %q", Small, Large, c.Payload)
 	}
 	return nil
 }
@@ -69,14 +69,14 @@ func HopName(i int) string { return fmt.Sprintf("hop%d", i) }
 func (c *Config) Entry() string { return HopName(1) }
 
 // Components are hop1..hopN, each depending on the next.
-func (c *Config) Components() []runtime.Component {
-	comps := make([]runtime.Component, 0, c.Hops)
+func (c *Config) Components() []svc.Component {
+	comps := make([]svc.Component, 0, c.Hops)
 	for i := 1; i <= c.Hops; i++ {
-		comp := runtime.Component{Name: HopName(i), Service: &chainpb.Hop_ServiceDesc}
+		comp := svc.Component{Name: HopName(i), Service: &chainpb.Hop_ServiceDesc}
 		if i < c.Hops {
 			comp.Deps = []string{HopName(i + 1)}
 		}
-		comp.New = func(_ context.Context, deps runtime.Deps) (any, error) {
+		comp.New = func(_ context.Context, deps svc.Deps) (any, error) {
 			h := &hop{name: HopName(i), payload: c.Payload, own: map[string]string{
 				Small: HopText(i, Small), Large: HopText(i, Large),
 			}}
@@ -91,9 +91,9 @@ func (c *Config) Components() []runtime.Component {
 }
 
 // Requests is one call of hop1 with the configured payload.
-func (c *Config) Requests() []runtime.Request {
+func (c *Config) Requests() []svc.Request {
 	want := Expected(c.Hops, c.Payload)
-	return []runtime.Request{{
+	return []svc.Request{{
 		Name:        "call",
 		Method:      chainpb.Hop_Call_FullMethodName,
 		Message:     &chainpb.CallRequest{Payload: c.Payload},
@@ -155,7 +155,7 @@ func (h *hop) Call(ctx context.Context, in *chainpb.CallRequest) (*chainpb.CallR
 		return nil, status.Errorf(codes.InvalidArgument, "%s: payload must be %q or %q, got %q", h.name, Small, Large, class)
 	}
 	if h.next == nil {
-		if err := runtime.Sleep(ctx, h.name, in.GetSleepMicros()); err != nil {
+		if err := svc.Sleep(ctx, h.name, in.GetSleepMicros()); err != nil {
 			return nil, err
 		}
 		return &chainpb.CallResponse{Text: own}, nil

@@ -17,7 +17,7 @@ import (
 
 	opspb "github.com/svclab/svclab/proto/rpcops"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -49,10 +49,10 @@ const (
 )
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:      Name,
 		Summary:   "void, long, eight longs, string and Movie RPCs (S4)",
-		NewConfig: func() runtime.Config { return &Config{Op: OpAll, StringLen: 16} },
+		NewConfig: func() svc.Config { return &Config{Op: OpAll, StringLen: 16} },
 	})
 }
 
@@ -68,10 +68,10 @@ type Config struct {
 // Validate checks the config.
 func (c *Config) Validate() error {
 	if c.Op != OpAll && !slices.Contains(Ops, c.Op) {
-		return runtime.KeyErrorf("op", "must be one of %s or %q, got %q", strings.Join(Ops, ", "), OpAll, c.Op)
+		return svc.KeyErrorf("op", "must be one of %s or %q, got %q", strings.Join(Ops, ", "), OpAll, c.Op)
 	}
 	if c.StringLen < MinStringLen || c.StringLen > MaxStringLen {
-		return runtime.KeyErrorf("string_len", "must be between %d and %d, got %d", MinStringLen, MaxStringLen, c.StringLen)
+		return svc.KeyErrorf("string_len", "must be between %d and %d, got %d", MinStringLen, MaxStringLen, c.StringLen)
 	}
 	return nil
 }
@@ -80,20 +80,20 @@ func (c *Config) Validate() error {
 func (c *Config) Entry() string { return Frontend }
 
 // Components are the frontend and the ops server it forwards to.
-func (c *Config) Components() []runtime.Component {
-	return []runtime.Component{
+func (c *Config) Components() []svc.Component {
+	return []svc.Component{
 		{
 			Name:    Frontend,
 			Service: &opspb.Frontend_ServiceDesc,
 			Deps:    []string{OpsComp},
-			New: func(_ context.Context, deps runtime.Deps) (any, error) {
+			New: func(_ context.Context, deps svc.Deps) (any, error) {
 				return &frontend{next: opspb.NewOpsClient(deps.Conn(OpsComp))}, nil
 			},
 		},
 		{
 			Name:    OpsComp,
 			Service: &opspb.Ops_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) {
+			New: func(context.Context, svc.Deps) (any, error) {
 				return &ops{}, nil
 			},
 		},
@@ -102,8 +102,8 @@ func (c *Config) Components() []runtime.Component {
 
 // Requests returns the request of the configured operation, or one of each
 // for "all".
-func (c *Config) Requests() []runtime.Request {
-	var out []runtime.Request
+func (c *Config) Requests() []svc.Request {
+	var out []svc.Request
 	for _, op := range Ops {
 		if c.Op == OpAll || c.Op == op {
 			out = append(out, Request(op, c.StringLen))
@@ -114,23 +114,23 @@ func (c *Config) Requests() []runtime.Request {
 
 // Request returns the default request of op (one of Ops), with strings of
 // stringLen characters.
-func Request(op string, stringLen int) runtime.Request {
+func Request(op string, stringLen int) svc.Request {
 	switch op {
 	case OpVoid:
-		return runtime.Request{
+		return svc.Request{
 			Name: op, Method: opspb.Frontend_Void_FullMethodName,
 			Message:     &opspb.VoidRequest{},
 			NewResponse: func() proto.Message { return new(opspb.VoidResponse) },
 		}
 	case OpLong:
-		return runtime.Request{
+		return svc.Request{
 			Name: op, Method: opspb.Frontend_Long_FullMethodName,
 			Message:     &opspb.LongRequest{Value: 42},
 			NewResponse: func() proto.Message { return new(opspb.LongResponse) },
 			Check:       wantLong(43),
 		}
 	case OpEightLongs:
-		return runtime.Request{
+		return svc.Request{
 			Name: op, Method: opspb.Frontend_EightLongs_FullMethodName,
 			Message:     &opspb.EightLongsRequest{V1: 1, V2: 2, V3: 3, V4: 4, V5: 5, V6: 6, V7: 7, V8: 8},
 			NewResponse: func() proto.Message { return new(opspb.LongResponse) },
@@ -138,7 +138,7 @@ func Request(op string, stringLen int) runtime.Request {
 		}
 	case OpString:
 		s := Text(stringLen)
-		return runtime.Request{
+		return svc.Request{
 			Name: op, Method: opspb.Frontend_String_FullMethodName,
 			Message:     &opspb.StringRequest{Value: s},
 			NewResponse: func() proto.Message { return new(opspb.StringResponse) },
@@ -152,7 +152,7 @@ func Request(op string, stringLen int) runtime.Request {
 	case OpMovie:
 		want := SampleMovie()
 		want.Sent = true
-		return runtime.Request{
+		return svc.Request{
 			Name: op, Method: opspb.Frontend_Movie_FullMethodName,
 			Message:     &opspb.MovieRequest{Movie: SampleMovie()},
 			NewResponse: func() proto.Message { return new(opspb.MovieResponse) },
@@ -229,21 +229,21 @@ type ops struct {
 }
 
 func (ops) Void(ctx context.Context, in *opspb.VoidRequest) (*opspb.VoidResponse, error) {
-	if err := runtime.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	return &opspb.VoidResponse{}, nil
 }
 
 func (ops) Long(ctx context.Context, in *opspb.LongRequest) (*opspb.LongResponse, error) {
-	if err := runtime.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	return &opspb.LongResponse{Value: in.GetValue() + 1}, nil
 }
 
 func (ops) EightLongs(ctx context.Context, in *opspb.EightLongsRequest) (*opspb.LongResponse, error) {
-	if err := runtime.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	sum := in.GetV1() + in.GetV2() + in.GetV3() + in.GetV4() + in.GetV5() + in.GetV6() + in.GetV7() + in.GetV8()
@@ -251,14 +251,14 @@ func (ops) EightLongs(ctx context.Context, in *opspb.EightLongsRequest) (*opspb.
 }
 
 func (ops) String(ctx context.Context, in *opspb.StringRequest) (*opspb.StringResponse, error) {
-	if err := runtime.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	return &opspb.StringResponse{Value: in.GetValue()}, nil
 }
 
 func (ops) Movie(ctx context.Context, in *opspb.MovieRequest) (*opspb.MovieResponse, error) {
-	if err := runtime.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, OpsComp, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	// Clone so that, over inproc where no serialisation copies the message,

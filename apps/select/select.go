@@ -20,7 +20,7 @@ import (
 
 	selectorpb "github.com/svclab/svclab/proto/selector"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -44,10 +44,10 @@ const (
 )
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:      Name,
 		Summary:   "decode an int32 array, return three elements at random positions (S3)",
-		NewConfig: func() runtime.Config { return &Config{Size: Std, Seed: 1} },
+		NewConfig: func() svc.Config { return &Config{Size: Std, Seed: 1} },
 	})
 }
 
@@ -63,7 +63,7 @@ type Config struct {
 // Validate checks the config.
 func (c *Config) Validate() error {
 	if c.Size != Std && c.Size != Large {
-		return runtime.KeyErrorf("size", "must be %q or %q, got %q", Std, Large, c.Size)
+		return svc.KeyErrorf("size", "must be %q or %q, got %q", Std, Large, c.Size)
 	}
 	return nil
 }
@@ -72,20 +72,20 @@ func (c *Config) Validate() error {
 func (c *Config) Entry() string { return Frontend }
 
 // Components are the frontend and the selector it forwards to.
-func (c *Config) Components() []runtime.Component {
-	return []runtime.Component{
+func (c *Config) Components() []svc.Component {
+	return []svc.Component{
 		{
 			Name:    Frontend,
 			Service: &selectorpb.Frontend_ServiceDesc,
 			Deps:    []string{Selector},
-			New: func(_ context.Context, deps runtime.Deps) (any, error) {
+			New: func(_ context.Context, deps svc.Deps) (any, error) {
 				return &frontend{next: selectorpb.NewSelectorClient(deps.Conn(Selector))}, nil
 			},
 		},
 		{
 			Name:    Selector,
 			Service: &selectorpb.Selector_ServiceDesc,
-			New: func(context.Context, runtime.Deps) (any, error) {
+			New: func(context.Context, svc.Deps) (any, error) {
 				return &selector{}, nil
 			},
 		},
@@ -103,13 +103,13 @@ func Values(seed int64, n int) []int32 {
 }
 
 // Requests is one Frontend.Select call with the configured array.
-func (c *Config) Requests() []runtime.Request {
+func (c *Config) Requests() []svc.Request {
 	n := StdSize
 	if c.Size == Large {
 		n = LargeSize
 	}
 	req := &selectorpb.SelectRequest{Values: Values(c.Seed, n)}
-	return []runtime.Request{{
+	return []svc.Request{{
 		Name:        "select",
 		Method:      selectorpb.Frontend_Select_FullMethodName,
 		Message:     req,
@@ -154,7 +154,7 @@ type selector struct {
 }
 
 func (s *selector) Select(ctx context.Context, in *selectorpb.SelectRequest) (*selectorpb.SelectResponse, error) {
-	if err := runtime.Sleep(ctx, Selector, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, Selector, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	v := in.GetValues()

@@ -2,7 +2,7 @@
 // backend with an entry gateway, a products service that reads the
 // catalogue and an orders service that checks stock and records orders,
 // each in one transaction. Products and orders share one PostgreSQL
-// database, a backing service (runtime.Backing) that the deployer runs and
+// database, a backing service (svc.Backing) that the deployer runs and
 // resets to the seeded catalogue before every run; the app only connects
 // to it, through a pgx pool of app.pool_size connections per process.
 package shop
@@ -21,7 +21,7 @@ import (
 
 	shoppb "github.com/svclab/svclab/proto/shop"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -60,10 +60,10 @@ const (
 )
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:    Name,
 		Summary: "e-commerce backend: gateway, products and orders on a shared PostgreSQL (S1)",
-		NewConfig: func() runtime.Config {
+		NewConfig: func() svc.Config {
 			return &Config{Products: 1000, Stock: 1_000_000, PoolSize: 10, Op: OpAll}
 		},
 	})
@@ -88,21 +88,21 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.Products < 1 || c.Products > MaxProducts {
-		errs = append(errs, runtime.KeyErrorf("products", "must be between 1 and %d, got %d", MaxProducts, c.Products))
+		errs = append(errs, svc.KeyErrorf("products", "must be between 1 and %d, got %d", MaxProducts, c.Products))
 	}
 	if c.Stock < 0 {
-		errs = append(errs, runtime.KeyErrorf("stock", "must not be negative, got %d", c.Stock))
+		errs = append(errs, svc.KeyErrorf("stock", "must not be negative, got %d", c.Stock))
 	}
 	if c.PoolSize < 1 || c.PoolSize > MaxPoolSize {
-		errs = append(errs, runtime.KeyErrorf("pool_size", "must be between 1 and %d, got %d", MaxPoolSize, c.PoolSize))
+		errs = append(errs, svc.KeyErrorf("pool_size", "must be between 1 and %d, got %d", MaxPoolSize, c.PoolSize))
 	}
 	switch c.Op {
 	case OpAll, OpList, OpGet, OpOrder, OpOrders:
 	default:
-		errs = append(errs, runtime.KeyErrorf("op", "must be one of %q, %q, %q, %q or %q, got %q", OpAll, OpList, OpGet, OpOrder, OpOrders, c.Op))
+		errs = append(errs, svc.KeyErrorf("op", "must be one of %q, %q, %q, %q or %q, got %q", OpAll, OpList, OpGet, OpOrder, OpOrders, c.Op))
 	}
 	if c.Ingress != "" && c.Ingress != IngressNginx {
-		errs = append(errs, runtime.KeyErrorf("ingress", "must be %q or left out, got %q", IngressNginx, c.Ingress))
+		errs = append(errs, svc.KeyErrorf("ingress", "must be %q or left out, got %q", IngressNginx, c.Ingress))
 	}
 	return errors.Join(errs...)
 }
@@ -110,12 +110,12 @@ func (c *Config) Validate() error {
 // Entry is the gateway.
 func (c *Config) Entry() string { return Gateway }
 
-// IngressName is app.ingress, for a deployer (runtime.IngressUser).
+// IngressName is app.ingress, for a deployer (svc.IngressUser).
 func (c *Config) IngressName() string { return c.Ingress }
 
 // Backing is the shop's database: its schema and seeded catalogue.
-func (c *Config) Backing() []runtime.Backing {
-	return []runtime.Backing{{Name: DB, Kind: runtime.BackingPostgres, Setup: Schema(c.Products, c.Stock)}}
+func (c *Config) Backing() []svc.Backing {
+	return []svc.Backing{{Name: DB, Kind: svc.BackingPostgres, Setup: Schema(c.Products, c.Stock)}}
 }
 
 // Schema is the SQL that creates the shop's tables and seeds n products
@@ -151,11 +151,11 @@ func NameOf(id int64) string { return fmt.Sprintf("product-%d", id) }
 
 // Components are the gateway, which calls products and orders, and the
 // two services, which share the database.
-func (c *Config) Components() []runtime.Component {
-	return []runtime.Component{
+func (c *Config) Components() []svc.Component {
+	return []svc.Component{
 		{
 			Name: Gateway, Service: &shoppb.Gateway_ServiceDesc, Deps: []string{Products, Orders},
-			New: func(_ context.Context, deps runtime.Deps) (any, error) {
+			New: func(_ context.Context, deps svc.Deps) (any, error) {
 				return &gateway{
 					products: shoppb.NewProductsClient(deps.Conn(Products)),
 					orders:   shoppb.NewOrdersClient(deps.Conn(Orders)),
@@ -164,7 +164,7 @@ func (c *Config) Components() []runtime.Component {
 		},
 		{
 			Name: Products, Service: &shoppb.Products_ServiceDesc,
-			New: func(ctx context.Context, _ runtime.Deps) (any, error) {
+			New: func(ctx context.Context, _ svc.Deps) (any, error) {
 				pool, err := c.open(ctx, Products)
 				if err != nil {
 					return nil, err
@@ -174,7 +174,7 @@ func (c *Config) Components() []runtime.Component {
 		},
 		{
 			Name: Orders, Service: &shoppb.Orders_ServiceDesc,
-			New: func(ctx context.Context, _ runtime.Deps) (any, error) {
+			New: func(ctx context.Context, _ svc.Deps) (any, error) {
 				pool, err := c.open(ctx, Orders)
 				if err != nil {
 					return nil, err
@@ -188,7 +188,7 @@ func (c *Config) Components() []runtime.Component {
 // open connects component's pool to the database the deployer started,
 // and checks it answers, so a host that cannot reach it fails its start.
 func (c *Config) open(ctx context.Context, component string) (*pgxpool.Pool, error) {
-	dsn, err := runtime.BackingAddr(DB)
+	dsn, err := svc.BackingAddr(DB)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", component, err)
 	}
@@ -212,9 +212,9 @@ func (c *Config) open(ctx context.Context, component string) (*pgxpool.Pool, err
 // Requests are the default requests app.op chooses. Product ids 0 let the
 // services pick a product at random, so a load generator's fixed request
 // spreads over the catalogue instead of queueing on one row's lock.
-func (c *Config) Requests() []runtime.Request {
+func (c *Config) Requests() []svc.Request {
 	n := int64(c.Products)
-	all := []runtime.Request{
+	all := []svc.Request{
 		{
 			Name: OpList, Method: shoppb.Gateway_ListProducts_FullMethodName,
 			Message:     &shoppb.ListProductsRequest{Limit: DefaultLimit},
@@ -262,7 +262,7 @@ func (c *Config) Requests() []runtime.Request {
 	}
 	for _, r := range all {
 		if r.Name == c.Op {
-			return []runtime.Request{r}
+			return []svc.Request{r}
 		}
 	}
 	return nil
@@ -318,7 +318,7 @@ func limitOf(l int32) (int32, error) {
 }
 
 func (p *products) ListProducts(ctx context.Context, in *shoppb.ListProductsRequest) (*shoppb.ListProductsResponse, error) {
-	if err := runtime.Sleep(ctx, Products, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, Products, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	limit, err := limitOf(in.GetLimit())
@@ -343,7 +343,7 @@ func (p *products) ListProducts(ctx context.Context, in *shoppb.ListProductsRequ
 }
 
 func (p *products) GetProduct(ctx context.Context, in *shoppb.GetProductRequest) (*shoppb.Product, error) {
-	if err := runtime.Sleep(ctx, Products, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, Products, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	id := in.GetId()
@@ -378,7 +378,7 @@ const ErrNoStock = "insufficient stock"
 // under the row's lock, so concurrent orders can never sell more than
 // there is.
 func (o *orders) CreateOrder(ctx context.Context, in *shoppb.CreateOrderRequest) (*shoppb.Order, error) {
-	if err := runtime.Sleep(ctx, Orders, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, Orders, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	if in.GetQuantity() <= 0 {
@@ -420,7 +420,7 @@ func (o *orders) CreateOrder(ctx context.Context, in *shoppb.CreateOrderRequest)
 }
 
 func (o *orders) ListOrders(ctx context.Context, in *shoppb.ListOrdersRequest) (*shoppb.ListOrdersResponse, error) {
-	if err := runtime.Sleep(ctx, Orders, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, Orders, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	limit, err := limitOf(in.GetLimit())

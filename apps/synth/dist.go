@@ -10,7 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
-	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/svc"
 )
 
 // Distribution names, as written in a spec: "exp(2ms)", "lognormal(2ms,
@@ -39,13 +39,13 @@ const (
 func (q quantity) parse(s string) (float64, error) {
 	switch q {
 	case qDuration:
-		var d spec.Duration
+		var d svc.Duration
 		if err := d.UnmarshalText([]byte(s)); err != nil {
 			return 0, err
 		}
 		return float64(d), nil
 	case qSize:
-		var b spec.ByteSize
+		var b svc.ByteSize
 		if strings.HasPrefix(strings.TrimSpace(s), "-") {
 			return 0, fmt.Errorf("must not be negative, got %q", s)
 		}
@@ -71,7 +71,7 @@ func (q quantity) format(v float64) string {
 	case qDuration:
 		return time.Duration(math.Round(v)).String()
 	case qSize:
-		return spec.ByteSize(math.Round(v)).String()
+		return svc.ByteSize(math.Round(v)).String()
 	}
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }

@@ -1,7 +1,6 @@
 package synth
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -11,7 +10,7 @@ import (
 	"gonum.org/v1/gonum/graph/graphs/gen"
 	"gonum.org/v1/gonum/graph/simple"
 
-	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/svc"
 )
 
 // KindBarabasiAlbert is the one generator: preferential attachment, as
@@ -48,10 +47,10 @@ type Graph struct {
 func graphName(i int) string { return "s" + strconv.Itoa(i) }
 
 // validate checks the generator's keys, each at its own.
-func (g *Graph) validate() error {
+func (g *Graph) validate() []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, runtime.KeyErrorf("graph."+key, format, args...))
+		errs = append(errs, svc.KeyErrorf("graph."+key, format, args...))
 	}
 	if g.Kind != KindBarabasiAlbert {
 		bad("kind", "must be %q, got %q", KindBarabasiAlbert, g.Kind)
@@ -73,7 +72,7 @@ func (g *Graph) validate() error {
 	default:
 		bad("mode", "must be %q or %q, got %q", Sequential, Parallel, g.Mode)
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 // generate makes the services: a Barabási–Albert graph (gonum's

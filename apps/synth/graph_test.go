@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/svclab/svclab/apps/synth"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -30,11 +31,11 @@ func fromSpec(t *testing.T, src string) *synth.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := synth.FromSpec(s)
+	c, err := runtime.DecodeApp(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return c.(*synth.Config)
 }
 
 // edges lists a config's calls as "from>to" in call order.

@@ -9,8 +9,6 @@ import (
 	"gonum.org/v1/gonum/graph/encoding"
 	"gonum.org/v1/gonum/graph/encoding/dot"
 	"gonum.org/v1/gonum/graph/simple"
-
-	"github.com/svclab/svclab/internal/spec"
 )
 
 // TOML writes the services in force as an [app] table that svclab reads
@@ -181,19 +179,3 @@ func (e *dotEdge) Attributes() []encoding.Attribute {
 
 // dotQuote makes a Graphviz string of s, keeping its \n line breaks.
 func dotQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
-
-// FromSpec decodes and checks a spec's [app] table as a synth config,
-// with every error at its key and line, without resolving [deploy].
-func FromSpec(s *spec.Spec) (*Config, error) {
-	if s.App.Name != Name {
-		return nil, s.Errorf("app.name", "is %q; this needs app.name = %q", s.App.Name, Name)
-	}
-	c := &Config{}
-	if err := s.Decode("app", c); err != nil {
-		return nil, err
-	}
-	if err := c.Validate(); err != nil {
-		return nil, s.Locate("app", err)
-	}
-	return c, nil
-}

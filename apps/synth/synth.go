@@ -33,9 +33,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/svclab/svclab/internal/runtime"
-	"github.com/svclab/svclab/internal/spec"
 	synthpb "github.com/svclab/svclab/proto/synth"
+	"github.com/svclab/svclab/svc"
 )
 
 // Name is the app.name of this app.
@@ -61,10 +60,10 @@ const (
 )
 
 func init() {
-	runtime.Register(&runtime.App{
+	svc.Register(&svc.App{
 		Name:      Name,
 		Summary:   "services described in the spec: CPU, memory and waiting per request, calls, response sizes; or a generated graph",
-		NewConfig: func() runtime.Config { return &Config{} },
+		NewConfig: func() svc.Config { return &Config{} },
 	})
 }
 
@@ -160,7 +159,7 @@ var serviceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, runtime.KeyErrorf(key, format, args...))
+		errs = append(errs, svc.KeyErrorf(key, format, args...))
 	}
 	if c.MaxDepth < 0 || c.MaxDepth > MaxDepth {
 		bad("max_depth", "must be between 0 (no bound) and %d, got %d", MaxDepth, c.MaxDepth)
@@ -171,8 +170,8 @@ func (c *Config) Validate() error {
 		bad("graph", "give either [app.services.<name>] or [app.graph], not both")
 		return errors.Join(errs...)
 	case c.Graph != nil:
-		if err := c.Graph.validate(); err != nil {
-			return errors.Join(append(errs, spec.Unjoin(err)...)...)
+		if gerrs := c.Graph.validate(); len(gerrs) > 0 {
+			return errors.Join(append(errs, gerrs...)...)
 		}
 		c.services = c.Graph.generate()
 		if c.EntryName == "" {
@@ -199,7 +198,7 @@ func (c *Config) Validate() error {
 	if c.EntryName == "" {
 		bad("entry", "missing: name the service clients call (one of %s)", shortList(names))
 	} else if _, ok := c.services[c.EntryName]; !ok {
-		bad("entry", "unknown service %q%s", c.EntryName, spec.DidYouMean(c.EntryName, names))
+		bad("entry", "unknown service %q%s", c.EntryName, svc.DidYouMean(c.EntryName, names))
 	}
 	for _, name := range names {
 		errs = append(errs, c.services[name].validate("services."+keyPart(name), name, names, c.services)...)
@@ -239,7 +238,7 @@ func (c *Config) Validate() error {
 func (s *Service) validate(key, name string, names []string, all map[string]*Service) []error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
-		errs = append(errs, runtime.KeyErrorf(key, format, args...))
+		errs = append(errs, svc.KeyErrorf(key, format, args...))
 	}
 	if !serviceName.MatchString(name) {
 		bad(key, "service name %q must start with a letter and hold only letters, digits, '_' and '-' (at most 63)", name)
@@ -258,7 +257,7 @@ func (s *Service) validate(key, name string, names []string, all map[string]*Ser
 		case call.To == "":
 			bad(ck+".to", "missing: name the service called")
 		case !ok:
-			bad(ck+".to", "unknown service %q%s", call.To, spec.DidYouMean(call.To, names))
+			bad(ck+".to", "unknown service %q%s", call.To, svc.DidYouMean(call.To, names))
 		}
 		if n := call.count(); n < 0 || math.IsNaN(n) || n > 1000 {
 			bad(ck+".count", "must be between 0 and 1000, got %g", n)
@@ -344,7 +343,7 @@ func (c *Config) cycles(prefix string) []error {
 				if prefix == "graph." {
 					key = "graph"
 				}
-				errs = append(errs, runtime.KeyErrorf(key, "calls %q, which closes a cycle (%s); set app.max_depth to bound how deep a request goes", call.To, strings.Join(loop, " → ")))
+				errs = append(errs, svc.KeyErrorf(key, "calls %q, which closes a cycle (%s); set app.max_depth to bound how deep a request goes", call.To, strings.Join(loop, " → ")))
 			}
 		}
 		path = path[:len(path)-1]
@@ -401,16 +400,16 @@ func (c *Config) ServicesInForce() map[string]*Service { return c.services }
 func (c *Config) Order() []string { return c.order }
 
 // Components are the services, from the entry breadth first.
-func (c *Config) Components() []runtime.Component {
-	comps := make([]runtime.Component, 0, len(c.order))
+func (c *Config) Components() []svc.Component {
+	comps := make([]svc.Component, 0, len(c.order))
 	for _, name := range c.order {
-		svc := c.services[name]
-		comps = append(comps, runtime.Component{
+		s := c.services[name]
+		comps = append(comps, svc.Component{
 			Name:    name,
 			Service: &synthpb.Service_ServiceDesc,
-			Deps:    svc.callees(),
-			New: func(_ context.Context, deps runtime.Deps) (any, error) {
-				return newServer(name, svc, c.Seed, c.MaxDepth, deps), nil
+			Deps:    s.callees(),
+			New: func(_ context.Context, deps svc.Deps) (any, error) {
+				return newServer(name, s, c.Seed, c.MaxDepth, deps), nil
 			},
 		})
 	}
@@ -420,7 +419,7 @@ func (c *Config) Components() []runtime.Component {
 // Requests is one call of the entry, or with app.paths one call per
 // path, named path1, path2, ... When the entry's response size is a
 // constant, the answer's size is checked.
-func (c *Config) Requests() []runtime.Request {
+func (c *Config) Requests() []svc.Request {
 	var check func(proto.Message) error
 	if resp := c.services[c.EntryName].Response; resp.kind == "" {
 		want := int(resp.a)
@@ -431,8 +430,8 @@ func (c *Config) Requests() []runtime.Request {
 			return nil
 		}
 	}
-	request := func(name string, m *synthpb.CallRequest) runtime.Request {
-		return runtime.Request{
+	request := func(name string, m *synthpb.CallRequest) svc.Request {
+		return svc.Request{
 			Name:        name,
 			Method:      synthpb.Service_Call_FullMethodName,
 			Message:     m,
@@ -441,9 +440,9 @@ func (c *Config) Requests() []runtime.Request {
 		}
 	}
 	if len(c.plans) == 0 {
-		return []runtime.Request{request("call", &synthpb.CallRequest{})}
+		return []svc.Request{request("call", &synthpb.CallRequest{})}
 	}
-	out := make([]runtime.Request, len(c.plans))
+	out := make([]svc.Request, len(c.plans))
 	for i, plan := range c.plans {
 		out[i] = request(fmt.Sprintf("path%d", i+1), &synthpb.CallRequest{Follow: true, Plan: plan})
 	}
@@ -477,7 +476,7 @@ type edge struct {
 	client synthpb.ServiceClient
 }
 
-func newServer(name string, svc *Service, seed uint64, maxDepth int, deps runtime.Deps) *server {
+func newServer(name string, svc *Service, seed uint64, maxDepth int, deps svc.Deps) *server {
 	s := &server{
 		name:     name,
 		svc:      svc,
@@ -531,14 +530,14 @@ func uniform(src rand.Source) float64 { return float64(src.Uint64()>>11) / (1 <<
 
 // Call does the service's work, then its calls, then answers.
 func (s *server) Call(ctx context.Context, in *synthpb.CallRequest) (*synthpb.CallResponse, error) {
-	if err := runtime.Sleep(ctx, s.name, in.GetSleepMicros()); err != nil {
+	if err := svc.Sleep(ctx, s.name, in.GetSleepMicros()); err != nil {
 		return nil, err
 	}
 	d := s.draw()
 	burnCPU(time.Duration(d.work[0]))
 	touchMemory(int(d.work[1]))
 	// The work's sleep is the test knob's wait, cut short alike.
-	if err := runtime.Sleep(ctx, s.name, time.Duration(d.work[2]).Microseconds()); err != nil {
+	if err := svc.Sleep(ctx, s.name, time.Duration(d.work[2]).Microseconds()); err != nil {
 		return nil, err
 	}
 	var calls []outCall

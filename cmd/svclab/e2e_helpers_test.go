@@ -15,6 +15,10 @@ import (
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
+// exitThresholds is the exit status of a run whose load.thresholds were
+// broken, as the root command's help documents it.
+const exitThresholds = 99
+
 // svclabBin is the binary the end-to-end tests run: $SVCLAB_BIN (the
 // Makefile sets it to bin/svclab) or one built once for this test binary.
 var svclabBin string

@@ -22,15 +22,22 @@ var update = flag.Bool("update", false, "rewrite godeps.txt from the current pac
 // import a package of a lower layer, or one of its own part; never one of
 // its own layer's other parts or of a higher layer. The spec package is the
 // language every stage reads, so it sits at the bottom and imports nothing
-// of svclab. Generated proto packages register inproc methods, so they sit
-// above the transports.
+// of svclab. The public packages sit each above what they expose: svc/cli
+// (the whole CLI as a library) above internal/cli (its commands), svc (the
+// app API) between the apps and internal/runtime, and svc/svcimpl (what
+// generated code calls) between the generated proto packages, which
+// register inproc methods through it, and the transports.
 var layers = [][]string{
 	{"cmd/", "internal/archtest", "internal/conformance"},
+	{"svc/cli"},
+	{"internal/cli"},
 	{"internal/experiment", "internal/capacity"},
 	{"internal/deploy"},
 	{"apps/"},
+	{"svc"},
 	{"internal/runtime", "internal/load"},
 	{"proto/"},
+	{"svc/svcimpl"},
 	{"internal/runtime/transport"},
 	{"internal/cgroup"},
 	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock", "internal/autoscale", "internal/image", "internal/warn", "internal/live"},
@@ -51,10 +58,14 @@ func part(pkg string) (int, string) {
 	return bestLayer, best
 }
 
-// onlyFromCmd are packages only the CLI wires in, directly or through the
-// deploy/all registration package: everything else chooses a deployer by
-// name through internal/deploy.
+// onlyFromCmd are packages only the CLI (cmd/ and internal/cli, its
+// commands) wires in, directly or through the deploy/all registration
+// package: everything else chooses a deployer by name through
+// internal/deploy.
 var onlyFromCmd = []string{"internal/deploy/local"}
+
+// cli are the packages of the CLI itself.
+var cli = []string{"cmd/", "internal/cli"}
 
 // wiring packages exist to register implementations for cmd/.
 var wiring = []string{"internal/deploy/all"}
@@ -150,7 +161,7 @@ func TestLayers(t *testing.T) {
 				continue
 			}
 			for _, oc := range onlyFromCmd {
-				if (to == oc || strings.HasPrefix(to, oc+"/")) && !strings.HasPrefix(from, "cmd/") && !strings.HasPrefix(from, oc) && !slices.Contains(wiring, from) {
+				if (to == oc || strings.HasPrefix(to, oc+"/")) && !inCLI(from) && !strings.HasPrefix(from, oc) && !slices.Contains(wiring, from) {
 					t.Errorf("%s imports %s, which only cmd/ may wire in", from, to)
 				}
 			}
@@ -165,6 +176,40 @@ func TestLayers(t *testing.T) {
 	}
 }
 
+// inCLI reports whether pkg is a package of the CLI.
+func inCLI(pkg string) bool {
+	return slices.ContainsFunc(cli, func(p string) bool { return pkg == p || strings.HasPrefix(pkg, strings.TrimSuffix(p, "/")+"/") })
+}
+
+// appsMayImport are the packages of svclab the reference apps' code (tests
+// aside) may import: the public app API and their own protobuf packages,
+// as an app outside the module would. They are its first users, so that
+// what they need is in it.
+var appsMayImport = []string{"svc", "proto/", "apps/"}
+
+func TestAppsUsePublicAPI(t *testing.T) {
+	n := 0
+	for _, p := range listPackages(t) {
+		from, ok := strings.CutPrefix(p.ImportPath, module)
+		if !ok || !strings.HasPrefix(from, "apps/") {
+			continue
+		}
+		n++
+		for _, im := range p.Imports {
+			to, ok := strings.CutPrefix(im, module)
+			if !ok {
+				continue
+			}
+			if !slices.ContainsFunc(appsMayImport, func(a string) bool { return to == a || strings.HasPrefix(to, a) && strings.HasSuffix(a, "/") }) {
+				t.Errorf("%s imports %s: an app uses only the public API (svc) and protobuf packages", from, to)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no package under apps/: the check checked nothing")
+	}
+}
+
 func TestPart(t *testing.T) {
 	for _, c := range []struct {
 		pkg   string
@@ -172,12 +217,17 @@ func TestPart(t *testing.T) {
 		part  string
 	}{
 		{"cmd/svclab", 0, "cmd/"},
-		{"internal/runtime", 4, "internal/runtime"},
-		{"internal/runtime/balancer", 4, "internal/runtime"},
-		{"internal/runtime/transport/inproc", 6, "internal/runtime/transport"},
-		{"internal/deploy/local", 2, "internal/deploy"},
-		{"internal/spec", 8, "internal/spec"},
+		{"svc/cli", 1, "svc/cli"},
+		{"internal/cli", 2, "internal/cli"},
+		{"internal/deploy/local", 4, "internal/deploy"},
+		{"svc", 6, "svc"},
+		{"internal/runtime", 7, "internal/runtime"},
+		{"internal/runtime/balancer", 7, "internal/runtime"},
+		{"svc/svcimpl", 9, "svc/svcimpl"},
+		{"internal/runtime/transport/inproc", 10, "internal/runtime/transport"},
+		{"internal/spec", 12, "internal/spec"},
 		{"internal/runtimex", -1, ""},
+		{"svcx", -1, ""},
 	} {
 		l, p := part(c.pkg)
 		if l != c.layer || p != c.part {

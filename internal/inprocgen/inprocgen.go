@@ -2,7 +2,9 @@
 // every service with unary methods it writes <file>_svclab.pb.go beside the
 // grpc-go stubs: one typed inproc.Method per method, registered from init,
 // so an inproc call through the generated stub becomes a plain Go method
-// call with no allocation of svclab's own.
+// call with no allocation of svclab's own. The generated code imports
+// svc/svcimpl, the public face of package inproc, so that a module outside
+// svclab's can generate and build it.
 //
 // The generated Copy assigns the response's fields one by one when the
 // message is generated in the same Go package with the open struct API;
@@ -19,11 +21,11 @@ import (
 )
 
 // Version is written into the header of generated files.
-const Version = "1"
+const Version = "2"
 
 const (
 	contextPackage = protogen.GoImportPath("context")
-	inprocPackage  = protogen.GoImportPath("github.com/svclab/svclab/internal/runtime/transport/inproc")
+	svcimplPackage = protogen.GoImportPath("github.com/svclab/svclab/svc/svcimpl")
 )
 
 // Run generates the files for every file the request asks for.
@@ -66,7 +68,7 @@ func generateFile(gen *protogen.Plugin, f *protogen.File) {
 	g.P()
 	g.P("func init() {")
 	for _, s := range services {
-		g.P(g.QualifiedGoIdent(inprocPackage.Ident("RegisterMethods")), "(&", s.GoName, "_ServiceDesc, map[string]", inprocPackage.Ident("Method"), "{")
+		g.P(g.QualifiedGoIdent(svcimplPackage.Ident("RegisterMethods")), "(&", s.GoName, "_ServiceDesc, map[string]", svcimplPackage.Ident("Method"), "{")
 		for _, m := range s.Methods {
 			if unary(m) {
 				g.P("\t", fmt.Sprintf("%q", m.GoName), ": {Call: ", callName(s, m), ", Copy: ", copyExpr(g, f, s, m), "},")
@@ -102,7 +104,7 @@ func copyExpr(g *protogen.GeneratedFile, f *protogen.File, s *protogen.Service, 
 	if ownFields(f, m.Output) {
 		return copyName(s, m)
 	}
-	return g.QualifiedGoIdent(inprocPackage.Ident("ShallowCopy"))
+	return g.QualifiedGoIdent(svcimplPackage.Ident("ShallowCopy"))
 }
 
 func generateMethod(g *protogen.GeneratedFile, f *protogen.File, s *protogen.Service, m *protogen.Method) {
@@ -112,7 +114,7 @@ func generateMethod(g *protogen.GeneratedFile, f *protogen.File, s *protogen.Ser
 	g.P("func ", callName(s, m), "(impl any, ctx ", contextPackage.Ident("Context"), ", in any) (any, error) {")
 	g.P("req, ok := in.(*", in, ")")
 	g.P("if !ok {")
-	g.P("return nil, ", inprocPackage.Ident("TypeError"), "(in, req)")
+	g.P("return nil, ", svcimplPackage.Ident("TypeError"), "(in, req)")
 	g.P("}")
 	g.P("return impl.(", s.GoName, "Server).", m.GoName, "(ctx, req)")
 	g.P("}")
@@ -123,14 +125,14 @@ func generateMethod(g *protogen.GeneratedFile, f *protogen.File, s *protogen.Ser
 	g.P("func ", copyName(s, m), "(dst, src any) error {")
 	g.P("d, ok := dst.(*", out, ")")
 	g.P("if !ok || d == nil {")
-	g.P("return ", inprocPackage.Ident("TypeError"), "(dst, d)")
+	g.P("return ", svcimplPackage.Ident("TypeError"), "(dst, d)")
 	g.P("}")
 	g.P("r, ok := src.(*", out, ")")
 	g.P("if !ok {")
-	g.P("return ", inprocPackage.Ident("TypeError"), "(src, r)")
+	g.P("return ", svcimplPackage.Ident("TypeError"), "(src, r)")
 	g.P("}")
 	g.P("if r == nil {")
-	g.P("return ", inprocPackage.Ident("NilResponse"), "(", fmt.Sprintf("%q", full), ")")
+	g.P("return ", svcimplPackage.Ident("NilResponse"), "(", fmt.Sprintf("%q", full), ")")
 	g.P("}")
 	for _, name := range fieldNames(m.Output) {
 		g.P("d.", name, " = r.", name)

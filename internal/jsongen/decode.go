@@ -140,7 +140,7 @@ func (w writer) unmarshal(m *protogen.Message) {
 func bit(g *protogen.GeneratedFile, set string, i int) {
 	word, mask := fmt.Sprintf("%s[%d]", set, i/64), fmt.Sprintf("1<<%d", i%64)
 	g.P("if ", word, "&(", mask, ") != 0 {")
-	g.P("return ", g.QualifiedGoIdent(pbjsonPackage.Ident("ErrFallback")))
+	g.P("return ", g.QualifiedGoIdent(svcimplPackage.Ident("ErrFallback")))
 	g.P("}")
 	g.P(word, " |= ", mask)
 }

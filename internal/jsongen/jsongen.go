@@ -3,8 +3,9 @@
 // methods per message, AppendProtoJSON and DecodeProtoJSON, which write
 // and read protojson's JSON mapping field by field with no reflection,
 // calling the runtime in internal/runtime/transport/httptransport/pbjson
-// (whose doc states the contract). The http transport uses them in place
-// of protojson.
+// (whose doc states the contract) through svc/svcimpl, the public package
+// that generated code outside svclab's module can import. The http
+// transport uses them in place of protojson.
 //
 // A message gets no methods (and protojson handles it) when generated code
 // could not follow protojson exactly or cheaply: the opaque Go API,
@@ -26,12 +27,12 @@ import (
 )
 
 // Version is written into the header of generated files.
-const Version = "1"
+const Version = "2"
 
 const (
-	pbjsonPackage = protogen.GoImportPath("github.com/svclab/svclab/internal/runtime/transport/httptransport/pbjson")
-	mathPackage   = protogen.GoImportPath("math")
-	strconvPkg    = protogen.GoImportPath("strconv")
+	svcimplPackage = protogen.GoImportPath("github.com/svclab/svclab/svc/svcimpl")
+	mathPackage    = protogen.GoImportPath("math")
+	strconvPkg     = protogen.GoImportPath("strconv")
 )
 
 // Run generates the files for every file the request asks for.
@@ -134,7 +135,7 @@ type writer struct {
 	local map[*protogen.Message]bool
 }
 
-func (w writer) pbjson(name string) string { return w.g.QualifiedGoIdent(pbjsonPackage.Ident(name)) }
+func (w writer) pbjson(name string) string { return w.g.QualifiedGoIdent(svcimplPackage.Ident(name)) }
 
 // enumMap names the map protoc-gen-go generates beside an enum type:
 // suffix "_name" (number to name) or "_value" (name to number).

@@ -80,7 +80,7 @@ func TestWhatGetsCode(t *testing.T) {
 				return
 			}
 			src := resp.File[0].GetContent()
-			for _, want := range []string{"func (x *M) AppendProtoJSON(b []byte) ([]byte, error)", "func (x *M) DecodeProtoJSON(d *pbjson.Decoder) error"} {
+			for _, want := range []string{"func (x *M) AppendProtoJSON(b []byte) ([]byte, error)", "func (x *M) DecodeProtoJSON(d *svcimpl.Decoder) error"} {
 				if !strings.Contains(src, want) {
 					t.Errorf("no %q in\n%s", want, src)
 				}

@@ -249,6 +249,14 @@ func CheckApp(s *spec.Spec) error {
 	return err
 }
 
+// DecodeApp decodes and checks the [app] table of s into the config of the
+// app it names, every error at its key and line, without resolving
+// [deploy]: for a command that shows an app's config (svclab synth show).
+func DecodeApp(s *spec.Spec) (Config, error) {
+	_, cfg, err := decodeApp(s)
+	return cfg, err
+}
+
 // decodeApp looks up the app s names and decodes [app] into its config.
 func decodeApp(s *spec.Spec) (*App, Config, error) {
 	if s.App.Name == "" {

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -58,7 +58,7 @@ for docker load, podman load or kind load image-archive.`,
 					return err
 				}
 				fmt.Fprintf(w, "building a static svclab %s for %s from %s\n", version, plat, source)
-				ldflags := fmt.Sprintf("-X main.version=%s -X main.commit=%s", version, commit)
+				ldflags := fmt.Sprintf("-X %[1]s.version=%[2]s -X %[1]s.commit=%[3]s", versionPackage, version, commit)
 				if binary, err = image.Build(cmd.Context(), source, "./cmd/svclab", *plat, ldflags, out); err != nil {
 					return err
 				}

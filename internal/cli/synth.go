@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/svclab/svclab/apps/synth"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 func init() {
@@ -64,7 +66,7 @@ func synthShow(path string, sets []string, format string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := synth.FromSpec(s)
+	c, err := synthConfig(s)
 	if err != nil {
 		return err
 	}
@@ -157,4 +159,17 @@ func synthImport(path string, opts synth.ImportOptions, response string, w, repo
 	b.Write(c.TOML())
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// synthConfig decodes and checks a spec's [app] table as a synth config,
+// with every error at its key and line, without resolving [deploy].
+func synthConfig(s *spec.Spec) (*synth.Config, error) {
+	if s.App.Name != synth.Name {
+		return nil, s.Errorf("app.name", "is %q; this needs app.name = %q", s.App.Name, synth.Name)
+	}
+	cfg, err := runtime.DecodeApp(s)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.(*synth.Config), nil
 }

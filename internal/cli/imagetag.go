@@ -1,4 +1,4 @@
-package main
+package cli
 
 // defaultImageTag is the tag of this version's image: what `svclab image
 // --tarball` writes without --tag, and what `svclab kube render` and the

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/cli/clitest"
 )
 
 // fuzzLimit is how long one command line may take to be read and checked;
@@ -26,8 +28,8 @@ func FuzzLoadFlags(f *testing.F) {
 	f.Add("--call\nsvclab.echo.Echo/Echo\n--body\n{\"payload\":\"aGk=\"}\n--rate\n1\n127.0.0.1:9000")
 	f.Add("--stage\nramp:10s:500\n--stage\nstep:5s:100\n-H\nX-A: 1\nhttp://[::1]:80/")
 	f.Add("--rate\n1\n--set\nload.thresholds.p99_ms=5\n--body\n@-\n-X\nPOST\nhttp://127.0.0.1:1/")
-	for _, b := range badFlagCorpus("http://127.0.0.1:9/", "/nonexistent", "/nonexistent/f", "/nonexistent/nan.toml") {
-		f.Add(strings.Join(b.args, "\n"))
+	for _, b := range clitest.BadFlagCorpus("http://127.0.0.1:9/", "/nonexistent", "/nonexistent/f", "/nonexistent/nan.toml") {
+		f.Add(strings.Join(b.Args, "\n"))
 	}
 	f.Fuzz(func(t *testing.T, line string) {
 		args := strings.Split(line, "\n")
