@@ -282,7 +282,7 @@ test-rest: $(GO_DEPS)
 # has no deadline to race. About 5 s each on the reference machine.
 test-fuzz: build
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
-	SVCLAB_BIN=$(BIN)/svclab $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./cmd/svclab
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
 
 test-py: venv build
 	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(BG_NICE) $(VENV)/bin/pytest -q
@@ -293,13 +293,14 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 	@for s in scripts/bench/*.sh; do [ -e "$$s" ] || continue; echo "== $$s"; bash "$$s" || exit 1; done
 
-## proto: regenerate the Go code from proto/ and apps/*/ .proto files
+## proto: regenerate the Go code from proto/ and apps/*/ .proto files, and examples/orders/proto
 proto:
 	GOBIN=$(TOOLS) $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	$(GO) build -o $(TOOLS)/protoc-gen-go-svclab ./cmd/protoc-gen-go-svclab
 	PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
+	cd examples/orders && PATH=$(TOOLS):$$PATH $(TOOLS)/buf generate
 
 ## quickstart: build everything, run experiments/quickstart.toml, print the report path
 quickstart: build venv
