@@ -105,6 +105,11 @@ func TestPlugin(t *testing.T) {
 			if f.GetContent() != string(want) {
 				t.Errorf("proto/%s is stale: run make proto", f.GetName())
 			}
+			// A module outside svclab's could not build an import of an
+			// internal package.
+			if strings.Contains(f.GetContent(), `"github.com/svclab/svclab/internal/`) {
+				t.Errorf("proto/%s imports an internal package of svclab", f.GetName())
+			}
 		}
 		for _, f := range onDisk {
 			if !written[f] {
