@@ -125,14 +125,7 @@ expect_status = 202
 }
 
 // writeFile writes text to a new file in t's temporary directory.
-func writeFile(t *testing.T, name, text string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
+var writeFile = clitest.WriteFile
 
 // errorClasses are the kinds of mistakes the corpus below makes, each
 // recognised by how its message reads after the flag it names.

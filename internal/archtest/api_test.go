@@ -10,7 +10,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,21 +27,7 @@ const publicRoot = module + "svc"
 // names, shows in review. `go test ./internal/archtest -run
 // TestPublicAPI -update` rewrites the file.
 func TestPublicAPI(t *testing.T) {
-	got := publicAPI(t)
-	path := filepath.Join(repoRoot(t), "api.txt")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read %s: %v (create it with: go test ./internal/archtest -run TestPublicAPI -update)", path, err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("the public API changed; review the change and run `go test ./internal/archtest -run TestPublicAPI -update`:\n%s", lineDiff(want, got))
-	}
+	checkFile(t, "api.txt", publicAPI(t), "the public API", "TestPublicAPI", lineDiff)
 }
 
 // publicAPI lists the API of every package under publicRoot, one

@@ -127,20 +127,31 @@ func render(pkgs []pkg) []byte {
 }
 
 func TestGoDeps(t *testing.T) {
-	got := render(listPackages(t))
-	path := filepath.Join(repoRoot(t), "godeps.txt")
+	checkFile(t, "godeps.txt", render(listPackages(t)), "the package graph", "", diff)
+}
+
+// checkFile compares got with the committed file name at the repository's
+// root, or writes it with -update. what names its content in the error,
+// run the test that writes it (empty: every test), and show the change.
+func checkFile(t *testing.T, name string, got []byte, what, run string, show func(want, got []byte) string) {
+	t.Helper()
+	path := filepath.Join(repoRoot(t), name)
 	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
+	cmd := "go test ./internal/archtest -update"
+	if run != "" {
+		cmd = "go test ./internal/archtest -run " + run + " -update"
+	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read %s: %v (create it with: go test ./internal/archtest -update)", path, err)
+		t.Fatalf("read %s: %v (create it with: %s)", path, err, cmd)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("the package graph changed; review the change and run `go test ./internal/archtest -update`:\n%s", diff(want, got))
+		t.Errorf("%s changed; review the change and run `%s`:\n%s", what, cmd, show(want, got))
 	}
 }
 

@@ -1,12 +1,11 @@
 package cli
 
 import (
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/svclab/svclab/internal/cli/clitest"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/pki"
 )
@@ -115,7 +114,7 @@ spawn_rate = 2.5`},
 			if strings.Contains(tt.toml, "grpc") {
 				target = "127.0.0.1:9"
 			}
-			file := writeFile(t, "load.toml", tt.toml)
+			file := clitest.WriteFile(t, "load.toml", tt.toml)
 			fromFile, err := loadConfig(t, "--dir", dir, "-f", file, target)
 			if err != nil {
 				t.Fatalf("from the file: %v", err)
@@ -147,7 +146,7 @@ spawn_rate = 2.5`},
 		}
 	}
 	t.Run("target", func(t *testing.T) {
-		want, err := loadConfig(t, "--rate", "1", "-f", writeFile(t, "l.toml", `target = "`+url+`"`))
+		want, err := loadConfig(t, "--rate", "1", "-f", clitest.WriteFile(t, "l.toml", `target = "`+url+`"`))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +171,7 @@ spawn_rate = 2.5`},
 func TestLoadFlagPrecedence(t *testing.T) {
 	t.Parallel()
 	const url = "http://127.0.0.1:9/"
-	file := writeFile(t, "spec.toml", "[load]\nrate = 1000\n[load.request]\nheaders = { A = \"file\", B = \"file\" }\n")
+	file := clitest.WriteFile(t, "spec.toml", "[load]\nrate = 1000\n[load.request]\nheaders = { A = \"file\", B = \"file\" }\n")
 	tests := []struct {
 		args    []string
 		rate    float64
@@ -206,8 +205,8 @@ func TestLoadFlagPrecedence(t *testing.T) {
 func TestLoadFlagErrors(t *testing.T) {
 	t.Parallel()
 	const url = "http://127.0.0.1:9/"
-	badFile := writeFile(t, "bad.toml", "[load]\nrate = -5\n")
-	flowFile := writeFile(t, "flow.toml", "[load]\nrate = 5\n[load.flow]\n[[load.flow.steps]]\npath = \"/a\"\n")
+	badFile := clitest.WriteFile(t, "bad.toml", "[load]\nrate = -5\n")
+	flowFile := clitest.WriteFile(t, "flow.toml", "[load]\nrate = 5\n[load.flow]\n[[load.flow.steps]]\npath = \"/a\"\n")
 	tests := []struct {
 		flags []string
 		sets  []string // the same values through --set, when there is a plain key
@@ -256,14 +255,4 @@ func TestLoadFlagErrors(t *testing.T) {
 	if want := badFile + ":2: load.rate: must be > 0, got -5"; err == nil || err.Error() != want {
 		t.Errorf("file error %v, want %s", err, want)
 	}
-}
-
-// writeFile writes text to a new file in t's temporary directory.
-func writeFile(t *testing.T, name, text string) string {
-	t.Helper()
-	p := filepath.Join(t.TempDir(), name)
-	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -3,7 +3,22 @@
 // cmd/svclab's, which run the built binary.
 package clitest
 
-import "path/filepath"
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// WriteFile writes text to a new file in t's temporary directory and
+// returns its path.
+func WriteFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // BadFlag is one bad command line of svclab load, the class of its
 // mistake and what its error must start with.
