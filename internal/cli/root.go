@@ -71,10 +71,10 @@ func badInput(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &se)
 }
 
-// Main runs the command line in os.Args and exits with the status the
-// root command's help describes; it returns only when the command did not
-// exit (never, today). The deployers re-execute the running binary as
-// `svclab host`, so a binary that calls Main runs its own apps' hosts.
+// Main runs the command line in os.Args. It returns when the command
+// succeeded, and otherwise exits with the status the root command's help
+// describes. The deployers re-execute the running binary as `svclab host`,
+// so a binary that calls Main runs its own apps' hosts.
 func Main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

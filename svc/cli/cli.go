@@ -21,7 +21,8 @@ package cli
 import "github.com/svclab/svclab/internal/cli"
 
 // Main runs the svclab command line in os.Args, with every app registered
-// so far, and exits the process with the command's status: 0 on success, 1
-// when the work failed, 2 for bad input (a flag, an argument or a spec),
-// 99 when load.thresholds were broken.
+// so far. It returns when the command succeeded, so that main returns and
+// the process exits 0; otherwise it exits the process with status 1 when
+// the work failed, 2 for bad input (a flag, an argument or a spec), 99
+// when load.thresholds were broken.
 func Main() { cli.Main() }
