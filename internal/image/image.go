@@ -7,6 +7,10 @@
 // no shell. The image runs as an unprivileged user (65532, distroless's
 // "nonroot"), and its labels say what it was built from
 // (org.opencontainers.image.*).
+//
+// FromFiles makes an image of other files of this machine, a program and
+// the libraries it loads, for a cluster that can pull no image (the real
+// node's stand-in for the official postgres image, in kubetest).
 package image
 
 import (
@@ -80,7 +84,53 @@ func New(path string, opts Options) (v1.Image, error) {
 	if err := checkStatic(path); err != nil {
 		return nil, err
 	}
-	layerTar, err := layerOf(path, opts.Created)
+	return assemble([]File{{Path: BinaryPath, Src: path, Mode: 0o755}}, "svclab image: "+filepath.Base(path),
+		Config{Entrypoint: []string{BinaryPath}, User: NonRoot, WorkingDir: "/"}, opts)
+}
+
+// File is one entry of an image's layer.
+type File struct {
+	// Path is where it is in the image, absolute.
+	Path string
+	// Src is the file of this machine whose content it has (symbolic
+	// links followed), or Data its content.
+	Src  string
+	Data []byte
+	// Link makes it a symbolic link to Link. Without Src, Data or Link
+	// it is a directory.
+	Link string
+	// Mode is its permission bits (and setgid, sticky).
+	Mode int64
+	// UID and GID own it: root's, 0, unless the image's user must write it.
+	UID, GID int
+}
+
+// Config is how an image's container runs.
+type Config struct {
+	Entrypoint []string
+	// Env is the container's environment, NAME=value.
+	Env []string
+	// User is uid:gid.
+	User       string
+	WorkingDir string
+}
+
+// FromFiles makes an image of one layer holding files, in their order
+// (a directory before what it holds), that runs as cfg says: an image of
+// programs this machine has, for a cluster that can pull none (the real
+// node's stand-ins, internal/deploy/kube/kubetest). Its digest depends on
+// the files' contents and opts alone, as New's.
+func FromFiles(files []File, cfg Config, opts Options) (v1.Image, error) {
+	if len(cfg.Entrypoint) == 0 {
+		return nil, fmt.Errorf("image: no entrypoint")
+	}
+	return assemble(files, "svclab image: "+cfg.Entrypoint[0], cfg, opts)
+}
+
+// assemble makes the image of one layer of files, its history saying
+// createdBy.
+func assemble(files []File, createdBy string, cfg Config, opts Options) (v1.Image, error) {
+	layerTar, err := layerOf(files, opts.Created)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +138,7 @@ func New(path string, opts Options) (v1.Image, error) {
 		return io.NopCloser(bytes.NewReader(layerTar)), nil
 	}, tarball.WithMediaType(types.OCILayer))
 	if err != nil {
-		return nil, fmt.Errorf("image: layer of %s: %w", path, err)
+		return nil, fmt.Errorf("image: layer: %w", err)
 	}
 	img := mutate.MediaType(empty.Image, types.OCIManifestSchema1)
 	img = mutate.ConfigMediaType(img, types.OCIConfigJSON)
@@ -97,7 +147,7 @@ func New(path string, opts Options) (v1.Image, error) {
 		History: v1.History{
 			Author:    "svclab image",
 			Created:   v1.Time{Time: opts.Created},
-			CreatedBy: "svclab image: " + filepath.Base(path),
+			CreatedBy: createdBy,
 		},
 	})
 	if err != nil {
@@ -110,9 +160,10 @@ func New(path string, opts Options) (v1.Image, error) {
 	cf = cf.DeepCopy()
 	cf.OS, cf.Architecture, cf.Variant = opts.Platform.OS, opts.Platform.Architecture, opts.Platform.Variant
 	cf.Created = v1.Time{Time: opts.Created}
-	cf.Config.Entrypoint = []string{BinaryPath}
-	cf.Config.User = NonRoot
-	cf.Config.WorkingDir = "/"
+	cf.Config.Entrypoint = cfg.Entrypoint
+	cf.Config.Env = cfg.Env
+	cf.Config.User = cfg.User
+	cf.Config.WorkingDir = cfg.WorkingDir
 	cf.Config.Labels = opts.Labels
 	img, err = mutate.ConfigFile(img, cf)
 	if err != nil {
@@ -121,28 +172,42 @@ func New(path string, opts Options) (v1.Image, error) {
 	return img, nil
 }
 
-// layerOf is the layer's tar: the binary at BinaryPath, mode 0755, owned
-// by root so the non-root user cannot change it.
-func layerOf(path string, created time.Time) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("image: read binary: %w", err)
-	}
+// layerOf is the layer's tar of files. A file's owner is root unless it
+// says otherwise, so the non-root user cannot change the binaries.
+func layerOf(files []File, created time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{
-		Name:     strings.TrimPrefix(BinaryPath, "/"),
-		Mode:     0o755,
-		Size:     int64(len(b)),
-		Typeflag: tar.TypeReg,
-		ModTime:  created,
-		Format:   tar.FormatPAX,
-	}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, fmt.Errorf("image: layer: %w", err)
-	}
-	if _, err := tw.Write(b); err != nil {
-		return nil, fmt.Errorf("image: layer: %w", err)
+	for _, f := range files {
+		hdr := &tar.Header{
+			Name:     strings.TrimPrefix(f.Path, "/"),
+			Mode:     f.Mode,
+			Uid:      f.UID,
+			Gid:      f.GID,
+			ModTime:  created,
+			Format:   tar.FormatPAX,
+			Typeflag: tar.TypeDir,
+		}
+		b := f.Data
+		switch {
+		case f.Link != "":
+			hdr.Typeflag, hdr.Linkname = tar.TypeSymlink, f.Link
+		case f.Src != "":
+			var err error
+			if b, err = os.ReadFile(f.Src); err != nil {
+				return nil, fmt.Errorf("image: read %s: %w", f.Src, err)
+			}
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(b))
+		case f.Data != nil:
+			hdr.Typeflag, hdr.Size = tar.TypeReg, int64(len(b))
+		default:
+			hdr.Name += "/"
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, fmt.Errorf("image: layer: %s: %w", f.Path, err)
+		}
+		if _, err := tw.Write(b); err != nil {
+			return nil, fmt.Errorf("image: layer: %s: %w", f.Path, err)
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, fmt.Errorf("image: layer: %w", err)

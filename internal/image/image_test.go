@@ -3,13 +3,16 @@ package image
 import (
 	"archive/tar"
 	"context"
+	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -189,4 +192,79 @@ func TestRefusesDynamic(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
 		t.Fatalf("New(%s) = %v, want a dynamic-linking error", sh, err)
 	}
+}
+
+// TestFromFiles: an image of files of this machine holds each as asked
+// (a directory the image's user owns, a symbolic link, a file's content
+// and mode, a file made here), runs as its Config says, and the same files make the same
+// digest.
+func TestFromFiles(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "prog")
+	if err := os.WriteFile(src, []byte("#!/bin/true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files := []File{
+		{Path: "/usr/bin", Mode: 0o755},
+		{Path: "/usr/bin/prog", Src: src, Mode: 0o755},
+		{Path: "/bin", Link: "usr/bin"},
+		{Path: "/data", Mode: 0o700, UID: 999, GID: 999},
+		{Path: "/data/x", Data: []byte("made here"), Mode: 0o600, UID: 999, GID: 999},
+	}
+	cfg := Config{Entrypoint: []string{"/usr/bin/prog"}, Env: []string{"PATH=/usr/bin"}, User: "999:999", WorkingDir: "/data"}
+	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	img, err := FromFiles(files, cfg, Options{Platform: plat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	got := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = fmt.Sprintf("%c %o %d:%d %s%s", h.Typeflag, h.Mode, h.Uid, h.Gid, h.Linkname, b)
+	}
+	want := map[string]string{
+		"usr/bin":      fmt.Sprintf("%c 755 0:0 ", tar.TypeDir),
+		"usr/bin/prog": fmt.Sprintf("%c 755 0:0 #!/bin/true\n", tar.TypeReg),
+		"bin":          fmt.Sprintf("%c 0 0:0 usr/bin", tar.TypeSymlink),
+		"data":         fmt.Sprintf("%c 700 999:999 ", tar.TypeDir),
+		"data/x":       fmt.Sprintf("%c 600 999:999 made here", tar.TypeReg),
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("layer\n got %q\nwant %q", got, want)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := cf.Config; !slices.Equal(c.Entrypoint, cfg.Entrypoint) || !slices.Equal(c.Env, cfg.Env) || c.User != cfg.User || c.WorkingDir != cfg.WorkingDir {
+		t.Errorf("config %+v, want %+v", c, cfg)
+	}
+	again, err := FromFiles(files, cfg, Options{Platform: plat})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := mustDigest(t, img), mustDigest(t, again); a != b {
+		t.Errorf("the same files made %s and %s", a, b)
+	}
+	if _, err := FromFiles(files, Config{}, Options{Platform: plat}); err == nil {
+		t.Error("an image without an entrypoint was made")
+	}
+}
+
+func mustDigest(t *testing.T, img v1.Image) v1.Hash {
+	t.Helper()
+	d, err := img.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }

@@ -38,6 +38,12 @@ type Keys struct {
 	NodeSelector map[string]string `toml:"node_selector"`
 	// Generators is how many load generator pods share the load.
 	Generators int `toml:"generators"`
+	// BackingImages names, per kind of backing service (postgres, redis),
+	// the image its pod runs instead of the official one (PostgresImage,
+	// RedisImage): a copy in a registry the cluster reaches, or a
+	// stand-in with the same interface where none is (the real node's
+	// PostgreSQL, docs/KUBERNETES.md).
+	BackingImages map[string]string `toml:"backing_images"`
 }
 
 // KeysOf decodes and checks [deploy.kube] of s, its defaults filled.
@@ -60,6 +66,14 @@ func KeysOf(s *spec.Spec) (Keys, error) {
 	}
 	if s.Written("deploy.kube.image") && strings.TrimSpace(k.Image) == "" {
 		errs = append(errs, s.Errorf("deploy.kube.image", "must name an image, e.g. \"registry.example/svclab:v1\" (see `svclab image --push`)"))
+	}
+	for _, kind := range slices.Sorted(maps.Keys(k.BackingImages)) {
+		at := spec.KeyOf("deploy", "kube", "backing_images", kind)
+		if _, ok := officialImages[kind]; !ok {
+			errs = append(errs, s.Errorf(at, "not a kind of backing service: %s", strings.Join(slices.Sorted(maps.Keys(officialImages)), " or ")))
+		} else if strings.TrimSpace(k.BackingImages[kind]) == "" {
+			errs = append(errs, s.Errorf(at, "must name an image, e.g. %q", officialImages[kind]))
+		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(k.NodeSelector)) {
 		at := spec.KeyOf("deploy", "kube", "node_selector", key)

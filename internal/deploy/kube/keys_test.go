@@ -28,12 +28,14 @@ image = "registry.example/svclab:v1"
 generators = 4
 [deploy.kube.node_selector]
 "kubernetes.io/hostname" = "vm2"
+[deploy.kube.backing_images]
+postgres = "registry.example/postgres:16"
 `
 	if s, err = spec.Parse("x.toml", []byte(src)); err != nil {
 		t.Fatal(err)
 	}
 	k, err = KeysOf(s)
-	if err != nil || k.Context != "lab" || k.Namespace != "s2-run" || k.Image != "registry.example/svclab:v1" || k.Generators != 4 || k.NodeSelector["kubernetes.io/hostname"] != "vm2" {
+	if err != nil || k.Context != "lab" || k.Namespace != "s2-run" || k.Image != "registry.example/svclab:v1" || k.Generators != 4 || k.NodeSelector["kubernetes.io/hostname"] != "vm2" || k.BackingImages["postgres"] != "registry.example/postgres:16" {
 		t.Errorf("written: %+v, %v", k, err)
 	}
 }
@@ -53,6 +55,9 @@ func TestKeysErrors(t *testing.T) {
 		{"image", "[deploy.kube]\nimage = \" \"\n", nil, `x.toml:2: deploy.kube.image: must name an image`},
 		{"selector key", "[deploy.kube.node_selector]\n\"bad key!\" = \"a\"\n", nil, `x.toml:2: deploy.kube.node_selector."bad key!": not a Kubernetes label key`},
 		{"selector value", "[deploy.kube.node_selector]\nzone = \"a b\"\n", nil, `x.toml:2: deploy.kube.node_selector.zone: not a Kubernetes label value "a b"`},
+		{"backing kind", "[deploy.kube.backing_images]\nmysql = \"mysql:8\"\n", nil, `x.toml:2: deploy.kube.backing_images.mysql: not a kind of backing service: postgres or redis`},
+		{"backing image", "[deploy.kube.backing_images]\npostgres = \"\"\n", nil, `x.toml:2: deploy.kube.backing_images.postgres: must name an image, e.g. "postgres:16"`},
+		{"backing image type", "[deploy.kube.backing_images]\nredis = 7\n", nil, `x.toml:2: deploy.kube.backing_images.redis: must be a string, got 7`},
 		{"unknown key", "[deploy.kube]\nnamespaces = \"x\"\n", nil, `x.toml:2: deploy.kube.namespaces: unknown key (did you mean "namespace"?)`},
 		{"not a table", "[deploy]\nkube = 1\n", nil, `x.toml:2: deploy.kube: must be a table, got 1`},
 		{"all at once", "[deploy.kube]\nnamespace = \"Lab_1\"\ngenerators = 0\n", nil,

@@ -15,12 +15,28 @@ import (
 	"github.com/svclab/svclab/internal/runtime"
 )
 
-// PostgresImage runs a PostgreSQL backing service on a cluster: the
-// official image of the release S1 used. Its entrypoint runs the SQL in
+// PostgresImage runs a PostgreSQL backing service on a cluster, unless
+// deploy.kube.backing_images.postgres names another: the official image
+// of the release S1 used. Its entrypoint runs the SQL in
 // /docker-entrypoint-initdb.d once, when it makes the database, which a
 // fresh pod in a fresh namespace always does: each run starts from the
 // app's declared state, as the local deployer's copy of a template does.
 const PostgresImage = "postgres:16"
+
+// officialImages are the images backing services run, by kind, unless
+// deploy.kube.backing_images names others.
+var officialImages = map[string]string{
+	runtime.BackingPostgres: PostgresImage,
+	runtime.BackingRedis:    RedisImage,
+}
+
+// backingImage is the image a backing service of kind runs.
+func backingImage(keys Keys, kind string) string {
+	if img := keys.BackingImages[kind]; img != "" {
+		return img
+	}
+	return officialImages[kind]
+}
 
 // RoleBacking marks a backing service's pods.
 const RoleBacking = "backing"
@@ -34,8 +50,8 @@ func backingName(b runtime.Backing) string {
 	return "backing-" + n
 }
 
-// RedisImage runs a Redis backing service on a cluster: the official
-// image. A fresh pod in a fresh namespace starts empty, as the local
+// RedisImage runs a Redis backing service on a cluster, unless
+// deploy.kube.backing_images.redis names another: the official image. A fresh pod in a fresh namespace starts empty, as the local
 // pool's server does after its flush before each run.
 const RedisImage = "redis:7"
 
@@ -66,7 +82,7 @@ func (r *renderer) postgres(b runtime.Backing) []Object {
 	name := backingName(b)
 	c := corev1.Container{
 		Name:  "postgres",
-		Image: PostgresImage,
+		Image: backingImage(r.keys, runtime.BackingPostgres),
 		Args: []string{"-c", "max_connections=" + strconv.Itoa(backing.MaxConnections),
 			"-c", "shared_buffers=" + backing.SharedBuffers},
 		Env: []corev1.EnvVar{
@@ -100,7 +116,7 @@ func (r *renderer) postgres(b runtime.Backing) []Object {
 func (r *renderer) redisContainer() corev1.Container {
 	return corev1.Container{
 		Name:  "redis",
-		Image: RedisImage,
+		Image: backingImage(r.keys, runtime.BackingRedis),
 		Args: []string{"redis-server", "--port", strconv.Itoa(RedisPort),
 			"--save", "", "--appendonly", "no",
 			"--maxmemory", backing.RedisMaxMemory, "--maxmemory-policy", "noeviction"},

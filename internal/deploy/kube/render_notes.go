@@ -67,9 +67,9 @@ func Notes(s *spec.Spec, topo *runtime.Topology) []string {
 	for _, b := range runtime.BackingsOf(topo) {
 		switch b.Kind {
 		case runtime.BackingPostgres:
-			add("backing service %q runs the image %s, one pod, seeded from the app's setup SQL", b.Name, PostgresImage)
+			add("backing service %q runs the image %s, one pod, seeded from the app's setup SQL", b.Name, backingImage(keys, b.Kind))
 		case runtime.BackingRedis:
-			add("backing service %q runs the image %s, one pod, empty at the start of each run", b.Name, RedisImage)
+			add("backing service %q runs the image %s, one pod, empty at the start of each run", b.Name, backingImage(keys, b.Kind))
 		}
 	}
 	if _, ok := s.Lookup("load"); !ok {

@@ -486,6 +486,20 @@ products = 3
 	if *deps["products-orders"].Spec.Replicas != 3 {
 		t.Errorf("products+orders replicas %d, want 3", *deps["products-orders"].Spec.Replicas)
 	}
+
+	// Another image of PostgreSQL, where the official one cannot be
+	// pulled: the same Deployment, that image, and the note says so.
+	s, topo := resolve(t, src+"[deploy.kube.backing_images]\npostgres = \"svclab.local/postgres:15\"\n")
+	objs, err := Render(s, topo, RenderOptions{RunID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img := find[*appsv1.Deployment](objs)["backing-db"].Spec.Template.Spec.Containers[0].Image; img != "svclab.local/postgres:15" {
+		t.Errorf("database image %q, want deploy.kube.backing_images.postgres", img)
+	}
+	if notes := strings.Join(Notes(s, topo), "\n"); !strings.Contains(notes, `backing service "db" runs the image svclab.local/postgres:15`) {
+		t.Errorf("notes do not name the database's image:\n%s", notes)
+	}
 }
 
 // BenchmarkRender renders S2's largest point with Istio, and writes it as

@@ -15,11 +15,14 @@ import (
 )
 
 // importImages builds svclab's image and the sandbox's (tools/kube/pause)
-// as `svclab image --tarball` does, and imports both into the node's
-// containerd, in the namespace the CRI uses: no registry is involved, and
-// the pods' imagePullPolicy (IfNotPresent, Kubernetes' default for a tag
-// other than latest) finds them there.
-func (c *Cluster) importImages(ctx context.Context, sock string) error {
+// as `svclab image --tarball` does, and the stand-in for the official
+// postgres image (postgres.go) where this machine has PostgreSQL, and
+// imports them into the node's containerd, in the namespace the CRI
+// uses: no registry is involved, and the pods' imagePullPolicy
+// (IfNotPresent, Kubernetes' default for a tag other than latest) finds
+// them there.
+// With sandboxOnly it imports the sandbox's image alone.
+func (c *Cluster) importImages(ctx context.Context, sock string, sandboxOnly bool) error {
 	root, err := moduleRoot(ctx)
 	if err != nil {
 		return err
@@ -29,30 +32,39 @@ func (c *Cluster) importImages(ctx context.Context, sock string) error {
 	if err := os.MkdirAll(out, 0o700); err != nil {
 		return fmt.Errorf("kubetest: %w", err)
 	}
-	for _, im := range []struct{ dir, pkg, tag string }{
-		{root, "./cmd/svclab", Image},
-		{filepath.Join(root, "tools", "kube", "pause"), ".", PauseImage},
-	} {
-		bin, err := image.Build(ctx, im.dir, im.pkg, plat, "", out)
+	build := func(dir, pkg string) (string, error) {
+		return image.Build(ctx, filepath.Join(root, dir), pkg, plat, "", out)
+	}
+	images := []struct{ dir, pkg, tag string }{
+		{filepath.Join("tools", "kube", "pause"), ".", PauseImage},
+		{".", "./cmd/svclab", Image},
+	}
+	if sandboxOnly {
+		c.NoPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
+		images = images[:1]
+	}
+	for _, im := range images {
+		bin, err := build(im.dir, im.pkg)
 		if err != nil {
 			return fmt.Errorf("kubetest: image %s: %w", im.tag, err)
 		}
 		img, err := image.New(bin, image.Options{Platform: plat})
+		os.Remove(bin)
 		if err != nil {
 			return fmt.Errorf("kubetest: image %s: %w", im.tag, err)
 		}
-		tar := bin + ".tar"
-		if err := image.WriteTarball(img, im.tag, tar); err != nil {
-			return fmt.Errorf("kubetest: image %s: %w", im.tag, err)
-		}
-		if err := ctr(ctx, sock, "images", "import", tar); err != nil {
+		if err := importImage(ctx, sock, img, im.tag, out); err != nil {
 			return err
 		}
-		os.Remove(bin)
-		os.Remove(tar)
 	}
-	// Images no registry here serves (the backing services' postgres:16,
-	// redis:7), saved elsewhere with `docker save` or `ctr images export`.
+	if sandboxOnly {
+		return nil
+	}
+	if err := c.importPostgres(ctx, sock, plat, build, out); err != nil {
+		return err
+	}
+	// Images no registry here serves, saved elsewhere with `docker save`
+	// or `ctr images export`.
 	extra, _ := filepath.Glob(filepath.Join(ExtraImagesDir(), "*.tar"))
 	for _, tar := range extra {
 		if err := ctr(ctx, sock, "images", "import", tar); err != nil {
@@ -60,6 +72,42 @@ func (c *Cluster) importImages(ctx context.Context, sock string) error {
 		}
 	}
 	return nil
+}
+
+// importPostgres builds the stand-in postgres image and imports it, and
+// sets PostgresImage; without PostgreSQL on this machine it sets
+// NoPostgres instead.
+func (c *Cluster) importPostgres(ctx context.Context, sock string, plat v1.Platform, build func(dir, pkg string) (string, error), out string) error {
+	in, err := findPostgres(ctx)
+	if err != nil {
+		c.NoPostgres = "no stand-in for the postgres image: " + err.Error()
+		return nil
+	}
+	entry, err := build(filepath.Join("tools", "kube", "postgres"), ".")
+	if err != nil {
+		return fmt.Errorf("kubetest: the postgres image's entrypoint: %w", err)
+	}
+	defer os.Remove(entry)
+	tag, img, err := postgresImage(ctx, in, entry, plat)
+	if err != nil {
+		return err
+	}
+	if err := importImage(ctx, sock, img, tag, out); err != nil {
+		return err
+	}
+	c.PostgresImage = tag
+	return nil
+}
+
+// importImage writes img, tagged tag, to a tarball in dir and imports it
+// into the node's containerd.
+func importImage(ctx context.Context, sock string, img v1.Image, tag, dir string) error {
+	tar := filepath.Join(dir, "image.tar")
+	defer os.Remove(tar)
+	if err := image.WriteTarball(img, tag, tar); err != nil {
+		return fmt.Errorf("kubetest: image %s: %w", tag, err)
+	}
+	return ctr(ctx, sock, "images", "import", tar)
 }
 
 // ExtraImagesDir holds image archives the real node imports at every

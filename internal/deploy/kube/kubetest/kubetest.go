@@ -132,6 +132,10 @@ type Cluster struct {
 	// NoMetrics says why the cluster serves no metrics API (metrics.k8s.io),
 	// or is "" when metrics-server serves it (metrics.go).
 	NoMetrics string
+	// PostgresImage is the real node's stand-in for the official postgres
+	// image (postgres.go), for deploy.kube.backing_images.postgres; or ""
+	// and NoPostgres says why there is none.
+	PostgresImage, NoPostgres string
 
 	procs []*process
 	node  *node
@@ -154,6 +158,10 @@ type Options struct {
 	// kube-proxy beside the control plane; without them Start returns
 	// ErrNoNode or ErrNoTools.
 	Node bool
+	// SandboxImageOnly imports only the pod sandbox's image (PauseImage)
+	// into the real node, not svclab's nor the stand-in postgres, which
+	// take seconds to build: for a harness whose pods run neither.
+	SandboxImageOnly bool
 	// NodeWait is how long to wait for another harness's real node to
 	// stop (one machine runs one); then Start fails with ErrNodeBusy.
 	NodeWait time.Duration

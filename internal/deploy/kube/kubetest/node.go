@@ -171,7 +171,7 @@ func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []
 	if err := c.waitSocket(ctx, "containerd", sock); err != nil {
 		return err
 	}
-	if err := c.importImages(ctx, sock); err != nil {
+	if err := c.importImages(ctx, sock, opts.SandboxImageOnly); err != nil {
 		return err
 	}
 	if n.dns, err = startDNS(c.Client, net.JoinHostPort(gatewayIP, "53")); err != nil {

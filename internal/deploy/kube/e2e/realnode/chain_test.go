@@ -61,14 +61,13 @@ type runRecord struct {
 	} `json:"generator"`
 }
 
-// TestS2ChainRun: `svclab run` of S2's chain with deploy.deployer = "kube"
+// testS2ChainRun: `svclab run` of S2's chain with deploy.deployer = "kube"
 // on the real node: the three hops' pods start from the imported image,
 // the load Job's two generators call hop1's Service by its DNS name,
 // hop1 calls hop2 and hop2 hop3 through theirs (kube-proxy, the CNI
 // bridge), every request answers, and the two generators' results come
 // back through their logs and are merged.
-func TestS2ChainRun(t *testing.T) {
-	c := kubetest.Get(t)
+func testS2ChainRun(t *testing.T, c *kubetest.Cluster) {
 	run, out := svclabRun(t, c, "s2-realnode", fmt.Sprintf(s2Chain, kubetest.Image))
 	var rec runRecord
 	readJSON(t, filepath.Join(run, "run.json"), &rec)

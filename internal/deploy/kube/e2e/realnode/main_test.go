@@ -26,6 +26,31 @@ func TestMain(m *testing.M) {
 	os.Exit(kubetest.MainNode(m))
 }
 
+// TestRealNode runs the tests of pods on the shared node at once, each
+// in namespaces of its own (the node has room for them all, and they
+// wait mostly on pods starting and on load that runs at a fixed rate),
+// then its stop and kill test, which ends the node and must come last.
+func TestRealNode(t *testing.T) {
+	c := kubetest.Get(t)
+	t.Run("pods", func(t *testing.T) {
+		for _, tc := range []struct {
+			name string
+			test func(*testing.T, *kubetest.Cluster)
+		}{
+			{"HPAScalesOnKubeletMetrics", testHPAScalesOnKubeletMetrics},
+			{"S2ChainRun", testS2ChainRun},
+			{"ShopWithPostgres", testShopWithPostgres},
+			{"ResourcesInCgroups", testResourcesInCgroups},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
+				tc.test(t, c)
+			})
+		}
+	})
+	t.Run("StopAndKillLeaveNothing", func(t *testing.T) { testStopAndKillLeaveNothing(t, c) })
+}
+
 // resolve parses a spec's text and resolves its first design point.
 func resolve(t *testing.T, src string) *runtime.Topology {
 	t.Helper()
@@ -47,8 +72,13 @@ func podsOf(ctx context.Context, t *testing.T, c *kubetest.Cluster, ns, group st
 	if err != nil {
 		t.Fatal(err)
 	}
+	return running(list.Items)
+}
+
+// running are the pods that run and are not being deleted.
+func running(pods []corev1.Pod) []corev1.Pod {
 	var out []corev1.Pod
-	for _, p := range list.Items {
+	for _, p := range pods {
 		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
 			out = append(out, p)
 		}

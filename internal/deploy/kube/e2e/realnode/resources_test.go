@@ -40,12 +40,11 @@ rate = 10
 duration = "1s"
 `
 
-// TestResourcesInCgroups: [deploy.resources] is enforced by the kubelet:
+// testResourcesInCgroups: [deploy.resources] is enforced by the kubelet:
 // the limited group's container gets a CFS quota of half its period and a
 // memory limit of 96 MiB in its own cgroup, which runc wrote; the group
 // without limits gets neither.
-func TestResourcesInCgroups(t *testing.T) {
-	c := kubetest.Get(t)
+func testResourcesInCgroups(t *testing.T, c *kubetest.Cluster) {
 	topo := resolve(t, resourcesSpec)
 	d, err := deploy.Lookup(kube.Name)
 	if err != nil {

@@ -21,10 +21,10 @@ import (
 // runs a pod on it, says so and waits to be killed (killedChild).
 const childEnv = "SVCLAB_REALNODE_KILLED_CHILD"
 
-// killedChild is the harness TestStopAndKillLeaveNothing kills with -9.
+// killedChild is the harness testStopAndKillLeaveNothing kills with -9.
 func killedChild() int {
 	ctx := context.Background()
-	c, err := kubetest.Start(ctx, 0, kubetest.Options{Node: true, NoMetrics: true})
+	c, err := kubetest.Start(ctx, 0, kubetest.Options{Node: true, NoMetrics: true, SandboxImageOnly: true})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -50,13 +50,12 @@ func killedChild() int {
 	select {}
 }
 
-// TestStopAndKillLeaveNothing runs last: the shared node's stop leaves
+// testStopAndKillLeaveNothing runs last: the shared node's stop leaves
 // no process, mount, network namespace, iptables rule, bridge or cgroup
 // (kubetest.NodeLeftovers); then a harness with a pod running is killed
 // with -9, which leaves them all, and the sweep that `make cluster-stop`
 // and the next start run removes them.
-func TestStopAndKillLeaveNothing(t *testing.T) {
-	c := kubetest.Get(t)
+func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 	start := time.Now()
 	if err := c.Stop(); err != nil {
 		t.Fatalf("stop: %v", err)
