@@ -2,66 +2,177 @@ package kubetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
+	"syscall"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
 	"github.com/svclab/svclab/internal/image"
 )
 
-// importImages builds svclab's image and the sandbox's (tools/kube/pause)
-// as `svclab image --tarball` does, and the stand-in for the official
-// postgres image (postgres.go) where this machine has PostgreSQL, and
-// imports them into the node's containerd, in the namespace the CRI
-// uses: no registry is involved, and the pods' imagePullPolicy
-// (IfNotPresent, Kubernetes' default for a tag other than latest) finds
-// them there.
-// With sandboxOnly it imports the sandbox's image alone.
-func (c *Cluster) importImages(ctx context.Context, sock string, sandboxOnly bool) error {
-	root, err := moduleRoot(ctx)
+// pendingImages are images being made for the real node
+// (prepareImages).
+type pendingImages struct {
+	done chan struct{}
+	res  nodeImages
+}
+
+// wait waits for the images to be made.
+func (p *pendingImages) wait() nodeImages {
+	<-p.done
+	return p.res
+}
+
+// nodeImages are the images made for the real node, as tarballs to
+// import, or why they could not be made.
+type nodeImages struct {
+	tars []string
+	// postgres is the stand-in postgres image's tag, or "" and
+	// noPostgres says why there is none.
+	postgres, noPostgres string
+	err                  error
+}
+
+// prepareImages builds, in the background, svclab's image and the
+// sandbox's (tools/kube/pause) as `svclab image --tarball` does, and the
+// stand-in for the official postgres image (postgres.go) where this
+// machine has PostgreSQL, as tarballs in c.Dir; with sandboxOnly, the
+// sandbox's alone. They build while the control plane starts, at once:
+// linking svclab is most of it, and the images' layers are compressed
+// on the other core. The programs are built in the per-user cache
+// (buildDir), where the next start finds them up to date and links
+// nothing.
+func (c *Cluster) prepareImages(ctx context.Context, sandboxOnly bool) *pendingImages {
+	p := &pendingImages{done: make(chan struct{})}
+	go func() {
+		out := &p.res
+		defer close(p.done)
+		root, err := moduleRoot(ctx)
+		if err != nil {
+			out.err = err
+			return
+		}
+		plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+		bins, unlock, err := buildDir()
+		if err != nil {
+			out.err = err
+			return
+		}
+		defer unlock()
+		build := func(name, dir, pkg string) (string, error) {
+			outDir := filepath.Join(bins, name)
+			if err := os.MkdirAll(outDir, 0o755); err != nil {
+				return "", fmt.Errorf("kubetest: %w", err)
+			}
+			return image.Build(ctx, filepath.Join(root, dir), pkg, plat, "", outDir)
+		}
+		program := func(name, dir, pkg string) func() (v1.Image, error) {
+			return func() (v1.Image, error) {
+				bin, err := build(name, dir, pkg)
+				if err != nil {
+					return nil, err
+				}
+				return image.New(bin, image.Options{Platform: plat})
+			}
+		}
+		makers := []struct {
+			tag  string
+			make func() (v1.Image, error)
+		}{
+			{PauseImage, program("pause", filepath.Join("tools", "kube", "pause"), ".")},
+		}
+		if sandboxOnly {
+			out.noPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
+		} else {
+			makers = append(makers, struct {
+				tag  string
+				make func() (v1.Image, error)
+			}{Image, program("svclab", ".", "./cmd/svclab")})
+			if in, err := findPostgres(ctx); err != nil {
+				out.noPostgres = "no stand-in for the postgres image: " + err.Error()
+			} else {
+				out.postgres = in.tag()
+				makers = append(makers, struct {
+					tag  string
+					make func() (v1.Image, error)
+				}{out.postgres, func() (v1.Image, error) {
+					entry, err := build("postgres-entrypoint", filepath.Join("tools", "kube", "postgres"), ".")
+					if err != nil {
+						return nil, err
+					}
+					return postgresImage(ctx, in, entry, plat)
+				}})
+			}
+		}
+		out.tars = make([]string, len(makers))
+		errs := make([]error, len(makers))
+		var wg sync.WaitGroup
+		for i, m := range makers {
+			wg.Go(func() {
+				img, err := m.make()
+				if err == nil {
+					out.tars[i] = filepath.Join(c.Dir, fmt.Sprintf("image-%d.tar", i))
+					err = image.WriteTarball(img, m.tag, out.tars[i])
+				}
+				if err != nil {
+					errs[i] = fmt.Errorf("kubetest: image %s: %w", m.tag, err)
+				}
+			})
+		}
+		wg.Wait()
+		out.err = errors.Join(errs...)
+	}()
+	return p
+}
+
+// buildDir is where the node's programs are built:
+// ${XDG_CACHE_HOME:-~/.cache}/svclab/kubetest-build, locked against
+// another harness's build until unlock.
+func buildDir() (dir string, unlock func(), err error) {
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return err
+		return "", nil, fmt.Errorf("kubetest: no cache directory for the node's programs: %w", err)
 	}
-	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
-	out := filepath.Join(NodeDir, "images")
-	if err := os.MkdirAll(out, 0o700); err != nil {
-		return fmt.Errorf("kubetest: %w", err)
+	dir = filepath.Join(cache, "svclab", "kubetest-build")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", nil, fmt.Errorf("kubetest: %w", err)
 	}
-	build := func(dir, pkg string) (string, error) {
-		return image.Build(ctx, filepath.Join(root, dir), pkg, plat, "", out)
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return "", nil, fmt.Errorf("kubetest: %w", err)
 	}
-	images := []struct{ dir, pkg, tag string }{
-		{filepath.Join("tools", "kube", "pause"), ".", PauseImage},
-		{".", "./cmd/svclab", Image},
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return "", nil, fmt.Errorf("kubetest: lock %s: %w", f.Name(), err)
 	}
-	if sandboxOnly {
-		c.NoPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
-		images = images[:1]
+	return dir, func() { f.Close() }, nil
+}
+
+// importImages imports the images prepareImages made into the node's
+// containerd, in the namespace the CRI uses, and the archives of
+// ExtraImagesDir: no registry is involved, and the pods'
+// imagePullPolicy (IfNotPresent, Kubernetes' default for a tag other
+// than latest) finds them there.
+func (c *Cluster) importImages(ctx context.Context, sock string, images nodeImages, sandboxOnly bool) error {
+	if images.err != nil {
+		return images.err
 	}
-	for _, im := range images {
-		bin, err := build(im.dir, im.pkg)
-		if err != nil {
-			return fmt.Errorf("kubetest: image %s: %w", im.tag, err)
-		}
-		img, err := image.New(bin, image.Options{Platform: plat})
-		os.Remove(bin)
-		if err != nil {
-			return fmt.Errorf("kubetest: image %s: %w", im.tag, err)
-		}
-		if err := importImage(ctx, sock, img, im.tag, out); err != nil {
+	for _, tar := range images.tars {
+		if err := ctr(ctx, sock, "images", "import", tar); err != nil {
 			return err
 		}
+		os.Remove(tar)
 	}
+	c.PostgresImage, c.NoPostgres = images.postgres, images.noPostgres
 	if sandboxOnly {
 		return nil
-	}
-	if err := c.importPostgres(ctx, sock, plat, build, out); err != nil {
-		return err
 	}
 	// Images no registry here serves, saved elsewhere with `docker save`
 	// or `ctr images export`.
@@ -72,42 +183,6 @@ func (c *Cluster) importImages(ctx context.Context, sock string, sandboxOnly boo
 		}
 	}
 	return nil
-}
-
-// importPostgres builds the stand-in postgres image and imports it, and
-// sets PostgresImage; without PostgreSQL on this machine it sets
-// NoPostgres instead.
-func (c *Cluster) importPostgres(ctx context.Context, sock string, plat v1.Platform, build func(dir, pkg string) (string, error), out string) error {
-	in, err := findPostgres(ctx)
-	if err != nil {
-		c.NoPostgres = "no stand-in for the postgres image: " + err.Error()
-		return nil
-	}
-	entry, err := build(filepath.Join("tools", "kube", "postgres"), ".")
-	if err != nil {
-		return fmt.Errorf("kubetest: the postgres image's entrypoint: %w", err)
-	}
-	defer os.Remove(entry)
-	tag, img, err := postgresImage(ctx, in, entry, plat)
-	if err != nil {
-		return err
-	}
-	if err := importImage(ctx, sock, img, tag, out); err != nil {
-		return err
-	}
-	c.PostgresImage = tag
-	return nil
-}
-
-// importImage writes img, tagged tag, to a tarball in dir and imports it
-// into the node's containerd.
-func importImage(ctx context.Context, sock string, img v1.Image, tag, dir string) error {
-	tar := filepath.Join(dir, "image.tar")
-	defer os.Remove(tar)
-	if err := image.WriteTarball(img, tag, tar); err != nil {
-		return fmt.Errorf("kubetest: image %s: %w", tag, err)
-	}
-	return ctr(ctx, sock, "images", "import", tar)
 }
 
 // ExtraImagesDir holds image archives the real node imports at every

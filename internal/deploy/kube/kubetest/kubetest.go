@@ -176,7 +176,7 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		return nil, err
 	}
 	if opts.Node {
-		if err := NodeAvailable(); err != nil {
+		if err := nodeReady(tools); err != nil {
 			return nil, err
 		}
 	}
@@ -192,6 +192,17 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 			c.Stop()
 		}
 	}()
+	var images *pendingImages
+	if opts.Node {
+		// The node's images build while the control plane starts; on an
+		// error their build ends before Stop removes Dir.
+		ictx, cancel := context.WithCancel(ctx)
+		images = c.prepareImages(ictx, opts.SandboxImageOnly)
+		defer func() {
+			cancel()
+			images.wait()
+		}()
+	}
 	// etcd's client and peer ports, the API server's, kwok's (its nodes'
 	// kubelet port) and metrics-server's; the real node's kubelet, and
 	// kube-proxy's health and metrics.
@@ -274,7 +285,7 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 		return nil, err
 	}
 	if opts.Node {
-		if err := c.startNode(ctx, tools, f, ports[5:8], opts); err != nil {
+		if err := c.startNode(ctx, tools, f, ports[5:8], images, opts); err != nil {
 			return nil, err
 		}
 	}

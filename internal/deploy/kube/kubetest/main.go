@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +31,7 @@ func Main(m *testing.M) int { return run(m, Nodes, Options{}) }
 // the real node and no kwok node. Where the machine cannot run it
 // (ErrNoNode: not root, containerd missing) the tests skip saying why.
 // After the tests it stops the node and fails the package when anything
-// of it is left on the machine (NodeLeftovers).
+// of it is left on the machine (NodeLeftovers, which the stop checks).
 func MainNode(m *testing.M) int { return run(m, 0, Options{Node: true, NodeWait: 10 * time.Minute}) }
 
 func run(m *testing.M, nodes int, opts Options) int {
@@ -52,15 +51,10 @@ func run(m *testing.M, nodes int, opts Options) int {
 	}
 	code := m.Run()
 	if shared != nil {
+		// The real node's stop fails when anything of it is left.
 		if err := shared.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "kubetest: stop:", err)
 			code = 1
-		}
-		if opts.Node {
-			if left := NodeLeftovers(); len(left) > 0 {
-				fmt.Fprintf(os.Stderr, "kubetest: left on the machine after the real node's stop:\n  %s\n", strings.Join(left, "\n  "))
-				code = 1
-			}
 		}
 	}
 	tempdir.RemoveOwn()

@@ -85,6 +85,20 @@ var nodePrograms = []struct{ path, pkg string }{
 	{"/usr/sbin/iptables", "iptables"},
 }
 
+// nodeReady says why the real node cannot start: this machine cannot run
+// it (NodeAvailable), or its agents are not built in tools.
+func nodeReady(tools string) error {
+	if err := NodeAvailable(); err != nil {
+		return err
+	}
+	for _, b := range NodeBinaries {
+		if st, err := os.Stat(filepath.Join(tools, b)); err != nil || st.Mode()&0o111 == 0 {
+			return fmt.Errorf("%w: %s missing in %s; `make cluster` builds it", ErrNoTools, b, tools)
+		}
+	}
+	return nil
+}
+
 // NodeAvailable says why this machine cannot run the real node, or nil.
 func NodeAvailable() error {
 	if os.Geteuid() != 0 {
@@ -110,18 +124,10 @@ type node struct {
 }
 
 // startNode starts containerd, the kubelet and kube-proxy against the
-// control plane c runs, imports the images, and waits for the node to be
-// Ready. It takes NodeDir's lock first and sweeps what a killed harness
-// left there.
-func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []int, opts Options) error {
-	if err := NodeAvailable(); err != nil {
-		return err
-	}
-	for _, b := range NodeBinaries {
-		if st, err := os.Stat(filepath.Join(tools, b)); err != nil || st.Mode()&0o111 == 0 {
-			return fmt.Errorf("%w: %s missing in %s; `make cluster` builds it", ErrNoTools, b, tools)
-		}
-	}
+// control plane c runs, imports the images once made, and waits for the
+// node to be Ready. It takes NodeDir's lock first and sweeps what a
+// killed harness left there. Start has checked the machine (nodeReady).
+func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []int, images *pendingImages, opts Options) error {
 	lock, err := lockNode(opts.NodeWait)
 	if err != nil {
 		return err
@@ -171,7 +177,7 @@ func (c *Cluster) startNode(ctx context.Context, tools string, f files, ports []
 	if err := c.waitSocket(ctx, "containerd", sock); err != nil {
 		return err
 	}
-	if err := c.importImages(ctx, sock, opts.SandboxImageOnly); err != nil {
+	if err := c.importImages(ctx, sock, images.wait(), opts.SandboxImageOnly); err != nil {
 		return err
 	}
 	if n.dns, err = startDNS(c.Client, net.JoinHostPort(gatewayIP, "53")); err != nil {
@@ -519,7 +525,7 @@ func (c *Cluster) waitNode(ctx context.Context) error {
 
 // stopNode stops the node's programs and sweeps everything they made,
 // (and gives the machine's sysctls back their values), then gives the
-// lock up.
+// lock up. It fails when anything of the node is left (NodeLeftovers).
 func (c *Cluster) stopNode() error {
 	n := c.node
 	if n == nil {
@@ -543,6 +549,11 @@ func (c *Cluster) stopNode() error {
 	}
 	if err := sweep(); err != nil {
 		errs = append(errs, err)
+	}
+	// Checked before the lock goes: another harness waiting for it
+	// starts a node of its own at once.
+	if left := NodeLeftovers(); len(left) > 0 {
+		errs = append(errs, fmt.Errorf("left on the machine after the stop:\n  %s", strings.Join(left, "\n  ")))
 	}
 	n.lock.Close()
 	c.node = nil
@@ -617,6 +628,32 @@ func NodeOwner() (tempdir.Owner, bool) {
 	}
 	return o, o.Alive()
 }
+
+// NodeLock is the real node's lock (one machine runs one node) held by
+// a caller that runs none: a test that looks at what a harness it killed
+// left, before another harness's start sweeps it.
+type NodeLock struct{ f *os.File }
+
+// WaitNodeLock waits, without a bound, for the real node's lock. A
+// waiter blocked here gets it as soon as its holder lets it go, ahead
+// of a harness's start, which tries once a second (lockNode).
+func WaitNodeLock() (*NodeLock, error) {
+	f, err := os.OpenFile(NodeDir+".lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("kubetest: node lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("kubetest: node lock: %w", err)
+	}
+	return &NodeLock{f: f}, nil
+}
+
+// Sweep is SweepNode under l.
+func (l *NodeLock) Sweep() error { return sweep() }
+
+// Release lets the lock go.
+func (l *NodeLock) Release() { l.f.Close() }
 
 // SweepNode removes what a real node whose harness was killed left on
 // the machine (sweep.go). It fails when a node runs.

@@ -84,14 +84,16 @@ func findPostgres(ctx context.Context) (pgInstall, error) {
 	return in, nil
 }
 
+// tag is the stand-in's tag for this installation.
+func (in pgInstall) tag() string { return PostgresImagePrefix + in.major }
+
 // postgresImage builds the stand-in from the machine's PostgreSQL and
-// its entrypoint, the static binary entry, and returns its tag. Its one
+// its entrypoint, the static binary entry. Its one
 // layer holds the four programs and the shell initdb needs, the server's
 // modules (but the JIT's, which would bring LLVM), every library they
 // load (ldd), the share directory, UTC's zone, and the account initdb
 // looks itself up in.
-func postgresImage(ctx context.Context, in pgInstall, entry string, plat v1.Platform) (string, v1.Image, error) {
-	tag := PostgresImagePrefix + in.major
+func postgresImage(ctx context.Context, in pgInstall, entry string, plat v1.Platform) (v1.Image, error) {
 	var files []image.File
 	add := func(f image.File) { files = append(files, f) }
 	var elves []string
@@ -108,7 +110,7 @@ func postgresImage(ctx context.Context, in pgInstall, entry string, plat v1.Plat
 	}
 	libs, err := sharedLibraries(ctx, elves)
 	if err != nil {
-		return tag, nil, err
+		return nil, err
 	}
 	for _, p := range append(elves, libs...) {
 		add(image.File{Path: p, Src: p, Mode: 0o755})
@@ -125,7 +127,7 @@ func postgresImage(ctx context.Context, in pgInstall, entry string, plat v1.Plat
 		return nil
 	})
 	if err != nil {
-		return tag, nil, fmt.Errorf("kubetest: %w", err)
+		return nil, fmt.Errorf("kubetest: %w", err)
 	}
 	add(image.File{Path: "/usr/share/zoneinfo/Etc/UTC", Src: "/usr/share/zoneinfo/Etc/UTC", Mode: 0o644})
 	add(image.File{Path: "/usr/share/zoneinfo/UTC", Link: "Etc/UTC"})
@@ -156,9 +158,9 @@ func postgresImage(ctx context.Context, in pgInstall, entry string, plat v1.Plat
 		WorkingDir: "/",
 	}, image.Options{Platform: plat})
 	if err != nil {
-		return tag, nil, fmt.Errorf("kubetest: image %s: %w", tag, err)
+		return nil, fmt.Errorf("kubetest: image %s: %w", in.tag(), err)
 	}
-	return tag, img, nil
+	return img, nil
 }
 
 // sharedLibraries lists the libraries the ELF files elves load, the

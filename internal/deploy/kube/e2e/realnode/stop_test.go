@@ -24,7 +24,7 @@ const childEnv = "SVCLAB_REALNODE_KILLED_CHILD"
 // killedChild is the harness testStopAndKillLeaveNothing kills with -9.
 func killedChild() int {
 	ctx := context.Background()
-	c, err := kubetest.Start(ctx, 0, kubetest.Options{Node: true, NoMetrics: true, SandboxImageOnly: true})
+	c, err := kubetest.Start(ctx, 0, kubetest.Options{Node: true, NoMetrics: true, SandboxImageOnly: true, NodeWait: 10 * time.Minute})
 	if err != nil {
 		fmt.Println("error:", err)
 		return 1
@@ -56,18 +56,24 @@ func killedChild() int {
 // with -9, which leaves them all, and the sweep that `make cluster-stop`
 // and the next start run removes them.
 func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
+	// Another package's real-node tests may wait for the node (one machine
+	// runs one): this test takes the node's lock whenever a node it ended
+	// lets it go, so that it looks at the machine before another start.
+	locked := waitNodeLock(t)
 	start := time.Now()
-	if err := c.Stop(); err != nil {
+	if err := c.Stop(); err != nil { // it checks kubetest.NodeLeftovers
 		t.Fatalf("stop: %v", err)
 	}
 	t.Logf("the node stopped in %s", time.Since(start).Round(time.Millisecond))
+	lock := locked()
 	if left := kubetest.NodeLeftovers(); len(left) > 0 {
+		lock.Release()
 		t.Fatalf("left after the stop:\n  %s", strings.Join(left, "\n  "))
 	}
-
 	// The kubelet changes kernel.panic and others; the stop put them
 	// back, and the sweep after the kill must too.
 	before := kubetest.Sysctls()
+	lock.Release()
 
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1")
@@ -85,10 +91,13 @@ func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 		cmd.Wait()
 		t.Fatalf("the harness to kill: %q", line)
 	}
+	locked = waitNodeLock(t)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
+	lock = locked()
+	defer lock.Release()
 	left := kubetest.NodeLeftovers()
 	t.Logf("left by the killed harness:\n  %s", strings.Join(left, "\n  "))
 	for _, want := range []string{"process", "mount", "cgroup", "link", "iptables-save chain", "sysctls not restored"} {
@@ -97,7 +106,7 @@ func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 		}
 	}
 	start = time.Now()
-	if err := kubetest.SweepNode(); err != nil {
+	if err := lock.Sweep(); err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
 	t.Logf("swept in %s", time.Since(start).Round(time.Millisecond))
@@ -106,5 +115,35 @@ func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 	}
 	if after := kubetest.Sysctls(); !maps.Equal(after, before) {
 		t.Errorf("sysctls after the sweep %v, want as before the killed harness %v", after, before)
+	}
+}
+
+// waitNodeLock waits for the node's lock in the background, from now
+// (its holder's release hands it over at once), and returns the wait's
+// end.
+func waitNodeLock(t *testing.T) func() *kubetest.NodeLock {
+	t.Helper()
+	type result struct {
+		l   *kubetest.NodeLock
+		err error
+	}
+	locked := make(chan result, 1)
+	waiting := make(chan struct{})
+	go func() {
+		close(waiting)
+		l, err := kubetest.WaitNodeLock()
+		locked <- result{l, err}
+	}()
+	<-waiting
+	// The goroutine is in flock(2) within microseconds; a harness
+	// polling for the lock tries once a second.
+	time.Sleep(50 * time.Millisecond)
+	return func() *kubetest.NodeLock {
+		t.Helper()
+		r := <-locked
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.l
 	}
 }
