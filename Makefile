@@ -183,7 +183,8 @@ $(KUBE_DIR)/kwok:
 	mv $@.tmp $@
 
 ## kube-metrics-server: metrics-server $(METRICS_SERVER_VERSION) (tools/kube/metrics-server),
-## optional: the test control plane then serves the metrics API from kwok
+## the metrics API of the test control planes (kwok's fake usage, the real
+## node's kubelet) and of make cluster; make test builds it
 KUBE_METRICS_SERVER := $(CACHE)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
 kube-metrics-server: $(KUBE_METRICS_SERVER)
 $(KUBE_METRICS_SERVER):
@@ -225,7 +226,7 @@ test:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest
 	@$(MAKE) --no-print-directory test-fuzz
 
-test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools
+test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server
 
 ## test-go: every Go test (test-timed-alone, test-timed, test-kube, test-cli, test-rest, test-fuzz)
 test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
@@ -263,16 +264,21 @@ test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS)
 	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
-# The control plane (make kube-tools) is built once per machine by
-# test-setup, into the cache beside Jaeger (docs/KUBERNETES.md).
+# The control plane (make kube-tools) and metrics-server (make
+# kube-metrics-server) are built once per machine by test-setup, into the
+# cache beside Jaeger (docs/KUBERNETES.md).
 # The longest packages first, so that two at a time end together.
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
 BG_NICE ?= 0
 # The real node's tests (internal/deploy/kube/e2e/realnode: a kubelet on
 # containerd, pods that run) are among them, as root where Debian's
 # containerd is installed (system-deps' test group), and skip saying why
-# otherwise; about 90 s beside the kwok packages.
-test-kube: $(GO_DEPS) kube-tools test-timed-quiet
+# otherwise: the S2 chain, the shop with its PostgreSQL (an image the
+# node builds from Debian's PostgreSQL, as no registry serves postgres:16
+# here), an HPA on the kubelet's metrics (metrics-server) and the
+# kubelet's cgroups, at once, then the node's stop and a killed
+# harness's sweep; about 90 s beside the kwok packages.
+test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-quiet
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
 	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))

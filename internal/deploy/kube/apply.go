@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,23 +25,38 @@ import (
 )
 
 // apply creates the namespace, unless it exists, and server-side applies
-// every object into it, in Render's order.
-func (dep *Deployment) apply(ctx context.Context) error {
+// every object into it, in Render's order, but the backing services'
+// first, waiting for their rollout (within timeout, as waitRollout)
+// before the rest: a host whose database does not answer yet exits (the
+// shop's products and orders), and its pod would restart, after the
+// kubelet's back-off of 10 s and more, until it does. Locally too the
+// backing servers are up before the hosts start.
+func (dep *Deployment) apply(ctx context.Context, timeout time.Duration) error {
 	if err := dep.ensureNamespace(ctx); err != nil {
 		return err
 	}
 	dep.touched = true
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dep.client.Typed.Discovery()))
-	for _, o := range dep.objects {
-		if o.GetObjectKind().GroupVersionKind().Kind == "Namespace" {
-			continue // ensureNamespace's
+	for _, backing := range []bool{true, false} {
+		for _, o := range dep.objects {
+			if o.GetObjectKind().GroupVersionKind().Kind == "Namespace" || isBacking(o) != backing {
+				continue // the Namespace is ensureNamespace's
+			}
+			if err := dep.applyOne(ctx, mapper, o); err != nil {
+				return err
+			}
 		}
-		if err := dep.applyOne(ctx, mapper, o); err != nil {
-			return err
+		if backing && slices.ContainsFunc(dep.objects, isBacking) {
+			if err := dep.waitRollout(ctx, timeout, isBacking); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
+
+// isBacking says whether o is a backing service's.
+func isBacking(o Object) bool { return o.GetLabels()[LabelRole] == RoleBacking }
 
 // ensureNamespace creates the run's namespace, labelled as Render labels
 // it and annotated with its owner. A namespace that exists already (a

@@ -161,10 +161,10 @@ func (d Deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 		}
 		dep.objects = append(dep.objects, o)
 	}
-	if err := dep.apply(ctx); err != nil {
+	if err := dep.apply(ctx, timeout); err != nil {
 		return nil, dep.failed(err)
 	}
-	if err := dep.waitRollout(ctx, timeout); err != nil {
+	if err := dep.waitRollout(ctx, timeout, nil); err != nil {
 		return nil, dep.failed(err)
 	}
 	return dep, nil

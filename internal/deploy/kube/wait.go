@@ -20,18 +20,18 @@ const pollEvery = 500 * time.Millisecond
 // runSelector selects the run's objects.
 func (dep *Deployment) runSelector() string { return LabelRun + "=" + dep.id }
 
-// waitRollout waits until every Deployment of the run has all its replicas
-// updated and available, or ctx ends; then it says why not, in the
+// waitRollout waits until every Deployment of the run (or those only
+// accepts) has all its replicas updated and available, or ctx ends; then it says why not, in the
 // cluster's words: each Deployment not rolled out with its pods that are
 // not ready and why (a container's waiting reason such as
 // ImagePullBackOff, a running container not ready, the scheduler's
 // condition), then the namespace's warning events (FailedScheduling,
 // Failed, Unhealthy, FailedCreate, ...).
-func (dep *Deployment) waitRollout(ctx context.Context, timeout time.Duration) error {
+func (dep *Deployment) waitRollout(ctx context.Context, timeout time.Duration, only func(Object) bool) error {
 	start := time.Now()
 	var last []pendingDeployment // of the last poll that got an answer
 	for {
-		pending, err := dep.notRolledOut(ctx)
+		pending, err := dep.notRolledOut(ctx, only)
 		if err == nil && len(pending) == 0 {
 			dep.logf("rolled out in %s", time.Since(start).Round(time.Millisecond))
 			return nil
@@ -62,11 +62,12 @@ type pendingDeployment struct {
 	selector     labels.Selector
 }
 
-// notRolledOut lists the Deployments not yet rolled out, with their counts.
-func (dep *Deployment) notRolledOut(ctx context.Context) ([]pendingDeployment, error) {
+// notRolledOut lists the Deployments (those only accepts, or all) not
+// yet rolled out, with their counts.
+func (dep *Deployment) notRolledOut(ctx context.Context, only func(Object) bool) ([]pendingDeployment, error) {
 	var want []string
 	for _, o := range dep.objects {
-		if _, ok := o.(*appsv1.Deployment); ok {
+		if _, ok := o.(*appsv1.Deployment); ok && (only == nil || only(o)) {
 			want = append(want, o.GetName())
 		}
 	}

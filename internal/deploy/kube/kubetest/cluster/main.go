@@ -59,13 +59,25 @@ func main() {
 func logPath() string { return filepath.Join(os.TempDir(), "svclab-cluster.log") }
 
 // readyPath is where the serving process writes the kubeconfig's path
-// once the node is Ready.
+// once the node is Ready, and on a second line the stand-in postgres
+// image's tag (or nothing, without one).
 func readyPath() string { return filepath.Join(os.TempDir(), "svclab-cluster.ready") }
+
+// ready prints what readyPath holds: the stand-in postgres image, on
+// stderr, then `export KUBECONFIG=...`, the last line, on stdout.
+func ready(b []byte) {
+	kubeconfig, pg, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	if pg = strings.TrimSpace(pg); pg != "" {
+		fmt.Fprintf(os.Stderr, "a backing PostgreSQL (the shop's) runs with --set deploy.kube.backing_images.postgres=%s, the node's stand-in for postgres:16 built from this machine's PostgreSQL (docs/KUBERNETES.md)\n", pg)
+	}
+	fmt.Printf("export KUBECONFIG=%s\n", kubeconfig)
+}
 
 func start(args []string) error {
 	if o, alive := kubetest.NodeOwner(); alive && ours(o.PID) {
 		if b, err := os.ReadFile(readyPath()); err == nil {
-			fmt.Printf("the cluster runs already (%s)\nexport KUBECONFIG=%s\n", o, strings.TrimSpace(string(b)))
+			fmt.Printf("the cluster runs already (%s)\n", o)
+			ready(b)
 			return nil
 		}
 	}
@@ -91,10 +103,10 @@ func start(args []string) error {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	fmt.Fprintf(os.Stderr, "starting the cluster (pid %d, log %s): the control plane, containerd, the kubelet, kube-proxy, metrics-server; building svclab's image\n", cmd.Process.Pid, logPath())
+	fmt.Fprintf(os.Stderr, "starting the cluster (pid %d, log %s): the control plane, containerd, the kubelet, kube-proxy, metrics-server; building svclab's image and a stand-in postgres image\n", cmd.Process.Pid, logPath())
 	for {
 		if b, err := os.ReadFile(readyPath()); err == nil {
-			fmt.Printf("export KUBECONFIG=%s\n", strings.TrimSpace(string(b)))
+			ready(b)
 			return nil
 		}
 		select {
@@ -134,7 +146,10 @@ func serve(args []string) error {
 	if c.NoMetrics != "" {
 		fmt.Fprintln(os.Stderr, "cluster:", c.NoMetrics)
 	}
-	if err := os.WriteFile(readyPath(), []byte(c.Kubeconfig+"\n"), 0o644); err != nil {
+	if c.NoPostgres != "" {
+		fmt.Fprintln(os.Stderr, "cluster:", c.NoPostgres)
+	}
+	if err := os.WriteFile(readyPath(), []byte(c.Kubeconfig+"\n"+c.PostgresImage+"\n"), 0o644); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "cluster: ready, node %s, image %s; KUBECONFIG=%s\n", kubetest.NodeName, kubetest.Image, c.Kubeconfig)
