@@ -50,6 +50,24 @@ func buildHello(t *testing.T, version string) string {
 	return bin
 }
 
+// eachFile calls f with each entry of img's file system and its content.
+func eachFile(t *testing.T, img v1.Image, f func(*tar.Header, io.Reader)) {
+	t.Helper()
+	rc := mutate.Extract(img)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(h, tr)
+	}
+}
+
 // runFromImage extracts the image's file system and runs its entrypoint
 // with args, as a container runtime would (without the isolation).
 func runFromImage(t *testing.T, img v1.Image, args ...string) string {
@@ -59,27 +77,17 @@ func runFromImage(t *testing.T, img v1.Image, args ...string) string {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachFile(t, img, func(h *tar.Header, r io.Reader) {
 		p := filepath.Join(root, filepath.Clean("/"+h.Name))
 		f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, os.FileMode(h.Mode))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io.Copy(f, tr); err != nil {
+		if _, err := io.Copy(f, r); err != nil {
 			t.Fatal(err)
 		}
 		f.Close()
-	}
+	})
 	ep := cf.Config.Entrypoint
 	out, err := exec.Command(filepath.Join(root, ep[0]), append(ep[1:], args...)...).CombinedOutput()
 	if err != nil {
@@ -216,21 +224,11 @@ func TestFromFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := mutate.Extract(img)
-	defer rc.Close()
-	tr := tar.NewReader(rc)
 	got := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(tr)
+	eachFile(t, img, func(h *tar.Header, r io.Reader) {
+		b, _ := io.ReadAll(r)
 		got[h.Name] = fmt.Sprintf("%c %o %d:%d %s%s", h.Typeflag, h.Mode, h.Uid, h.Gid, h.Linkname, b)
-	}
+	})
 	want := map[string]string{
 		"usr/bin":      fmt.Sprintf("%c 755 0:0 ", tar.TypeDir),
 		"usr/bin/prog": fmt.Sprintf("%c 755 0:0 #!/bin/true\n", tar.TypeReg),
