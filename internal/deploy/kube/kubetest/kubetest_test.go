@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -22,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
+
+	"github.com/svclab/svclab/internal/image"
 )
 
 func TestMain(m *testing.M) { os.Exit(Main(m)) }
@@ -368,5 +372,45 @@ func TestMetricsAPI(t *testing.T) {
 			t.Fatalf("metrics API or HPA without metrics (pod metrics read: %v; HPA: %+v)\n%s", checked, h, c.Log("metrics-server"))
 		}
 		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestWithParents: a layer's directories come before what they hold,
+// those no file names are added as root's, and one a file names keeps
+// its owner and mode.
+func TestWithParents(t *testing.T) {
+	got := withParents([]image.File{
+		{Path: "/var/lib/postgresql/data", Mode: 0o700, UID: 999},
+		{Path: "/usr/lib/x/lib.so", Src: "/x", Mode: 0o755},
+		{Path: "/var/lib/postgresql", Mode: 0o755, UID: 999},
+	})
+	var paths []string
+	for _, f := range got {
+		paths = append(paths, fmt.Sprintf("%s %o %d", f.Path, f.Mode, f.UID))
+	}
+	want := []string{"/usr 755 0", "/usr/lib 755 0", "/usr/lib/x 755 0", "/usr/lib/x/lib.so 755 0",
+		"/var 755 0", "/var/lib 755 0", "/var/lib/postgresql 755 999", "/var/lib/postgresql/data 700 999"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("got\n%q\nwant\n%q", paths, want)
+	}
+}
+
+// TestSharedLibraries: ldd's answer for a dynamic program of this
+// machine names its C library and the dynamic loader, by path.
+func TestSharedLibraries(t *testing.T) {
+	libs, err := sharedLibraries(context.Background(), []string{"/bin/sh"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var libc, loader bool
+	for _, l := range libs {
+		if !filepath.IsAbs(l) {
+			t.Errorf("library %q is not a path", l)
+		}
+		libc = libc || strings.HasPrefix(filepath.Base(l), "libc.so")
+		loader = loader || strings.HasPrefix(filepath.Base(l), "ld-linux")
+	}
+	if !libc || !loader {
+		t.Errorf("libraries of /bin/sh %v: want the C library and the loader", libs)
 	}
 }

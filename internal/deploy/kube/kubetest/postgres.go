@@ -29,9 +29,9 @@ import (
 // PostgreSQL is the machine's release (15 on Debian 12), not the official
 // image's 16.
 
-// PostgresImagePrefix begins the stand-in's tag; the PostgreSQL major
+// postgresImagePrefix begins the stand-in's tag; the PostgreSQL major
 // version follows (svclab.local/postgres:15).
-const PostgresImagePrefix = "svclab.local/postgres:"
+const postgresImagePrefix = "svclab.local/postgres:"
 
 // postgresUID is the stand-in's user and group, the official image's
 // postgres account: initdb and postgres refuse to run as root.
@@ -85,7 +85,7 @@ func findPostgres(ctx context.Context) (pgInstall, error) {
 }
 
 // tag is the stand-in's tag for this installation.
-func (in pgInstall) tag() string { return PostgresImagePrefix + in.major }
+func (in pgInstall) tag() string { return postgresImagePrefix + in.major }
 
 // postgresImage builds the stand-in from the machine's PostgreSQL and
 // its entrypoint, the static binary entry. Its one
