@@ -277,7 +277,7 @@ BG_NICE ?= 0
 # node builds from Debian's PostgreSQL, as no registry serves postgres:16
 # here), an HPA on the kubelet's metrics (metrics-server) and the
 # kubelet's cgroups, at once, then the node's stop and a killed
-# harness's sweep; about 90 s beside the kwok packages.
+# harness's sweep; about 95 s (docs/KUBERNETES.md, "The real node's tests").
 test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-quiet
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
