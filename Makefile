@@ -194,8 +194,10 @@ $(KUBE_METRICS_SERVER):
 
 ## cluster: a one-node Kubernetes cluster on this machine (as root): the
 ## control plane, a kubelet on containerd with kube-proxy, cluster DNS and
-## metrics-server, and svclab's image as svclab:dev and svclab:$(VERSION);
-## left running, its last line `export KUBECONFIG=...` (docs/KUBERNETES.md)
+## metrics-server, and svclab's image as svclab:dev and svclab:$(VERSION)
+## beside a stand-in postgres image of Debian's PostgreSQL (the key to name
+## it is printed); left running, its last line `export KUBECONFIG=...`
+## (docs/KUBERNETES.md)
 cluster: kube-tools $(KUBE_METRICS_SERVER)
 	$(GO) build -o $(BIN)/svclab-cluster ./internal/deploy/kube/kubetest/cluster
 	@$(BIN)/svclab-cluster start --tag svclab:$(subst +,-,$(VERSION))
