@@ -72,16 +72,19 @@ func TestBackingRollsOutFirst(t *testing.T) {
 			)
 			ctx, stop := context.WithCancel(context.Background())
 			done := make(chan struct{})
+			look := func(ctx context.Context) {
+				if list, err := c.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{}); err == nil {
+					mu.Lock()
+					for _, d := range list.Items {
+						seen[d.Name] = true
+					}
+					mu.Unlock()
+				}
+			}
 			go func() {
 				defer close(done)
 				for ctx.Err() == nil {
-					if list, err := c.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{}); err == nil {
-						mu.Lock()
-						for _, d := range list.Items {
-							seen[d.Name] = true
-						}
-						mu.Unlock()
-					}
+					look(ctx)
 					time.Sleep(100 * time.Millisecond)
 				}
 			}()
@@ -89,6 +92,9 @@ func TestBackingRollsOutFirst(t *testing.T) {
 			dep, err := d.Deploy(context.Background(), topo, deploy.Options{})
 			stop()
 			<-done
+			// A deploy that worked left its objects for a last look (one
+			// that failed deleted its namespace).
+			look(context.Background())
 			if dep != nil {
 				defer dep.Stop(context.Background())
 			}

@@ -82,27 +82,16 @@ func (c *Cluster) prepareImages(ctx context.Context, sandboxOnly bool) *pendingI
 				return image.New(bin, image.Options{Platform: plat})
 			}
 		}
-		makers := []struct {
-			tag  string
-			make func() (v1.Image, error)
-		}{
-			{PauseImage, program("pause", filepath.Join("tools", "kube", "pause"), ".")},
-		}
+		makers := []imageMaker{{PauseImage, program("pause", filepath.Join("tools", "kube", "pause"), ".")}}
 		if sandboxOnly {
 			out.noPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
 		} else {
-			makers = append(makers, struct {
-				tag  string
-				make func() (v1.Image, error)
-			}{Image, program("svclab", ".", "./cmd/svclab")})
+			makers = append(makers, imageMaker{Image, program("svclab", ".", "./cmd/svclab")})
 			if in, err := findPostgres(ctx); err != nil {
 				out.noPostgres = "no stand-in for the postgres image: " + err.Error()
 			} else {
 				out.postgres = in.tag()
-				makers = append(makers, struct {
-					tag  string
-					make func() (v1.Image, error)
-				}{out.postgres, func() (v1.Image, error) {
+				makers = append(makers, imageMaker{out.postgres, func() (v1.Image, error) {
 					entry, err := build("postgres-entrypoint", filepath.Join("tools", "kube", "postgres"), ".")
 					if err != nil {
 						return nil, err
@@ -130,6 +119,12 @@ func (c *Cluster) prepareImages(ctx context.Context, sandboxOnly bool) *pendingI
 		out.err = errors.Join(errs...)
 	}()
 	return p
+}
+
+// imageMaker makes the image of tag.
+type imageMaker struct {
+	tag  string
+	make func() (v1.Image, error)
 }
 
 // buildDir is where the node's programs are built:
