@@ -162,6 +162,9 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
+	if app.Resolve != nil {
+		return app.Resolve(s, cfg)
+	}
 	p := &Topology{
 		App:       app,
 		Config:    cfg,

@@ -25,13 +25,17 @@ type Child struct {
 }
 
 // Start starts cmd as a Child. cmd.SysProcAttr, when set, keeps its other
-// fields (credentials, say); Setpgid and Pdeathsig are set here.
+// fields (credentials, say, or a Pdeathsig of SIGTERM for a program whose
+// master must take its workers with it); Setpgid is set here, and
+// Pdeathsig to SIGKILL unless set.
 func Start(cmd *exec.Cmd) (*Child, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Setpgid = true
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	if cmd.SysProcAttr.Pdeathsig == 0 {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	c := &Child{done: make(chan struct{})}
 	started := make(chan error, 1)
 	go func() {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -39,9 +40,9 @@ var schemes = map[string]string{
 // Ready checks other than an HTTP path.
 const (
 	// readyGRPC asks grpc.health.v1 about the whole server.
-	readyGRPC = "grpc"
+	readyGRPC = probe.GRPC
 	// readyTCP waits for a connect; the default.
-	readyTCP = "tcp"
+	readyTCP = probe.TCP
 )
 
 // Keys is [deploy.external]. Its keys other than these are the user's

@@ -4,15 +4,25 @@ import (
 	"strings"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/program"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
 // Traits implements deploy.Deployer: the local deployer has no keys of its
-// own, refuses the tables of deployers with hosts, and checks that this
-// machine has the language hosts a topology names.
+// own, refuses the tables of deployers with hosts, checks that this
+// machine has the language hosts a topology names (or the exec app's
+// programs), and sweeps the programs a killed svclab left.
 func (deployer) Traits() deploy.Traits {
-	return deploy.Traits{CheckSpec: checkSpec, CheckMachine: checkLanguages}
+	return deploy.Traits{CheckSpec: checkSpec, CheckMachine: checkMachine, Sweep: program.Sweep}
+}
+
+// checkMachine is Traits.CheckMachine.
+func checkMachine(s *spec.Spec, topo *runtime.Topology) error {
+	if program.Of(topo) != nil {
+		return program.CheckMachine(s, topo)
+	}
+	return checkLanguages(s, topo)
 }
 
 // checkSpec is Traits.CheckSpec: the local deployer runs every group on

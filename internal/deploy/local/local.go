@@ -35,6 +35,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/deploy/program"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
@@ -51,6 +52,9 @@ type deployer struct{}
 func (deployer) Name() string { return Name }
 
 func (deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (deploy.Deployment, error) {
+	if program.Of(topo) != nil {
+		return program.Deploy(ctx, topo, opts) // programs of the exec app, not svclab hosts
+	}
 	d, err := Deploy(ctx, topo, Options{Options: opts})
 	if err != nil {
 		return nil, err // not a nil *Deployment in an interface

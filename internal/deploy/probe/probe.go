@@ -1,0 +1,156 @@
+// Package probe checks that a server is ready, over what it speaks: a GET
+// of an HTTP path that must answer 2xx (over HTTP/1.1 or h2c), gRPC's
+// grpc.health.v1, or a TCP connect. The external deployer asks it about
+// a system that already runs, the exec app's programs about each program
+// it starts.
+package probe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// Checks other than an HTTP path.
+const (
+	// TCP waits for a connect.
+	TCP = "tcp"
+	// GRPC asks grpc.health.v1 about the whole server; any other string
+	// that is not a path is a service name for it.
+	GRPC = "grpc"
+)
+
+// Protocols a Probe speaks.
+const (
+	ProtoHTTP = "http"
+	ProtoH2C  = "h2c"
+	ProtoGRPC = "grpc"
+)
+
+// PollEvery is the gap between two checks in Wait.
+const PollEvery = 100 * time.Millisecond
+
+// Probe is one server's readiness check.
+type Probe struct {
+	// Protocol is what the server speaks: ProtoHTTP, ProtoH2C or
+	// ProtoGRPC; any other value allows TCP alone.
+	Protocol string
+	// Addr is the server's host:port.
+	Addr string
+	// Check is an HTTP path (on URL), GRPC or a gRPC service name, or
+	// TCP.
+	Check string
+	// URL is the base of an HTTP path; default "http://" + Addr.
+	URL string
+}
+
+// String names the check for messages: "GET /healthz", "connect to
+// 127.0.0.1:80".
+func (p Probe) String() string {
+	switch {
+	case p.Check == TCP:
+		return "connect to " + p.Addr
+	case p.Protocol == ProtoGRPC:
+		return fmt.Sprintf("grpc.health.v1 of service %q", p.service())
+	}
+	return "GET " + p.Check
+}
+
+// service is the service name Check asks grpc.health.v1 about: "" (the
+// whole server) for GRPC.
+func (p Probe) service() string {
+	if p.Check == GRPC {
+		return ""
+	}
+	return p.Check
+}
+
+// Func returns one check of p, for calling again and again.
+func (p Probe) Func() func(context.Context) error {
+	switch {
+	case p.Check == TCP:
+		return func(ctx context.Context) error {
+			var d net.Dialer
+			c, err := d.DialContext(ctx, "tcp", p.Addr)
+			if err != nil {
+				return err
+			}
+			return c.Close()
+		}
+	case p.Protocol == ProtoGRPC:
+		return func(ctx context.Context) error { return grpcHealth(ctx, p.Addr, p.service()) }
+	}
+	client := &http.Client{}
+	if p.Protocol == ProtoH2C {
+		var ps http.Protocols
+		ps.SetUnencryptedHTTP2(true)
+		client.Transport = &http.Transport{Protocols: &ps}
+	}
+	base := p.URL
+	if base == "" {
+		base = "http://" + p.Addr
+	}
+	url := strings.TrimSuffix(base, "/") + p.Check
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		client.CloseIdleConnections()
+		if resp.StatusCode/100 != 2 {
+			return fmt.Errorf("answered %s", resp.Status)
+		}
+		return nil
+	}
+}
+
+// Wait checks p every PollEvery, each check bounded by a second, until one
+// passes (nil) or ctx ends: then it returns the last check's error, or
+// ctx's when none ran.
+func (p Probe) Wait(ctx context.Context) error {
+	check := p.Func()
+	for {
+		cctx, cancel := context.WithTimeout(ctx, time.Second)
+		last := check(cctx)
+		cancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return last
+		case <-time.After(PollEvery):
+		}
+	}
+}
+
+// grpcHealth asks grpc.health.v1 at addr whether service is serving.
+func grpcHealth(ctx context.Context, addr, service string) error {
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: service})
+	if err != nil {
+		return err
+	}
+	if s := resp.GetStatus(); s != healthpb.HealthCheckResponse_SERVING {
+		return fmt.Errorf("status %s", s)
+	}
+	return nil
+}

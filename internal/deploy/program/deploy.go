@@ -1,0 +1,345 @@
+package program
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/ports"
+	"github.com/svclab/svclab/internal/deploy/probe"
+	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// stopGrace is the grace between SIGTERM and SIGKILL.
+const stopGrace = 5 * time.Second
+
+// Deploy starts every program of topo (an exec topology: Of(topo) is
+// not nil): callees before their callers, each once those it calls are
+// healthy. It returns once every program passes its health check; on an
+// error, which names the program, its check or its exit status, and its
+// last output lines, nothing it started is left running.
+func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_ deploy.Deployment, err error) {
+	cfg := Of(topo)
+	if cfg == nil {
+		return nil, fmt.Errorf("program: topology of app %s is not app %s's", topo.App.Name, AppName)
+	}
+	if removed, err := Sweep(); err != nil {
+		return nil, fmt.Errorf("sweep programs of dead svclab processes: %w", err)
+	} else if len(removed) > 0 && opts.Log != nil {
+		fmt.Fprintf(opts.Log, "[svclab] killed what a killed svclab left: %v\n", removed)
+	}
+	reader, err := procstat.Open()
+	if err != nil {
+		return nil, err
+	}
+	specDir := "."
+	if topo.Spec != nil && topo.Spec.Path != "" {
+		specDir = filepath.Dir(topo.Spec.Path)
+	}
+	if specDir, err = filepath.Abs(specDir); err != nil {
+		return nil, fmt.Errorf("the spec's directory: %w", err)
+	}
+	d := &deployment{
+		id:     newID(),
+		topo:   topo,
+		cfg:    cfg,
+		exited: make(chan deploy.Process, len(cfg.Programs)),
+		stopCh: make(chan struct{}),
+	}
+	defer func() {
+		if err != nil {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopGrace+time.Second)
+			defer cancel()
+			_ = d.Stop(sctx)
+		}
+	}()
+	addrs, err := pickAddresses(cfg.Names())
+	if err != nil {
+		return nil, err
+	}
+	d.addrs = addrs
+	for _, level := range startOrder(cfg) {
+		var started []*process
+		for _, name := range level {
+			l, err := d.launch(name, specDir, opts)
+			if err != nil {
+				return nil, err
+			}
+			p, err := start(l, func(pid int) deploy.ResourceSource { return reader.Tree(pid) })
+			if err != nil {
+				return nil, err
+			}
+			p.listen[name] = d.endpoint(name)
+			d.mu.Lock()
+			d.procs = append(d.procs, p)
+			d.mu.Unlock()
+			started = append(started, p)
+		}
+		if err := d.waitHealthy(ctx, started, opts.ReadyTimeout); err != nil {
+			return nil, fmt.Errorf("deployment %s of %s: %w", d.id, AppName, err)
+		}
+	}
+	for _, p := range d.procs {
+		go d.watch(p)
+	}
+	return d, nil
+}
+
+// deployment is the running programs, a deploy.Deployment.
+type deployment struct {
+	id    string
+	topo  *runtime.Topology
+	cfg   *Config
+	addrs map[string]string
+
+	mu       sync.Mutex
+	procs    []*process
+	exited   chan deploy.Process
+	stopCh   chan struct{}
+	stopOnce sync.Once
+	stopErr  error
+}
+
+var ids atomic.Int64
+
+func newID() string { return fmt.Sprintf("exec-%d-%d", os.Getpid(), ids.Add(1)) }
+
+// launch expands component name's command and env.
+func (d *deployment) launch(name, specDir string, opts deploy.Options) (launch, error) {
+	p := d.cfg.Programs[name]
+	a := Addresses{Listen: d.addrs[name], Peers: d.addrs}
+	_, a.Port, _ = net.SplitHostPort(a.Listen)
+	l := launch{name: name, dir: filepath.Join(specDir, p.Dir), log: opts.Log}
+	for _, s := range p.Command {
+		l.argv = append(l.argv, a.Expand(s))
+	}
+	l.env = append(os.Environ(), opts.Env...)
+	for _, k := range slices.Sorted(maps.Keys(p.Env)) {
+		l.env = append(l.env, k+"="+a.Expand(p.Env[k]))
+	}
+	l.env = append(l.env, OwnerEnv+"="+ownerMark(), runtime.DeploymentEnv+"="+d.id)
+	if _, err := lookCommand(l.argv[0], l.dir); err != nil {
+		return launch{}, fmt.Errorf("component %s: command %q: %w", name, l.argv[0], err)
+	}
+	return l, nil
+}
+
+// endpoint is where component name listens.
+func (d *deployment) endpoint(name string) runtime.Endpoint {
+	return runtime.Endpoint{Transport: d.cfg.Programs[name].Protocol, Network: "tcp", Addr: d.addrs[name]}
+}
+
+// pickAddresses picks a free loopback port for every component. Each
+// program binds its own (it cannot be handed a socket): should another
+// process take the port in between, the program fails to bind, and its
+// error says so.
+func pickAddresses(names []string) (map[string]string, error) {
+	out := map[string]string{}
+	var open []net.Listener
+	defer func() {
+		for _, l := range open {
+			_ = l.Close()
+		}
+	}()
+	for _, name := range names {
+		l, err := ports.Listen()
+		if err != nil {
+			return nil, fmt.Errorf("pick a port for component %s: %w", name, err)
+		}
+		open = append(open, l) // held until all are picked: no two alike
+		out[name] = l.Addr().String()
+	}
+	return out, nil
+}
+
+// startOrder groups the components into levels: each level's components
+// call only components of earlier levels. Components of a cycle start
+// together, last.
+func startOrder(cfg *Config) [][]string {
+	placed := map[string]bool{}
+	var out [][]string
+	left := cfg.Names()
+	for len(left) > 0 {
+		var level, rest []string
+		for _, name := range left {
+			ready := true
+			for _, dep := range cfg.Programs[name].Deps() {
+				ready = ready && placed[dep]
+			}
+			if ready {
+				level = append(level, name)
+			} else {
+				rest = append(rest, name)
+			}
+		}
+		if len(level) == 0 {
+			level, rest = rest, nil
+		}
+		for _, name := range level {
+			placed[name] = true
+		}
+		out = append(out, level)
+		left = rest
+	}
+	return out
+}
+
+// waitHealthy waits for each of procs to pass its health check within its
+// start timeout, and fails at the first that exits or times out.
+func (d *deployment) waitHealthy(ctx context.Context, procs []*process, readyTimeout time.Duration) error {
+	errs := make(chan error, len(procs))
+	for _, p := range procs {
+		go func() { errs <- d.waitOne(ctx, p, readyTimeout) }()
+	}
+	var all []error
+	for range procs {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
+}
+
+func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.Duration) error {
+	name := p.info.Name
+	c := d.cfg.Programs[name]
+	timeout, key := c.StartTimeout.D(), "app.components."+name+".start_timeout"
+	if timeout <= 0 {
+		timeout, key = readyTimeout, "the deployment's ready timeout"
+		if timeout <= 0 {
+			timeout, key = d.topo.StartTimeout, "deploy.start_timeout"
+		}
+		if timeout <= 0 {
+			timeout = spec.DefaultStartTimeout
+		}
+	}
+	pr := probe.Probe{Protocol: c.Protocol, Addr: d.addrs[name], Check: c.HealthOf()}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	wctx, stopWait := context.WithCancel(cctx)
+	defer stopWait()
+	go func() {
+		select {
+		case <-p.done:
+			stopWait()
+		case <-wctx.Done():
+		}
+	}()
+	err := pr.Wait(wctx)
+	switch {
+	case p.exited():
+		return fmt.Errorf("component %s exited before it was healthy: %w", name, p.Exit())
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("component %s: %s: %w", name, pr, ctx.Err())
+	case err != nil:
+		return fmt.Errorf("component %s is not healthy after %s (%s): %s: %w; last output:\n%s", name, timeout, key, pr, err, deploy.IndentTail(p.Tail()))
+	}
+	return nil
+}
+
+// watch reports a program that exits before Stop.
+func (d *deployment) watch(p *process) {
+	select {
+	case <-p.done:
+		select {
+		case <-d.stopCh:
+		case d.exited <- p:
+		}
+	case <-d.stopCh:
+	}
+}
+
+func (d *deployment) ID() string                  { return d.id }
+func (d *deployment) Topology() *runtime.Topology { return d.topo }
+
+// Entry is where the entry program listens.
+func (d *deployment) Entry() runtime.Endpoint { return d.endpoint(d.cfg.EntryName) }
+
+// GatewayURL is the load's target: the entry's http:// URL (http, h2c),
+// or its host:port (grpc). Programs have no gateway of svclab's.
+func (d *deployment) GatewayURL() string {
+	if d.cfg.Programs[d.cfg.EntryName].Protocol == ProtoGRPC {
+		return d.addrs[d.cfg.EntryName]
+	}
+	return "http://" + d.addrs[d.cfg.EntryName]
+}
+
+// Dial connects to a gRPC entry with svclab's grpc transport.
+func (d *deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
+	e := d.Entry()
+	if e.Transport != ProtoGRPC {
+		return nil, fmt.Errorf("entry %s speaks %s, not gRPC: drive it with [load.request]", d.cfg.EntryName, e.Transport)
+	}
+	return deploy.DialEndpoint(ctx, e, opts)
+}
+
+// CurlExamples call an HTTP entry's health path, or its root.
+func (d *deployment) CurlExamples() []string {
+	c := d.cfg.Programs[d.cfg.EntryName]
+	switch c.Protocol {
+	case ProtoHTTP:
+		return []string{"curl " + d.GatewayURL() + healthPath(c)}
+	case ProtoH2C:
+		return []string{"curl --http2-prior-knowledge " + d.GatewayURL() + healthPath(c)}
+	}
+	return nil
+}
+
+func healthPath(c *Component) string {
+	if h := c.HealthOf(); len(h) > 0 && h[0] == '/' {
+		return h
+	}
+	return "/"
+}
+
+func (d *deployment) Processes() []deploy.Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]deploy.Process, len(d.procs))
+	for i, p := range d.procs {
+		out[i] = p
+	}
+	return out
+}
+
+func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
+
+// Capabilities: programs can do nothing beyond the Deployment interface
+// yet.
+func (d *deployment) Capabilities() deploy.Capabilities { return deploy.Capabilities{} }
+
+// Stop ends every program at once: SIGTERM, then SIGKILL to its process
+// group after the grace. The error names the programs that had
+// to be killed.
+func (d *deployment) Stop(ctx context.Context) error {
+	d.stopOnce.Do(func() {
+		close(d.stopCh)
+		d.mu.Lock()
+		procs := slices.Clone(d.procs)
+		d.mu.Unlock()
+		errs := make([]error, len(procs))
+		var wg sync.WaitGroup
+		for i, p := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = p.stop(ctx, stopGrace)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			d.stopErr = fmt.Errorf("deployment %s: stop: %w", d.id, err)
+		}
+	})
+	return d.stopErr
+}

@@ -1,0 +1,176 @@
+package program
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// deployers are the deployers that run programs: the local deployer
+// starts them on this machine.
+var deployers = []string{"local"}
+
+// resolve is the exec app's runtime.App.Resolve: one group per program
+// (a program is a process of its own), over the protocol each speaks.
+// What cannot apply to a program svclab did not write is refused at its
+// key, every mistake at once.
+func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
+	cfg := c.(*Config)
+	var errs []error
+	if !slices.Contains(deployers, s.Deploy.Deployer) {
+		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
+	}
+	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s))
+	if s.Deploy.Deployer == "local" {
+		for _, name := range cfg.Names() {
+			if len(cfg.Programs[name].Command) == 0 {
+				errs = append(errs, s.Errorf("app.components."+name, "has an image and no command: the local deployer runs a command; add one (image is the kube deployer's)"))
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	entry := cfg.Programs[cfg.EntryName]
+	topo := &runtime.Topology{
+		App:          mustApp(),
+		Config:       cfg,
+		Transport:    entry.Protocol,
+		Network:      "tcp",
+		Placement:    runtime.PlacementSplit,
+		Entry:        cfg.EntryName,
+		StartTimeout: s.Deploy.StartTimeout.D(),
+		Spec:         s,
+		Sidecar:      spec.SidecarNone,
+	}
+	for _, name := range cfg.Names() {
+		topo.Groups = append(topo.Groups, runtime.Group{Name: name, Components: []string{name}, Replicas: 1})
+	}
+	return topo, nil
+}
+
+func mustApp() *runtime.App {
+	a, err := runtime.Lookup(AppName)
+	if err != nil {
+		panic(err) // registered in init
+	}
+	return a
+}
+
+// checkTransport refuses a deploy.transport that is not what the
+// programs speak: svclab carries no call between programs, so it cannot
+// change their protocol.
+func checkTransport(s *spec.Spec, cfg *Config) error {
+	if !s.Written("deploy.transport") {
+		return nil
+	}
+	t := s.Deploy.Transport
+	if t == "inproc" {
+		return s.Errorf("deploy.transport", "%q runs components as calls inside one process, but each component of app %s is a program of its own; leave deploy.transport out", t, AppName)
+	}
+	for _, name := range cfg.Names() {
+		if p := cfg.Programs[name].Protocol; p != t {
+			key := "app.components." + name + ".protocol"
+			return s.Errorf("deploy.transport", "component %s speaks %s (%s%s), and svclab cannot make a program speak %s; leave deploy.transport out", name, p, key, s.Origin(key), t)
+		}
+	}
+	return nil
+}
+
+// checkPlacement refuses a placement that puts two programs in one
+// process.
+func checkPlacement(s *spec.Spec, cfg *Config) error {
+	name := s.Deploy.Placement
+	if groups, ok := s.Deploy.Placements[name]; ok {
+		for _, g := range groups {
+			if len(g) > 1 {
+				return s.Errorf("deploy.placements."+name, "puts %s in one process, but each component of app %s is a program that runs as a process of its own; give each its own group", strings.Join(g, " and "), AppName)
+			}
+		}
+		return nil
+	}
+	if s.Written("deploy.placement") && name != runtime.PlacementSplit {
+		return s.Errorf("deploy.placement", "%q would put programs together in one process, but each component of app %s is a program that runs as a process of its own; leave deploy.placement out (it is %q for programs)", name, AppName, runtime.PlacementSplit)
+	}
+	return nil
+}
+
+// unsupported are the [deploy] keys that do not apply to programs, with
+// why.
+var unsupported = []struct{ key, why string }{
+	{"deploy.network", "each program binds its own tcp address ({listen})"},
+	{"deploy.http_codec", "it is how svclab's own hosts encode JSON; a program encodes its own"},
+	{"deploy.http_limits", "they bound svclab's own HTTP servers; a program has its own limits"},
+	{"deploy.languages", "it chooses the implementation of svclab's reference components; a program is its own implementation"},
+	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
+	{"deploy.replicas", "replicas of programs are not supported yet"},
+	{"deploy.autoscale", "autoscaling of programs is not supported yet"},
+	{"deploy.resources", "resource limits of programs are not supported yet"},
+	{"deploy.balancer", "it balances over replicas, which programs do not have yet"},
+	{"deploy.faults", "faults on programs are not supported yet"},
+	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},
+}
+
+// checkUnsupported refuses, at its key, each [deploy] key that does not
+// apply to programs.
+func checkUnsupported(s *spec.Spec) error {
+	var errs []error
+	for _, u := range unsupported {
+		if key, ok := s.FirstWritten(u.key); ok {
+			errs = append(errs, s.Errorf(key, "does not apply to app %s: %s; leave it out", AppName, u.why))
+		}
+	}
+	if sc := s.Deploy.Sidecar; sc != "" && sc != spec.SidecarNone {
+		errs = append(errs, s.Errorf("deploy.sidecar", "does not apply to app %s yet: sidecars for programs are not supported; leave it out", AppName))
+	}
+	for _, key := range runtime.MeshOf(s.Deploy).Keys() {
+		errs = append(errs, s.Errorf(key, "does not apply to app %s: %s is a feature of svclab's own hosts (or of sidecars, not yet for programs); leave it out", AppName, key))
+	}
+	return errors.Join(errs...)
+}
+
+// Of returns the exec config of topo, or nil when topo is another app's.
+func Of(topo *runtime.Topology) *Config {
+	if topo == nil || topo.App == nil || topo.App.Name != AppName {
+		return nil
+	}
+	cfg, _ := topo.Config.(*Config)
+	return cfg
+}
+
+// CheckMachine is the local deployer's check, before anything starts,
+// that this machine has every program's command and working directory;
+// every mistake at once, at its key.
+func CheckMachine(s *spec.Spec, topo *runtime.Topology) error {
+	cfg := Of(topo)
+	if cfg == nil {
+		return nil
+	}
+	specDir, err := filepath.Abs(filepath.Dir(s.Path))
+	if err != nil {
+		return fmt.Errorf("the spec's directory: %w", err)
+	}
+	var errs []error
+	for _, name := range cfg.Names() {
+		p := cfg.Programs[name]
+		key := "app.components." + name + "."
+		dir := filepath.Join(specDir, p.Dir)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			errs = append(errs, s.Errorf(key+"dir", "%s is not a directory (dir is relative to the spec's directory, %s)", dir, specDir))
+			continue
+		}
+		if len(p.Command) == 0 || templateRE.MatchString(p.Command[0]) {
+			continue
+		}
+		if _, err := lookCommand(p.Command[0], dir); err != nil {
+			errs = append(errs, s.Errorf(key+"command", "command %q not found: %v", p.Command[0], err))
+		}
+	}
+	return errors.Join(errs...)
+}

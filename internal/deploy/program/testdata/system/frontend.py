@@ -1,0 +1,92 @@
+"""The frontend of the exec app's test system: an HTTP server (standard
+library only) that counts each visit in Redis and serves a page that nginx
+serves it. It listens on the address in argv[1] and finds its callees in
+REDIS_ADDR and STATIC_ADDR, as svclab's templates give them."""
+
+import http.client
+import http.server
+import json
+import socket
+import sys
+import threading
+
+REDIS = None
+STATIC = None
+local = threading.local()
+
+
+def addr(s):
+    host, port = s.rsplit(":", 1)
+    return host, int(port)
+
+
+def redis(*args):
+    """One command over RESP on this thread's connection."""
+    conn = getattr(local, "redis", None)
+    if conn is None:
+        conn = socket.create_connection(REDIS)
+        local.redis = conn
+        local.rfile = conn.makefile("rb")
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        a = str(a).encode()
+        out += b"$%d\r\n%s\r\n" % (len(a), a)
+    conn.sendall(out)
+    line = local.rfile.readline()
+    if line[:1] in (b":", b"+"):
+        return line[1:].strip().decode()
+    raise RuntimeError("redis: " + line.decode(errors="replace"))
+
+
+def page():
+    conn = getattr(local, "static", None)
+    if conn is None:
+        conn = http.client.HTTPConnection(*STATIC, timeout=5)
+        local.static = conn
+    conn.request("GET", "/index.html")
+    resp = conn.getresponse()
+    body = resp.read()
+    if resp.status != 200:
+        raise RuntimeError("static: %d" % resp.status)
+    return body
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self):
+        if self.path == "/healthz":
+            return self.answer(200, b"ok\n")
+        if self.path == "/":
+            try:
+                hits = int(redis("INCR", "hits"))
+                body = page()
+            except Exception as e:  # the callee's error, to the client
+                return self.answer(502, ("%s\n" % e).encode())
+            return self.answer(200, json.dumps({"hits": hits, "page_bytes": len(body)}).encode() + b"\n")
+        self.answer(404, b"not found\n")
+
+    def answer(self, status, body):
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    global REDIS, STATIC
+    import os
+
+    REDIS = addr(os.environ["REDIS_ADDR"])
+    STATIC = addr(os.environ["STATIC_ADDR"])
+    server = http.server.ThreadingHTTPServer(addr(sys.argv[1]), Handler)
+    server.daemon_threads = True
+    print("frontend listening on", sys.argv[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
