@@ -34,7 +34,7 @@ func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := spec.Join(errs...); err != nil {
 		return nil, err
 	}
 	entry := cfg.Programs[cfg.EntryName]

@@ -41,7 +41,6 @@ func checkTemplate(s, self string, names []string) error {
 	return nil
 }
 
-
 // Addresses are what templates expand to for one program.
 type Addresses struct {
 	// Listen is its own address; Port its port ("" on a unix socket).

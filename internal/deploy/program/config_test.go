@@ -1,0 +1,173 @@
+package program
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// base is a sound two-program spec; the cases add to it.
+const base = `[app]
+name = "exec"
+entry = "web"
+
+[app.components.web]
+command = ["python3", "-m", "http.server", "{port}"]
+protocol = "http"
+health = "/"
+calls = ["db"]
+env = { DB = "{addr:db}" }
+
+[app.components.db]
+command = ["redis-server", "--port", "{port}"]
+protocol = "tcp"
+`
+
+// located is one error a spec must give: at key, on line, saying want.
+type located struct {
+	key  string
+	line int
+	want string
+}
+
+func parse(t *testing.T, src string) *spec.Spec {
+	t.Helper()
+	s, err := spec.Parse("t.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkErrors asserts err holds exactly the located errors, in any order.
+func checkErrors(t *testing.T, err error, want []located) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("no error, want %v", want)
+	}
+	got := spec.Unjoin(err)
+	if len(got) != len(want) {
+		t.Fatalf("%d errors, want %d:\n%v", len(got), len(want), err)
+	}
+	for _, w := range want {
+		found := false
+		for _, g := range got {
+			var se *spec.Error
+			if errors.As(g, &se) && se.Key == w.key && se.Line == w.line && strings.Contains(se.Err.Error(), w.want) && se.File == "t.toml" {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("no error at %s (line %d) saying %q in:\n%v", w.key, w.line, w.want, err)
+		}
+	}
+}
+
+func TestResolveRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []located
+	}{
+		{"template names an unknown component and every mistake at once", strings.Replace(base, `DB = "{addr:db}"`, `DB = "{addr:dbb}"`, 1) + `
+[app.components.extra]
+command = ["x"]
+protocol = "udp"
+health = "/h"
+`, []located{
+			{"app.components.web.env.DB", 10, `{addr:dbb} names no component (did you mean "db"?)`},
+			{"app.components.extra.protocol", 18, `unknown protocol "udp"`},
+		}},
+		{"a health path on a tcp program", base + `health = "/ping"
+`, []located{{"app.components.db.health", 15, `"/ping" is an HTTP path, but the program speaks tcp`}}},
+		{"a tcp entry", strings.Replace(base, `entry = "web"`, `entry = "db"`, 1), []located{{"app.entry", 3, "speaks raw tcp"}}},
+		{"calls an unknown component", strings.Replace(base, `calls = ["db"]`, `calls = ["db", "cache"]`, 1), []located{{"app.components.web.calls", 9, `no component "cache"`}}},
+		{"port without image", base + "port = 80\n", []located{{"app.components.db.port", 15, "port goes with image"}}},
+		{"inproc", base + "[deploy]\ntransport = \"inproc\"\n", []located{{"deploy.transport", 16, "each component of app exec is a program of its own"}}},
+		{"a transport other than the programs'", base + "[deploy]\ntransport = \"http\"\n", []located{{"deploy.transport", 16, "component db speaks tcp (app.components.db.protocol (line 14))"}}},
+		{"two programs in one process", base + "[deploy]\nplacement = \"monolith\"\n", []located{{"deploy.placement", 16, "would put programs together in one process"}}},
+		{"a placement of one's own with two programs in a group", base + "[deploy]\nplacement = \"mine\"\n[deploy.placements]\nmine = [[\"web\", \"db\"]]\n", []located{{"deploy.placements.mine", 18, "puts web and db in one process"}}},
+		{"sidecars and mtls", base + "[deploy]\nsidecar = \"envoy\"\nmtls = true\n", []located{
+			{"deploy.sidecar", 16, "sidecars for programs are not supported"},
+			{"deploy.mtls", 17, "deploy.mtls is a feature of svclab's own hosts"},
+		}},
+		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runtime.Resolve(parse(t, tc.src))
+			checkErrors(t, err, tc.want)
+		})
+	}
+}
+
+func TestResolve(t *testing.T) {
+	topo, err := runtime.Resolve(parse(t, base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topo.Entry != "web" || topo.Transport != "http" || len(topo.Groups) != 2 || topo.Placement != runtime.PlacementSplit {
+		t.Errorf("topology: entry %s, transport %s, placement %s, groups %v", topo.Entry, topo.Transport, topo.Placement, topo.Groups)
+	}
+	for _, g := range topo.Groups {
+		if len(g.Components) != 1 || g.Components[0] != g.Name || g.Replicas != 1 {
+			t.Errorf("group %+v: want one program, one replica", g)
+		}
+	}
+	if Of(topo) == nil {
+		t.Error("Of(an exec topology) is nil")
+	}
+}
+
+func TestCheckMachine(t *testing.T) {
+	dir := t.TempDir()
+	src := strings.Replace(base, `command = ["redis-server"`, `command = ["no-such-program-svclab"`, 1) + "dir = \"nowhere\"\n"
+	src = strings.Replace(src, `"python3", "-m"`, `"./bin/missing", "-m"`, 1)
+	path := filepath.Join(dir, "t.toml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = CheckMachine(s, topo)
+	for _, want := range []string{
+		"t.toml:6: app.components.web.command: command \"./bin/missing\" not found",
+		"t.toml:15: app.components.db.dir: " + filepath.Join(dir, "nowhere") + " is not a directory",
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("CheckMachine: %v\nwant %q", err, want)
+		}
+	}
+	// With the directory there, the command is looked up on PATH.
+	if err := os.Mkdir(filepath.Join(dir, "nowhere"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	err = CheckMachine(s, topo)
+	if want := `t.toml:13: app.components.db.command: command "no-such-program-svclab" not found: exec: "no-such-program-svclab": executable file not found in $PATH`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("CheckMachine: %v\nwant %q", err, want)
+	}
+}
+
+func TestExpand(t *testing.T) {
+	a := Addresses{Listen: "127.0.0.1:9", Port: "9", Peers: map[string]string{"db": "127.0.0.1:7"}}
+	for in, want := range map[string]string{
+		"--listen={listen}":        "--listen=127.0.0.1:9",
+		"{port}":                   "9",
+		"redis://{addr:db}/0":      "redis://127.0.0.1:7/0",
+		`{"json": {"left": true}}`: `{"json": {"left": true}}`,
+	} {
+		if got := a.Expand(in); got != want {
+			t.Errorf("Expand(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

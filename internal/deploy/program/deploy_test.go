@@ -1,0 +1,299 @@
+package program
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// need skips the test when a program it runs is not installed.
+func need(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
+				t.Skipf("%s is not installed", p)
+			}
+		}
+	}
+}
+
+// topology loads and resolves the spec at path, and checks the machine.
+func topology(t *testing.T, path string) *runtime.Topology {
+	t.Helper()
+	s, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMachine(s, topo); err != nil {
+		t.Fatal(err)
+	}
+	return topo
+}
+
+// writeSpec writes src as a spec in a temp dir and resolves it.
+func writeSpec(t *testing.T, src string) *runtime.Topology {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "spec.toml")
+	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return topology(t, path)
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+func deployOf(t *testing.T, topo *runtime.Topology) (deploy.Deployment, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := Deploy(ctx, topo, deploy.Options{Log: testLog{t}})
+	if err == nil {
+		t.Cleanup(func() { _ = d.Stop(context.Background()) })
+	}
+	return d, err
+}
+
+// groupGone reports whether no process is left in the process group pid
+// led.
+func groupGone(pid int) bool {
+	return errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)
+}
+
+func waitGone(t *testing.T, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for !groupGone(pid) {
+			if time.Now().After(deadline) {
+				t.Fatalf("process group %d still has processes", pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+// TestSystem deploys three programs in two languages, a Python frontend
+// that calls a real Redis and a real nginx serving a static file, and
+// calls the frontend: each answer counts a visit in Redis and carries
+// the page nginx served. Every program is sampled, and Stop leaves no
+// process of any program's group.
+func TestSystem(t *testing.T) {
+	need(t, "python3", "redis-server", "nginx")
+	d, err := deployOf(t, topology(t, "testdata/system/spec.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile("testdata/system/static/index.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 3; i++ {
+		resp, err := http.Get(d.GatewayURL() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Hits      int `json:"hits"`
+			PageBytes int `json:"page_bytes"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&got)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || got.Hits != i || got.PageBytes != len(page) {
+			t.Fatalf("call %d: %s %+v (%v); want hits %d and the page's %d bytes", i, resp.Status, got, err, i, len(page))
+		}
+	}
+	var pids []int
+	for _, p := range d.Processes() {
+		u, err := p.Resources().Sample(context.Background())
+		if err != nil || u.RSSBytes <= 0 {
+			t.Errorf("%s: sample %+v, %v", p.Info(), u, err)
+		}
+		pids = append(pids, p.Info().PID)
+	}
+	if len(pids) != 3 {
+		t.Fatalf("%d processes, want 3", len(pids))
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pids)
+}
+
+// failing is a spec of one program web with the given keys.
+func failing(keys string) string {
+	return "[app]\nname = \"exec\"\nentry = \"web\"\n[app.components.web]\nprotocol = \"http\"\n" + keys
+}
+
+// answer500 is a program whose every answer is a 500.
+const answer500 = `command = ["python3", "-c", '''
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(500); self.end_headers()
+    def log_message(self, *a): pass
+http.server.HTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+''', "{port}"]
+health = "/healthz"
+start_timeout = "1s"
+`
+
+func TestDeployFails(t *testing.T) {
+	need(t, "python3")
+	for _, tc := range []struct {
+		name, keys string
+		want       []string
+	}{
+		{"exits at once", `command = ["sh", "-c", "echo cannot read my config >&2; exit 3"]`,
+			[]string{"component web exited before it was healthy", "exit status 3", "cannot read my config"}},
+		{"never healthy", "command = [\"sleep\", \"30\"]\nstart_timeout = \"1s\"",
+			[]string{"component web is not healthy after 1s (app.components.web.start_timeout): connect to 127.0.0.1:"}},
+		{"health answers 500", answer500,
+			[]string{"component web is not healthy after 1s", "GET /healthz: answered 500 Internal Server Error"}},
+		{"command not found", `command = ["./no-such-server"]`,
+			[]string{`component web: command "./no-such-server":`, "no such file or directory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path := filepath.Join(t.TempDir(), "spec.toml")
+			if err := os.WriteFile(path, []byte(failing(tc.keys)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := spec.Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo, err := runtime.Resolve(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = deployOf(t, topo)
+			if err == nil {
+				t.Fatal("Deploy succeeded")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			if took := time.Since(start); took > 15*time.Second {
+				t.Errorf("Deploy took %s to fail", took)
+			}
+		})
+	}
+}
+
+// TestDiesMidRun: a program that dies while the deployment runs is
+// reported on Exited with how it ended; the others go on.
+func TestDiesMidRun(t *testing.T) {
+	need(t, "python3", "redis-server")
+	d, err := deployOf(t, writeSpec(t, `[app]
+name = "exec"
+entry = "web"
+[app.components.web]
+command = ["python3", "-m", "http.server", "--bind", "127.0.0.1", "{port}"]
+protocol = "http"
+calls = ["db"]
+[app.components.db]
+command = ["redis-server", "--port", "{port}", "--save", ""]
+protocol = "tcp"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var web, db deploy.Process
+	for _, p := range d.Processes() {
+		switch p.Info().Name {
+		case "web":
+			web = p
+		case "db":
+			db = p
+		}
+	}
+	if err := syscall.Kill(web.Info().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-d.Exited():
+		if e := p.Exit(); p.Info().Name != "web" || e.Status != "signal: killed" {
+			t.Errorf("exited: %s, %s; want web killed", p.Info(), e.Status)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no exit reported")
+	}
+	if groupGone(db.Info().PID) {
+		t.Error("db went with web")
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, []int{web.Info().PID, db.Info().PID})
+}
+
+// TestSweep: a program that ignores SIGTERM, the parent-death signal,
+// and whose svclab is gone, is killed by the next sweep with its group.
+func TestSweep(t *testing.T) {
+	dead := exec.Command("true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 60 & wait`)
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:1", OwnerEnv, dead.Process.Pid))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+	removed, err := Sweep()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(fmt.Sprint(removed), fmt.Sprintf("program pid %d ", cmd.Process.Pid)) {
+		t.Errorf("Sweep removed %v, not pid %d", removed, cmd.Process.Pid)
+	}
+	select {
+	case err := <-waited:
+		if err == nil || !strings.Contains(err.Error(), "killed") {
+			t.Errorf("the program ended with %v, want killed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the program outlived the sweep")
+	}
+	waitGone(t, []int{cmd.Process.Pid})
+	// Our own programs are not swept.
+	mine := exec.Command("sleep", "60")
+	mine.Env = append(os.Environ(), OwnerEnv+"="+ownerMark())
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = mine.Process.Kill(); _ = mine.Wait() }()
+	if removed, _ := Sweep(); strings.Contains(fmt.Sprint(removed), fmt.Sprintf("pid %d ", mine.Process.Pid)) {
+		t.Errorf("Sweep killed a program of a live svclab: %v", removed)
+	}
+}
+
