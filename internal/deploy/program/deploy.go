@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
@@ -77,9 +78,20 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 			if err != nil {
 				return nil, err
 			}
-			p, err := start(l, func(pid int) deploy.ResourceSource { return reader.Tree(pid) })
+			lim := limits(d.groupOf(name).Resources, opts.CPUs)
+			cg, err := d.confine(&l, lim)
 			if err != nil {
 				return nil, err
+			}
+			p, err := start(l, func(pid int) deploy.ResourceSource { return reader.Tree(pid) })
+			if err != nil {
+				if cg != nil {
+					_ = cg.Remove()
+				}
+				return nil, err
+			}
+			if cg != nil {
+				p.cg, p.res, p.info.Limits = cg, cgroupSource{proc: p.res, g: cg}, &lim
 			}
 			p.listen[name] = d.endpoint(name)
 			d.mu.Lock()
@@ -104,6 +116,7 @@ type deployment struct {
 	cfg   *Config
 	addrs map[string]string
 
+	cgroups  *cgroup.Manager // opened for the first program with limits
 	mu       sync.Mutex
 	procs    []*process
 	exited   chan deploy.Process
@@ -134,6 +147,11 @@ func (d *deployment) launch(name, specDir string, opts deploy.Options) (launch, 
 		return launch{}, fmt.Errorf("component %s: command %q: %w", name, l.argv[0], err)
 	}
 	return l, nil
+}
+
+// groupOf is the topology's group of component name.
+func (d *deployment) groupOf(name string) runtime.Group {
+	return d.topo.Groups[d.topo.GroupOf(name)]
 }
 
 // endpoint is where component name listens.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -297,3 +298,59 @@ func TestSweep(t *testing.T) {
 	}
 }
 
+
+// TestLimits: [deploy.resources] and the deployment's CPUs put a program,
+// and what it forks, in a control group of its own from its first
+// instruction, sampled with the group's counters and removed at Stop.
+func TestLimits(t *testing.T) {
+	need(t, "python3")
+	if _, err := cgroup.Open(); err != nil {
+		t.Skipf("no cgroups here: %v", err)
+	}
+	topo := writeSpec(t, `[app]
+name = "exec"
+entry = "web"
+[app.components.web]
+command = ["sh", "-c", "sleep 300 & exec python3 -m http.server --bind 127.0.0.1 {port}"]
+protocol = "http"
+[deploy.resources.web]
+cpu = 0.5
+memory = "256MiB"
+`)
+	if got := topo.Groups[0].Resources; got.CPU != 0.5 || got.Memory != 256<<20 {
+		t.Fatalf("group resources %+v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	d, err := Deploy(ctx, topo, deploy.Options{CPUs: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Stop(context.Background())
+	p := d.Processes()[0]
+	if l := p.Info().Limits; l == nil || l.CPU != 0.5 || l.Memory != 256<<20 || l.CPUs != "0" {
+		t.Errorf("limits %+v", l)
+	}
+	u, err := p.Resources().Sample(ctx)
+	if err != nil || u.Cgroup == nil {
+		t.Errorf("sample %+v, %v: want the cgroup's counters", u, err)
+	}
+	// The shell's child, forked before the program started, is inside.
+	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", p.Info().PID, p.Info().PID))
+	want := d.ID() + "-web"
+	for _, pid := range append(strings.Fields(string(kids)), fmt.Sprint(p.Info().PID)) {
+		b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+		if err != nil || !strings.Contains(string(b), want) {
+			t.Errorf("pid %s is not in cgroup %s:\n%s", pid, want, b)
+		}
+	}
+	if len(strings.Fields(string(kids))) == 0 {
+		t.Error("the program's sleep is not its child")
+	}
+	if err := d.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile("/proc/self/cgroup"); strings.Contains(string(b), want) {
+		t.Error("the test is in the program's group")
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/child"
 	"github.com/svclab/svclab/internal/runtime"
@@ -32,6 +33,7 @@ type process struct {
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
 	res    deploy.ResourceSource
+	cg     *cgroup.Group // nil without limits
 	c      *child.Child
 
 	mu   sync.Mutex
@@ -163,9 +165,12 @@ func (p *process) stop(ctx context.Context, grace time.Duration) error {
 	err := p.c.Stop(ctx, syscall.SIGTERM, grace)
 	<-p.done
 	if err != nil {
-		return fmt.Errorf("%s: %w; last output:\n%s", p.info, err, deploy.IndentTail(p.Tail()))
+		err = fmt.Errorf("%s: %w; last output:\n%s", p.info, err, deploy.IndentTail(p.Tail()))
 	}
-	return nil
+	if p.cg != nil {
+		err = errors.Join(err, p.cg.Remove())
+	}
+	return err
 }
 
 // lookCommand finds argv0 as exec would, from dir: a name with a slash

@@ -52,6 +52,9 @@ func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
 	for _, name := range cfg.Names() {
 		topo.Groups = append(topo.Groups, runtime.Group{Name: name, Components: []string{name}, Replicas: 1})
 	}
+	if err := topo.ResolveSizes(s); err != nil {
+		return nil, err
+	}
 	return topo, nil
 }
 
@@ -111,7 +114,6 @@ var unsupported = []struct{ key, why string }{
 	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
 	{"deploy.replicas", "replicas of programs are not supported yet"},
 	{"deploy.autoscale", "autoscaling of programs is not supported yet"},
-	{"deploy.resources", "resource limits of programs are not supported yet"},
 	{"deploy.balancer", "it balances over replicas, which programs do not have yet"},
 	{"deploy.faults", "faults on programs are not supported yet"},
 	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},

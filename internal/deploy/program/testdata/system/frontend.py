@@ -1,7 +1,8 @@
 """The frontend of the exec app's test system: an HTTP server (standard
-library only) that counts each visit in Redis and serves a page that nginx
-serves it. It listens on the address in argv[1] and finds its callees in
-REDIS_ADDR and STATIC_ADDR, as svclab's templates give them."""
+library only) that counts each visit in Redis and fetches the page nginx
+serves PAGES times (default 1) per call. It listens on the address in
+argv[1] and finds its callees in REDIS_ADDR and STATIC_ADDR, as svclab's
+templates give them."""
 
 import http.client
 import http.server
@@ -12,6 +13,7 @@ import threading
 
 REDIS = None
 STATIC = None
+PAGES = 1
 local = threading.local()
 
 
@@ -53,6 +55,9 @@ def page():
 
 class Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without TCP_NODELAY the body
+    # waits for the client's delayed ACK of the headers (40 ms).
+    disable_nagle_algorithm = True
 
     def do_GET(self):
         if self.path == "/healthz":
@@ -60,7 +65,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/":
             try:
                 hits = int(redis("INCR", "hits"))
-                body = page()
+                for _ in range(PAGES):
+                    body = page()
             except Exception as e:  # the callee's error, to the client
                 return self.answer(502, ("%s\n" % e).encode())
             return self.answer(200, json.dumps({"hits": hits, "page_bytes": len(body)}).encode() + b"\n")
@@ -77,11 +83,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
 
 def main():
-    global REDIS, STATIC
+    global REDIS, STATIC, PAGES
     import os
 
     REDIS = addr(os.environ["REDIS_ADDR"])
     STATIC = addr(os.environ["STATIC_ADDR"])
+    PAGES = int(os.environ.get("PAGES", "1"))
     server = http.server.ThreadingHTTPServer(addr(sys.argv[1]), Handler)
     server.daemon_threads = True
     print("frontend listening on", sys.argv[1], flush=True)

@@ -1,0 +1,65 @@
+package program
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/svclab/svclab/internal/cgroup"
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// joinScript runs a program inside the control group whose cgroup.procs
+// files are in hostentry.CgroupProcsEnv: the shell moves itself in, then
+// execs the program in its place, so that nothing the program forks starts
+// outside its limits, as a Go host joins its group before it runs
+// anything else.
+const joinScript = `IFS=:; for f in $` + hostentry.CgroupProcsEnv + `; do echo $$ > "$f" || exit 126; done; unset IFS; exec "$@"`
+
+// limits are the cgroup limits of component name: its group's
+// deploy.resources, and the deployment's CPUs (experiment.isolation).
+func limits(res spec.Resources, cpus string) cgroup.Limits {
+	return cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory), CPUs: cpus}
+}
+
+// confine makes l's control group, when its limits limit anything, and
+// makes l run in it; it returns nil when there is nothing to limit.
+func (d *deployment) confine(l *launch, lim cgroup.Limits) (*cgroup.Group, error) {
+	if lim == (cgroup.Limits{}) {
+		return nil, nil
+	}
+	if d.cgroups == nil {
+		m, err := cgroup.Open()
+		if err != nil {
+			return nil, fmt.Errorf("component %s needs a cgroup (%+v): %w", l.name, lim, err)
+		}
+		d.cgroups = m
+	}
+	g, err := d.cgroups.New(d.id+"-"+l.name, lim)
+	if err != nil {
+		return nil, fmt.Errorf("component %s: %w", l.name, err)
+	}
+	l.argv = append([]string{"/bin/sh", "-c", joinScript, "sh"}, l.argv...)
+	l.env = append(l.env, hostentry.CgroupProcsEnv+"="+strings.Join(g.ProcsFiles(), string(os.PathListSeparator)))
+	return g, nil
+}
+
+// cgroupSource adds a program's cgroup counters to its /proc ones.
+type cgroupSource struct {
+	proc deploy.ResourceSource
+	g    *cgroup.Group
+}
+
+func (s cgroupSource) Sample(ctx context.Context) (deploy.Usage, error) {
+	u, err := s.proc.Sample(ctx)
+	if err != nil {
+		return u, err
+	}
+	if st, err := s.g.Stats(); err == nil {
+		u.Cgroup = &st
+	}
+	return u, nil
+}
