@@ -298,7 +298,6 @@ func TestSweep(t *testing.T) {
 	}
 }
 
-
 // TestLimits: [deploy.resources] and the deployment's CPUs put a program,
 // and what it forks, in a control group of its own from its first
 // instruction, sampled with the group's counters and removed at Stop.
