@@ -96,6 +96,9 @@ health = "/h"
 			{"deploy.sidecar", 16, "sidecars for programs are not supported"},
 			{"deploy.mtls", 17, "deploy.mtls is a feature of svclab's own hosts"},
 		}},
+		{"a load over another protocol than the entry's", strings.NewReplacer(`protocol = "http"`, `protocol = "grpc"`, `health = "/"`, `health = "grpc"`).Replace(base) + "[load]\nrate = 5\n", []located{
+			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},
+		}},
 		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

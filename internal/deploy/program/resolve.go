@@ -26,7 +26,7 @@ func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
 	if !slices.Contains(deployers, s.Deploy.Deployer) {
 		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
 	}
-	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s))
+	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s), checkLoadProtocol(s, cfg))
 	if s.Deploy.Deployer == "local" {
 		for _, name := range cfg.Names() {
 			if len(cfg.Programs[name].Command) == 0 {
@@ -175,4 +175,27 @@ func CheckMachine(s *spec.Spec, topo *runtime.Topology) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// checkLoadProtocol checks that [load] drives the entry over what it
+// speaks: load.protocol defaults to http, so a grpc or h2c entry needs
+// it written.
+func checkLoadProtocol(s *spec.Spec, cfg *Config) error {
+	entry := cfg.Programs[cfg.EntryName]
+	if entry == nil {
+		return nil
+	}
+	if _, ok := s.Lookup("load"); !ok {
+		return nil
+	}
+	v, _ := s.Lookup("load.protocol")
+	got, _ := v.(string)
+	if got == "" {
+		got = ProtoHTTP
+	}
+	if got == entry.Protocol {
+		return nil
+	}
+	key := "app.components." + cfg.EntryName + ".protocol"
+	return s.Errorf("load.protocol", "is %q, but the entry %s speaks %s (%s%s): set load.protocol = %q", got, cfg.EntryName, entry.Protocol, key, s.Origin(key), entry.Protocol)
 }
