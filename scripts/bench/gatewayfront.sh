@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the local deployer's gateway front (the stable URL over a replicated
 # entry's gateways) adds to a request: BenchmarkGatewayFront in
-# internal/deploy/local calls one replica's gateway through the front and
+# internal/deploy/front calls one replica's gateway through the front and
 # straight, turn by turn, from the same client, and reports both medians.
 # The table gives the median of each metric over COUNT runs.
 #
@@ -16,11 +16,11 @@ GO=${GO:-go}
 
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
-"$GO" test -c -o "$bin/local.test" ./internal/deploy/local/
+"$GO" test -c -o "$bin/front.test" ./internal/deploy/front/
 
 echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(nproc) CPUs, $("$GO" env GOVERSION), count=$COUNT benchtime=$BENCHTIME"
 echo "# load average: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$bin/local.test" -test.run '^$' -test.bench '^BenchmarkGatewayFront$' \
+"$bin/front.test" -test.run '^$' -test.bench '^BenchmarkGatewayFront$' \
 	-test.benchtime "$BENCHTIME" -test.count "$COUNT" | tee "$bin/out.txt" >&2
 echo "# load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 

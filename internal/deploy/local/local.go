@@ -33,6 +33,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/backing"
+	"github.com/svclab/svclab/internal/deploy/front"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/program"
@@ -111,7 +112,7 @@ type Deployment struct {
 	mesh        *mesh            // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
-	front       *gatewayFront    // the gateway of a replicated entry (gatewayfront.go)
+	front       *front.HTTP      // the gateway of a replicated entry (gatewayfront.go)
 	proc        *procstat.Reader // the children's resource counters
 	stopTimeout time.Duration
 	net         deploy.Network // nil: this machine's own network

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -66,38 +67,22 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 			_ = d.Stop(sctx)
 		}
 	}()
-	addrs, err := pickAddresses(cfg.Names())
-	if err != nil {
+	if err := d.bindAddresses(); err != nil {
 		return nil, err
 	}
-	d.addrs = addrs
 	for _, level := range startOrder(cfg) {
 		var started []*process
 		for _, name := range level {
-			l, err := d.launch(name, specDir, opts)
-			if err != nil {
-				return nil, err
-			}
-			lim := limits(d.groupOf(name).Resources, opts.CPUs)
-			cg, err := d.confine(&l, lim)
-			if err != nil {
-				return nil, err
-			}
-			p, err := start(l, func(pid int) deploy.ResourceSource { return reader.Tree(pid) })
-			if err != nil {
-				if cg != nil {
-					_ = cg.Remove()
+			for i := range d.groupOf(name).Replicas {
+				p, err := d.startReplica(name, i, specDir, reader, opts)
+				if err != nil {
+					return nil, err
 				}
-				return nil, err
+				d.mu.Lock()
+				d.procs = append(d.procs, p)
+				d.mu.Unlock()
+				started = append(started, p)
 			}
-			if cg != nil {
-				p.cg, p.res, p.info.Limits = cg, cgroupSource{proc: p.res, g: cg}, &lim
-			}
-			p.listen[name] = d.endpoint(name)
-			d.mu.Lock()
-			d.procs = append(d.procs, p)
-			d.mu.Unlock()
-			started = append(started, p)
 		}
 		if err := d.waitHealthy(ctx, started, opts.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("deployment %s of %s: %w", d.id, AppName, err)
@@ -109,12 +94,44 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 	return d, nil
 }
 
+// startReplica starts replica i of component name, in its control group
+// when it has limits.
+func (d *deployment) startReplica(name string, i int, specDir string, reader *procstat.Reader, opts deploy.Options) (*process, error) {
+	l, err := d.launch(name, i, specDir, opts)
+	if err != nil {
+		return nil, err
+	}
+	lim := limits(d.groupOf(name).Resources, opts.CPUs)
+	cg, err := d.confine(&l, lim)
+	if err != nil {
+		return nil, err
+	}
+	p, err := start(l, func(pid int) deploy.ResourceSource { return reader.Tree(pid) })
+	if err != nil {
+		if cg != nil {
+			_ = cg.Remove()
+		}
+		return nil, err
+	}
+	if cg != nil {
+		p.cg, p.res, p.info.Limits = cg, cgroupSource{proc: p.res, g: cg}, &lim
+	}
+	p.info.Group, p.info.Components = name, []string{name}
+	p.component, p.addr = name, d.replicas[name][i]
+	p.listen[name] = runtime.Endpoint{Transport: d.cfg.Programs[name].Protocol, Network: "tcp", Addr: p.addr}
+	return p, nil
+}
+
 // deployment is the running programs, a deploy.Deployment.
 type deployment struct {
-	id    string
-	topo  *runtime.Topology
-	cfg   *Config
-	addrs map[string]string
+	id   string
+	topo *runtime.Topology
+	cfg  *Config
+	// addrs is where each component is reached: its one replica, or the
+	// front before its replicas; replicas are each replica's own.
+	addrs    map[string]string
+	replicas map[string][]string
+	fronts   map[string]balancingFront
 
 	cgroups  *cgroup.Manager // opened for the first program with limits
 	mu       sync.Mutex
@@ -129,12 +146,12 @@ var ids atomic.Int64
 
 func newID() string { return fmt.Sprintf("exec-%d-%d", os.Getpid(), ids.Add(1)) }
 
-// launch expands component name's command and env.
-func (d *deployment) launch(name, specDir string, opts deploy.Options) (launch, error) {
+// launch expands the command and env of replica i of component name.
+func (d *deployment) launch(name string, i int, specDir string, opts deploy.Options) (launch, error) {
 	p := d.cfg.Programs[name]
-	a := Addresses{Listen: d.addrs[name], Peers: d.addrs}
+	a := Addresses{Listen: d.replicas[name][i], Peers: d.addrs}
 	_, a.Port, _ = net.SplitHostPort(a.Listen)
-	l := launch{name: name, dir: filepath.Join(specDir, p.Dir), log: opts.Log}
+	l := launch{name: d.replicaName(name, i), dir: filepath.Join(specDir, p.Dir), log: opts.Log}
 	for _, s := range p.Command {
 		l.argv = append(l.argv, a.Expand(s))
 	}
@@ -149,37 +166,60 @@ func (d *deployment) launch(name, specDir string, opts deploy.Options) (launch, 
 	return l, nil
 }
 
+// replicaName names replica i of component name's process: the
+// component's name alone when it has one replica.
+func (d *deployment) replicaName(name string, i int) string {
+	if d.groupOf(name).Replicas == 1 {
+		return name
+	}
+	return name + "#" + strconv.Itoa(i)
+}
+
 // groupOf is the topology's group of component name.
 func (d *deployment) groupOf(name string) runtime.Group {
 	return d.topo.Groups[d.topo.GroupOf(name)]
 }
 
-// endpoint is where component name listens.
+// endpoint is where component name is reached.
 func (d *deployment) endpoint(name string) runtime.Endpoint {
 	return runtime.Endpoint{Transport: d.cfg.Programs[name].Protocol, Network: "tcp", Addr: d.addrs[name]}
 }
 
-// pickAddresses picks a free loopback port for every component. Each
-// program binds its own (it cannot be handed a socket): should another
-// process take the port in between, the program fails to bind, and its
-// error says so.
-func pickAddresses(names []string) (map[string]string, error) {
-	out := map[string]string{}
+// bindAddresses picks a free loopback port for every replica of every
+// component, and puts a front (internal/deploy/front) before the replicas
+// of a component that has several: its callers and the load reach it
+// there. Each program binds its own port (it cannot be handed a socket):
+// should another process take it in between, the program fails to bind,
+// and its error says so.
+func (d *deployment) bindAddresses() error {
+	d.addrs, d.replicas, d.fronts = map[string]string{}, map[string][]string{}, map[string]balancingFront{}
 	var open []net.Listener
 	defer func() {
 		for _, l := range open {
 			_ = l.Close()
 		}
 	}()
-	for _, name := range names {
-		l, err := ports.Listen()
-		if err != nil {
-			return nil, fmt.Errorf("pick a port for component %s: %w", name, err)
+	for _, name := range d.cfg.Names() {
+		for range d.groupOf(name).Replicas {
+			l, err := ports.Listen()
+			if err != nil {
+				return fmt.Errorf("pick a port for component %s: %w", name, err)
+			}
+			open = append(open, l) // held until all are picked: no two alike
+			d.replicas[name] = append(d.replicas[name], l.Addr().String())
 		}
-		open = append(open, l) // held until all are picked: no two alike
-		out[name] = l.Addr().String()
+		if len(d.replicas[name]) == 1 {
+			d.addrs[name] = d.replicas[name][0]
+			continue
+		}
+		f, err := startFront(d.cfg.Programs[name].Protocol, d.replicas[name])
+		if err != nil {
+			return fmt.Errorf("component %s: %w", name, err)
+		}
+		d.fronts[name] = f
+		d.addrs[name] = f.Addr()
 	}
-	return out, nil
+	return nil
 }
 
 // startOrder groups the components into levels: each level's components
@@ -230,8 +270,8 @@ func (d *deployment) waitHealthy(ctx context.Context, procs []*process, readyTim
 
 func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.Duration) error {
 	name := p.info.Name
-	c := d.cfg.Programs[name]
-	timeout, key := c.StartTimeout.D(), "app.components."+name+".start_timeout"
+	c := d.cfg.Programs[p.component]
+	timeout, key := c.StartTimeout.D(), "app.components."+p.component+".start_timeout"
 	if timeout <= 0 {
 		timeout, key = readyTimeout, "the deployment's ready timeout"
 		if timeout <= 0 {
@@ -241,7 +281,7 @@ func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.
 			timeout = spec.DefaultStartTimeout
 		}
 	}
-	pr := probe.Probe{Protocol: c.Protocol, Addr: d.addrs[name], Check: c.HealthOf()}
+	pr := probe.Probe{Protocol: c.Protocol, Addr: p.addr, Check: c.HealthOf()}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wctx, stopWait := context.WithCancel(cctx)
@@ -265,10 +305,12 @@ func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.
 	return nil
 }
 
-// watch reports a program that exits before Stop.
+// watch reports a program that exits before Stop, and takes a replica
+// that exits out of its front.
 func (d *deployment) watch(p *process) {
 	select {
 	case <-p.done:
+		d.updateFront(p.component)
 		select {
 		case <-d.stopCh:
 		case d.exited <- p:
@@ -355,6 +397,9 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}()
 		}
 		wg.Wait()
+		for _, name := range slices.Sorted(maps.Keys(d.fronts)) {
+			errs = append(errs, d.fronts[name].Close())
+		}
 		if err := errors.Join(errs...); err != nil {
 			d.stopErr = fmt.Errorf("deployment %s: stop: %w", d.id, err)
 		}

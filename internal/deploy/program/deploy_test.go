@@ -1,10 +1,13 @@
 package program
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -351,5 +354,120 @@ memory = "256MiB"
 	}
 	if b, _ := os.ReadFile("/proc/self/cgroup"); strings.Contains(string(b), want) {
 		t.Error("the test is in the program's group")
+	}
+}
+
+// replicaSpec is web, which answers what backend answers it, before
+// three replicas of backend, each of which answers its own address; and
+// db, two replicas of Redis behind a TCP front.
+const replicaSpec = `[app]
+name = "exec"
+entry = "web"
+[app.components.web]
+command = ["python3", "-c", '''
+import http.server, os, sys, urllib.request
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = urllib.request.urlopen("http://" + os.environ["BACKEND"] + "/").read()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_forever()
+''', "{port}"]
+protocol = "http"
+env = { BACKEND = "{addr:backend}" }
+[app.components.backend]
+command = ["python3", "-c", '''
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = sys.argv[1].encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1].rsplit(":", 1)[1])), H).serve_forever()
+''', "{listen}"]
+protocol = "http"
+[app.components.db]
+command = ["redis-server", "--port", "{port}", "--save", ""]
+protocol = "tcp"
+[deploy.replicas]
+backend = 3
+db = 2
+`
+
+// TestReplicas: [deploy.replicas] runs a program as several processes,
+// each on its own address, and its callers reach them through one front
+// that spreads calls over every replica (per request for HTTP, per
+// connection for TCP), and stops sending to a replica that died.
+func TestReplicas(t *testing.T) {
+	need(t, "python3", "redis-server")
+	d, err := deployOf(t, writeSpec(t, replicaSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := map[string][]deploy.Process{}
+	for _, p := range d.Processes() {
+		own[p.Info().Group] = append(own[p.Info().Group], p)
+	}
+	if len(own["backend"]) != 3 || len(own["db"]) != 2 || len(own["web"]) != 1 {
+		t.Fatalf("processes by component: %v", own)
+	}
+	call := func() string {
+		resp, err := http.Get(d.GatewayURL() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("web answered %s %s", resp.Status, b)
+		}
+		return string(b)
+	}
+	seen := map[string]int{}
+	for range 30 {
+		seen[call()]++
+	}
+	for _, p := range own["backend"] {
+		if addr := p.Listeners()["backend"].Addr; seen[addr] != 10 {
+			t.Errorf("replica %s at %s took %d of 30 calls, want 10 (round robin): %v", p.Info().Name, addr, seen[addr], seen)
+		}
+	}
+	// Redis answers its own port to CONFIG GET port: each new connection
+	// through the front meets the next replica.
+	dbFront := d.(*deployment).addrs["db"]
+	ports := map[string]bool{}
+	for range 4 {
+		c, err := net.Dial("tcp", dbFront)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(c, "CONFIG GET port\r\n")
+		r := bufio.NewReader(c)
+		var lines []string
+		for range 5 {
+			l, _ := r.ReadString('\n')
+			lines = append(lines, strings.TrimSpace(l))
+		}
+		c.Close()
+		ports[lines[4]] = true
+	}
+	if len(ports) != 2 {
+		t.Errorf("connections through the db front met ports %v, want both replicas'", ports)
+	}
+	// A replica that dies leaves the front; the calls go on over the
+	// others.
+	dead := own["backend"][0]
+	if err := syscall.Kill(dead.Info().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-d.Exited()
+	clear(seen)
+	for range 10 {
+		seen[call()]++
+	}
+	if seen[dead.Listeners()["backend"].Addr] != 0 || len(seen) != 2 {
+		t.Errorf("after %s died, calls went to %v", dead.Info().Name, seen)
 	}
 }

@@ -30,6 +30,10 @@ const maxLine = 4096
 
 // process is one running program, a deploy.Process.
 type process struct {
+	// component is the component the program is a replica of, addr
+	// where it listens.
+	component, addr string
+
 	info   deploy.ProcessInfo
 	listen map[string]runtime.Endpoint
 	res    deploy.ResourceSource

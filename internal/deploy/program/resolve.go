@@ -112,9 +112,8 @@ var unsupported = []struct{ key, why string }{
 	{"deploy.http_limits", "they bound svclab's own HTTP servers; a program has its own limits"},
 	{"deploy.languages", "it chooses the implementation of svclab's reference components; a program is its own implementation"},
 	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
-	{"deploy.replicas", "replicas of programs are not supported yet"},
 	{"deploy.autoscale", "autoscaling of programs is not supported yet"},
-	{"deploy.balancer", "it balances over replicas, which programs do not have yet"},
+	{"deploy.balancer", "the front before a program's replicas balances round robin, per request (per connection for tcp)"},
 	{"deploy.faults", "faults on programs are not supported yet"},
 	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},
 }

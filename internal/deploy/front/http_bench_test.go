@@ -1,4 +1,4 @@
-package local
+package front
 
 import (
 	"bytes"
@@ -34,16 +34,16 @@ func BenchmarkGatewayFront(b *testing.B) {
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = replica.Serve(lis) }()
 	defer replica.Close()
-	front, err := startGatewayFront([]string{lis.Addr().String()}, (&net.Dialer{Timeout: 5 * time.Second}).DialContext)
+	front, err := StartHTTP([]string{lis.Addr().String()}, (&net.Dialer{Timeout: 5 * time.Second}).DialContext, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer front.close()
+	defer front.Close()
 
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true}, Timeout: 10 * time.Second}
 	defer client.CloseIdleConnections()
 	body := bytes.Repeat([]byte("y"), 100)
-	via, direct := "http://"+front.addr()+"/svclab.Echo/Echo", "http://"+lis.Addr().String()+"/svclab.Echo/Echo"
+	via, direct := "http://"+front.Addr()+"/svclab.Echo/Echo", "http://"+lis.Addr().String()+"/svclab.Echo/Echo"
 	call := func(u string) error {
 		resp, err := client.Post(u, "application/json", bytes.NewReader(body))
 		if err != nil {
