@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -87,6 +88,15 @@ func (c *Config) Components() []runtime.Component { return nil }
 
 // Requests is empty: a program's requests are [load.request]'s.
 func (c *Config) Requests() []runtime.Request { return nil }
+
+// WorkDir is the program's working directory: Dir, relative to specDir
+// unless absolute.
+func (p *Component) WorkDir(specDir string) string {
+	if filepath.IsAbs(p.Dir) {
+		return filepath.Clean(p.Dir)
+	}
+	return filepath.Join(specDir, p.Dir)
+}
 
 // HealthOf is the component's health check, its default filled.
 func (p *Component) HealthOf() string {

@@ -155,6 +155,12 @@ func TestCheckMachine(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(dir, "nowhere"), 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// An absolute dir is taken as it is.
+	cfg := Of(topo)
+	if got := cfg.Programs["db"].WorkDir("/elsewhere"); got != "/elsewhere/nowhere" {
+		t.Errorf("WorkDir of a relative dir: %s", got)
+	}
+	cfg.Programs["db"].Dir = filepath.Join(dir, "nowhere")
 	err = CheckMachine(s, topo)
 	if want := `t.toml:13: app.components.db.command: command "no-such-program-svclab" not found: exec: "no-such-program-svclab": executable file not found in $PATH`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("CheckMachine: %v\nwant %q", err, want)

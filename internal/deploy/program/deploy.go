@@ -151,7 +151,7 @@ func (d *deployment) launch(name string, i int, specDir string, opts deploy.Opti
 	p := d.cfg.Programs[name]
 	a := Addresses{Listen: d.replicas[name][i], Peers: d.addrs}
 	_, a.Port, _ = net.SplitHostPort(a.Listen)
-	l := launch{name: d.replicaName(name, i), dir: filepath.Join(specDir, p.Dir), log: opts.Log}
+	l := launch{name: d.replicaName(name, i), dir: p.WorkDir(specDir), log: opts.Log}
 	for _, s := range p.Command {
 		l.argv = append(l.argv, a.Expand(s))
 	}

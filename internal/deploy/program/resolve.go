@@ -161,7 +161,7 @@ func CheckMachine(s *spec.Spec, topo *runtime.Topology) error {
 	for _, name := range cfg.Names() {
 		p := cfg.Programs[name]
 		key := "app.components." + name + "."
-		dir := filepath.Join(specDir, p.Dir)
+		dir := p.WorkDir(specDir)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			errs = append(errs, s.Errorf(key+"dir", "%s is not a directory (dir is relative to the spec's directory, %s)", dir, specDir))
 			continue
