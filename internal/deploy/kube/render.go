@@ -21,6 +21,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/svclab/svclab/internal/deploy/program"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -98,6 +99,9 @@ func Render(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) ([]Object,
 	r, err := newRenderer(s, topo, opts)
 	if err != nil {
 		return nil, err
+	}
+	if cfg := program.Of(topo); cfg != nil {
+		return r.renderPrograms(cfg) // the exec app's programs, from their images
 	}
 	return r.render()
 }

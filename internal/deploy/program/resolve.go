@@ -14,7 +14,7 @@ import (
 
 // deployers are the deployers that run programs: the local deployer
 // starts them on this machine.
-var deployers = []string{"local"}
+var deployers = []string{"local", "kube"}
 
 // resolve is the exec app's runtime.App.Resolve: one group per program
 // (a program is a process of its own), over the protocol each speaks.
@@ -27,11 +27,15 @@ func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
 		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
 	}
 	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s), checkLoadProtocol(s, cfg))
-	if s.Deploy.Deployer == "local" {
-		for _, name := range cfg.Names() {
-			if len(cfg.Programs[name].Command) == 0 {
-				errs = append(errs, s.Errorf("app.components."+name, "has an image and no command: the local deployer runs a command; add one (image is the kube deployer's)"))
-			}
+	for _, name := range cfg.Names() {
+		p := cfg.Programs[name]
+		switch {
+		case s.Deploy.Deployer == "local" && len(p.Command) == 0:
+			errs = append(errs, s.Errorf("app.components."+name, "has an image and no command: the local deployer runs a command; add one (image is the kube deployer's)"))
+		case s.Deploy.Deployer == "kube" && p.Image == "":
+			errs = append(errs, s.Errorf("app.components."+name, "has no image: the kube deployer runs a program from an image (image = \"…\", and port)"))
+		case s.Deploy.Deployer == "kube" && p.Port == 0:
+			errs = append(errs, s.Errorf("app.components."+name+".image", "has no port: write port, the port %s listens on", p.Image))
 		}
 	}
 	if err := spec.Join(errs...); err != nil {
