@@ -92,9 +92,13 @@ health = "/h"
 		{"a transport other than the programs'", base + "[deploy]\ntransport = \"http\"\n", []located{{"deploy.transport", 16, "component db speaks tcp (app.components.db.protocol (line 14))"}}},
 		{"two programs in one process", base + "[deploy]\nplacement = \"monolith\"\n", []located{{"deploy.placement", 16, "would put programs together in one process"}}},
 		{"a placement of one's own with two programs in a group", base + "[deploy]\nplacement = \"mine\"\n[deploy.placements]\nmine = [[\"web\", \"db\"]]\n", []located{{"deploy.placements.mine", 18, "puts web and db in one process"}}},
-		{"sidecars and mtls", base + "[deploy]\nsidecar = \"envoy\"\nmtls = true\n", []located{
-			{"deploy.sidecar", 16, "sidecars for programs are not supported"},
-			{"deploy.mtls", 17, "deploy.mtls is a feature of svclab's own hosts"},
+		{"mtls without sidecars, a sidecar other than envoy", base + "[deploy]\nmtls = true\ntracing = 0.5\n", []located{
+			{"deploy.mtls", 16, `deploy.mtls is a feature of svclab's own hosts, which a program has not: set deploy.sidecar = "envoy"`},
+			{"deploy.tracing", 17, "deploy.tracing is a feature of svclab's own hosts"},
+		}},
+		{"sidecars of another kind, with replicas", base + "[deploy]\nsidecar = \"nginx\"\n[deploy.replicas]\nweb = 2\n", []located{
+			{"deploy.sidecar", 16, `programs have envoy sidecars alone, not "nginx" yet`},
+			{"deploy.replicas", 17, "replicas of programs with sidecars are not supported yet"},
 		}},
 		{"a load over another protocol than the entry's", strings.NewReplacer(`protocol = "http"`, `protocol = "grpc"`, `health = "/"`, `health = "grpc"`).Replace(base) + "[load]\nrate = 5\n", []located{
 			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},

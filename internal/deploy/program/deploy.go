@@ -19,6 +19,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -69,6 +70,18 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 	}()
 	if err := d.bindAddresses(); err != nil {
 		return nil, err
+	}
+	d.peers = map[string]map[string]string{}
+	for _, name := range cfg.Names() {
+		d.peers[name] = maps.Clone(d.addrs)
+	}
+	if sc := topo.Spec.Deploy.Sidecar; sc != "" && sc != spec.SidecarNone {
+		if err := d.layOutSidecars(topo.Spec); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+		}
+		if err := d.startSidecars(ctx, reader, opts); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+		}
 	}
 	for _, level := range startOrder(cfg) {
 		var started []*process
@@ -132,6 +145,15 @@ type deployment struct {
 	addrs    map[string]string
 	replicas map[string][]string
 	fronts   map[string]balancingFront
+	// peers are where each program reaches each other component: addrs,
+	// or its sidecar's outbound listeners (sidecars.go).
+	peers map[string]map[string]string
+
+	dir         string // the sidecars' configurations and certificates
+	sidecarKind sidecar.Kind
+	sidecarBin  string
+	proxies     []proxyOf
+	inbound     map[string]string // each program's inbound listener
 
 	cgroups  *cgroup.Manager // opened for the first program with limits
 	mu       sync.Mutex
@@ -149,7 +171,7 @@ func newID() string { return fmt.Sprintf("exec-%d-%d", os.Getpid(), ids.Add(1)) 
 // launch expands the command and env of replica i of component name.
 func (d *deployment) launch(name string, i int, specDir string, opts deploy.Options) (launch, error) {
 	p := d.cfg.Programs[name]
-	a := Addresses{Listen: d.replicas[name][i], Peers: d.addrs}
+	a := Addresses{Listen: d.replicas[name][i], Peers: d.peers[name]}
 	_, a.Port, _ = net.SplitHostPort(a.Listen)
 	l := launch{name: d.replicaName(name, i), dir: p.WorkDir(specDir), log: opts.Log}
 	for _, s := range p.Command {
@@ -399,6 +421,9 @@ func (d *deployment) Stop(ctx context.Context) error {
 		wg.Wait()
 		for _, name := range slices.Sorted(maps.Keys(d.fronts)) {
 			errs = append(errs, d.fronts[name].Close())
+		}
+		if d.dir != "" {
+			errs = append(errs, os.RemoveAll(d.dir))
 		}
 		if err := errors.Join(errs...); err != nil {
 			d.stopErr = fmt.Errorf("deployment %s: stop: %w", d.id, err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -469,5 +470,85 @@ func TestReplicas(t *testing.T) {
 	}
 	if seen[dead.Listeners()["backend"].Addr] != 0 || len(seen) != 2 {
 		t.Errorf("after %s died, calls went to %v", dead.Info().Name, seen)
+	}
+}
+
+// TestSidecarsMTLS: with deploy.sidecar = "envoy" and deploy.mtls, the
+// programs call each other through Envoy proxies over mutual TLS (the
+// system answers as without them), and a plaintext client is refused at
+// every proxy's inbound listener: Redis's (a raw TCP proxy) and nginx's
+// (an HTTP one).
+func TestSidecarsMTLS(t *testing.T) {
+	need(t, "python3", "redis-server", "nginx")
+	k, _ := sidecar.Lookup("envoy")
+	if _, err := k.Binary(); err != nil {
+		t.Skip(err)
+	}
+	s, err := spec.Load("testdata/system/spec.toml", `deploy.sidecar="envoy"`, "deploy.mtls=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo, err := runtime.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := deployOf(t, topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		resp, err := http.Get(dep.GatewayURL() + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), fmt.Sprintf(`"hits": %d`, i)) {
+			t.Fatalf("call %d through the mesh: %s %s", i, resp.Status, b)
+		}
+	}
+	proxies := 0
+	for _, p := range dep.Processes() {
+		if p.Info().Role == deploy.RoleSidecar {
+			proxies++
+		}
+	}
+	// frontend's two (HTTP: its inbound and nginx; TCP: Redis), cart's, static's.
+	if proxies != 4 {
+		t.Errorf("%d sidecar processes, want 4", proxies)
+	}
+	d := dep.(*deployment)
+	// The frontend reaches Redis through its proxy, not directly.
+	if d.peers["frontend"]["cart"] == d.addrs["cart"] {
+		t.Errorf("the frontend calls cart at its own address %s, not through its sidecar", d.addrs["cart"])
+	}
+	c, err := net.DialTimeout("tcp", d.inbound["cart"], 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	fmt.Fprintf(c, "PING\r\n")
+	got, _ := io.ReadAll(c)
+	c.Close()
+	if strings.Contains(string(got), "PONG") {
+		t.Errorf("a plaintext client reached Redis through its proxy: %q", got)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	if resp, err := client.Get("http://" + d.inbound["static"] + "/index.html"); err == nil {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		t.Errorf("a plaintext client got %s %q from nginx's proxy", resp.Status, b)
+	}
+	// Straight to the programs, as Istio without its redirection, they
+	// answer: what refuses is the proxy.
+	if c, err := net.Dial("tcp", d.addrs["cart"]); err == nil {
+		fmt.Fprintf(c, "PING\r\n")
+		line, _ := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if !strings.HasPrefix(line, "+PONG") {
+			t.Errorf("Redis itself answered %q", line)
+		}
+	} else {
+		t.Error(err)
 	}
 }

@@ -131,11 +131,24 @@ func checkUnsupported(s *spec.Spec) error {
 			errs = append(errs, s.Errorf(key, "does not apply to app %s: %s; leave it out", AppName, u.why))
 		}
 	}
-	if sc := s.Deploy.Sidecar; sc != "" && sc != spec.SidecarNone {
-		errs = append(errs, s.Errorf("deploy.sidecar", "does not apply to app %s yet: sidecars for programs are not supported; leave it out", AppName))
+	sidecars := s.Deploy.Sidecar != "" && s.Deploy.Sidecar != spec.SidecarNone
+	if sidecars && !slices.Contains(sidecarKinds, s.Deploy.Sidecar) {
+		errs = append(errs, s.Errorf("deploy.sidecar", "programs have %s sidecars alone, not %q yet", strings.Join(sidecarKinds, " or "), s.Deploy.Sidecar))
+	}
+	if key, ok := s.FirstWritten("deploy.replicas"); ok && sidecars {
+		errs = append(errs, s.Errorf(key, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar%s or the replicas", s.Origin("deploy.sidecar")))
 	}
 	for _, key := range runtime.MeshOf(s.Deploy).Keys() {
-		errs = append(errs, s.Errorf(key, "does not apply to app %s: %s is a feature of svclab's own hosts (or of sidecars, not yet for programs); leave it out", AppName, key))
+		if key == "deploy.mtls" && sidecars {
+			continue // the proxies carry it
+		}
+		why := "a feature of svclab's own hosts, which a program has not"
+		if key == "deploy.mtls" {
+			why += ": set deploy.sidecar = \"envoy\", whose proxies carry it"
+		} else if sidecars {
+			why += "; the programs' proxies do not report it yet"
+		}
+		errs = append(errs, s.Errorf(key, "does not apply to app %s: %s is %s; leave it out", AppName, key, why))
 	}
 	return errors.Join(errs...)
 }
