@@ -8,11 +8,15 @@
 package child
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	goruntime "runtime"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -87,4 +91,20 @@ func (c *Child) Stop(ctx context.Context, sig syscall.Signal, grace time.Duratio
 	_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
 	<-c.done
 	return err
+}
+
+// ReadLines calls each with every line r gives until it ends, without its
+// line end. A line longer than max bytes comes in pieces of max bytes, so
+// a child that writes without newlines cannot grow the buffer.
+func ReadLines(r io.Reader, max int, each func(line string)) {
+	br := bufio.NewReaderSize(r, max)
+	for {
+		line, err := br.ReadSlice('\n')
+		if len(line) > 0 {
+			each(strings.TrimRight(string(line), "\r\n"))
+		}
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+			return
+		}
+	}
 }

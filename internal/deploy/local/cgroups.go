@@ -1,13 +1,11 @@
 package local
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/svclab/svclab/internal/cgroup"
-	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -72,23 +70,6 @@ func (d *Deployment) groupResources(group string) spec.Resources {
 		}
 	}
 	return spec.Resources{}
-}
-
-// cgroupSource adds a process's cgroup counters to its /proc ones.
-type cgroupSource struct {
-	proc deploy.ResourceSource
-	g    *cgroup.Group
-}
-
-func (s cgroupSource) Sample(ctx context.Context) (deploy.Usage, error) {
-	u, err := s.proc.Sample(ctx)
-	if err != nil {
-		return u, err
-	}
-	if st, err := s.g.Stats(); err == nil {
-		u.Cgroup = &st
-	}
-	return u, nil
 }
 
 // outOfMemory reports whether the OOM killer ended a process of g.

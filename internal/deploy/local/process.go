@@ -1,20 +1,20 @@
 package local
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -140,7 +140,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	}
 	proc.res = d.proc.Process(proc.info.PID)
 	if cg != nil {
-		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+		proc.cg, proc.res = cg, procstat.CgroupSource{Proc: proc.res, Group: cg}
 		lim := cg.Limits()
 		proc.info.Limits = &lim
 	}
@@ -160,20 +160,12 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 func (p *process) read(r *os.File, log io.Writer) {
 	defer close(p.readDone)
 	defer r.Close()
-	br := bufio.NewReaderSize(r, maxLine)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			s := strings.TrimRight(string(line), "\r\n")
-			p.tail.add(s)
-			if log != nil {
-				writeLine(log, "["+p.info.Name+"] "+s+"\n")
-			}
+	child.ReadLines(r, maxLine, func(s string) {
+		p.tail.add(s)
+		if log != nil {
+			writeLine(log, "["+p.info.Name+"] "+s+"\n")
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return
-		}
-	}
+	})
 }
 
 // writeLine writes whole lines, so children's output does not interleave

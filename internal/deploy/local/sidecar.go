@@ -15,6 +15,7 @@ import (
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/ports"
+	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
@@ -266,7 +267,7 @@ func (d *Deployment) launchProxy(cmd *exec.Cmd, deathsig syscall.Signal, info de
 	}
 	proc.res = d.proc.Process(proc.info.PID)
 	if cg != nil && own {
-		proc.cg, proc.res = cg, cgroupSource{proc: proc.res, g: cg}
+		proc.cg, proc.res = cg, procstat.CgroupSource{Proc: proc.res, Group: cg}
 	}
 	go proc.read(r, opts.Log)
 	go proc.wait()

@@ -1,13 +1,11 @@
 package program
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/svclab/svclab/internal/cgroup"
-	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -45,21 +43,4 @@ func (d *deployment) confine(l *launch, lim cgroup.Limits) (*cgroup.Group, error
 	l.argv = append([]string{"/bin/sh", "-c", joinScript, "sh"}, l.argv...)
 	l.env = append(l.env, hostentry.CgroupProcsEnv+"="+strings.Join(g.ProcsFiles(), string(os.PathListSeparator)))
 	return g, nil
-}
-
-// cgroupSource adds a program's cgroup counters to its /proc ones.
-type cgroupSource struct {
-	proc deploy.ResourceSource
-	g    *cgroup.Group
-}
-
-func (s cgroupSource) Sample(ctx context.Context) (deploy.Usage, error) {
-	u, err := s.proc.Sample(ctx)
-	if err != nil {
-		return u, err
-	}
-	if st, err := s.g.Stats(); err == nil {
-		u.Cgroup = &st
-	}
-	return u, nil
 }

@@ -127,7 +127,7 @@ func (d *deployment) startReplica(name string, i int, specDir string, reader *pr
 		return nil, err
 	}
 	if cg != nil {
-		p.cg, p.res, p.info.Limits = cg, cgroupSource{proc: p.res, g: cg}, &lim
+		p.cg, p.res, p.info.Limits = cg, procstat.CgroupSource{Proc: p.res, Group: cg}, &lim
 	}
 	p.info.Group, p.info.Components = name, []string{name}
 	p.component, p.addr = name, d.replicas[name][i]
@@ -304,6 +304,21 @@ func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.
 		}
 	}
 	pr := probe.Probe{Protocol: c.Protocol, Addr: p.addr, Check: c.HealthOf()}
+	err := p.await(ctx, pr, timeout)
+	switch {
+	case p.exited():
+		return fmt.Errorf("component %s exited before it was healthy: %w", name, p.Exit())
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("component %s: %s: %w", name, pr, ctx.Err())
+	case err != nil:
+		return fmt.Errorf("component %s is not healthy after %s (%s): %s: %w; last output:\n%s", name, timeout, key, pr, err, deploy.IndentTail(p.Tail()))
+	}
+	return nil
+}
+
+// await checks pr until it passes, p exits or timeout ends, and returns
+// the last check's error.
+func (p *process) await(ctx context.Context, pr probe.Probe, timeout time.Duration) error {
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	wctx, stopWait := context.WithCancel(cctx)
@@ -315,16 +330,7 @@ func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.
 		case <-wctx.Done():
 		}
 	}()
-	err := pr.Wait(wctx)
-	switch {
-	case p.exited():
-		return fmt.Errorf("component %s exited before it was healthy: %w", name, p.Exit())
-	case err != nil && ctx.Err() != nil:
-		return fmt.Errorf("component %s: %s: %w", name, pr, ctx.Err())
-	case err != nil:
-		return fmt.Errorf("component %s is not healthy after %s (%s): %s: %w; last output:\n%s", name, timeout, key, pr, err, deploy.IndentTail(p.Tail()))
-	}
-	return nil
+	return pr.Wait(wctx)
 }
 
 // watch reports a program that exits before Stop, and takes a replica

@@ -36,8 +36,8 @@ func need(t *testing.T, programs ...string) {
 	}
 }
 
-// topology loads and resolves the spec at path, and checks the machine.
-func topology(t *testing.T, path string) *runtime.Topology {
+// resolved loads and resolves the spec at path.
+func resolved(t *testing.T, path string) (*spec.Spec, *runtime.Topology) {
 	t.Helper()
 	s, err := spec.Load(path)
 	if err != nil {
@@ -47,20 +47,33 @@ func topology(t *testing.T, path string) *runtime.Topology {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, topo
+}
+
+// topology resolves the spec at path, and checks the machine.
+func topology(t *testing.T, path string) *runtime.Topology {
+	t.Helper()
+	s, topo := resolved(t, path)
 	if err := CheckMachine(s, topo); err != nil {
 		t.Fatal(err)
 	}
 	return topo
 }
 
-// writeSpec writes src as a spec in a temp dir and resolves it.
-func writeSpec(t *testing.T, src string) *runtime.Topology {
+// specFile writes src as a spec in a temp dir.
+func specFile(t *testing.T, src string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "spec.toml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return topology(t, path)
+	return path
+}
+
+// writeSpec writes src as a spec in a temp dir and resolves it.
+func writeSpec(t *testing.T, src string) *runtime.Topology {
+	t.Helper()
+	return topology(t, specFile(t, src))
 }
 
 type testLog struct{ t *testing.T }
@@ -182,20 +195,9 @@ func TestDeployFails(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path := filepath.Join(t.TempDir(), "spec.toml")
-			if err := os.WriteFile(path, []byte(failing(tc.keys)), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			s, err := spec.Load(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			topo, err := runtime.Resolve(s)
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, topo := resolved(t, specFile(t, failing(tc.keys)))
 			start := time.Now()
-			_, err = deployOf(t, topo)
+			_, err := deployOf(t, topo)
 			if err == nil {
 				t.Fatal("Deploy succeeded")
 			}
@@ -490,6 +492,9 @@ func TestSidecarsMTLS(t *testing.T) {
 	}
 	topo, err := runtime.Resolve(s)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckMachine(s, topo); err != nil {
 		t.Fatal(err)
 	}
 	dep, err := deployOf(t, topo)

@@ -1,7 +1,6 @@
 package program
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -141,27 +140,19 @@ var logMu sync.Mutex
 func (p *process) read(r *os.File, log io.Writer) {
 	defer close(p.readDone)
 	defer r.Close()
-	br := bufio.NewReaderSize(r, maxLine)
-	for {
-		line, err := br.ReadSlice('\n')
-		if len(line) > 0 {
-			s := strings.TrimRight(string(line), "\r\n")
-			p.mu.Lock()
-			p.tail = append(p.tail, s)
-			if len(p.tail) > tailLines {
-				p.tail = p.tail[len(p.tail)-tailLines:]
-			}
-			p.mu.Unlock()
-			if log != nil {
-				logMu.Lock()
-				_, _ = io.WriteString(log, "["+p.info.Name+"] "+s+"\n")
-				logMu.Unlock()
-			}
+	child.ReadLines(r, maxLine, func(s string) {
+		p.mu.Lock()
+		p.tail = append(p.tail, s)
+		if len(p.tail) > tailLines {
+			p.tail = p.tail[len(p.tail)-tailLines:]
 		}
-		if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
-			return
+		p.mu.Unlock()
+		if log != nil {
+			logMu.Lock()
+			_, _ = io.WriteString(log, "["+p.info.Name+"] "+s+"\n")
+			logMu.Unlock()
 		}
-	}
+	})
 }
 
 // stop sends SIGTERM, waits up to grace, then SIGKILLs the process group.

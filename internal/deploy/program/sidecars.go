@@ -181,19 +181,8 @@ func (d *deployment) waitListening(ctx context.Context, p *process, addr string,
 	if timeout <= 0 {
 		timeout = spec.DefaultStartTimeout
 	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	wctx, stop := context.WithCancel(cctx)
-	defer stop()
-	go func() {
-		select {
-		case <-p.done:
-			stop()
-		case <-wctx.Done():
-		}
-	}()
 	pr := probe.Probe{Addr: addr, Check: probe.TCP}
-	err := pr.Wait(wctx)
+	err := p.await(ctx, pr, timeout)
 	switch {
 	case p.exited():
 		return fmt.Errorf("sidecar %s exited before it listened: %w", p.info.Name, p.Exit())
