@@ -1,0 +1,80 @@
+package probe
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+func TestProbe(t *testing.T) {
+	web := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/healthz" {
+			return
+		}
+		http.Error(w, "broken", http.StatusInternalServerError)
+	}))
+	defer web.Close()
+	h2c := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ProtoMajor != 2 {
+			http.Error(w, "HTTP/2 only", http.StatusHTTPVersionNotSupported)
+		}
+	}))
+	h2c.Config.Protocols = new(http.Protocols)
+	h2c.Config.Protocols.SetUnencryptedHTTP2(true)
+	h2c.Start()
+	defer h2c.Close()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := health.NewServer()
+	hs.SetServingStatus("cart", healthpb.HealthCheckResponse_NOT_SERVING)
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := closed.Addr().String()
+	closed.Close()
+	webAddr, h2cAddr, grpcAddr := strings.TrimPrefix(web.URL, "http://"), strings.TrimPrefix(h2c.URL, "http://"), lis.Addr().String()
+
+	for _, tc := range []struct {
+		name, what string
+		p          Probe
+		want       string // "" passes; else in the error
+	}{
+		{"http path", "GET /healthz", Probe{Protocol: ProtoHTTP, Addr: webAddr, Check: "/healthz"}, ""},
+		{"http 500", "GET /other", Probe{Protocol: ProtoHTTP, Addr: webAddr, Check: "/other"}, "answered 500 Internal Server Error"},
+		{"h2c", "GET /", Probe{Protocol: ProtoH2C, Addr: h2cAddr, Check: "/"}, ""},
+		{"grpc server", `grpc.health.v1 of service ""`, Probe{Protocol: ProtoGRPC, Addr: grpcAddr, Check: GRPC}, ""},
+		{"grpc service not serving", `grpc.health.v1 of service "cart"`, Probe{Protocol: ProtoGRPC, Addr: grpcAddr, Check: "cart"}, "status NOT_SERVING"},
+		{"tcp", "connect to " + grpcAddr, Probe{Addr: grpcAddr, Check: TCP}, ""},
+		{"tcp refused", "connect to " + nobody, Probe{Addr: nobody, Check: TCP}, "refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.p.String(); got != tc.what {
+				t.Errorf("String() = %q, want %q", got, tc.what)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*PollEvery+time.Second)
+			defer cancel()
+			err := tc.p.Wait(ctx)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Wait: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Wait: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
