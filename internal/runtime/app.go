@@ -32,12 +32,14 @@ type App struct {
 	// strictly, and the host receives it as JSON, so the struct needs both
 	// toml and json tags.
 	NewConfig func() Config
-	// Resolve, when set, makes the topology of a spec of this app in
-	// place of the component model's: an app whose components are
-	// programs rather than Go code (the exec app, internal/deploy/program)
-	// places and checks them itself. It gets the decoded, validated
-	// config; its errors name file, line and key.
-	Resolve func(s *spec.Spec, cfg Config) (*Topology, error)
+}
+
+// Placer is a Config whose components are not Go code (the exec app's
+// programs, internal/deploy/program): Resolve asks it for the topology,
+// in place of the component model's placement, once the config is
+// decoded and valid. Its errors name file, line and key.
+type Placer interface {
+	Place(s *spec.Spec) (*Topology, error)
 }
 
 // Config is an app's configuration, from which its components follow.

@@ -46,7 +46,7 @@ func (p *Topology) resolveResources(s *spec.Spec) error {
 
 // ResolveSizes resolves [deploy.resources], [deploy.replicas] and
 // [deploy.autoscale] against p's groups, as Resolve does for an app of
-// Go components: for an app whose App.Resolve makes its own groups.
+// Go components: for a Placer, which makes its own groups.
 func (p *Topology) ResolveSizes(s *spec.Spec) error {
 	if err := p.resolveResources(s); err != nil {
 		return err

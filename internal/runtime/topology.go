@@ -162,8 +162,8 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 	if err != nil {
 		return nil, err
 	}
-	if app.Resolve != nil {
-		return app.Resolve(s, cfg)
+	if pl, ok := cfg.(Placer); ok {
+		return pl.Place(s)
 	}
 	p := &Topology{
 		App:       app,

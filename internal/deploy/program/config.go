@@ -39,7 +39,6 @@ func init() {
 		Name:      AppName,
 		Summary:   "programs of your own ([app.components.<name>]): any binary, script or server that listens on an address",
 		NewConfig: func() runtime.Config { return &Config{} },
-		Resolve:   resolve,
 	})
 }
 

@@ -16,12 +16,11 @@ import (
 // starts them on this machine.
 var deployers = []string{"local", "kube"}
 
-// resolve is the exec app's runtime.App.Resolve: one group per program
-// (a program is a process of its own), over the protocol each speaks.
-// What cannot apply to a program svclab did not write is refused at its
-// key, every mistake at once.
-func resolve(s *spec.Spec, c runtime.Config) (*runtime.Topology, error) {
-	cfg := c.(*Config)
+// Place makes the exec app a runtime.Placer: one group per program (a
+// program is a process of its own), over the protocol each speaks. What
+// cannot apply to a program svclab did not write is refused at its key,
+// every mistake at once.
+func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 	var errs []error
 	if !slices.Contains(deployers, s.Deploy.Deployer) {
 		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
