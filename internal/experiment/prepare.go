@@ -36,16 +36,18 @@ func Prepare(s *spec.Spec) (*Prepared, error) {
 	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
 }
 
-// decodeLoad decodes and checks s's [load] table.
+// decodeLoad decodes and checks s's [load] table, the values that
+// decoded as well as the keys that did not.
 func decodeLoad(s *spec.Spec) (load.Config, error) {
 	var lc load.Config
-	if err := load.Decode(s, &lc); err != nil {
-		return lc, err
-	}
+	var errs spec.Errors
+	errs.Add(load.Decode(s, &lc))
 	if err := lc.Validate(); err != nil {
-		return lc, s.Locate("load", err)
+		errs.AddLater(s.Locate("load", err))
+	} else {
+		errs.AddLater(checkGenerators(s, lc))
 	}
-	return lc, checkGenerators(s, lc)
+	return lc, errs.Err()
 }
 
 // Check adds to ownErr, the error spec.Load gave s for its [deploy] or

@@ -3,7 +3,10 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/svclab/svclab/internal/runtime"
@@ -57,5 +60,137 @@ rate = 10
 	defer closeBacking(pool, io.Discard)
 	if pids := pool.Servers(); len(pids) != 0 || pr.Backing != nil {
 		t.Errorf("a kube run started backing servers %v here (pool given: %v)", pids, pr.Backing != nil)
+	}
+}
+
+// TestAllErrorsInOnePass runs specs with several mistakes, in different
+// tables and in different stages of checking (keys, values, the
+// deployment's resolution), through the path `svclab plan` and `run`
+// take (spec.Parse, then Check on a spec-level error or PlanRun), and
+// checks that every mistake is reported, each at its file, line and key,
+// and nothing else: no mistake hides another, and none is made up from
+// a default that stood in for a wrong key.
+func TestAllErrorsInOnePass(t *testing.T) {
+	type want struct {
+		line int
+		key  string
+		text string
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []want
+	}{{
+		name: "app key, app value, deploy value and load value",
+		src: `[app]
+name = "chain"
+hopz = 3
+payload = "medium"
+[deploy]
+transport = "pigeon"
+[load]
+rate = -5
+`,
+		want: []want{
+			{3, "app.hopz", `unknown key (did you mean "hops"?)`},
+			{4, "app.payload", `got "medium"`},
+			{6, "deploy.transport", `unknown transport "pigeon"`},
+			{8, "load.rate", "must be > 0"},
+		},
+	}, {
+		name: "values of deploy the spec checks",
+		src: `[app]
+name = "chain"
+[deploy]
+network = "udp"
+start_timeout = "0s"
+http_codec = "xml"
+colour = "red"
+[load]
+rate = 10
+`,
+		want: []want{
+			{4, "deploy.network", `got "udp"`},
+			{5, "deploy.start_timeout", "must be positive"},
+			{6, "deploy.http_codec", `got "xml"`},
+			{7, "deploy.colour", "unknown key"},
+		},
+	}, {
+		name: "resolution of deploy against the app",
+		src: `[app]
+name = "chain"
+[deploy]
+transport = "pigeon"
+[deploy.resources.nowhere]
+cpu = 1
+[deploy.languages]
+hop9 = "java"
+[load]
+rate = 10
+`,
+		want: []want{
+			{4, "deploy.transport", `unknown transport "pigeon"`},
+			{5, "deploy.resources.nowhere", `"nowhere" is no group`},
+			{8, "deploy.languages.hop9", `no component "hop9"`},
+		},
+	}, {
+		name: "load keys and load values",
+		src: `[app]
+name = "chain"
+[load]
+rate = "fast"
+max_inflight = -1
+`,
+		want: []want{
+			{4, "load.rate", "must be a number"},
+			{5, "load.max_inflight", "must be >= 0"},
+		},
+	}, {
+		name: "a misspelt key is not also missing",
+		src: `[app]
+name = "chain"
+paylod = "large"
+[load]
+rte = 10
+`,
+		want: []want{
+			{3, "app.paylod", `did you mean "payload"?`},
+			{5, "load.rte", `did you mean "rate"?`},
+		},
+	}, {
+		name: "a value of the wrong type is not also checked as its default",
+		src: `[app]
+name = "chain"
+[deploy]
+start_timeout = "soon"
+[load]
+rate = 10
+duration = 5
+`,
+		want: []want{
+			{4, "deploy.start_timeout", "not a duration"},
+			{7, "load.duration", "needs a unit"},
+		},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse("bad.toml", []byte(tc.src))
+			if err != nil && s != nil {
+				err = Check(s, err, true)
+			} else if err == nil {
+				_, _, err = PlanSpec(context.Background(), s, 1)
+			}
+			got := spec.Unjoin(err)
+			for _, w := range tc.want {
+				prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
+				if !slices.ContainsFunc(got, func(e error) bool {
+					return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
+				}) {
+					t.Errorf("no error %q...%q in\n%v", prefix, w.text, err)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("%d errors, want %d:\n%v", len(got), len(tc.want), err)
+			}
+		})
 	}
 }

@@ -156,15 +156,23 @@ func (p *Topology) ConfigJSON() (json.RawMessage, error) {
 // [deploy] against the app's components. Every error is a *spec.Error naming
 // the key and line: an unknown app, transport or placement name, a bad app
 // value, a component that is unknown, placed twice or not placed, and the
-// inproc transport with more than one group.
+// inproc transport with more than one group. It reports every mistake it
+// can find in one pass: every mistake of [app] (decodeApp), with those of
+// the transport; once [app] is right, those of the placement; once the
+// groups are known, those of the tables that name them, together.
 func Resolve(s *spec.Spec) (*Topology, error) {
-	app, cfg, err := decodeApp(s)
-	if err != nil {
-		return nil, err
+	app, cfg, appErr := decodeApp(s)
+	if app == nil {
+		return nil, appErr // no app, nothing to resolve against
 	}
 	if pl, ok := cfg.(Placer); ok {
+		if appErr != nil {
+			return nil, appErr // it places by its config
+		}
 		return pl.Place(s)
 	}
+	var errs spec.Errors
+	errs.Add(appErr)
 	p := &Topology{
 		App:       app,
 		Config:    cfg,
@@ -178,7 +186,6 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 			IdleTimeout:       s.Deploy.HTTPLimits.IdleTimeout.D(),
 		},
 		Placement:    s.Deploy.Placement,
-		Entry:        cfg.Entry(),
 		StartTimeout: s.Deploy.StartTimeout.D(),
 		Spec:         s,
 		Sidecar:      s.Deploy.Sidecar,
@@ -186,62 +193,74 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
+	errs.AddLater(p.resolveTransport(s))
+	if appErr != nil {
+		// The components, which the rest of [deploy] names, are the
+		// config's, and a config with a mistake has none to trust (a
+		// negative chain.hops has none at all).
+		return nil, errs.Err()
+	}
+	p.Entry = cfg.Entry()
 	if err := p.indexComponents(); err != nil {
+		return nil, err // a bug in the app, not in the spec
+	}
+	if err := p.resolveGroups(s); err != nil {
+		errs.AddLater(err)
+		return nil, errs.Err() // what follows names groups
+	}
+	for _, resolve := range []func(*spec.Spec) error{p.resolveResources, p.resolveScaling, p.resolveFaults, p.resolveResilienceGroups, p.resolveLanguages} {
+		errs.AddLater(resolve(s))
+	}
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
+	return p, nil
+}
 
+// resolveTransport checks deploy.transport and deploy.network and chooses
+// the network.
+func (p *Topology) resolveTransport(s *spec.Spec) error {
 	if p.Transport == "" {
-		return nil, s.Errorf("deploy.transport", "must not be empty: write one of %s, or leave the key out for %q", strings.Join(Transports(), ", "), spec.DefaultTransport)
+		return s.Errorf("deploy.transport", "must not be empty: write one of %s, or leave the key out for %q", strings.Join(Transports(), ", "), spec.DefaultTransport)
 	}
 	if p.Transport == inproc.Name {
 		if s.Deploy.Network != "" {
-			return nil, s.Errorf("deploy.network", "transport %q has no network; leave deploy.network out", p.Transport)
+			return s.Errorf("deploy.network", "transport %q has no network; leave deploy.network out", p.Transport)
 		}
-	} else {
-		tr, err := transport.Lookup(p.Transport)
-		if err != nil {
-			return nil, s.Errorf("deploy.transport", "unknown transport %q (known: %s)", p.Transport, strings.Join(Transports(), ", "))
-		}
-		nets := tr.Networks()
-		p.Network = nets[0]
-		if s.Deploy.Network != "" {
-			if !slices.Contains(nets, s.Deploy.Network) {
-				return nil, s.Errorf("deploy.network", "transport %q cannot listen on %q (it can on: %s)", p.Transport, s.Deploy.Network, strings.Join(nets, ", "))
-			}
-			p.Network = s.Deploy.Network
-		}
+		return nil
 	}
+	tr, err := transport.Lookup(p.Transport)
+	if err != nil {
+		return s.Errorf("deploy.transport", "unknown transport %q (known: %s)", p.Transport, strings.Join(Transports(), ", "))
+	}
+	nets := tr.Networks()
+	p.Network = nets[0]
+	if s.Deploy.Network != "" {
+		if !slices.Contains(nets, s.Deploy.Network) {
+			return s.Errorf("deploy.network", "transport %q cannot listen on %q (it can on: %s)", p.Transport, s.Deploy.Network, strings.Join(nets, ", "))
+		}
+		p.Network = s.Deploy.Network
+	}
+	return nil
+}
 
+// resolveGroups makes the groups of the chosen placement.
+func (p *Topology) resolveGroups(s *spec.Spec) error {
 	groups, key, err := p.placementGroups(s)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := p.checkGroups(groups); err != nil {
-		return nil, s.Errorf(key, "%v", err)
+		return s.Errorf(key, "%v", err)
 	}
 	for _, g := range groups {
 		p.Groups = append(p.Groups, Group{Name: strings.Join(g, "+"), Components: slices.Clone(g)})
 	}
 	if p.InProcess() && len(p.Groups) > 1 {
-		return nil, s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
+		return s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
 	}
-	if err := p.resolveResources(s); err != nil {
-		return nil, err
-	}
-	if err := p.resolveScaling(s); err != nil {
-		return nil, err
-	}
-	if err := p.resolveFaults(s); err != nil {
-		return nil, err
-	}
-	if err := p.resolveResilienceGroups(s); err != nil {
-		return nil, err
-	}
-	if err := p.resolveLanguages(s); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return nil
 }
 
 // CheckApp checks the spec's [app] table alone, as Resolve does first:
@@ -261,6 +280,9 @@ func DecodeApp(s *spec.Spec) (Config, error) {
 }
 
 // decodeApp looks up the app s names and decodes [app] into its config.
+// When only the app's keys are wrong, it returns the app and the config
+// as far as it decoded, with the errors of the keys and of the values
+// that decoded (the app's Validate), so that Resolve can go on.
 func decodeApp(s *spec.Spec) (*App, Config, error) {
 	if s.App.Name == "" {
 		return nil, nil, s.Errorf("app.name", "missing: name the app (known: %s)", strings.Join(Apps(), ", "))
@@ -270,13 +292,10 @@ func decodeApp(s *spec.Spec) (*App, Config, error) {
 		return nil, nil, s.Errorf("app.name", "%v", err)
 	}
 	cfg := app.NewConfig()
-	if err := s.Decode("app", cfg); err != nil {
-		return nil, nil, err
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, nil, s.Locate("app", err)
-	}
-	return app, cfg, nil
+	var errs spec.Errors
+	errs.Add(s.Decode("app", cfg))
+	errs.AddLater(s.Locate("app", cfg.Validate()))
+	return app, cfg, errs.Err()
 }
 
 // indexComponents checks the app's own component list, whose mistakes are

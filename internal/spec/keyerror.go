@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 )
 
 // KeyError is a problem with the value of one key, found by code that knows
@@ -73,6 +74,66 @@ type Errors struct {
 	kept []error
 	seen map[uint64]bool
 	more int // distinct errors past maxKept, and those a joined "and N more" stood for
+	// wrong holds the keys of the errors kept, for AddLater.
+	wrong map[string]bool
+}
+
+// AddLater adds err, what a check found that ran after those whose errors
+// were added and read their results, leaving out its errors at a key
+// already found wrong, or inside or around one: the check saw the key's
+// default (Decode leaves a wrong key out), not the value written, so it
+// would report a mistake that is not there. So too an error at a key the
+// spec does not write, beside a key found wrong: that one is likely the
+// key misspelt ("rte" for a missing "rate"), and its error says so. An
+// app's Validate after the decoding of [app], a deployment's resolution
+// after [deploy], are such later checks.
+func (es *Errors) AddLater(err error) {
+	for _, e := range Unjoin(err) {
+		if j, ok := e.(interface{ Unwrap() []error }); ok {
+			es.AddLater(errors.Join(j.Unwrap()...))
+			continue
+		}
+		var se *Error
+		if e != nil && errors.As(e, &se) && (es.foundWrong(se.Key) || se.unwritten && es.foundWrongBeside(se.Key)) {
+			continue
+		}
+		es.Add(e)
+	}
+}
+
+// foundWrongBeside reports whether a key in the table that holds key has
+// an error.
+func (es *Errors) foundWrongBeside(key string) bool {
+	i := strings.LastIndexAny(key, ".[")
+	if i < 0 {
+		return false
+	}
+	table := key[:i]
+	for w := range es.wrong {
+		if under(w, table) {
+			return true
+		}
+	}
+	return false
+}
+
+// foundWrong reports whether key, or a key it is under or one under it,
+// has an error; a whole table (a key with no dot) only when it is one.
+func (es *Errors) foundWrong(key string) bool {
+	if key == "" {
+		return false
+	}
+	for w := range es.wrong {
+		if w == key || under(w, key) || strings.Contains(key, ".") && under(key, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// under reports whether key lies inside parent.
+func under(key, parent string) bool {
+	return strings.HasPrefix(key, parent+".") || strings.HasPrefix(key, parent+"[")
 }
 
 // Add adds err, and each error of an errors.Join in it; nil adds nothing.
@@ -106,6 +167,13 @@ func (es *Errors) Add(err error) {
 		return
 	}
 	es.kept = append(es.kept, err)
+	var se *Error
+	if errors.As(err, &se) && se.Key != "" {
+		if es.wrong == nil {
+			es.wrong = map[string]bool{}
+		}
+		es.wrong[se.Key] = true
+	}
 }
 
 // Len is how many distinct errors were added.

@@ -45,6 +45,9 @@ type Error struct {
 	// command line; when it is not empty, it stands for File and Line.
 	Flag string
 	Err  error
+	// unwritten: the key has no value in the spec, so the error is about
+	// its default (Errors.AddLater).
+	unwritten bool
 }
 
 func (e *Error) Error() string {
@@ -333,20 +336,20 @@ func (s *Spec) decodeOwn() error {
 }
 
 // decodeDeploy decodes app.name and [deploy], the part of the spec that
-// factor levels can change.
+// factor levels can change. It reports every mistake it finds: the checks
+// of values run on what decoded, past the keys that did not.
 func (s *Spec) decodeDeploy() error {
+	var errs Errors
 	app, _ := s.tree["app"].(map[string]any)
 	if name, ok := app["name"]; ok {
 		str, ok := name.(string)
 		if !ok || str == "" {
-			return s.Errorf("app.name", "must be a non-empty string naming the app")
+			errs.Add(s.Errorf("app.name", "must be a non-empty string naming the app"))
 		}
 		s.App.Name = str
 	}
 	s.Deploy = Deploy{}
-	if err := s.Decode("deploy", &s.Deploy); err != nil {
-		return err
-	}
+	errs.Add(s.Decode("deploy", &s.Deploy))
 	// Defaults fill keys left out; a key written as "" is a mistake its
 	// owner reports with the valid values (deploy.Resolve for the
 	// deployer, runtime.Resolve for transport and placement).
@@ -364,33 +367,22 @@ func (s *Spec) decodeDeploy() error {
 	} else if s.Deploy.StartTimeout <= 0 {
 		// "0s" read as the default once: a value means what it says,
 		// and no deployment is ready in no time.
-		return s.Errorf("deploy.start_timeout", "must be positive, e.g. \"30s\", got %s (leave the key out for %s)", s.Deploy.StartTimeout, DefaultStartTimeout)
+		errs.AddLater(s.Errorf("deploy.start_timeout", "must be positive, e.g. \"30s\", got %s (leave the key out for %s)", s.Deploy.StartTimeout, DefaultStartTimeout))
 	}
-	if err := s.defaultHTTPLimits(); err != nil {
-		return err
-	}
+	errs.AddLater(s.defaultHTTPLimits())
 	if n := s.Deploy.Network; n != "tcp" && n != "unix" && (n != "" || s.written("deploy.network")) {
-		return s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n)
+		errs.AddLater(s.Errorf("deploy.network", "must be \"tcp\" or \"unix\", got %q (leave the key out for the transport's own choice)", n))
 	}
 	if !s.written("deploy.http_codec") {
 		s.Deploy.HTTPCodec = HTTPCodecFast
 	}
 	if c := s.Deploy.HTTPCodec; !slices.Contains(HTTPCodecs, c) {
-		return s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c)
+		errs.AddLater(s.Errorf("deploy.http_codec", "must be %q or %q, got %q", HTTPCodecFast, HTTPCodecProtojson, c))
 	}
-	if err := s.checkResources(); err != nil {
-		return err
+	for _, check := range []func() error{s.checkResources, s.checkSidecar, s.checkMesh, s.checkResilience, s.checkScaling} {
+		errs.AddLater(check())
 	}
-	if err := s.checkSidecar(); err != nil {
-		return err
-	}
-	if err := s.checkMesh(); err != nil {
-		return err
-	}
-	if err := s.checkResilience(); err != nil {
-		return err
-	}
-	return s.checkScaling()
+	return errs.Err()
 }
 
 // defaultHTTPLimits fills the limits left out and checks the sizes, which
@@ -473,23 +465,49 @@ func (s *Spec) Decode(table string, v any) error {
 	if len(t) == 0 {
 		return nil
 	}
+	var checkErr error
 	if rt := reflect.TypeOf(v); rt != nil {
-		c := checker{s: s}
-		c.check(table, t, rt)
-		if err := c.err(); err != nil {
-			return err
+		var wrong []string
+		wrong, checkErr = s.checkKeys(table, t, rt)
+		if len(wrong) > 0 {
+			t = maps.Clone(t)
+			for _, k := range wrong {
+				delete(t, k)
+			}
 		}
+	}
+	if len(t) == 0 {
+		return checkErr
 	}
 	buf, err := toml.Marshal(t)
 	if err != nil {
-		return &Error{File: s.Path, Key: table, Line: s.Line(table), Err: fmt.Errorf("re-encode: %w", err)}
+		return Join(checkErr, &Error{File: s.Path, Key: table, Line: s.Line(table), Err: fmt.Errorf("re-encode: %w", err)})
 	}
 	dec := toml.NewDecoder(bytes.NewReader(buf))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return s.decodeError(table, err, v)
+		return Join(checkErr, s.decodeError(table, err, v))
 	}
-	return nil
+	return checkErr
+}
+
+// checkKeys checks each key of table t against rt, the type it decodes
+// into, and returns the keys of t that hold mistakes, and the mistakes. Decode
+// leaves those keys out and decodes the rest, so that v holds every value
+// that is right and the defaults for the others: a caller can go on to
+// check the values (an app's Validate) and report their mistakes in the
+// same pass (see Errors.AddLater).
+func (s *Spec) checkKeys(table string, t map[string]any, rt reflect.Type) ([]string, error) {
+	c := checker{s: s}
+	var wrong []string
+	for _, k := range c.keysInFileOrder(table, t) {
+		n := len(c.errs)
+		c.check(table, map[string]any{k: t[k]}, rt)
+		if len(c.errs) > n {
+			wrong = append(wrong, k)
+		}
+	}
+	return wrong, c.err()
 }
 
 // decodeError turns a go-toml error into an *Error. Keys from go-toml are
@@ -608,7 +626,7 @@ func (s *Spec) absKey(prefix string, k toml.Key) string {
 // of its nearest written parent).
 func (s *Spec) Errorf(key, format string, args ...any) error {
 	line, flag := s.where(key)
-	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...)}
+	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...), unwritten: key != "" && !s.written(key)}
 }
 
 // Line returns the line key is written on, falling back to the factor that
