@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -14,22 +12,13 @@ import (
 )
 
 // startBacking starts, before the first run, the backing services (a
-// database) that the experiment's apps declare, in one pool every run's
-// deployment restores and uses; a server that cannot start fails the
-// experiment here instead of every run. A remote deployer's runs are left
-// out: the kube deployer runs its backing services as pods of the
-// deployment. The caller closes the pool.
-func startBacking(ctx context.Context, prepared map[string]*Prepared, logw io.Writer) (*backing.Pool, error) {
+// database) that the experiment's apps declare (topos, PlanRun's), in one
+// pool every run's deployment restores and uses; a server that cannot
+// start fails the experiment here instead of every run. PlanRun leaves a
+// remote deployer's runs out: the kube deployer runs its backing services
+// as pods of the deployment. The caller closes the pool.
+func startBacking(ctx context.Context, topos []*runtime.Topology, logw io.Writer) (*backing.Pool, error) {
 	pool := backing.NewPool(logw)
-	var topos []*runtime.Topology
-	for _, id := range slices.Sorted(maps.Keys(prepared)) {
-		pr := prepared[id]
-		if deploy.IsRemote(pr.Deployer) {
-			continue
-		}
-		pr.Backing = pool
-		topos = append(topos, pr.Runtime)
-	}
 	if err := pool.Prepare(ctx, topos...); err != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
@@ -47,3 +36,7 @@ func closeBacking(pool *backing.Pool, logw io.Writer) {
 		fmt.Fprintln(logw, "warning:", err)
 	}
 }
+
+// usesPool is whether run pr's deployment takes its backing services from
+// the experiment's pool: not a remote deployer's, whose cluster runs them.
+func usesPool(pr *Prepared) bool { return !deploy.IsRemote(pr.Deployer) }

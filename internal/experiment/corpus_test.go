@@ -240,7 +240,7 @@ var badSpecs = []badSpec{
 }
 
 // TestBadSpecs runs every bad spec through the path `svclab plan` takes
-// (parse with --set overrides, PlanSpec) and checks that it is refused with the right
+// (parse with --set overrides, PlanRun) and checks that it is refused with the right
 // words, at the right key and line or flag.
 func TestBadSpecs(t *testing.T) {
 	if len(badSpecs) < 100 {
@@ -289,7 +289,7 @@ func planText(t *testing.T, src string, sets []string) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = PlanSpec(ctx, s, 1)
+	_, _, err = PlanRun(ctx, s, 1)
 	if ctx.Err() != nil {
 		t.Fatalf("planning took longer than 20s: %v", err)
 	}
@@ -333,10 +333,10 @@ func TestPlanningStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	start := time.Now()
-	_, _, err = PlanSpec(ctx, s, 1)
+	_, _, err = PlanRun(ctx, s, 1)
 	took := time.Since(start)
 	if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "planning stopped") {
-		t.Fatalf("PlanSpec = %v, want it stopped by the context", err)
+		t.Fatalf("PlanRun = %v, want it stopped by the context", err)
 	}
 	if took > 2*time.Second {
 		t.Errorf("planning stopped %v after being started, 200ms after which it was cancelled", took)

@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,7 +22,7 @@ const (
 )
 
 // FuzzSpec drives arbitrary spec text and one --set assignment through
-// parse, validate and resolve (spec.Parse, PlanSpec), and checks
+// parse, validate and resolve (spec.Parse, PlanRun), and checks
 // that nothing panics or hangs, that every error is located and readable,
 // and that every accepted plan keeps within experiment.max_runs. The seeds
 // are the shipped experiments, the bad-spec corpus, and the inputs under
@@ -58,9 +59,12 @@ func FuzzSpec(f *testing.F) {
 				done <- result{err: err}
 				return
 			}
-			p, prepared, err := PlanSpec(ctx, s, 1)
-			if err == nil && len(prepared) != len(p.Runs) {
-				err = errors.New("a run has no prepared spec")
+			p, _, err := PlanRun(ctx, s, 1)
+			if err == nil && len(p.Runs) > 0 {
+				// What planning checked, the runner prepares again.
+				if _, perr := p.Prepare(p.Runs[len(p.Runs)-1]); perr != nil {
+					err = fmt.Errorf("a run checked while planning does not prepare: %w", perr)
+				}
 			}
 			done <- result{plan: p, err: err}
 		}()

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"testing"
 
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -34,10 +35,10 @@ func TestPlanWithoutLoad(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = PlanSpec(context.Background(), s, 1)
+			_, _, err = PlanRun(context.Background(), s, 1)
 			var se *spec.Error
 			if !errors.As(err, &se) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("PlanSpec error %v, want a spec error with %q", err, tc.want)
+				t.Fatalf("PlanRun error %v, want a spec error with %q", err, tc.want)
 			}
 		})
 	}
@@ -60,9 +61,9 @@ duration = "1s"
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, _, err = PlanSpec(context.Background(), s, 1)
+	_, _, err = PlanRun(context.Background(), s, 1)
 	if err == nil {
-		t.Fatal("PlanSpec took a spec with mistakes")
+		t.Fatal("PlanRun took a spec with mistakes")
 	}
 	got := strings.Split(err.Error(), "\n")
 	want := []string{"x.toml:3: app.hops", "x.toml:7: load.rate: must be > 0, got -1", "x.toml:7: load.rate: must be > 0, got -2"}
@@ -76,10 +77,11 @@ duration = "1s"
 	}
 }
 
-// TestCheckPlanMemory: a plan that is shown, not run, keeps no design
-// point's spec or deployment, so that a design of a million points plans
-// in the memory of its runs; each point held about 4 KiB before.
-func TestCheckPlanMemory(t *testing.T) {
+// TestPlanMemory: a plan, shown (svclab plan) or run (svclab run), keeps
+// no design point's spec or deployment, so that a design of a million
+// points plans in the memory of its runs; each point held about 4 KiB
+// before (the runner's about 5 KiB: the deployment of each run by ID).
+func TestPlanMemory(t *testing.T) {
 	if testing.Short() {
 		t.Skip("prepares 20,000 design points")
 	}
@@ -97,23 +99,70 @@ func TestCheckPlanMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
+		goruntime.GC()
+		var ms goruntime.MemStats
+		goruntime.ReadMemStats(&ms)
 		return ms.HeapAlloc
 	}
-	before := heap()
-	p, err := CheckPlan(context.Background(), s, 1)
+	for _, tc := range []struct {
+		name string
+		plan func() (*Plan, any, error)
+	}{
+		{"shown", func() (*Plan, any, error) {
+			p, err := CheckPlan(context.Background(), s, 1)
+			return p, nil, err
+		}},
+		{"run", func() (*Plan, any, error) { return PlanRun(context.Background(), s, 1) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := heap()
+			p, kept, err := tc.plan()
+			if err != nil {
+				t.Fatal(err)
+			}
+			grown := heap() - min(before, heap())
+			per := grown / uint64(len(p.Runs))
+			if per > 1024 {
+				t.Errorf("the plan holds %d bytes per run (%d runs, %d MiB); want at most 1 KiB", per, len(p.Runs), grown>>20)
+			}
+			if pr, err := p.Prepare(p.Runs[len(p.Runs)-1]); err != nil || fmt.Sprint(pr.Load.Rate) != fmt.Sprint(p.Runs[len(p.Runs)-1].Levels["load.rate"]) {
+				t.Errorf("Prepare gave %+v, %v; want the last run's point again", pr, err)
+			}
+			goruntime.KeepAlive(p)
+			goruntime.KeepAlive(kept)
+		})
+	}
+}
+
+// TestPlanRunKeepsBacking: of the points it drops, PlanRun keeps what the
+// runner starts before the first run, one topology for each distinct set
+// of backing services (the shop's database differs with its products),
+// not one a point.
+func TestPlanRunKeepsBacking(t *testing.T) {
+	s, err := spec.Parse("x.toml", []byte(`[app]
+name = "shop"
+[load]
+rate = 10
+duration = "1s"
+[experiment.factors]
+"app.products" = [10, 20]
+"app.op" = ["list", "get"]
+"load.rate" = [1, 2]
+`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	grown := heap() - min(before, heap())
-	per := grown / uint64(len(p.Runs))
-	if per > 1024 {
-		t.Errorf("the plan holds %d bytes per run (%d runs, %d MiB); want at most 1 KiB", per, len(p.Runs), grown>>20)
+	p, backed, err := PlanRun(context.Background(), s, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if rs := p.SpecOf(p.Runs[0]); rs == nil {
-		t.Error("SpecOf gave no spec")
+	var setups []string
+	for _, topo := range backed {
+		for _, b := range runtime.BackingsOf(topo) {
+			setups = append(setups, b.Setup)
+		}
 	}
-	runtime.KeepAlive(p)
+	if len(p.Runs) != 8 || len(setups) != 2 || setups[0] == setups[1] {
+		t.Errorf("%d runs kept %d topologies with %d setups; want 8 runs and the 2 distinct setups", len(p.Runs), len(backed), len(setups))
+	}
 }

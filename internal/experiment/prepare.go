@@ -98,33 +98,45 @@ func (p *Prepared) Timing() Timing {
 	return t
 }
 
-// PlanSpec is NewPlan with every design point prepared; the prepared points
-// are returned keyed by run ID.
-func PlanSpec(ctx context.Context, s *spec.Spec, seed int64) (*Plan, map[string]*Prepared, error) {
-	bySpec := map[*spec.Spec]*Prepared{}
-	p, err := NewPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
+// PlanRun is CheckPlan for a plan that is run (svclab run): every design
+// point is prepared, so every error surfaces before the first run, and
+// dropped, so that the memory planning takes grows with the runs only;
+// Plan.Prepare makes a run's point again when the runner comes to it.
+// What the runner needs of every point before the first run, the backing
+// services, it keeps: one topology of each distinct set the points
+// declare (startBacking).
+func PlanRun(ctx context.Context, s *spec.Spec, seed int64) (*Plan, []*runtime.Topology, error) {
+	var backed []*runtime.Topology
+	seen := map[string]bool{}
+	p, err := newPlan(ctx, s, seed, func(rs *spec.Spec) (Timing, error) {
 		pr, err := prepareTimed(s, rs)
 		if err != nil {
 			return Timing{}, err
 		}
-		bySpec[rs] = pr
+		if b := runtime.BackingsOf(pr.Runtime); len(b) > 0 && usesPool(pr) && !seen[fmt.Sprint(b)] {
+			seen[fmt.Sprint(b)] = true
+			backed = append(backed, pr.Runtime)
+		}
 		return pr.Timing(), nil
-	})
+	}, false)
 	if err != nil {
 		return nil, nil, err
 	}
-	out := make(map[string]*Prepared, len(p.Runs))
-	for _, r := range p.Runs {
-		pr, ok := bySpec[p.SpecOf(r)]
-		if !ok {
-			return nil, nil, fmt.Errorf("run %s has no prepared spec", r.ID)
-		}
-		out[r.ID] = pr
-	}
-	return p, out, nil
+	return p, backed, nil
 }
 
-// CheckPlan is PlanSpec for a plan that is shown, not run (svclab plan):
+// Prepare prepares run r's design point again, as PlanRun did: planning
+// checked it, so an error here is this machine changing under the
+// experiment (a program removed, a CPU taken offline).
+func (p *Plan) Prepare(r Run) (*Prepared, error) {
+	pr, err := Prepare(p.SpecOf(r))
+	if err != nil {
+		return nil, fmt.Errorf("run %s passed its checks while planning, and now: %w", r.ID, err)
+	}
+	return pr, nil
+}
+
+// CheckPlan plans an experiment that is shown, not run (svclab plan):
 // every design point is prepared, so every error surfaces, and dropped,
 // so that the memory planning takes grows with the runs only, not with
 // what a deployment holds; Plan.SpecOf makes a point's spec again.

@@ -22,7 +22,7 @@ name = "chain"
 [experiment.factors]
 "deploy.deployer" = ["nowhere", "moon"]
 `)
-	_, _, err := PlanSpec(context.Background(), s, 1)
+	_, _, err := PlanRun(context.Background(), s, 1)
 	found := 0
 	for _, e := range spec.Unjoin(err) {
 		var se *spec.Error
@@ -31,7 +31,7 @@ name = "chain"
 		}
 	}
 	if found != 2 {
-		t.Fatalf("PlanSpec error %v, want one about each level of deploy.deployer at line 4", err)
+		t.Fatalf("PlanRun error %v, want one about each level of deploy.deployer at line 4", err)
 	}
 }
 
@@ -46,20 +46,24 @@ deployer = "kube"
 [load]
 rate = 10
 `)
-	pr, err := Prepare(s)
+	p, backed, err := PlanRun(context.Background(), s, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := startBacking(context.Background(), backed, io.Discard)
+	if err != nil {
+		t.Fatalf("startBacking: %v", err)
+	}
+	defer closeBacking(pool, io.Discard)
+	pr, err := (&execution{p: p, pool: pool}).prepare(p.Runs[0])
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(runtime.BackingsOf(pr.Runtime)) == 0 {
 		t.Fatal("the shop declares no backing service; the test needs one")
 	}
-	pool, err := startBacking(context.Background(), map[string]*Prepared{"r1": pr}, io.Discard)
-	if err != nil {
-		t.Fatalf("startBacking: %v", err)
-	}
-	defer closeBacking(pool, io.Discard)
-	if pids := pool.Servers(); len(pids) != 0 || pr.Backing != nil {
-		t.Errorf("a kube run started backing servers %v here (pool given: %v)", pids, pr.Backing != nil)
+	if pids := pool.Servers(); len(pids) != 0 || len(backed) != 0 || pr.Backing != nil {
+		t.Errorf("a kube run started backing servers %v here (%d topologies kept, pool given: %v)", pids, len(backed), pr.Backing != nil)
 	}
 }
 
@@ -177,7 +181,7 @@ duration = 5
 			if err != nil && s != nil {
 				err = Check(s, err, true)
 			} else if err == nil {
-				_, _, err = PlanSpec(context.Background(), s, 1)
+				_, _, err = PlanRun(context.Background(), s, 1)
 			}
 			got := spec.Unjoin(err)
 			for _, w := range tc.want {

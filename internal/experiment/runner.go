@@ -12,6 +12,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/warn"
 )
@@ -133,7 +134,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if committed, err = st.Committed(); err != nil {
 			return nil, err
 		}
-		p, prepared, err := PlanSpec(ctx, s, seed)
+		p, backed, err := PlanRun(ctx, s, seed)
 		if err != nil {
 			return nil, err
 		}
@@ -148,9 +149,9 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err != nil {
 			return nil, err
 		}
-		return execute(ctx, st, p, prepared, committed, opts, logw, &iso, calibrateHost(ctx, logw))
+		return execute(ctx, st, p, backed, committed, opts, logw, &iso, calibrateHost(ctx, logw))
 	}
-	p, prepared, err := PlanSpec(ctx, s, ClockSeed(seed))
+	p, backed, err := PlanRun(ctx, s, ClockSeed(seed))
 	if err != nil {
 		return nil, err
 	}
@@ -163,14 +164,14 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if root == "" {
 		root = "results"
 	}
-	ef := NewExperimentFile(p, opts.Version, opts.Commit, time.Now())
+	ef, listed := experimentHeader(p, opts.Version, opts.Commit, time.Now())
 	ef.HostTimer = calibrateHost(ctx, logw)
 	ef.Isolation = &iso
-	st, err = CreateStore(root, ef, time.Now())
+	st, err = createPlannedStore(root, ef, p, listed, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	return execute(ctx, st, p, prepared, committed, opts, logw, &iso, ef.HostTimer)
+	return execute(ctx, st, p, backed, committed, opts, logw, &iso, ef.HostTimer)
 }
 
 // noticeInert says which design points set keys that do nothing in them.
@@ -197,84 +198,40 @@ func samePlan(p *Plan, ef *ExperimentFile) error {
 	return nil
 }
 
-func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepared, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation, floor *hostclock.Calibration) (_ *Outcome, err error) {
-	out := &Outcome{Dir: st.Dir, Runs: len(p.Runs), Isolated: iso.DeployCPUs() != ""}
+// execute carries out the plan's runs after those committed, in the
+// isolation iso, with the backing services of backed started first.
+func execute(ctx context.Context, st *Store, p *Plan, backed []*runtime.Topology, committed map[string]bool, opts Options, logw io.Writer, iso *Isolation, floor *hostclock.Calibration) (_ *Outcome, err error) {
+	x := &execution{st: st, p: p, committed: committed, opts: opts, logw: logw, iso: iso, floor: floor,
+		out: &Outcome{Dir: st.Dir, Runs: len(p.Runs), Isolated: iso.DeployCPUs() != ""}}
 	start := time.Now()
-	prog := newProgress(logw, opts.Live, p, start)
+	x.prog = newProgress(logw, opts.Live, p, start)
 	leave, err := iso.Enter()
 	if err != nil {
-		return out, fmt.Errorf("isolate the load generator: %w", err)
+		return x.out, fmt.Errorf("isolate the load generator: %w", err)
 	}
 	defer func() { err = errors.Join(err, leave()) }()
 	// Backing services (a database) are part of the system under test: they
 	// start on its CPUs, as every deployment does (Isolation.AsSUT).
-	var pool *backing.Pool
-	if err := iso.AsSUT(func() (err error) { pool, err = startBacking(ctx, prepared, logw); return err }); err != nil {
-		return out, err
+	if err := iso.AsSUT(func() (err error) { x.pool, err = startBacking(ctx, backed, logw); return err }); err != nil {
+		return x.out, err
 	}
-	defer closeBacking(pool, logw)
+	defer closeBacking(x.pool, logw)
 	if len(committed) > 0 {
 		fmt.Fprintf(logw, "resuming %s: %d of %d runs already committed\n", st.Dir, len(committed), len(p.Runs))
 	}
 	opts.Events.Publish(Planned{Plan: p, Dir: st.Dir, Kept: committed})
-	seq, err := newSequential(st, p, opts.Decide, logw)
-	if err != nil {
-		return out, err
+	if x.seq, err = newSequential(st, p, opts.Decide, logw); err != nil {
+		return x.out, err
 	}
-	defer seq.outcome(out)
+	defer x.seq.outcome(x.out)
 	for i, r := range p.Runs {
-		if stop, err := seq.before(ctx, i); stop || err != nil {
-			prog.done()
-			return out, err
+		if stop, err := x.seq.before(ctx, i); stop || err != nil {
+			x.prog.done()
+			return x.out, err
 		}
-		if committed[r.ID] {
-			out.Resumed++
-			prog.skip()
-			continue
-		}
-		if err := ctx.Err(); err != nil {
-			return out, fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, st.Dir, p.Spec.Path)
-		}
-		rf, err := runOne(ctx, st, r, prepared[r.ID], p, prog, iso, floor, opts.Events)
-		if err != nil {
-			if ctx.Err() != nil {
-				prog.done()
-				return out, fmt.Errorf("%w during run %d (%s), which will be redone; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, r.ID, st.Dir, p.Spec.Path)
-			}
-			// A run that could not be recorded (a full disk, say) failed.
-			out.Failed++
-			prog.done()
-			return out, fmt.Errorf("run %d (%s) failed: %w", r.Index, r.ID, err)
-		}
-		seq.ranOne()
-		prog.finish(rf)
-		if len(rf.Thresholds) > 0 {
-			out.Breached++
-			fmt.Fprintf(logw, "run %d/%d %s broke thresholds: %s\n", r.Index, len(p.Runs), r.ID, strings.Join(rf.Thresholds, "; "))
-		}
-		if _, ok := warn.Find(rf.Warnings, warn.GeneratorBottleneck); ok && rf.Status == "ok" {
-			out.Bottlenecked++
-		}
-		if _, ok := warn.Find(rf.Warnings, warn.Saturated); ok && rf.Status == "ok" {
-			out.Saturated++
-		}
-		if w, ok := warn.Find(rf.Warnings, warn.Stalled); ok && rf.Status == "ok" {
-			out.Stalled++
-			fmt.Fprintf(logw, "run %d/%d %s %s\n", r.Index, len(p.Runs), r.ID, w.Text)
-		}
-		if rf.Status == "ok" {
-			out.OK++
-		} else {
-			out.Failed++
-			fmt.Fprintf(logw, "run %d/%d %s failed: %s\n", r.Index, len(p.Runs), r.ID, rf.Reason)
-			if opts.FailFast {
-				prog.done()
-				return out, fmt.Errorf("run %s failed (--fail-fast): %s", r.ID, rf.Reason)
-			}
-		}
-		if th := prepared[r.ID].Load.Thresholds; len(rf.Thresholds) > 0 && th != nil && th.AbortOnFail {
-			prog.done()
-			return out, fmt.Errorf("%w in run %d (%s); continue with: svclab run --resume %s %s", ErrThresholdAbort, r.Index, r.ID, st.Dir, p.Spec.Path)
+		if err := x.run(ctx, r); err != nil {
+			x.prog.done()
+			return x.out, err
 		}
 		if i < len(p.Runs)-1 && p.Cooldown > 0 {
 			select {
@@ -283,7 +240,103 @@ func execute(ctx context.Context, st *Store, p *Plan, prepared map[string]*Prepa
 			}
 		}
 	}
-	prog.done()
-	out.Elapsed = time.Since(start)
-	return out, seq.end(ctx)
+	x.prog.done()
+	x.out.Elapsed = time.Since(start)
+	return x.out, x.seq.end(ctx)
+}
+
+// execution is one carrying out of a plan (execute).
+type execution struct {
+	st        *Store
+	p         *Plan
+	committed map[string]bool
+	opts      Options
+	logw      io.Writer
+	iso       *Isolation
+	floor     *hostclock.Calibration
+	prog      *progress
+	seq       *sequential
+	pool      *backing.Pool
+	out       *Outcome
+}
+
+// run makes run r, unless it was committed before, and counts it; an
+// error ends the experiment.
+func (x *execution) run(ctx context.Context, r Run) error {
+	if x.committed[r.ID] {
+		x.out.Resumed++
+		x.prog.skip()
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%w before run %d; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, x.st.Dir, x.p.Spec.Path)
+	}
+	pr, err := x.prepare(r)
+	if err != nil {
+		return err
+	}
+	rf, err := runOne(ctx, x.st, r, pr, x.p, x.prog, x.iso, x.floor, x.opts.Events)
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w during run %d (%s), which will be redone; continue with: svclab run --resume %s %s", ErrInterrupted, r.Index, r.ID, x.st.Dir, x.p.Spec.Path)
+		}
+		// A run that could not be recorded (a full disk, say) failed.
+		x.out.Failed++
+		return fmt.Errorf("run %d (%s) failed: %w", r.Index, r.ID, err)
+	}
+	x.seq.ranOne()
+	x.prog.finish(rf)
+	x.count(r, rf)
+	return x.stopAfter(r, rf, pr.Load.Thresholds)
+}
+
+// prepare prepares run r's point again, with the experiment's backing
+// servers unless its deployer runs its own.
+func (x *execution) prepare(r Run) (*Prepared, error) {
+	pr, err := x.p.Prepare(r)
+	if err != nil {
+		return nil, err
+	}
+	if usesPool(pr) {
+		pr.Backing = x.pool
+	}
+	return pr, nil
+}
+
+// count adds a run's outcome and warnings to the experiment's, and says
+// those a reader must see as they happen.
+func (x *execution) count(r Run, rf *RunFile) {
+	out, n := x.out, len(x.p.Runs)
+	if len(rf.Thresholds) > 0 {
+		out.Breached++
+		fmt.Fprintf(x.logw, "run %d/%d %s broke thresholds: %s\n", r.Index, n, r.ID, strings.Join(rf.Thresholds, "; "))
+	}
+	if rf.Status != "ok" {
+		out.Failed++
+		fmt.Fprintf(x.logw, "run %d/%d %s failed: %s\n", r.Index, n, r.ID, rf.Reason)
+		return
+	}
+	out.OK++
+	if _, ok := warn.Find(rf.Warnings, warn.GeneratorBottleneck); ok {
+		out.Bottlenecked++
+	}
+	if _, ok := warn.Find(rf.Warnings, warn.Saturated); ok {
+		out.Saturated++
+	}
+	if w, ok := warn.Find(rf.Warnings, warn.Stalled); ok {
+		out.Stalled++
+		fmt.Fprintf(x.logw, "run %d/%d %s %s\n", r.Index, n, r.ID, w.Text)
+	}
+}
+
+// stopAfter is the error that ends the experiment after run r: a failed
+// run under --fail-fast, a broken threshold that asked to abort.
+func (x *execution) stopAfter(r Run, rf *RunFile, th *load.Thresholds) error {
+	if rf.Status != "ok" && x.opts.FailFast {
+		return fmt.Errorf("run %s failed (--fail-fast): %s", r.ID, rf.Reason)
+	}
+	if len(rf.Thresholds) > 0 && th != nil && th.AbortOnFail {
+		return fmt.Errorf("%w in run %d (%s); continue with: svclab run --resume %s %s", ErrThresholdAbort, r.Index, r.ID, x.st.Dir, x.p.Spec.Path)
+	}
+	return nil
 }

@@ -1,12 +1,14 @@
 package experiment
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -93,6 +95,14 @@ type PlannedRun struct {
 
 // NewExperimentFile builds experiment.json for a plan.
 func NewExperimentFile(p *Plan, version, commit string, now time.Time) ExperimentFile {
+	ef, n := experimentHeader(p, version, commit, now)
+	ef.Runs = plannedRuns(p, n)
+	return ef
+}
+
+// experimentHeader is experiment.json for a plan but its runs, and how
+// many of the plan's runs it lists.
+func experimentHeader(p *Plan, version, commit string, now time.Time) (ExperimentFile, int) {
 	e := p.Spec.Experiment
 	ef := ExperimentFile{
 		Name:          e.Name,
@@ -132,8 +142,7 @@ func NewExperimentFile(p *Plan, version, commit string, now time.Time) Experimen
 		ef.Design.Repetitions = 1
 		ef.Sequential = &SequentialInfo{MaxRuns: e.MaxRuns, BudgetS: e.Budget.D().Seconds(), Blocks: 1}
 	}
-	ef.Runs = plannedRuns(p, n)
-	return ef
+	return ef, n
 }
 
 // plannedRuns are the first n runs of the plan as experiment.json lists
@@ -141,9 +150,62 @@ func NewExperimentFile(p *Plan, version, commit string, now time.Time) Experimen
 func plannedRuns(p *Plan, n int) []PlannedRun {
 	out := make([]PlannedRun, 0, n)
 	for _, r := range p.Runs[:n] {
-		out = append(out, PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: p.SpecOf(r).Tree()})
+		out = append(out, plannedRun(p, r))
 	}
 	return out
+}
+
+func plannedRun(p *Plan, r Run) PlannedRun {
+	return PlannedRun{ID: r.ID, Index: r.Index, Repetition: r.Repetition, Levels: r.Levels, Spec: p.SpecOf(r).Tree()}
+}
+
+// createPlannedStore is CreateStore for a plan about to run: experiment.json
+// (ef, experimentHeader's, without its runs) lists the first n runs of p,
+// each written as it is made, so that the effective specs of a million
+// runs, a gigabyte of JSON, are never in memory at once. The file is the
+// one CreateStore writes for NewExperimentFile, byte for byte.
+func createPlannedStore(root string, ef ExperimentFile, p *Plan, n int, now time.Time) (*Store, error) {
+	return createStore(root, ef.Name, now, func(path string) error {
+		return writeAtomic(path, func(w io.Writer) error { return writeListing(w, ef, p, n) })
+	})
+}
+
+// writeListing writes experiment.json to w as writeJSON would write ef
+// with the first n runs of p as its Runs.
+func writeListing(w io.Writer, ef ExperimentFile, p *Plan, n int) error {
+	ef.Runs = []PlannedRun{}
+	var head bytes.Buffer
+	enc := json.NewEncoder(&head)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(ef); err != nil {
+		return fmt.Errorf("encode experiment.json: %w", err)
+	}
+	// A newline inside a string is written \n, so this is the key alone.
+	const empty = "\n  \"runs\": [],"
+	before, after, ok := bytes.Cut(head.Bytes(), []byte(empty))
+	if !ok {
+		return fmt.Errorf("encode experiment.json: no %q in its encoding", empty)
+	}
+	bw := bufio.NewWriter(w)
+	bw.Write(before)
+	bw.WriteString(empty[:len(empty)-2])
+	for i, r := range p.Runs[:n] {
+		if i > 0 {
+			bw.WriteString(",")
+		}
+		b, err := json.MarshalIndent(plannedRun(p, r), "    ", "  ")
+		if err != nil {
+			return fmt.Errorf("encode experiment.json's run %s: %w", r.ID, err)
+		}
+		bw.WriteString("\n    ")
+		bw.Write(b)
+	}
+	if n > 0 {
+		bw.WriteString("\n  ")
+	}
+	bw.WriteString("],")
+	bw.Write(after)
+	return bw.Flush()
 }
 
 // SpecHash is the hex SHA-256 of a spec's bytes followed by its --set
@@ -160,10 +222,16 @@ func SpecHash(s *spec.Spec) string {
 // CreateStore makes a new results directory under root, named for the
 // experiment and the time, and writes experiment.json into it.
 func CreateStore(root string, ef ExperimentFile, now time.Time) (*Store, error) {
+	return createStore(root, ef.Name, now, func(path string) error { return writeJSONAtomic(path, ef) })
+}
+
+// createStore makes the results directory of the experiment name and has
+// write write its experiment.json at path.
+func createStore(root, name string, now time.Time, write func(path string) error) (*Store, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, fmt.Errorf("create results root: %w", err)
 	}
-	base := ef.Name + "-" + now.Format("20060102-150405")
+	base := name + "-" + now.Format("20060102-150405")
 	dir := filepath.Join(root, base)
 	for i := 2; ; i++ {
 		err := os.Mkdir(dir, 0o755)
@@ -179,7 +247,7 @@ func CreateStore(root string, ef ExperimentFile, now time.Time) (*Store, error) 
 		return nil, fmt.Errorf("create runs directory: %w", err)
 	}
 	st := &Store{Dir: dir}
-	if err := writeJSONAtomic(filepath.Join(dir, "experiment.json"), ef); err != nil {
+	if err := write(filepath.Join(dir, "experiment.json")); err != nil {
 		return nil, err
 	}
 	return st, syncDir(root)
@@ -324,6 +392,28 @@ func writeJSONAtomic(path string, v any) error {
 	if err := writeJSON(tmp, v); err != nil {
 		return err
 	}
+	return replaceWith(path, tmp)
+}
+
+// writeAtomic replaces path in one step with what write writes.
+func writeAtomic(path string, write func(io.Writer) error) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("write %s: %w", path, cerr)
+	}
+	if err != nil {
+		return err
+	}
+	return replaceWith(path, tmp)
+}
+
+// replaceWith syncs tmp and renames it to path.
+func replaceWith(path, tmp string) error {
 	if err := syncFile(tmp); err != nil {
 		return err
 	}

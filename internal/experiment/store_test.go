@@ -17,6 +17,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -231,5 +232,48 @@ func TestCleanStore(t *testing.T) {
 	}
 	if _, err := os.Stat(liveRun); err != nil {
 		t.Errorf("a live svclab's run was touched: %v", err)
+	}
+}
+
+// TestPlannedStoreWritesTheSameFile: the runner writes experiment.json run
+// by run (createPlannedStore), and the file is the one NewExperimentFile
+// encodes at once, byte for byte, whatever the number of runs listed.
+func TestPlannedStoreWritesTheSameFile(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		src  string
+	}{
+		{"runs", "# <b> & \"quotes\"\n[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n[experiment]\nrepetitions = 2\n[experiment.factors]\n\"deploy.transport\" = [\"grpc\", \"http\"]\n\"app.payload\" = [\"small\", \"large\"]\n"},
+		{"one run", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n"},
+		{"sequential", "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n[experiment]\nuntil = \"decided\"\nmax_runs = 20\n[experiment.factors]\n\"app.payload\" = [\"small\", \"large\"]\n[[experiment.questions]]\neffect = \"app.payload\"\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := spec.Parse("x.toml", []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, _, err := PlanRun(context.Background(), s, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Unix(1700000000, 0)
+			whole := NewExperimentFile(p, "v1", "abc", now)
+			ef, n := experimentHeader(p, "v1", "abc", now)
+			ef.Machine, whole.Machine = Machine{}, Machine{}
+			root := t.TempDir()
+			a, err := CreateStore(filepath.Join(root, "a"), whole, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := createPlannedStore(filepath.Join(root, "b"), ef, p, n, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := os.ReadFile(filepath.Join(a.Dir, "experiment.json"))
+			got, _ := os.ReadFile(filepath.Join(b.Dir, "experiment.json"))
+			if string(got) != string(want) || len(whole.Runs) != n {
+				t.Errorf("run by run (%d bytes) differs from at once (%d bytes, %d runs listed of %d):\n%s\nwant\n%s", len(got), len(want), len(whole.Runs), n, got, want)
+			}
+		})
 	}
 }
