@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -118,4 +119,63 @@ func waitNoProcesses(t *testing.T, kv string, d time.Duration) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runExperiment runs the experiment src (named name) with svclab run,
+// expects n runs and returns their directories and svclab's stderr; no
+// process of it outlives it.
+func runExperiment(t *testing.T, name, src string, n int) ([]string, string) {
+	t.Helper()
+	runs, stderr := runExperimentWith(t, name, src, e2eRun{})
+	if len(runs) != n {
+		t.Fatalf("%d runs, want %d\n%s", len(runs), n, stderr)
+	}
+	return runs, stderr
+}
+
+// e2eRun is what a test may change of runExperimentWith's run.
+type e2eRun struct {
+	timeout time.Duration // 90 s when zero
+	env     []string      // beside the marker
+	// mark is the environment that marks the run's processes, for a
+	// test that watches them during the run; marker(t)'s when empty.
+	mark string
+	code int  // the exit status wanted
+	any  bool // any exit status will do
+}
+
+// runExperimentWith runs the experiment src, named name, with svclab run
+// --no-report, as o says, checks its exit status and that no process of
+// it outlives it, and returns the directories of its committed runs and
+// svclab's stderr.
+func runExperimentWith(t *testing.T, name, src string, o e2eRun) ([]string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, name+".toml")
+	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, 90*time.Second))
+	defer cancel()
+	mark := cmp.Or(o.mark, marker(t))
+	stdout, stderr, code := svclab(t, ctx, append([]string{mark}, o.env...), "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
+	if code != o.code && !o.any {
+		t.Fatalf("exit %d, want %d\n%s\n%s", code, o.code, stdout, stderr)
+	}
+	waitNoProcesses(t, mark, 5*time.Second)
+	runs, _ := filepath.Glob(filepath.Join(dir, "results", name+"-*", "runs", "*"))
+	return runs, stderr
+}
+
+// runFiles is the run.json of each run of runs, which must be n.
+func runFiles(t *testing.T, runs []string, n int) []string {
+	t.Helper()
+	if len(runs) != n {
+		t.Fatalf("%d runs, want %d: %v", len(runs), n, runs)
+	}
+	files := make([]string, len(runs))
+	for i, r := range runs {
+		files[i] = filepath.Join(r, "run.json")
+	}
+	return files
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -25,22 +24,7 @@ type faultRun struct {
 // the value of the factor named key.
 func runFaults(t *testing.T, src, key string) map[string]faultRun {
 	t.Helper()
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "f.toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	if left := processesWithEnv(mark); len(left) > 0 {
-		t.Errorf("processes left running: %v", left)
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "f-*", "runs", "*"))
+	runs, _ := runExperimentWith(t, "f", src, e2eRun{timeout: 3 * time.Minute})
 	out := map[string]faultRun{}
 	for _, run := range runs {
 		var fr faultRun

@@ -221,17 +221,7 @@ seed = 1
 		}
 	}
 
-	if err := os.WriteFile(path, []byte(strings.Replace(spec, "GENS", "2", 1)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), path)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	m, _ := filepath.Glob(filepath.Join(dir, "results", "gens-*", "runs", "*"))
+	m, stderr := runExperimentWith(t, "gens", strings.Replace(spec, "GENS", "2", 1), e2eRun{})
 	if len(m) != 1 {
 		t.Fatalf("%d runs committed", len(m))
 	}
@@ -266,7 +256,6 @@ seed = 1
 	if !names["loadgen#0"] || !names["loadgen#1"] {
 		t.Errorf("run.json's processes lack the generators: %+v", rf.Processes)
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }
 
 // TestLoadGeneratorsDieWithParent: kill -9 of `svclab load --generators`
@@ -329,12 +318,7 @@ generators = 2
 name = "genfail"
 seed = 1
 `
-	dir := t.TempDir()
-	path := filepath.Join(dir, "genfail.toml")
-	if err := os.WriteFile(path, []byte(spec), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mark := marker(t)
 	go func() {
@@ -351,18 +335,16 @@ seed = 1
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	stdout, stderr, _ := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), path)
-	m, _ := filepath.Glob(filepath.Join(dir, "results", "genfail-*", "runs", "*", "run.json"))
-	if len(m) != 1 {
-		t.Fatalf("%d runs committed\n%s\n%s", len(m), stdout, stderr)
+	runs, stderr := runExperimentWith(t, "genfail", spec, e2eRun{mark: mark, any: true})
+	if len(runs) != 1 {
+		t.Fatalf("%d runs committed\n%s", len(runs), stderr)
 	}
 	var rf struct{ Status, Reason string }
-	b, _ := os.ReadFile(m[0])
+	b, _ := os.ReadFile(filepath.Join(runs[0], "run.json"))
 	if err := json.Unmarshal(b, &rf); err != nil {
 		t.Fatal(err)
 	}
 	if rf.Status != "failed" || !strings.Contains(rf.Reason, "generator 1/2 failed: signal: killed") || !strings.Contains(rf.Reason, "svclab load: generator 1/2: 50 arrivals/s") {
 		t.Errorf("run.json: status %q, reason %q; want failed, naming generator 1/2 with its stderr", rf.Status, rf.Reason)
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }

@@ -220,27 +220,13 @@ func TestRunKilledAndResumed(t *testing.T) {
 // tail, and the runs without it still succeed.
 func TestRunFailedComponentIsRecorded(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "fail.toml")
 	src := strings.NewReplacer(`name = "crash"`, `name = "fail"`,
 		`"deploy.transport" = ["grpc", "http"]`, `"app.hops" = [2, 3]`).Replace(crashSpec)
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark, "SVCLAB_FAIL_COMPONENT=hop3"}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	runs, stderr := runExperimentWith(t, "fail", src, e2eRun{env: []string{"SVCLAB_FAIL_COMPONENT=hop3"}})
 	if !strings.Contains(stderr, "4 runs: 2 ok, 2 failed") {
 		t.Errorf("summary line missing:\n%s", stderr)
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, "results", "fail-*", "runs", "*", "run.json"))
-	if len(m) != 4 {
-		t.Fatalf("%d run.json files", len(m))
-	}
+	m := runFiles(t, runs, 4)
 	for _, p := range m {
 		var rf struct {
 			Status, Reason string
@@ -262,7 +248,6 @@ func TestRunFailedComponentIsRecorded(t *testing.T) {
 			t.Errorf("%s: the host's stderr is not recorded: %+v", p, rf)
 		}
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }
 
 func mapValues(m map[string]string) []string {
@@ -311,22 +296,8 @@ seed = 1
 		{"held", "[load.thresholds]\nerror_rate = 0.5\n", 0, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			specPath := filepath.Join(dir, "th.toml")
-			if err := os.WriteFile(specPath, []byte(base+tc.thresholds), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			mark := marker(t)
-			stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-			if code != tc.code {
-				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout, stderr)
-			}
-			m, _ := filepath.Glob(filepath.Join(dir, "results", "th-*", "runs", "*", "run.json"))
-			if len(m) != tc.runs {
-				t.Fatalf("%d run.json files, want %d\n%s", len(m), tc.runs, stderr)
-			}
+			runs, stderr := runExperimentWith(t, "th", base+tc.thresholds, e2eRun{code: tc.code})
+			m := runFiles(t, runs, tc.runs)
 			for _, p := range m {
 				var rf struct {
 					Status     string
@@ -349,7 +320,6 @@ seed = 1
 			if tc.name == "abort" && !strings.Contains(stderr, "--resume") {
 				t.Errorf("an aborted experiment does not say how to continue:\n%s", stderr)
 			}
-			waitNoProcesses(t, mark, 5*time.Second)
 		})
 	}
 }
@@ -360,8 +330,6 @@ seed = 1
 // ok with no latency to analyse, and the other run is unaffected.
 func TestRunWithoutRequestsFails(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "empty.toml")
 	src := `
 [app]
 name = "chain"
@@ -378,23 +346,11 @@ seed = 1
 [experiment.factors]
 "load.rate" = [0.25, 20]
 `
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	runs, stderr := runExperimentWith(t, "empty", src, e2eRun{})
 	if !strings.Contains(stderr, "2 runs: 1 ok, 1 failed") {
 		t.Errorf("summary line missing:\n%s", stderr)
 	}
-	m, _ := filepath.Glob(filepath.Join(dir, "results", "empty-*", "runs", "*", "run.json"))
-	if len(m) != 2 {
-		t.Fatalf("%d run.json files", len(m))
-	}
+	m := runFiles(t, runs, 2)
 	for _, p := range m {
 		var rf struct {
 			Status, Reason string
@@ -412,5 +368,4 @@ seed = 1
 			t.Errorf("%s: 0.25 req/s: status %q reason %q", p, rf.Status, rf.Reason)
 		}
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }

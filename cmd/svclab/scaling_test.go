@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -81,31 +79,6 @@ seed = 1
 	if !strings.Contains(stderr, "2 runs: 2 ok") {
 		t.Errorf("summary line missing:\n%s", stderr)
 	}
-}
-
-// runExperiment runs the experiment src (named name) with svclab run,
-// expects n runs and returns their directories and svclab's stderr; no
-// process of it outlives it.
-func runExperiment(t *testing.T, name, src string, n int) ([]string, string) {
-	t.Helper()
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, name+".toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	waitNoProcesses(t, mark, 5*time.Second)
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", name+"-*", "runs", "*"))
-	if len(runs) != n {
-		t.Fatalf("%d runs, want %d", len(runs), n)
-	}
-	return runs, stderr
 }
 
 // checkScaledHop3 checks the run of an autoscaled hop3 (1 to 2 replicas,

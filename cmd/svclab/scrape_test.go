@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"regexp"
 	"testing"
@@ -46,22 +44,10 @@ duration = "4s"
 name = "sm"
 seed = 1
 `
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "sm.toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
+	runs, stderr := runExperimentWith(t, "sm", src, e2eRun{timeout: 120 * time.Second})
 	if !regexp.MustCompile(`run 1/1 \S+: prometheus http://127\.0\.0\.1:\d+\n`).MatchString(stderr) {
 		t.Errorf("svclab run did not say where the run's Prometheus is:\n%s", stderr)
 	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "sm-*", "runs", "*"))
 	if len(runs) != 1 {
 		t.Fatalf("%d runs", len(runs))
 	}
@@ -83,5 +69,4 @@ seed = 1
 	if instances["hop3#0"] == instances["hop3#1"] {
 		t.Errorf("both replicas scraped at one instance %q", instances["hop3#0"])
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }

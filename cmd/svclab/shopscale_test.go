@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -60,19 +58,7 @@ name = "shopscale"
 seed = 1
 isolation = "none"
 `
-	dir := t.TempDir()
-	specPath := filepath.Join(dir, "shop.toml")
-	if err := os.WriteFile(specPath, []byte(src), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	mark := marker(t)
-	stdout, stderr, code := svclab(t, ctx, []string{mark}, "run", "--no-report", "--results", filepath.Join(dir, "results"), specPath)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "results", "shopscale-*", "runs", "*"))
+	runs, _ := runExperimentWith(t, "shopscale", src, e2eRun{timeout: 150 * time.Second})
 	if len(runs) != 1 {
 		t.Fatalf("%d runs", len(runs))
 	}
@@ -144,5 +130,4 @@ isolation = "none"
 			t.Errorf("%s served %.0f calls, want %.0f ± 10%% (%v)", p, per[p], share, per)
 		}
 	}
-	waitNoProcesses(t, mark, 5*time.Second)
 }
