@@ -7,7 +7,7 @@ import (
 	"github.com/svclab/svclab/internal/runtime"
 )
 
-// inner is a host deployment with the capabilities the local one has.
+// inner is a machine deployment with the capabilities the local one has.
 type inner struct{ deploy.Deployment }
 
 func (i inner) Capabilities() deploy.Capabilities {
@@ -51,6 +51,6 @@ func TestWrapperKeepsCapabilities(t *testing.T) {
 		}
 	}
 	if (&placement{}).Capabilities().MachineCgroups == nil || (&placement{}).Capabilities().Client == nil {
-		t.Error("the netns network lost its host cgroups or its client host")
+		t.Error("the netns network lost its machine cgroups or its client machine")
 	}
 }

@@ -14,22 +14,22 @@ import (
 )
 
 // clientName is the load generator's endpoint, which [deploy.links] may
-// name beside the hosts ("client-vm1").
+// name beside the machines ("client-vm1").
 const clientName = "client"
 
-// layout is what a spec says about hosts and links, checked against a
+// layout is what a spec says about machines and links, checked against a
 // topology.
 type layout struct {
-	hosts  []string        // in the spec's order
-	hostOf []int           // group index → host index
-	host   map[string]int  // host name → index
-	cpus   []int           // per host; 0 unconfined
-	memory []spec.ByteSize // per host
-	spec   map[string]deploy.Machine
-	links  *links
+	machines  []string        // in the spec's order
+	machineOf []int           // group index → machine index
+	indexOf   map[string]int  // machine name → index
+	cpus      []int           // per machine; 0 unconfined
+	memory    []spec.ByteSize // per machine
+	spec      map[string]deploy.Machine
+	links     *links
 }
 
-// link is the link between endpoints a and b (host names or clientName).
+// link is the link between endpoints a and b (machine names or clientName).
 func (p *layout) link(a, b string) Link { return p.links.between(a, b) }
 
 // checkSpec checks [deploy.hosts], [deploy.link] and [deploy.links]
@@ -44,10 +44,10 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 		return nil, fmt.Errorf("deployer %s: the topology carries no spec", Name)
 	}
 	if topo.Network == "unix" {
-		return nil, s.Errorf("deploy.network", "the %s deployer connects hosts over TCP; leave deploy.network out or write \"tcp\"", Name)
+		return nil, s.Errorf("deploy.network", "the %s deployer connects machines over TCP; leave deploy.network out or write \"tcp\"", Name)
 	}
 	// Sidecars and the ingress are started by the local deployer beside
-	// svclab, outside the hosts' namespaces: refused until they are placed
+	// svclab, outside the machines' namespaces: refused until they are placed
 	// in them, rather than measured on the wrong side of every link.
 	if topo.Sidecar != "" && topo.Sidecar != spec.SidecarNone {
 		return nil, s.Errorf("deploy.sidecar", "the %s deployer does not run sidecars yet; leave deploy.sidecar out or use deploy.deployer = \"local\"", Name)
@@ -56,12 +56,12 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 		return nil, s.Errorf("app.ingress", "the %s deployer does not run an ingress (%s) yet; leave app.ingress out or use deploy.deployer = \"local\"", Name, ing)
 	}
 	// The mesh's credentials name loopback, and its backends listen on
-	// svclab's own loopback, which no host's namespace reaches: refused,
+	// svclab's own loopback, which no machine's namespace reaches: refused,
 	// as sidecars are, rather than run with spans and series lost.
 	if keys := topo.Mesh.Keys(); len(keys) > 0 {
-		return nil, s.Errorf(keys[0], "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its hosts yet; leave %s out or use deploy.deployer = \"local\"", Name, keys[0])
+		return nil, s.Errorf(keys[0], "the %s deployer does not run mesh features (mTLS, tracing, metrics) across its machines yet; leave %s out or use deploy.deployer = \"local\"", Name, keys[0])
 	}
-	hosts, err := deploy.MachinesOf(s)
+	machines, err := deploy.MachinesOf(s)
 	if err != nil {
 		return nil, err
 	}
@@ -69,12 +69,12 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &layout{spec: hosts, links: lks, host: map[string]int{}, hostOf: make([]int, len(topo.Groups))}
-	for i := range p.hostOf {
-		p.hostOf[i] = -1
+	p := &layout{spec: machines, links: lks, indexOf: map[string]int{}, machineOf: make([]int, len(topo.Groups))}
+	for i := range p.machineOf {
+		p.machineOf[i] = -1
 	}
-	if len(hosts) == 0 {
-		return nil, s.Errorf("deploy.deployer", "the %s deployer needs hosts: add [deploy.hosts.<name>] tables with groups = [...]", Name)
+	if len(machines) == 0 {
+		return nil, s.Errorf("deploy.deployer", "the %s deployer needs machines: add [deploy.hosts.<name>] tables with groups = [...]", Name)
 	}
 	groups := map[string]int{}
 	var groupNames []string
@@ -82,57 +82,57 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 		groups[g.Name] = i
 		groupNames = append(groupNames, g.Name)
 	}
-	// Every mistake at once, in file order (of each host's groups key).
+	// Every mistake at once, in file order (of each machine's groups key).
 	var errs []error
 	bad := func(key, format string, args ...any) { errs = append(errs, s.Errorf(key, format, args...)) }
-	for _, h := range deploy.MachineNames(s, hosts) {
+	for _, h := range deploy.MachineNames(s, machines) {
 		hk := deploy.MachineKey(h, "")
 		if h == clientName {
-			bad(hk, "%q is the load generator's name; call the host something else", clientName)
+			bad(hk, "%q is the load generator's name; call the machine something else", clientName)
 		}
 		if strings.Contains(h, "-") {
-			bad(hk, "a host name must not contain \"-\", which separates the hosts of a link (\"vm1-vm2\")")
+			bad(hk, "a machine name must not contain \"-\", which separates the machines of a link (\"vm1-vm2\")")
 		}
-		host := hosts[h]
-		idx := len(p.hosts)
-		p.hosts = append(p.hosts, h)
-		p.host[h] = idx
-		if len(host.Groups) == 0 {
-			bad(deploy.MachineKey(h, "groups"), "host %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
+		m := machines[h]
+		idx := len(p.machines)
+		p.machines = append(p.machines, h)
+		p.indexOf[h] = idx
+		if len(m.Groups) == 0 {
+			bad(deploy.MachineKey(h, "groups"), "machine %s runs no group: list groups of placement %s (%s)", h, topo.Placement, strings.Join(groupNames, ", "))
 		}
-		for _, g := range host.Groups {
+		for _, g := range m.Groups {
 			gi, ok := groups[g]
 			switch {
 			case !ok:
 				bad(deploy.MachineKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(groupNames, ", "))
-			case p.hostOf[gi] >= 0:
-				bad(deploy.MachineKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, p.hosts[p.hostOf[gi]], h)
+			case p.machineOf[gi] >= 0:
+				bad(deploy.MachineKey(h, "groups"), "group %q is on two machines, %s and %s; a group runs on one", g, p.machines[p.machineOf[gi]], h)
 			default:
-				p.hostOf[gi] = idx
+				p.machineOf[gi] = idx
 			}
 		}
-		if host.CPUs < 0 {
-			bad(deploy.MachineKey(h, "cpus"), "must not be negative, got %d", host.CPUs)
-		} else if n := goruntime.NumCPU(); host.CPUs > n {
-			bad(deploy.MachineKey(h, "cpus"), "host %s asks for %d cores; this machine has %d", h, host.CPUs, n)
+		if m.CPUs < 0 {
+			bad(deploy.MachineKey(h, "cpus"), "must not be negative, got %d", m.CPUs)
+		} else if n := goruntime.NumCPU(); m.CPUs > n {
+			bad(deploy.MachineKey(h, "cpus"), "machine %s asks for %d cores; this machine has %d", h, m.CPUs, n)
 		}
-		if host.Memory < 0 {
+		if m.Memory < 0 {
 			bad(deploy.MachineKey(h, "memory"), "must not be negative")
 		}
-		p.cpus = append(p.cpus, host.CPUs)
-		p.memory = append(p.memory, host.Memory)
+		p.cpus = append(p.cpus, m.CPUs)
+		p.memory = append(p.memory, m.Memory)
 	}
-	for i, h := range p.hostOf {
+	for i, h := range p.machineOf {
 		if h < 0 {
-			bad("deploy.placement", "group %q of placement %s is on no host: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
+			bad("deploy.placement", "group %q of placement %s is on no machine: add it to the groups of one [deploy.hosts.<name>]", topo.Groups[i].Name, topo.Placement)
 		}
 	}
 	errs = append(errs, checkLink(s, "", lks.all))
 	for _, pair := range slices.Sorted(maps.Keys(lks.pairs)) {
 		a, b, ok := strings.Cut(pair, "-")
-		known := func(n string) bool { _, ok := p.host[n]; return ok || n == clientName }
+		known := func(n string) bool { _, ok := p.indexOf[n]; return ok || n == clientName }
 		if !ok || !known(a) || !known(b) || a == b {
-			bad(linkKey(pair, ""), "names no pair of hosts: write \"a-b\" with two of %s, %s", strings.Join(p.hosts, ", "), clientName)
+			bad(linkKey(pair, ""), "names no pair of machines: write \"a-b\" with two of %s, %s", strings.Join(p.machines, ", "), clientName)
 			continue
 		}
 		errs = append(errs, checkLink(s, pair, lks.pairs[pair]))
@@ -140,7 +140,7 @@ func newLayout(s *spec.Spec, topo *runtime.Topology) (*layout, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if err := checkHostResources(s, p); err != nil {
+	if err := checkMachineResources(s, p); err != nil {
 		return nil, err
 	}
 	return p, nil

@@ -13,7 +13,7 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// TestBadInput checks that every mistake in hosts and links is one error,
+// TestBadInput checks that every mistake in machines and links is one error,
 // naming the file, the line and the key, found by deploy.Resolve (before
 // anything starts, and without root).
 func TestBadInput(t *testing.T) {
@@ -27,15 +27,15 @@ func TestBadInput(t *testing.T) {
 		// deploy is a line added to [deploy], at line 7.
 		deploy string
 	}{
-		{"group on two hosts", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
-			"deploy.hosts.vm2.groups", 10, "on two hosts", ""},
-		{"group on no host", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n",
-			"deploy.placement", 6, "group \"hop2\" of placement split is on no host", ""},
+		{"group on two machines", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop2\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
+			"deploy.hosts.vm2.groups", 10, "on two machines", ""},
+		{"group on no machine", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\n",
+			"deploy.placement", 6, "group \"hop2\" of placement split is on no machine", ""},
 		{"unknown group", "[deploy.hosts.vm1]\ngroups = [\"hop1\", \"hop9\"]\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
 			"deploy.hosts.vm1.groups", 8, "no group \"hop9\"", ""},
-		{"no hosts", "", "deploy.deployer", 5, "needs hosts", ""},
-		{"unknown host in links", ok + "[deploy.links.\"vm1-vm3\"]\nlatency = \"1ms\"\n",
-			"deploy.links.vm1-vm3", 11, "names no pair of hosts", ""},
+		{"no machines", "", "deploy.deployer", 5, "needs machines", ""},
+		{"unknown machine in links", ok + "[deploy.links.\"vm1-vm3\"]\nlatency = \"1ms\"\n",
+			"deploy.links.vm1-vm3", 11, "names no pair of machines", ""},
 		{"negative latency", ok + "[deploy.link]\nlatency = \"-1ms\"\n",
 			"deploy.link.latency", 12, "must not be negative", ""},
 		{"negative latency of a pair", ok + "[deploy.links.\"vm1-vm2\"]\nlatency = \"-2ms\"\n",
@@ -48,7 +48,7 @@ func TestBadInput(t *testing.T) {
 			"deploy.hosts.vm1.cpus", 9, "this machine has", ""},
 		{"exclusive without cpus", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nexclusive = true\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
 			"deploy.hosts.vm1.exclusive", 9, "no cores of its own", ""},
-		{"exclusive hosts sharing cores", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\ncpus = 1\nexclusive = true\n", goruntime.NumCPU()),
+		{"exclusive machines sharing cores", fmt.Sprintf("[deploy.hosts.vm1]\ngroups = [\"hop1\"]\ncpus = %d\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\ncpus = 1\nexclusive = true\n", goruntime.NumCPU()),
 			"deploy.hosts.vm2.exclusive", 13, "some must share", ""},
 		{"memory below the least", "[deploy.hosts.vm1]\ngroups = [\"hop1\"]\nmemory = \"1MiB\"\n[deploy.hosts.vm2]\ngroups = [\"hop2\"]\n",
 			"deploy.hosts.vm1.memory", 9, "must be at least 8MiB", ""},
@@ -85,7 +85,7 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestBadInputAllAtOnce: a spec's mistakes in its hosts and links come
+// TestBadInputAllAtOnce: a spec's mistakes in its machines and links come
 // together, each at its key, so that one pass fixes them.
 func TestBadInputAllAtOnce(t *testing.T) {
 	src := "[app]\nname = \"chain\"\nhops = 2\n[deploy]\ndeployer = \"netns\"\nplacement = \"split\"\n" +

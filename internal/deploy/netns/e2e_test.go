@@ -15,7 +15,7 @@ import (
 	_ "github.com/svclab/svclab/apps/all"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostentry"
-	_ "github.com/svclab/svclab/internal/deploy/local" // the deployer netns hands its hosts to
+	_ "github.com/svclab/svclab/internal/deploy/local" // the deployer netns hands its machines to
 	"github.com/svclab/svclab/internal/deploy/netns"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
@@ -55,8 +55,8 @@ func load(t *testing.T, body string) *spec.Spec {
 	return s
 }
 
-// twoHosts is the chain split over two hosts: hop1 on vm1, the rest on vm2.
-func twoHosts(tr, link string) string {
+// twoMachines is the chain split over two machines: hop1 on vm1, the rest on vm2.
+func twoMachines(tr, link string) string {
 	return fmt.Sprintf(`[app]
 name = "chain"
 hops = 2
@@ -88,7 +88,7 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 	}
 	nsPaths := dep.(*netns.Deployment).Namespaces()
 	if len(nsPaths) != 4 {
-		t.Errorf("namespaces %v, want 4: router, client, two hosts", nsPaths)
+		t.Errorf("namespaces %v, want 4: router, client, two machines", nsPaths)
 	}
 	t.Cleanup(func() {
 		if err := dep.Stop(context.Background()); err != nil {
@@ -103,11 +103,11 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 	return dep, topo
 }
 
-// TestChainTwoHosts deploys the chain over two hosts on every
+// TestChainTwoMachines deploys the chain over two machines on every
 // cross-process transport, calls it through the client's namespace and
 // through the gateway forwarder, and checks that hop1 and hop2 run in
 // different network namespaces from svclab's.
-func TestChainTwoHosts(t *testing.T) {
+func TestChainTwoMachines(t *testing.T) {
 	needRoot(t)
 	for _, tr := range []string{"grpc", "http", "netrpc", "protorpc"} {
 		for _, link := range []string{"", `latency = "2ms"`} {
@@ -116,7 +116,7 @@ func TestChainTwoHosts(t *testing.T) {
 				name = tr + "/2ms"
 			}
 			t.Run(name, func(t *testing.T) {
-				dep, topo := deployed(t, twoHosts(tr, link))
+				dep, topo := deployed(t, twoMachines(tr, link))
 				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 				defer cancel()
 				conn, err := dep.Dial(ctx, transport.DialOptions{})
@@ -162,11 +162,11 @@ func TestChainTwoHosts(t *testing.T) {
 					seen[ns] = p.Info().Name
 				}
 				if len(seen) != 2 {
-					t.Errorf("processes in %d namespaces, want 2 (one per host): %v", len(seen), seen)
+					t.Errorf("processes in %d namespaces, want 2 (one per machine): %v", len(seen), seen)
 				}
 				var desc bytes.Buffer
 				deploy.Describe(&desc, dep)
-				for _, want := range []string{"host vm1: 10.77.0.3, groups hop1", "host vm2: 10.77.0.4, groups hop2", "gateway: " + dep.GatewayURL()} {
+				for _, want := range []string{"machine vm1: 10.77.0.3, groups hop1", "machine vm2: 10.77.0.4, groups hop2", "gateway: " + dep.GatewayURL()} {
 					if !bytes.Contains(desc.Bytes(), []byte(want)) {
 						t.Errorf("describe lacks %q:\n%s", want, desc.String())
 					}
@@ -176,8 +176,8 @@ func TestChainTwoHosts(t *testing.T) {
 				}
 				if nd, ok := dep.(*netns.Deployment); !ok {
 					t.Errorf("deployment is %T", dep)
-				} else if got := []string{nd.HostOf(0), nd.HostOf(1)}; !sort.StringsAreSorted(got) || got[0] != "vm1" || got[1] != "vm2" {
-					t.Errorf("hosts of groups: %v", got)
+				} else if got := []string{nd.MachineOf(0), nd.MachineOf(1)}; !sort.StringsAreSorted(got) || got[0] != "vm1" || got[1] != "vm2" {
+					t.Errorf("machines of groups: %v", got)
 				}
 			})
 		}
@@ -192,7 +192,7 @@ func TestDeployedLinkLatency(t *testing.T) {
 	needRoot(t)
 	netns.NeedAccuracyRun(t)
 	p50 := func(link string) time.Duration {
-		dep, topo := deployed(t, twoHosts("grpc", link))
+		dep, topo := deployed(t, twoMachines("grpc", link))
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		conn, err := dep.Dial(ctx, transport.DialOptions{})
@@ -220,7 +220,7 @@ func TestDeployedLinkLatency(t *testing.T) {
 	// The link alone holds ±0.5 ms (TestLinkLatency, BenchmarkLink10ms).
 	// Through a deployed chain, a link of 3 ms or more adds about 1 ms
 	// more, whatever its length (measured: 1ns +0.14 ms, 3 ms +3.4, 10 ms
-	// +10.6–11.8, 30 ms +30.9): the hosts fall idle between calls and take
+	// +10.6–11.8, 30 ms +30.9): the machines fall idle between calls and take
 	// that long to wake on a loaded 2-core machine, as they would behind a
 	// real link of that length. So the bound is -0.5 ms, +2 ms: it catches
 	// a link that is missing, doubled or a step off.

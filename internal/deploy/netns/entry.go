@@ -23,7 +23,7 @@ func (d *Deployment) replicatedEntry() bool {
 }
 
 // DialClient opens a connection from the client's namespace to addr, a
-// listener on one of the hosts, through the client's link to that host
+// listener on one of the machines, through the client's link to that machine
 // (deploy.NetworkCapabilities.Client).
 func (pl *placement) DialClient(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := pl.d()
@@ -31,7 +31,7 @@ func (pl *placement) DialClient(ctx context.Context, network, addr string) (net.
 	if err != nil {
 		return nil, fmt.Errorf("client dial %s: %w", addr, err)
 	}
-	for i, h := range d.net.hosts {
+	for i, h := range d.net.machines {
 		if h.ip != host {
 			continue
 		}
@@ -41,5 +41,5 @@ func (pl *placement) DialClient(ctx context.Context, network, addr string) (net.
 		}
 		return dialIn(ctx, d.net.client.ns, network, ep.Addr)
 	}
-	return nil, fmt.Errorf("client dial %s: no emulated host has that address", addr)
+	return nil, fmt.Errorf("client dial %s: no emulated machine has that address", addr)
 }

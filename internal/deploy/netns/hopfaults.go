@@ -15,7 +15,7 @@ import (
 // Faults on the hops into a group ([deploy.faults]: link_cut, reset,
 // latency_spike) act on this package's proxies: every path into a group a
 // hop fault targets carries one, even over an unshaped link or between
-// two groups of one host, where a path otherwise has none. A shaped link's
+// two groups of one machine, where a path otherwise has none. A shaped link's
 // proxy carries the link's toxics and, during a window, the fault's after
 // them. Paths into groups no fault targets stay as they were, so faults
 // cost nothing where none is asked for.

@@ -11,11 +11,11 @@ import (
 	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
-// TestHopFaultSameHost cuts the hop from hop1 to hop2, two groups on one
-// host (a path that has no proxy without faults): calls hang while the
+// TestHopFaultSameMachine cuts the hop from hop1 to hop2, two groups on one
+// machine (a path that has no proxy without faults): calls hang while the
 // cut lasts and succeed again after it; the hop from hop2 to hop3 on
-// another host, which no fault targets, is not touched.
-func TestHopFaultSameHost(t *testing.T) {
+// another machine, which no fault targets, is not touched.
+func TestHopFaultSameMachine(t *testing.T) {
 	needRoot(t)
 	dep, topo := deployed(t, `[app]
 name = "chain"

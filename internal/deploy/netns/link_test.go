@@ -20,7 +20,7 @@ func needRoot(tb testing.TB) {
 	}
 }
 
-// rig is a network of one host running a 64-byte echo server, and the
+// rig is a network of one machine running a 64-byte echo server, and the
 // ways to reach it.
 type rig struct {
 	n    *network
@@ -42,7 +42,7 @@ func newRig(tb testing.TB) *rig {
 			tb.Error(err)
 		}
 	})
-	if r.echo, err = listenIn(n.hosts[0].ns, n.hosts[0].ip+":0"); err != nil {
+	if r.echo, err = listenIn(n.machines[0].ns, n.machines[0].ip+":0"); err != nil {
 		tb.Fatal(err)
 	}
 	go serveEcho(r.echo)
@@ -209,7 +209,7 @@ func TestLinkJitterAndLoss(t *testing.T) {
 }
 
 // BenchmarkCrossing measures the round trip of 64 bytes over loopback, over
-// an unshaped link (client namespace → host namespace over the bridge) and
+// an unshaped link (client namespace → machine namespace over the bridge) and
 // through a link proxy that adds nothing; ns/op is one round trip, and
 // p50-ns the median.
 func BenchmarkCrossing(b *testing.B) {

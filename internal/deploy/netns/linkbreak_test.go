@@ -32,7 +32,7 @@ func TestLinkOneWay(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	l, err := listenIn(n.hosts[0].ns, n.hosts[0].ip+":0")
+	l, err := listenIn(n.machines[0].ns, n.machines[0].ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// Link is [deploy.link] (every pair of hosts) or one [deploy.links."a-b"]
+// Link is [deploy.link] (every pair of machines) or one [deploy.links."a-b"]
 // (the pair a, b, in either order: a pair has one link, so "b-a" beside
 // "a-b" is an error). A key a links table leaves out is taken from
 // [deploy.link]. These tables are this deployer's alone: the local
@@ -68,7 +68,7 @@ func linksOf(s *spec.Spec) (*links, error) {
 		if flag != "" {
 			where = "by " + flag
 		}
-		errs = append(errs, s.Errorf(s.TableKey(linkKey(name, "")), "the pair %s is already set %s; a link joins a pair whichever host is named first, so write its keys in one table", prev, where))
+		errs = append(errs, s.Errorf(s.TableKey(linkKey(name, "")), "the pair %s is already set %s; a link joins a pair whichever machine is named first, so write its keys in one table", prev, where))
 	}
 	return l, errors.Join(errs...)
 }
@@ -80,7 +80,7 @@ func decodeKeys(s *spec.Spec) error {
 	return err
 }
 
-// between is the link between hosts a and b: [deploy.link] with the keys
+// between is the link between machines a and b: [deploy.link] with the keys
 // of [deploy.links."a-b"] (or "b-a") written over it.
 func (l *links) between(a, b string) Link {
 	out := l.all

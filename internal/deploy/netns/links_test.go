@@ -94,7 +94,7 @@ func TestLinkPairNamedTwice(t *testing.T) {
 		{"by a flag under [deploy]", head + "[deploy]\ntransport = \"grpc\"\n[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n", []string{`deploy.links."vm2-vm1".latency="2ms"`},
 			`--set deploy.links."vm2-vm1".latency="2ms": deploy.links.vm2-vm1.latency: the pair vm1-vm2 is already set at line 5;`},
 		{"distinct pairs", head + "[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n[deploy.links.\"vm2-vm3\"]\nlatency = \"9ms\"\n[deploy.links.\"vm3-vm1\"]\nloss = 0.1\n", nil, ""},
-		// Not a pair at all: the deployer, which knows the hosts, says so.
+		// Not a pair at all: the deployer, which knows the machines, says so.
 		{"no pair", head + "[deploy.links.vm1]\nlatency = \"1ms\"\n[deploy.links.vm2]\nlatency = \"1ms\"\n", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,12 +1,12 @@
-// Package netns is the netns deployer: it runs each emulated host of a spec
+// Package netns is the netns deployer: it runs each emulated machine of a spec
 // ([deploy.hosts.<name>]) in a Linux network namespace of its own, joined to
-// the other hosts and to the load generator's namespace by veth pairs on a
+// the other machines and to the load generator's namespace by veth pairs on a
 // bridge, and emulates the links between them ([deploy.link],
 // [deploy.links."a-b"]).
 //
 // The hosts' processes are the local deployer's: this deployer looks
 // "local" up by name and hands it a deploy.Network that binds each group's
-// listeners in its host's namespace, starts its process there, and tells
+// listeners in its machine's namespace, starts its process there, and tells
 // each group which address stands for a peer on another host. So health
 // checks, output tails, resource sampling and the control channel are the
 // local deployer's, and the parent-death signal still takes every host
@@ -16,7 +16,7 @@
 // emulated in user space: a shaped link gets a proxy per path (toxiproxy,
 // used as a library, with a toxic of this package's that works in
 // nanoseconds), listening in the router namespace that holds the bridge.
-// An unshaped link has no proxy: traffic goes host to host over the
+// An unshaped link has no proxy: traffic goes machine to machine over the
 // bridge, except on the paths into a group a hop fault of
 // [deploy.faults] targets, which always carry one (hopfaults.go).
 // Bandwidth is limited in the kernel, with htb classes on the caller's
@@ -59,7 +59,7 @@ type deployer struct{}
 
 func (deployer) Name() string { return Name }
 
-// Traits implements deploy.Deployer: the hosts and links of a spec are
+// Traits implements deploy.Deployer: the machines and links of a spec are
 // checked against its topology (check.go), and the namespaces of dead
 // svclab processes are swept.
 func (deployer) Traits() deploy.Traits {
@@ -90,13 +90,13 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 	}
 	local, err := deploy.Lookup(hostDeployer)
 	if err != nil {
-		return nil, fmt.Errorf("deployer %s runs its hosts with %w", Name, err)
+		return nil, fmt.Errorf("deployer %s runs its machines with %w", Name, err)
 	}
 	if _, err := sweep(); err != nil && opts.Log != nil {
 		fmt.Fprintln(opts.Log, "svclab: warning:", err)
 	}
 	start := time.Now()
-	n, err := buildNetwork(p.hosts)
+	n, err := buildNetwork(p.machines)
 	if err != nil {
 		return nil, fmt.Errorf("deployer %s: %w", Name, err)
 	}
@@ -109,7 +109,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 			err = errors.Join(err, dep.teardown())
 		}
 	}()
-	if dep.hostcg, err = hostCgroups(p, opts.CPUs); err != nil {
+	if dep.machinecg, err = machineCgroups(p, opts.CPUs); err != nil {
 		return nil, fmt.Errorf("deployer %s: %w", Name, err)
 	}
 	opts.Network = (*placement)(dep)
@@ -122,20 +122,20 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 		return nil, fmt.Errorf("deployment %s: client: %w", inner.ID(), err)
 	}
 	if opts.Log != nil {
-		fmt.Fprintf(opts.Log, "deployment %s: %d host(s) in network namespaces %s* (set up in %s)\n", inner.ID(), len(p.hosts), n.names.base, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(opts.Log, "deployment %s: %d host(s) in network namespaces %s* (set up in %s)\n", inner.ID(), len(p.machines), n.names.base, time.Since(start).Round(time.Millisecond))
 	}
 	return dep, nil
 }
 
-// Deployment is a running topology over emulated hosts: the local
+// Deployment is a running topology over emulated machines: the local
 // deployment of its processes, and the network around them.
 type Deployment struct {
 	deploy.Deployment
-	layout *layout
-	topo   *runtime.Topology // known before the local deployment is
-	net    *network
-	shaper *shaper
-	hostcg []*cgroup.Group // per host; nil entries for hosts without cpus or memory (hostcg.go)
+	layout    *layout
+	topo      *runtime.Topology // known before the local deployment is
+	net       *network
+	shaper    *shaper
+	machinecg []*cgroup.Group // per machine; nil entries for machines without cpus or memory (machinecg.go)
 
 	mu    sync.Mutex
 	peers map[string]*proxy // "from→addr" → the proxy for that path
@@ -187,8 +187,8 @@ func (d *Deployment) CurlExamples() []string {
 	return out
 }
 
-// Hosts names the emulated hosts, in the spec's order.
-func (d *Deployment) Hosts() []string { return d.layout.hosts }
+// Machines names the emulated machines, in the spec's order.
+func (d *Deployment) Machines() []string { return d.layout.machines }
 
 // Namespaces are the paths of the deployment's network namespaces (in
 // /run/netns), which Stop removes.
@@ -200,8 +200,8 @@ func (d *Deployment) Namespaces() []string {
 	return out
 }
 
-// HostOf names the host of a group.
-func (d *Deployment) HostOf(group int) string { return d.layout.hosts[d.layout.hostOf[group]] }
+// MachineOf names the machine of a group.
+func (d *Deployment) MachineOf(group int) string { return d.layout.machines[d.layout.machineOf[group]] }
 
 // Stop stops the processes, then the proxies, then removes every namespace
 // (and with them the veths, the bridge and the shaping).
@@ -229,7 +229,7 @@ func (d *Deployment) teardown() error {
 	d.peers, d.others = nil, nil
 	d.mu.Unlock()
 	d.shaper.close()
-	errs = append(errs, removeHostCgroups(d.hostcg))
+	errs = append(errs, removeMachineCgroups(d.machinecg))
 	errs = append(errs, d.net.close())
 	return errors.Join(errs...)
 }
@@ -243,7 +243,7 @@ func (d *Deployment) connectClient() error {
 	if !ok {
 		return errors.New("the entry group has no gateway")
 	}
-	gwClient, err := d.path(d.net.client, d.layout.hostOf[eg], -1, gw)
+	gwClient, err := d.path(d.net.client, d.layout.machineOf[eg], -1, gw)
 	if err != nil {
 		return err
 	}
@@ -254,7 +254,7 @@ func (d *Deployment) connectClient() error {
 		if !ok {
 			return fmt.Errorf("the entry group serves no %s", topo.Entry)
 		}
-		if d.entry, err = d.path(d.net.client, d.layout.hostOf[eg], -1, ep); err != nil {
+		if d.entry, err = d.path(d.net.client, d.layout.machineOf[eg], -1, ep); err != nil {
 			return err
 		}
 	}
@@ -280,15 +280,15 @@ func (d *Deployment) connectClient() error {
 }
 
 // path is the endpoint from reaches ep of group (-1: the entry, for the
-// client) on host to by: ep itself on the same host or over an unshaped
+// client) on machine to by: ep itself on the same machine or over an unshaped
 // link, else a proxy for the link; and a proxy on any path into a group a
 // hop fault targets (hopfaults.go).
 func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (runtime.Endpoint, error) {
-	toHost := d.net.hosts[to]
+	toMachine := d.net.machines[to]
 	faulted := d.faulted(group)
 	var link Link
-	if from != toHost {
-		link = d.layout.link(from.name, toHost.name)
+	if from != toMachine {
+		link = d.layout.link(from.name, toMachine.name)
 	}
 	if !link.Shaped() && !faulted {
 		return ep, nil
@@ -300,10 +300,10 @@ func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (r
 		ep.Addr = p.addr()
 		return ep, nil
 	}
-	// A path between two groups of one host stays inside the host's
-	// namespace; one between hosts goes through the router.
+	// A path between two groups of one machine stays inside the machine's
+	// namespace; one between machines goes through the router.
 	via, ip := d.net.router, routerIP
-	if from == toHost {
+	if from == toMachine {
 		via, ip = from.ns, from.ip
 	}
 	lis, err := listenIn(via, ip+":0")
@@ -320,7 +320,7 @@ func (d *Deployment) path(from *endpoint, to, group int, ep runtime.Endpoint) (r
 	}
 	if link.Bandwidth > 0 {
 		port := lis.Addr().(*net.TCPAddr).Port
-		if err := d.shaper.limit(d.net.router, from, from.name+"-"+toHost.name, uint64(link.Bandwidth), port); err != nil {
+		if err := d.shaper.limit(d.net.router, from, from.name+"-"+toMachine.name, uint64(link.Bandwidth), port); err != nil {
 			_ = p.close()
 			return ep, err
 		}
@@ -342,31 +342,31 @@ type placement Deployment
 
 func (pl *placement) d() *Deployment { return (*Deployment)(pl) }
 
-// Listen binds a listener on group's host address, in its namespace.
+// Listen binds a listener on group's machine address, in its namespace.
 func (pl *placement) Listen(group int) (net.Listener, error) {
-	h := pl.net.hosts[pl.layout.hostOf[group]]
+	h := pl.net.machines[pl.layout.machineOf[group]]
 	l, err := listenIn(h.ns, h.ip+":0")
 	if err != nil {
-		return nil, fmt.Errorf("listen on host %s: %w", h.name, err)
+		return nil, fmt.Errorf("listen on machine %s: %w", h.name, err)
 	}
 	return l, nil
 }
 
 // Peer is the address group from dials for ep of group to.
 func (pl *placement) Peer(from, to int, ep runtime.Endpoint) (runtime.Endpoint, error) {
-	return pl.d().path(pl.net.hosts[pl.layout.hostOf[from]], pl.layout.hostOf[to], to, ep)
+	return pl.d().path(pl.net.machines[pl.layout.machineOf[from]], pl.layout.machineOf[to], to, ep)
 }
 
-// Enter moves the spawner's thread into group's host namespace.
+// Enter moves the spawner's thread into group's machine namespace.
 func (pl *placement) Enter(group int) (func() error, error) {
-	h := pl.net.hosts[pl.layout.hostOf[group]]
+	h := pl.net.machines[pl.layout.machineOf[group]]
 	orig, err := netns.Get()
 	if err != nil {
 		return nil, fmt.Errorf("current network namespace: %w", err)
 	}
 	if err := netns.Set(h.ns); err != nil {
 		orig.Close()
-		return nil, fmt.Errorf("enter host %s's namespace: %w", h.name, err)
+		return nil, fmt.Errorf("enter machine %s's namespace: %w", h.name, err)
 	}
 	return func() error {
 		defer orig.Close()
@@ -374,23 +374,23 @@ func (pl *placement) Enter(group int) (func() error, error) {
 	}, nil
 }
 
-// Dial connects from the router namespace, which reaches every host, for
+// Dial connects from the router namespace, which reaches every machine, for
 // the local deployer's health checks.
 func (pl *placement) Dial(ctx context.Context, network, addr string) (net.Conn, error) {
 	return dialIn(ctx, pl.net.router, network, addr)
 }
 
-// DescribeMore lists the hosts, their groups and the links between them
+// DescribeMore lists the machines, their groups and the links between them
 // (deploy.Capabilities.Describer).
 func (d *Deployment) DescribeMore(w io.Writer) {
-	groups := make([][]string, len(d.layout.hosts))
-	for g, h := range d.layout.hostOf {
+	groups := make([][]string, len(d.layout.machines))
+	for g, h := range d.layout.machineOf {
 		groups[h] = append(groups[h], d.Topology().Groups[g].Name)
 	}
-	for i, h := range d.layout.hosts {
-		fmt.Fprintf(w, "host %s: %s, groups %s%s (namespace %s)\n", h, d.net.hosts[i].ip, strings.Join(groups[i], ", "), limitsText(d.HostLimits()[i]), d.net.names.host(i))
+	for i, h := range d.layout.machines {
+		fmt.Fprintf(w, "machine %s: %s, groups %s%s (namespace %s)\n", h, d.net.machines[i].ip, strings.Join(groups[i], ", "), limitsText(d.MachineLimits()[i]), d.net.names.host(i))
 	}
-	names := append([]string{clientName}, d.layout.hosts...)
+	names := append([]string{clientName}, d.layout.machines...)
 	for i, a := range names {
 		for _, b := range names[i+1:] {
 			l := d.layout.link(a, b)

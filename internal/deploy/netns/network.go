@@ -10,7 +10,7 @@ import (
 )
 
 // The emulated network of one deployment: a router namespace holding a
-// bridge, and one namespace per host plus one for the client, each joined
+// bridge, and one namespace per machine plus one for the client, each joined
 // to the bridge by a veth pair. Every deployment has namespaces of its
 // own, so all use the same subnet without meeting.
 const (
@@ -28,7 +28,7 @@ const (
 
 // endpoint is a namespace on the bridge: the client or a host.
 type endpoint struct {
-	name string // the host's name in the spec, or "client"
+	name string // the machine's name in the spec, or "client"
 	ns   netns.NsHandle
 	ip   string
 	// veth is the router side of its veth pair (egress: toward the
@@ -38,19 +38,19 @@ type endpoint struct {
 
 // network is one deployment's namespaces.
 type network struct {
-	names  nsNames
-	router netns.NsHandle
-	client *endpoint
-	hosts  []*endpoint
+	names    nsNames
+	router   netns.NsHandle
+	client   *endpoint
+	machines []*endpoint
 	// created lists every named namespace made, for teardown.
 	created []string
 }
 
 // buildNetwork makes the router, the client and one namespace per host.
 // On error it removes what it made.
-func buildNetwork(hosts []string) (_ *network, err error) {
-	if len(hosts)+1 > maxEndpoints {
-		return nil, fmt.Errorf("%d hosts: at most %d", len(hosts), maxEndpoints-1)
+func buildNetwork(machines []string) (_ *network, err error) {
+	if len(machines)+1 > maxEndpoints {
+		return nil, fmt.Errorf("%d machines: at most %d", len(machines), maxEndpoints-1)
 	}
 	n := &network{names: newNames(), router: netns.None()}
 	defer func() {
@@ -126,12 +126,12 @@ func buildNetwork(hosts []string) (_ *network, err error) {
 	if n.client, err = add("client", n.names.client(), 0); err != nil {
 		return nil, err
 	}
-	for i, h := range hosts {
+	for i, h := range machines {
 		ep, err := add(h, n.names.host(i), i+1)
 		if err != nil {
 			return nil, err
 		}
-		n.hosts = append(n.hosts, ep)
+		n.machines = append(n.machines, ep)
 	}
 	return n, nil
 }
@@ -149,7 +149,7 @@ func (n *network) newNS(name string) (netns.NsHandle, error) {
 // the bridge and the queueing disciplines. Processes must have left them.
 func (n *network) close() error {
 	var errs []error
-	for _, ep := range append([]*endpoint{n.client}, n.hosts...) {
+	for _, ep := range append([]*endpoint{n.client}, n.machines...) {
 		if ep != nil {
 			ep.ns.Close()
 		}

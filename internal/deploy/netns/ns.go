@@ -21,7 +21,7 @@ import (
 // /run/netns: svclab-PID-START-K-ROLE, where PID and START (its start time
 // in clock ticks) name the svclab that owns it, K counts that process's
 // deployments and ROLE is "r" (the router, which holds the bridge), "c"
-// (the client) or "hN" (host N). A namespace whose owner is dead is
+// (the client) or "hN" (machine N). A namespace whose owner is dead is
 // removed by the next deployment's start and by `svclab clean`.
 const namePrefix = "svclab-"
 

@@ -24,11 +24,11 @@ func namespacesOf(t *testing.T, pid int) []string {
 	return m
 }
 
-// startUp runs `svclab up` (this test binary, see TestMain) on a two-host
+// startUp runs `svclab up` (this test binary, see TestMain) on a two-machine
 // spec, and returns once the deployment is up.
 func startUp(t *testing.T) *exec.Cmd {
 	t.Helper()
-	return startUpSpec(t, twoHosts("grpc", `latency = "1ms"`))
+	return startUpSpec(t, twoMachines("grpc", `latency = "1ms"`))
 }
 
 // startUpSpec runs `svclab up` on the spec body.
@@ -129,7 +129,7 @@ func TestKill9(t *testing.T) {
 	needRoot(t)
 	cmd := startUp(t)
 	ns := namespacesOf(t, cmd.Process.Pid)
-	if len(ns) != 4 { // router, client, two hosts
+	if len(ns) != 4 { // router, client, two machines
 		t.Fatalf("namespaces of svclab up: %v, want 4", ns)
 	}
 	pids := hostPIDs(t, ns, cmd.Process.Pid)
@@ -138,7 +138,7 @@ func TestKill9(t *testing.T) {
 		for _, pid := range pids {
 			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
 		}
-		t.Fatalf("%d processes in the hosts' namespaces, want 2: %s", len(pids), strings.Join(cmdlines, "; "))
+		t.Fatalf("%d processes in the machines' namespaces, want 2: %s", len(pids), strings.Join(cmdlines, "; "))
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
@@ -194,7 +194,7 @@ func TestNotRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "spec.toml")
-	if err := os.WriteFile(path, []byte(twoHosts("grpc", "")), 0o644); err != nil {
+	if err := os.WriteFile(path, []byte(twoMachines("grpc", "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "-test.run=^$")

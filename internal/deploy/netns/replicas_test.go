@@ -24,7 +24,7 @@ var servedRE = regexp.MustCompile(regexp.QuoteMeta(runtime.ServedMarker) + ` (\d
 // early (a quarter of each one-way delay, toxic.go), so at least 1.5 ms.
 func TestEntryReplicas(t *testing.T) {
 	needRoot(t)
-	dep, topo := deployed(t, twoHosts("grpc", `latency = "1ms"`)+"[deploy.replicas]\nhop1 = 2\n")
+	dep, topo := deployed(t, twoMachines("grpc", `latency = "1ms"`)+"[deploy.replicas]\nhop1 = 2\n")
 	if n := len(dep.Processes()); n != 3 {
 		t.Fatalf("%d processes, want two of hop1 and one of hop2", n)
 	}

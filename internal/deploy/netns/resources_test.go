@@ -37,9 +37,9 @@ func needCgroups(t *testing.T) {
 	})
 }
 
-// hostsWith is the chain over two hosts, hop1 on vm1 and hop2 on vm2,
-// with the given lines added to each host's table.
-func hostsWith(vm1, vm2 string) string {
+// machinesWith is the chain over two machines, hop1 on vm1 and hop2 on vm2,
+// with the given lines added to each machine's table.
+func machinesWith(vm1, vm2 string) string {
 	return fmt.Sprintf(`[app]
 name = "chain"
 hops = 2
@@ -107,39 +107,39 @@ func allowedCPUs(t *testing.T, pid int) string {
 	return ""
 }
 
-// TestHostCPUs: two hosts with cpus = 1 each get one core each, disjoint;
-// each host's process runs only there; a CPU-bound component (four
+// TestMachineCPUs: two machines with cpus = 1 each get one core each, disjoint;
+// each machine's process runs only there; a CPU-bound component (four
 // spinning goroutines on vm2) uses at most one core, read from its own
 // group's accounting and from the samples the runner takes; and the
-// hosts' groups go with the deployment.
-func TestHostCPUs(t *testing.T) {
+// machines' groups go with the deployment.
+func TestMachineCPUs(t *testing.T) {
 	needCgroups(t)
 	cpus, err := cgroup.Allowed()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(cpus) < 2 {
-		t.Skip("needs two CPUs for two hosts of one core")
+		t.Skip("needs two CPUs for two machines of one core")
 	}
-	dep := deployWith(t, hostsWith("cpus = 1", "cpus = 1\nexclusive = true"), hostentry.SpinEnv+"=hop2")
+	dep := deployWith(t, machinesWith("cpus = 1", "cpus = 1\nexclusive = true"), hostentry.SpinEnv+"=hop2")
 	nd := dep.(*netns.Deployment)
-	lims := nd.HostLimits()
+	lims := nd.MachineLimits()
 	if len(lims) != 2 {
-		t.Fatalf("host limits %v, want two hosts", lims)
+		t.Fatalf("machine limits %v, want two machines", lims)
 	}
 	sets := map[string]string{}
 	for i, l := range lims {
 		if c, err := cgroup.ParseList(l.CPUs); err != nil || len(c) != 1 {
-			t.Errorf("host %d has CPU set %q, want one core", i, l.CPUs)
+			t.Errorf("machine %d has CPU set %q, want one core", i, l.CPUs)
 		}
-		sets[nd.Hosts()[i]] = l.CPUs
+		sets[nd.Machines()[i]] = l.CPUs
 	}
 	if sets["vm1"] == sets["vm2"] {
-		t.Errorf("both hosts run on CPU %s; want disjoint cores", sets["vm1"])
+		t.Errorf("both machines run on CPU %s; want disjoint cores", sets["vm1"])
 	}
 	var desc bytes.Buffer
 	deploy.Describe(&desc, dep)
-	for _, h := range nd.Hosts() {
+	for _, h := range nd.Machines() {
 		if want := "groups " + map[string]string{"vm1": "hop1", "vm2": "hop2"}[h] + ", CPU " + sets[h]; !strings.Contains(desc.String(), want) {
 			t.Errorf("svclab up's listing lacks %q:\n%s", want, desc.String())
 		}
@@ -148,15 +148,15 @@ func TestHostCPUs(t *testing.T) {
 	var spinner deploy.Process
 	for _, p := range dep.Processes() {
 		info := p.Info()
-		host := nd.HostOf(groupIndex(t, dep, info.Group))
-		if got := allowedCPUs(t, info.PID); got != sets[host] {
-			t.Errorf("%s on %s may run on CPU %q, want its host's %q", info, host, got, sets[host])
+		machine := nd.MachineOf(groupIndex(t, dep, info.Group))
+		if got := allowedCPUs(t, info.PID); got != sets[machine] {
+			t.Errorf("%s on %s may run on CPU %q, want its machine's %q", info, machine, got, sets[machine])
 		}
-		if info.Limits == nil || info.Limits.CPUs != sets[host] {
-			t.Errorf("%s reports limits %+v, want its host's CPU set %s", info, info.Limits, sets[host])
+		if info.Limits == nil || info.Limits.CPUs != sets[machine] {
+			t.Errorf("%s reports limits %+v, want its machine's CPU set %s", info, info.Limits, sets[machine])
 		}
 		dir := cgroupDir(t, info.PID, "cpuset")
-		// The process's group is inside its host's.
+		// The process's group is inside its machine's.
 		dirs = append(dirs, dir, filepath.Dir(dir))
 		if info.Group == "hop2" {
 			spinner = p
@@ -182,10 +182,10 @@ func TestHostCPUs(t *testing.T) {
 	wall := time.Since(t0).Seconds()
 	cores := (u1.Cgroup.CPUSeconds - u0.Cgroup.CPUSeconds) / wall
 	procCores := (u1.CPUSeconds - u0.CPUSeconds) / wall
-	t.Logf("a CPU-bound hop2 on a one-core host: %.3f cores by its cgroup, %.3f by /proc", cores, procCores)
+	t.Logf("a CPU-bound hop2 on a one-core machine: %.3f cores by its cgroup, %.3f by /proc", cores, procCores)
 	// 1 core, with 5% for the sampling's own timing.
 	if cores > 1.05 || procCores > 1.05 {
-		t.Errorf("hop2 used %.3f cores (cgroup) / %.3f (proc) on a host of one core", cores, procCores)
+		t.Errorf("hop2 used %.3f cores (cgroup) / %.3f (proc) on a machine of one core", cores, procCores)
 	}
 	if cores <= 0.05 {
 		t.Errorf("hop2 used %.3f cores: the spinner did not run", cores)
@@ -211,15 +211,15 @@ func groupIndex(t *testing.T, dep deploy.Deployment, group string) int {
 	return -1
 }
 
-// TestHostMemory: a host's memory budget holds its processes together,
+// TestMachineMemory: a machine's memory budget holds its processes together,
 // and one that outgrows it is ended by the OOM killer, its exit saying so
-// (the run's failure reason), while the other host runs on.
-func TestHostMemory(t *testing.T) {
+// (the run's failure reason), while the other machine runs on.
+func TestMachineMemory(t *testing.T) {
 	needCgroups(t)
-	dep := deployWith(t, hostsWith("", `memory = "64MiB"`), hostentry.HogEnv+"=hop2")
+	dep := deployWith(t, machinesWith("", `memory = "64MiB"`), hostentry.HogEnv+"=hop2")
 	defer dep.Stop(context.Background())
-	if l := dep.(*netns.Deployment).HostLimits(); l[0].Memory != 0 || l[1].Memory != 64<<20 {
-		t.Errorf("host limits %+v, want vm1 unlimited and vm2 64 MiB", l)
+	if l := dep.(*netns.Deployment).MachineLimits(); l[0].Memory != 0 || l[1].Memory != 64<<20 {
+		t.Errorf("machine limits %+v, want vm1 unlimited and vm2 64 MiB", l)
 	}
 	select {
 	case p := <-dep.Exited():
@@ -238,18 +238,18 @@ func TestHostMemory(t *testing.T) {
 	}
 }
 
-// TestKill9LeavesNoHostCgroups: a svclab up killed with -9 leaves its
-// hosts' groups; the sweep every svclab runs at start removes them.
-func TestKill9LeavesNoHostCgroups(t *testing.T) {
+// TestKill9LeavesNoMachineCgroups: a svclab up killed with -9 leaves its
+// machines' groups; the sweep every svclab runs at start removes them.
+func TestKill9LeavesNoMachineCgroups(t *testing.T) {
 	needCgroups(t)
-	cmd := startUpSpec(t, hostsWith("cpus = 1", `memory = "256MiB"`))
+	cmd := startUpSpec(t, machinesWith("cpus = 1", `memory = "256MiB"`))
 	pattern := filepath.Join(cgroup.Root, "memory", cgroup.Parent, strconv.Itoa(cmd.Process.Pid)+"-*", "netns*-vm2")
 	if m, _ := cgroup.Open(); m != nil && m.Version() == cgroup.V2 {
 		pattern = filepath.Join(cgroup.Root, cgroup.Parent, strconv.Itoa(cmd.Process.Pid)+"-*", "netns*-vm2")
 	}
 	groups, _ := filepath.Glob(pattern)
 	if len(groups) != 1 {
-		t.Fatalf("host vm2's group: %v, want one match of %s", groups, pattern)
+		t.Fatalf("machine vm2's group: %v, want one match of %s", groups, pattern)
 	}
 	if b, err := os.ReadFile(filepath.Join(groups[0], "memory.limit_in_bytes")); err == nil && strings.TrimSpace(string(b)) != strconv.Itoa(256<<20) {
 		t.Errorf("vm2's memory limit is %s, want 256 MiB", b)

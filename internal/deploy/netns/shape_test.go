@@ -44,7 +44,7 @@ func TestBandwidth(t *testing.T) {
 	defer n.close()
 	sh := newShaper()
 	defer sh.close()
-	l, err := listenIn(n.hosts[0].ns, n.hosts[0].ip+":0")
+	l, err := listenIn(n.machines[0].ns, n.machines[0].ip+":0")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,37 +15,37 @@ import (
 	"github.com/svclab/svclab/internal/spec"
 )
 
-// A host's resources ([deploy.hosts.<h>] cpus and memory) are a control
-// group per host (package cgroup, as the local deployer's [deploy.resources]
+// A machine's resources ([deploy.hosts.<h>] cpus and memory) are a control
+// group per machine (package cgroup, as the local deployer's [deploy.resources]
 // and experiment.isolation): its CPU set and its memory budget. Each of the
-// host's processes gets a group of its own inside it (deploy.NetworkCapabilities.MachineCgroups),
-// so the host's processes share its cores and its memory, and each process
+// machine's processes gets a group of its own inside it (deploy.NetworkCapabilities.MachineCgroups),
+// so the machine's processes share its cores and its memory, and each process
 // is still sampled and told out of memory by its own counters.
 
 // onlineCPUs is the kernel's list of the CPUs that are online.
 const onlineCPUs = "/sys/devices/system/cpu/online"
 
-// checkHostResources checks cpus, memory and exclusive of every host
+// checkMachineResources checks cpus, memory and exclusive of every machine
 // before anything starts. cpus above the machine's is checked with the
-// other host keys (newLayout).
-func checkHostResources(s *spec.Spec, p *layout) error {
+// other machine keys (newLayout).
+func checkMachineResources(s *spec.Spec, p *layout) error {
 	total := 0
 	for _, c := range p.cpus {
 		total += c
 	}
-	for i, h := range p.hosts {
-		host := p.spec[h]
-		if host.Memory != 0 && host.Memory < spec.MinMemory {
-			return s.Errorf(deploy.MachineKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, host.Memory)
+	for i, h := range p.machines {
+		m := p.spec[h]
+		if m.Memory != 0 && m.Memory < spec.MinMemory {
+			return s.Errorf(deploy.MachineKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, m.Memory)
 		}
-		if !host.Exclusive {
+		if !m.Exclusive {
 			continue
 		}
 		if p.cpus[i] == 0 {
-			return s.Errorf(deploy.MachineKey(h, "exclusive"), "host %s has no cores of its own to keep: give it cpus = N", h)
+			return s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s has no cores of its own to keep: give it cpus = N", h)
 		}
 		if n := goruntime.NumCPU(); total > n {
-			return s.Errorf(deploy.MachineKey(h, "exclusive"), "host %s's cores cannot be its own: the hosts ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
+			return s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s's cores cannot be its own: the machines ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
 		}
 	}
 	return nil
@@ -53,7 +53,7 @@ func checkHostResources(s *spec.Spec, p *layout) error {
 
 func cpuCounts(p *layout) string {
 	var parts []string
-	for i, h := range p.hosts {
+	for i, h := range p.machines {
 		if p.cpus[i] > 0 {
 			parts = append(parts, h+" "+strconv.Itoa(p.cpus[i]))
 		}
@@ -61,10 +61,10 @@ func cpuCounts(p *layout) string {
 	return strings.Join(parts, ", ")
 }
 
-// assignCPUs gives each host with a count its cores: consecutive runs of
-// pool, in the hosts' order, so hosts are disjoint while the pool lasts
-// and then wrap around to share (which checkHostResources refuses when a
-// host is exclusive). A count of 0 gets none.
+// assignCPUs gives each machine with a count its cores: consecutive runs of
+// pool, in the machines' order, so machines are disjoint while the pool lasts
+// and then wrap around to share (which checkMachineResources refuses when a
+// machine is exclusive). A count of 0 gets none.
 func assignCPUs(pool []int, counts []int) [][]int {
 	out := make([][]int, len(counts))
 	next := 0
@@ -80,7 +80,7 @@ func assignCPUs(pool []int, counts []int) [][]int {
 
 // cpuPool orders the machine's online CPUs for assignCPUs: the system
 // under test's share first (deploy.Options.CPUs under
-// experiment.isolation = "cpuset"), so hosts take the load generator's
+// experiment.isolation = "cpuset"), so machines take the load generator's
 // cores last and the generator keeps its own set while the SUT's lasts.
 func cpuPool(sut string) ([]int, error) {
 	b, err := os.ReadFile(onlineCPUs)
@@ -104,17 +104,17 @@ func cpuPool(sut string) ([]int, error) {
 	return pool, nil
 }
 
-var hostGroupSets atomic.Int64
+var machineGroupSets atomic.Int64
 
-// hostCgroups makes the group of each host that has cpus or memory; a
-// host with neither gets none (nil), and its processes are the local
+// machineCgroups makes the group of each machine that has cpus or memory; a
+// machine with neither gets none (nil), and its processes are the local
 // deployer's as on one machine. sut is the deployment's CPU list
-// (deploy.Options.CPUs): a host with a memory budget but no cpus runs
+// (deploy.Options.CPUs): a machine with a memory budget but no cpus runs
 // there.
-func hostCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
-	groups := make([]*cgroup.Group, len(p.hosts))
+func machineCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
+	groups := make([]*cgroup.Group, len(p.machines))
 	need := false
-	for i := range p.hosts {
+	for i := range p.machines {
 		need = need || p.cpus[i] > 0 || p.memory[i] > 0
 	}
 	if !need {
@@ -122,7 +122,7 @@ func hostCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
 	}
 	m, err := cgroup.Open()
 	if err != nil {
-		return nil, fmt.Errorf("hosts with cpus or memory need cgroups: %w", err)
+		return nil, fmt.Errorf("machines with cpus or memory need cgroups: %w", err)
 	}
 	pool, err := cpuPool(sut)
 	if err != nil {
@@ -131,11 +131,11 @@ func hostCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
 	cpus := assignCPUs(pool, p.cpus)
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, removeHostCgroups(groups))
+			err = errors.Join(err, removeMachineCgroups(groups))
 		}
 	}()
-	set := hostGroupSets.Add(1)
-	for i, h := range p.hosts {
+	set := machineGroupSets.Add(1)
+	for i, h := range p.machines {
 		if p.cpus[i] == 0 && p.memory[i] == 0 {
 			continue
 		}
@@ -145,16 +145,16 @@ func hostCgroups(p *layout, sut string) (_ []*cgroup.Group, err error) {
 		}
 		g, err := m.New(fmt.Sprintf("netns%d-%s", set, h), l)
 		if err != nil {
-			return nil, fmt.Errorf("host %s: %w", h, err)
+			return nil, fmt.Errorf("machine %s: %w", h, err)
 		}
 		groups[i] = g
 	}
 	return groups, nil
 }
 
-// removeHostCgroups removes the hosts' groups, once their processes are
+// removeMachineCgroups removes the machines' groups, once their processes are
 // gone (a process still in one is killed: nothing outlives a deployment).
-func removeHostCgroups(groups []*cgroup.Group) error {
+func removeMachineCgroups(groups []*cgroup.Group) error {
 	var errs []error
 	for _, g := range groups {
 		if g != nil {
@@ -164,20 +164,20 @@ func removeHostCgroups(groups []*cgroup.Group) error {
 	return errors.Join(errs...)
 }
 
-// Cgroup is the group of group g's host, nil when the host has neither
+// Cgroup is the group of group g's machine, nil when the machine has neither
 // cpus nor memory (deploy.NetworkCapabilities.MachineCgroups).
 func (pl *placement) Cgroup(g int) *cgroup.Group {
-	if pl.hostcg == nil {
+	if pl.machinecg == nil {
 		return nil
 	}
-	return pl.hostcg[pl.layout.hostOf[g]]
+	return pl.machinecg[pl.layout.machineOf[g]]
 }
 
-// HostLimits are the CPU set and memory budget of each host, in the
-// spec's order; the zero Limits for a host with neither.
-func (d *Deployment) HostLimits() []cgroup.Limits {
-	out := make([]cgroup.Limits, len(d.layout.hosts))
-	for i, g := range d.hostcg {
+// MachineLimits are the CPU set and memory budget of each machine, in the
+// spec's order; the zero Limits for a machine with neither.
+func (d *Deployment) MachineLimits() []cgroup.Limits {
+	out := make([]cgroup.Limits, len(d.layout.machines))
+	for i, g := range d.machinecg {
 		if g != nil {
 			out[i] = g.Limits()
 		}
@@ -185,7 +185,7 @@ func (d *Deployment) HostLimits() []cgroup.Limits {
 	return out
 }
 
-// limitsText is a host's resources for svclab up's listing.
+// limitsText is a machine's resources for svclab up's listing.
 func limitsText(l cgroup.Limits) string {
 	var parts []string
 	if l.CPUs != "" {
