@@ -28,7 +28,7 @@ func runHeader(ctx context.Context, s *spec.Spec, opts *experiment.Options) live
 	if opts.ResumeDir != "" {
 		return e
 	}
-	p, _, err := experiment.PlanRun(ctx, s, experiment.ClockSeed(opts.Seed))
+	p, err := experiment.CheckPlan(ctx, s, experiment.ClockSeed(opts.Seed))
 	if err != nil {
 		return e // the runner reports it
 	}
