@@ -102,6 +102,20 @@ rate = -5
 			{8, "load.rate", "must be > 0"},
 		},
 	}, {
+		name: "a placement's name beside the app's mistakes",
+		src: `[app]
+name = "chain"
+hops = -1
+[deploy]
+placement = "nowhere"
+[load]
+rate = 10
+`,
+		want: []want{
+			{3, "app.hops", "must be"},
+			{5, "deploy.placement", `unknown placement "nowhere"`},
+		},
+	}, {
 		name: "values of deploy the spec checks",
 		src: `[app]
 name = "chain"

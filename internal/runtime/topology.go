@@ -158,8 +158,9 @@ func (p *Topology) ConfigJSON() (json.RawMessage, error) {
 // value, a component that is unknown, placed twice or not placed, and the
 // inproc transport with more than one group. It reports every mistake it
 // can find in one pass: every mistake of [app] (decodeApp), with those of
-// the transport; once [app] is right, those of the placement; once the
-// groups are known, those of the tables that name them, together.
+// the transport and the placement's name; once [app] is right, those of
+// the placement's groups; once the groups are known, those of the tables
+// that name them, together.
 func Resolve(s *spec.Spec) (*Topology, error) {
 	app, cfg, appErr := decodeApp(s)
 	if app == nil {
@@ -194,10 +195,13 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		components:   map[string]Component{},
 	}
 	errs.AddLater(p.resolveTransport(s))
-	if appErr != nil {
+	placeErr := p.checkPlacement(s)
+	errs.AddLater(placeErr)
+	if appErr != nil || placeErr != nil {
 		// The components, which the rest of [deploy] names, are the
 		// config's, and a config with a mistake has none to trust (a
-		// negative chain.hops has none at all).
+		// negative chain.hops has none at all); the groups are the
+		// placement's.
 		return nil, errs.Err()
 	}
 	p.Entry = cfg.Entry()
@@ -246,10 +250,7 @@ func (p *Topology) resolveTransport(s *spec.Spec) error {
 
 // resolveGroups makes the groups of the chosen placement.
 func (p *Topology) resolveGroups(s *spec.Spec) error {
-	groups, key, err := p.placementGroups(s)
-	if err != nil {
-		return err
-	}
+	groups, key := p.placementGroups(s)
 	if err := p.checkGroups(groups); err != nil {
 		return s.Errorf(key, "%v", err)
 	}
@@ -333,33 +334,23 @@ func (p *Topology) componentNames() []string {
 	return names
 }
 
-// placementGroups returns the chosen placement's groups and the spec key
-// that errors about them should name.
-func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string, error) {
+// checkPlacement checks the name of the placement, which needs no
+// component: a built-in name redefined, an empty name, or one that is
+// neither built in nor in deploy.placements.
+func (p *Topology) checkPlacement(s *spec.Spec) error {
 	// The built-in names are reserved: a redefinition would make
 	// "monolith" mean several processes in one spec and one in the next.
 	for _, name := range slices.Sorted(maps.Keys(s.Deploy.Placements)) {
 		switch name {
 		case PlacementMonolith, PlacementSplit:
-			return nil, "", s.Errorf("deploy.placements."+name, "%q is a built-in placement and cannot be redefined; give yours another name", name)
+			return s.Errorf("deploy.placements."+name, "%q is a built-in placement and cannot be redefined; give yours another name", name)
 		}
 	}
 	if p.Placement == "" {
-		return nil, "", s.Errorf("deploy.placement", "must not be empty: name a placement, or leave the key out for %q", spec.DefaultPlacement)
+		return s.Errorf("deploy.placement", "must not be empty: name a placement, or leave the key out for %q", spec.DefaultPlacement)
 	}
-	if g, ok := s.Deploy.Placements[p.Placement]; ok {
-		return g, "deploy.placements." + p.Placement, nil
-	}
-	names := p.componentNames()
-	switch p.Placement {
-	case PlacementMonolith:
-		return [][]string{names}, "deploy.placement", nil
-	case PlacementSplit:
-		var g [][]string
-		for _, n := range names {
-			g = append(g, []string{n})
-		}
-		return g, "deploy.placement", nil
+	if _, ok := s.Deploy.Placements[p.Placement]; ok || p.Placement == PlacementMonolith || p.Placement == PlacementSplit {
+		return nil
 	}
 	known := []string{PlacementMonolith, PlacementSplit}
 	for k := range s.Deploy.Placements {
@@ -368,7 +359,24 @@ func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string, error) {
 		}
 	}
 	sort.Strings(known[2:])
-	return nil, "", s.Errorf("deploy.placement", "unknown placement %q (known: %s)", p.Placement, strings.Join(known, ", "))
+	return s.Errorf("deploy.placement", "unknown placement %q (known: %s)", p.Placement, strings.Join(known, ", "))
+}
+
+// placementGroups returns the groups of the placement checkPlacement
+// passed, and the spec key that errors about them should name.
+func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string) {
+	if g, ok := s.Deploy.Placements[p.Placement]; ok {
+		return g, "deploy.placements." + p.Placement
+	}
+	names := p.componentNames()
+	if p.Placement == PlacementMonolith {
+		return [][]string{names}, "deploy.placement"
+	}
+	var g [][]string // split
+	for _, n := range names {
+		g = append(g, []string{n})
+	}
+	return g, "deploy.placement"
 }
 
 // checkGroups checks that groups place every component exactly once.
