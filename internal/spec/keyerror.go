@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -88,28 +89,35 @@ type Errors struct {
 // app's Validate after the decoding of [app], a deployment's resolution
 // after [deploy], are such later checks.
 func (es *Errors) AddLater(err error) {
-	for _, e := range Unjoin(err) {
-		if j, ok := e.(interface{ Unwrap() []error }); ok {
-			es.AddLater(errors.Join(j.Unwrap()...))
-			continue
+	// Against the errors of the checks before this one: its own errors
+	// are all about what it saw.
+	wrong := slices.Collect(maps.Keys(es.wrong))
+	var add func(error)
+	add = func(err error) {
+		for _, e := range Unjoin(err) {
+			if j, ok := e.(interface{ Unwrap() []error }); ok {
+				add(errors.Join(j.Unwrap()...))
+				continue
+			}
+			var se *Error
+			if e != nil && errors.As(e, &se) && (foundWrong(wrong, se.Key) || se.unwritten && foundWrongBeside(wrong, se.Key)) {
+				continue
+			}
+			es.Add(e)
 		}
-		var se *Error
-		if e != nil && errors.As(e, &se) && (es.foundWrong(se.Key) || se.unwritten && es.foundWrongBeside(se.Key)) {
-			continue
-		}
-		es.Add(e)
 	}
+	add(err)
 }
 
-// foundWrongBeside reports whether a key in the table that holds key has
-// an error.
-func (es *Errors) foundWrongBeside(key string) bool {
+// foundWrongBeside reports whether a key of wrong is in the table that
+// holds key.
+func foundWrongBeside(wrong []string, key string) bool {
 	i := strings.LastIndexAny(key, ".[")
 	if i < 0 {
 		return false
 	}
 	table := key[:i]
-	for w := range es.wrong {
+	for _, w := range wrong {
 		if under(w, table) {
 			return true
 		}
@@ -118,13 +126,13 @@ func (es *Errors) foundWrongBeside(key string) bool {
 }
 
 // foundWrong reports whether key, or a key it is under or one under it,
-// has an error; a whole table (a key with no dot) only when it is one.
-func (es *Errors) foundWrong(key string) bool {
+// is one of wrong; a whole table (a key with no dot) only when it is one.
+func foundWrong(wrong []string, key string) bool {
 	if key == "" {
 		return false
 	}
-	for w := range es.wrong {
-		if w == key || under(w, key) || strings.Contains(key, ".") && under(key, w) {
+	for _, w := range wrong {
+		if w == key || under(key, w) || strings.Contains(key, ".") && under(w, key) {
 			return true
 		}
 	}

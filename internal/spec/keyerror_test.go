@@ -3,6 +3,7 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,54 @@ func TestErrorsJoin(t *testing.T) {
 	again := Unjoin(Join(es.Err(), at(1, "first")))
 	if !strings.HasPrefix(again[0].Error(), "x.toml:1: k: first") || !strings.HasSuffix(again[len(again)-1].Error(), fmt.Sprintf("and %d more errors", maxKept+100-MaxErrors+1)) {
 		t.Errorf("joined again: first %v, last %v", again[0], again[len(again)-1])
+	}
+}
+
+// TestAddLater: a later check's errors are dropped at the keys found wrong
+// before it (it saw their defaults), and at a missing key beside one (a
+// misspelling's), but never for one another, as the errors of one check
+// all are about what it saw.
+func TestAddLater(t *testing.T) {
+	s, err := Parse("x.toml", []byte("[load]\nrte = 1\nduration = \"x\"\npaths = [\"a\", \"b\"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		before []string // keys found wrong first
+		later  []string // keys of the later check's errors
+		want   []string // keys reported
+	}{
+		{"at a wrong key", []string{"load.duration"}, []string{"load.duration"}, []string{"load.duration"}},
+		{"inside a wrong key", []string{"load.paths"}, []string{"load.paths[1]"}, []string{"load.paths"}},
+		{"around a wrong key", []string{"load.paths[1]"}, []string{"load.paths"}, []string{"load.paths[1]"}},
+		{"a missing key beside a misspelt one", []string{"load.rte"}, []string{"load.rate"}, []string{"load.rte"}},
+		{"a written key beside a wrong one", []string{"load.rte"}, []string{"load.duration"}, []string{"load.rte", "load.duration"}},
+		{"a whole table is its own", []string{"load.rte"}, []string{"load"}, []string{"load", "load.rte"}},
+		{"one check's errors side by side", nil, []string{"load.paths[0]", "load.paths[1]", "load.rate"}, []string{"load.paths[0]", "load.paths[1]", "load.rate"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var es Errors
+			for _, k := range tc.before {
+				es.Add(s.Errorf(k, "wrong"))
+			}
+			var later []error
+			for _, k := range tc.later {
+				later = append(later, s.Errorf(k, "later"))
+			}
+			es.AddLater(errors.Join(later...))
+			var got []string
+			for _, e := range Unjoin(es.Err()) {
+				var se *Error
+				if errors.As(e, &se) {
+					got = append(got, se.Key)
+				}
+			}
+			slices.Sort(got)
+			want := slices.Sorted(slices.Values(tc.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("reported %v, want %v", got, want)
+			}
+		})
 	}
 }

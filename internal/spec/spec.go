@@ -414,6 +414,12 @@ func (s *Spec) defaultHTTPLimits() error {
 	return nil
 }
 
+// unwritten reports whether the spec surely gives key no value: a key
+// into a list ("load.stages[1]") is not looked up, and counts as written.
+func (s *Spec) unwritten(key string) bool {
+	return key != "" && !strings.Contains(key, "[") && !s.written(key)
+}
+
 // written reports whether the spec gives key a value, even an empty one,
 // as opposed to leaving it to its default.
 func (s *Spec) written(key string) bool {
@@ -626,7 +632,7 @@ func (s *Spec) absKey(prefix string, k toml.Key) string {
 // of its nearest written parent).
 func (s *Spec) Errorf(key, format string, args ...any) error {
 	line, flag := s.where(key)
-	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...), unwritten: key != "" && !s.written(key)}
+	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...), unwritten: s.unwritten(key)}
 }
 
 // Line returns the line key is written on, falling back to the factor that
