@@ -29,6 +29,10 @@ type Capabilities struct {
 	Mesh MeshDescriber
 	// Describer has more to say in Describe (hosts and links).
 	Describer Describer
+	// Programs is a deployment of programs that speak their own protocols
+	// (the exec app): Describe names them instead of svclab's placement,
+	// transport and gateway, which they do not have.
+	Programs ProgramLister
 }
 
 // Over returns c with every capability it lacks taken from inner: the
@@ -44,6 +48,7 @@ func (c Capabilities) Over(inner Capabilities) Capabilities {
 	or(&c.Load, inner.Load)
 	or(&c.Mesh, inner.Mesh)
 	or(&c.Describer, inner.Describer)
+	or(&c.Programs, inner.Programs)
 	return c
 }
 

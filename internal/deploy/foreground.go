@@ -66,7 +66,8 @@ func Hold(ctx context.Context, d Deployment, w io.Writer) error {
 	return nil
 }
 
-// Describe writes d's processes, entry, gateway and curl examples.
+// Describe writes d's processes, entry, gateway and curl examples; a
+// deployment of programs (Capabilities.Programs) has no gateway.
 func Describe(w io.Writer, d Deployment) {
 	topo := d.Topology()
 	procs := d.Processes()
@@ -76,8 +77,19 @@ func Describe(w io.Writer, d Deployment) {
 		describeSystem(w, d, procs)
 		return
 	}
-	fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %d process(es)\n",
-		d.ID(), topo.App.Name, topo.Placement, topo.Transport, len(procs))
+	caps := d.Capabilities()
+	if caps.Programs != nil {
+		var ps []string
+		for name, proto := range caps.Programs.Protocols() {
+			ps = append(ps, name+" ("+proto+")")
+		}
+		slices.Sort(ps)
+		fmt.Fprintf(w, "deployment %s: app %s, programs %s, %d process(es)\n",
+			d.ID(), topo.App.Name, strings.Join(ps, ", "), len(procs))
+	} else {
+		fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %d process(es)\n",
+			d.ID(), topo.App.Name, topo.Placement, topo.Transport, len(procs))
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  GROUP\tPID\tLISTENERS")
 	for _, proc := range procs {
@@ -92,12 +104,13 @@ func Describe(w io.Writer, d Deployment) {
 		fmt.Fprintf(tw, "  %s\t%d\t%s\n", info.Name, info.PID, strings.Join(ls, " "))
 	}
 	_ = tw.Flush()
-	caps := d.Capabilities()
 	if caps.Describer != nil {
 		caps.Describer.DescribeMore(w)
 	}
 	fmt.Fprintf(w, "entry:   %s (component %s)\n", d.Entry(), topo.Entry)
-	fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
+	if caps.Programs == nil {
+		fmt.Fprintf(w, "gateway: %s (HTTP/JSON: POST /<package.Service>/<Method>)\n", d.GatewayURL())
+	}
 	describeTry(w, d)
 	if caps.Mesh != nil {
 		for _, l := range caps.Mesh.MeshLines() {
@@ -110,6 +123,14 @@ func Describe(w io.Writer, d Deployment) {
 // them (credentials, backends' UIs), one line each, for Describe.
 type MeshDescriber interface {
 	MeshLines() []string
+}
+
+// ProgramLister is a deployment (Capabilities.Programs) whose components
+// are programs of their own, each speaking its own protocol, with no
+// svclab host, transport or gateway between them.
+type ProgramLister interface {
+	// Protocols maps each component to what its program speaks.
+	Protocols() map[string]string
 }
 
 // Describer is a Deployment (Capabilities.Describer) with more to say in Describe, such as the

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -371,19 +373,32 @@ func (d *deployment) Dial(ctx context.Context, opts transport.DialOptions) (tran
 	return deploy.DialEndpoint(ctx, e, opts)
 }
 
-// CurlExamples call an HTTP entry's health path, or its root.
+// CurlExamples call an HTTP entry at the path the load sends a GET to
+// ([load.request]), else at its health path, or its root.
 func (d *deployment) CurlExamples() []string {
 	c := d.cfg.Programs[d.cfg.EntryName]
 	switch c.Protocol {
 	case ProtoHTTP:
-		return []string{"curl " + d.GatewayURL() + healthPath(c)}
+		return []string{"curl " + d.GatewayURL() + d.tryPath(c)}
 	case ProtoH2C:
-		return []string{"curl --http2-prior-knowledge " + d.GatewayURL() + healthPath(c)}
+		return []string{"curl --http2-prior-knowledge " + d.GatewayURL() + d.tryPath(c)}
 	}
 	return nil
 }
 
-func healthPath(c *Component) string {
+// tryPath is where CurlExamples call the entry c: the path of
+// [load.request]'s GET (another method, or a path of {{variables}}, needs
+// more than a path to be right), else its health path, or its root.
+func (d *deployment) tryPath(c *Component) string {
+	if s := d.topo.Spec; s != nil {
+		method, _ := s.Lookup("load.request.method")
+		path, _ := s.Lookup("load.request.path")
+		if m, _ := method.(string); m == "" || strings.EqualFold(m, http.MethodGet) {
+			if p, _ := path.(string); strings.HasPrefix(p, "/") && !strings.Contains(p, "{{") {
+				return p
+			}
+		}
+	}
 	if h := c.HealthOf(); len(h) > 0 && h[0] == '/' {
 		return h
 	}
@@ -402,9 +417,20 @@ func (d *deployment) Processes() []deploy.Process {
 
 func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
 
-// Capabilities: programs can do nothing beyond the Deployment interface
-// yet.
-func (d *deployment) Capabilities() deploy.Capabilities { return deploy.Capabilities{} }
+// Capabilities: programs speak their own protocols (Describe names them,
+// and shows no gateway of svclab's); they can do nothing more yet.
+func (d *deployment) Capabilities() deploy.Capabilities {
+	return deploy.Capabilities{Programs: d}
+}
+
+// Protocols maps each component to what its program speaks.
+func (d *deployment) Protocols() map[string]string {
+	out := make(map[string]string, len(d.cfg.Programs))
+	for name, c := range d.cfg.Programs {
+		out[name] = c.Protocol
+	}
+	return out
+}
 
 // Stop ends every program at once: SIGTERM, then SIGKILL to its process
 // group after the grace. The error names the programs that had

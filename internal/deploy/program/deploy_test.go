@@ -143,6 +143,21 @@ func TestSystem(t *testing.T) {
 			t.Fatalf("call %d: %s %+v (%v); want hits %d and the page's %d bytes", i, resp.Status, got, err, i, len(page))
 		}
 	}
+	// `svclab up`'s description: the programs and what they speak, no
+	// gateway, placement or transport of svclab's, and a curl of the path
+	// the load sends (not the health check's).
+	var desc strings.Builder
+	deploy.Describe(&desc, d)
+	for _, want := range []string{"app exec, programs cart (tcp), frontend (http), static (http), 3 process(es)\n", "\ntry:\n  curl " + d.GatewayURL() + "/\n"} {
+		if !strings.Contains(desc.String(), want) {
+			t.Errorf("Describe wrote\n%s\nwant %q in it", desc.String(), want)
+		}
+	}
+	for _, not := range []string{"gateway:", "placement", "transport"} {
+		if strings.Contains(desc.String(), not) {
+			t.Errorf("Describe wrote\n%s\nwhich names svclab's %s: programs have none", desc.String(), not)
+		}
+	}
 	var pids []int
 	for _, p := range d.Processes() {
 		u, err := p.Resources().Sample(context.Background())
@@ -465,7 +480,11 @@ func TestReplicas(t *testing.T) {
 	if err := syscall.Kill(dead.Info().PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-d.Exited()
+	// It is reported, as any process's exit, and a run's failure names it
+	// by its group, the component: its status names the replica.
+	if ex := (<-d.Exited()).Exit(); ex.Status != "replica backend#0: signal: killed" {
+		t.Errorf("the dead replica's exit status is %q, want it named: replica backend#0: signal: killed", ex.Status)
+	}
 	clear(seen)
 	for range 10 {
 		seen[call()]++
