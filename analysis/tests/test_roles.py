@@ -18,11 +18,13 @@ from svclab_analysis.results import load_experiment, load_role_cpu
 FACTORS = [{"name": "deploy.sidecar", "levels": ["none", "envoy"]}]
 
 
-def write_roles(root: Path) -> None:
+def write_roles(root: Path, system: str = "host") -> None:
     """Every ok run serves 1000 requests in its 10 s window (synth). Its
     k-th repetition's host uses 2.0 + 0.1·k CPU-s in the window, an Envoy
     beside it 1.5 (with deploy.sidecar = envoy), Jaeger 0.5 and the load
-    generator 3.0; each also used 1 CPU-s before the window."""
+    generator 3.0; each also used 1 CPU-s before the window. With system
+    "external", the host is an external deployer's process instead, with
+    no Envoy beside it."""
     seen: dict[str, int] = {}
     for d in sorted((root / "runs").iterdir()):
         if d.name.startswith(".tmp-"):
@@ -33,9 +35,9 @@ def write_roles(root: Path) -> None:
         sidecar = run["levels"]["deploy.sidecar"]
         k = seen.get(sidecar, 0)
         seen[sidecar] = k + 1
-        used = {("hop1", "host"): 2.0 + 0.1 * k, ("telemetry.jaeger", "telemetry"): 0.5,
+        used = {("hop1", system): 2.0 + 0.1 * k, ("telemetry.jaeger", "telemetry"): 0.5,
                 ("loadgen", "loadgen"): 3.0}
-        if sidecar == "envoy":
+        if sidecar == "envoy" and system == "host":
             used[("hop1.envoy", "sidecar")] = 1.5
         rows = []
         for pid, ((proc, role), cpu) in enumerate(used.items(), start=100):
@@ -75,6 +77,22 @@ def test_cpu_per_request_by_role(tmp_path: Path) -> None:
     assert "| sidecar | hosts | sidecars | telemetry backends | runs |" in md
     assert "| envoy | 2.10 | 1.50 | 0.500 | 3 |" in md
     assert "| none | 2.10 | — | 0.500 | 3 |" in md
+    assert "The columns hosts and sidecars are the system under test; telemetry backends " in md
+    assert "](figures/roles.png)" in md
+    assert (root / "figures" / "roles.png").stat().st_size > 1000
+
+
+def test_external_role_caption(tmp_path: Path) -> None:
+    # The external deployer's processes are the system under test: the
+    # caption names their column, not svclab's hosts and proxies.
+    root = make_results(tmp_path / "ext", factors=FACTORS,
+                        p99={("none",): 2.0, ("envoy",): 3.0}, failed_cell=None)
+    write_roles(root, system="external")
+    build_report(root)
+    md = (root / "report.md").read_text()
+    assert "| sidecar | telemetry backends | external | runs |" in md
+    assert "The column external is the system under test; telemetry backends are " in md
+    assert "hosts" not in md.split("CPU per request, by role (ms)")[1].split("###")[0]
     assert "](figures/roles.png)" in md
     assert (root / "figures" / "roles.png").stat().st_size > 1000
 

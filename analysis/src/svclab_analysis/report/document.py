@@ -12,6 +12,7 @@ from ..design import Factorial
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
 from ..questions import Answer, Margin, level_label
+from ..results import NOT_SUT_ROLES
 from ..sequential import METHOD
 from . import tradeoff
 from .analysis import (
@@ -380,15 +381,7 @@ def build(a: Analysis) -> Document:
             [[*a.cfg_cells(c), *[num(by["cpu_ms"].get((c, r), math.nan)) for r in roles],
               integer(by["runs"].xs(c, level=CONFIG).max())]
              for c in a.ranked[CONFIG] if c in by.index.get_level_values(CONFIG)],
-            caption="Median over runs of each role's CPU time in the measurement window "
-            "divided by the requests the run completed (resources.parquet). host, sidecar "
-            "and node-proxy are the system under test; telemetry is the run's Jaeger and "
-            "Prometheus, reported apart and left out of cpu_s_per_1k; the load generator "
-            "is left out. A run's hosts and proxies add up to its cpu_s_per_1k (ms per "
-            "request is CPU·s per 1000 requests); these medians, taken role by role, add "
-            "up to that table's median only roughly. /proc counts CPU in 10 ms ticks, "
-            "so short runs give coarse values, and a backend's work on spans exported "
-            "after the window is not counted."))
+            caption=role_cpu_caption(roles)))
     if not a.role_cpu.empty and a.role_cpu["pss_mb"].notna().any():
         roles = list(dict.fromkeys(a.role_cpu["role"]))
         by = a.role_cpu.set_index([CONFIG, "role"])
@@ -673,3 +666,23 @@ def isolation_line(iso: dict) -> str:
                 f"the system under test {sut}, disjoint.")
     why = f" ({iso['reason']})" if iso.get("reason") else ""
     return f"CPU isolation: none{why}; the load generator and the system under test shared {sut}."
+
+
+def role_cpu_caption(roles: list[str]) -> str:
+    """The caption of the CPU per request table, naming its columns of the
+    system under test (hosts, proxies, or an external deployer's
+    processes) and, when it has one, the telemetry column."""
+    sut = [ROLE_LABELS.get(r, r) for r in roles if r not in NOT_SUT_ROLES]
+    names = " and ".join([", ".join(sut[:-1]), sut[-1]] if len(sut) > 1 else sut)
+    cols = (f"The columns {names} are the system under test; " if len(sut) > 1 else
+            f"The column {names} is the system under test; " if sut else "")
+    telemetry = (f"{ROLE_LABELS['telemetry']} are the run's Jaeger and Prometheus, reported "
+                 "apart and left out of cpu_s_per_1k; " if "telemetry" in roles else "")
+    return ("Median over runs of each role's CPU time in the measurement window divided by "
+            f"the requests the run completed (resources.parquet). {cols}{telemetry}"
+            "the load generator is left out. The system under test's CPU "
+            "in a run is its cpu_s_per_1k (ms per request is CPU·s per 1000 requests); these "
+            "medians, taken role by role, add up to that table's median only roughly. /proc "
+            "counts CPU in 10 ms ticks, so short runs give coarse values"
+            + (", and a backend's work on spans exported after the window is not counted."
+               if "telemetry" in roles else "."))
