@@ -133,6 +133,7 @@ require (
 	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
-// Inside svclab's repository the example builds against the checkout; an
-// outside module requires a released version instead and drops this line.
+// The example builds against the checkout around it. svclab is not on a
+// module proxy: a copy, or a module of your own, points this at a checkout
+// (go mod edit -replace=github.com/svclab/svclab=/path/to/svclab).
 replace github.com/svclab/svclab => ../..
