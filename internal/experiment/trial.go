@@ -112,6 +112,10 @@ func (t *Trial) Foreground(w io.Writer) error {
 func crashText(e *deploy.ExitError, during string) string {
 	info := e.Process
 	what := fmt.Sprintf("group %s (components %s)", info.Group, strings.Join(info.Components, ", "))
+	if info.Name != info.Group {
+		// One of the group's replicas: which one died.
+		what = fmt.Sprintf("replica %s of group %s (components %s)", info.Name, info.Group, strings.Join(info.Components, ", "))
+	}
 	if info.Role != deploy.RoleHost {
 		what = info.String() // a sidecar proxy
 	}

@@ -480,10 +480,10 @@ func TestReplicas(t *testing.T) {
 	if err := syscall.Kill(dead.Info().PID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	// It is reported, as any process's exit, and a run's failure names it
-	// by its group, the component: its status names the replica.
-	if ex := (<-d.Exited()).Exit(); ex.Status != "replica backend#0: signal: killed" {
-		t.Errorf("the dead replica's exit status is %q, want it named: replica backend#0: signal: killed", ex.Status)
+	// It is reported, as any process's exit, under the replica's own
+	// name (a run's failure names it: experiment.crashText).
+	if ex := (<-d.Exited()).Exit(); ex.Process.Name != "backend#0" || ex.Process.Group != "backend" || ex.Status != "signal: killed" {
+		t.Errorf("the dead replica's exit is %s of group %s, %q; want backend#0 of group backend, signal: killed", ex.Process.Name, ex.Process.Group, ex.Status)
 	}
 	clear(seen)
 	for range 10 {

@@ -58,16 +58,11 @@ func (p *process) Tail() []string {
 	return slices.Clone(p.tail)
 }
 
-// Exit says how the program ended; valid after Done. The status of one
-// of a component's replicas names it: a run's failure names a process by
-// its group, the component, which does not say which replica died.
+// Exit says how the program ended; valid after Done.
 func (p *process) Exit() *deploy.ExitError {
 	status := "exit status 0"
 	if err := p.c.Err(); err != nil {
 		status = err.Error()
-	}
-	if p.info.Role == deploy.RoleHost && p.info.Name != p.info.Group {
-		status = "replica " + p.info.Name + ": " + status
 	}
 	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail()}
 }
