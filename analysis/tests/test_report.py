@@ -298,3 +298,19 @@ def test_pairwise_does_not_pool_configurations(tmp_path: Path) -> None:
     pw = section((root / "report.md").read_text(), "Pairwise comparisons")
     assert "pooled over the other factors" not in pw
     assert "marginal mean" in pw
+
+
+def test_load_factor_is_not_a_choice(tmp_path: Path) -> None:
+    """A design over the load alone ranks conditions, not choices: the
+    answer says so; a design with a system factor does not."""
+    root = make_results(tmp_path / "rate", factors=[{"name": "load.rate", "letter": "A",
+                                                     "levels": [20, 80]}],
+                        p99={(20,): 2.0, (80,): 3.0}, failed_cell=None)
+    build_report(root)
+    md = (root / "report.md").read_text()
+    assert "Every factor (load.rate) sets the load, not the system" in md
+    root = make_results(tmp_path / "tr", factors=[{"name": "deploy.transport", "letter": "A",
+                                                   "levels": ["grpc", "http"]}],
+                        p99={("grpc",): 2.0, ("http",): 3.0}, failed_cell=None)
+    build_report(root)
+    assert "sets the load, not the system" not in (root / "report.md").read_text()

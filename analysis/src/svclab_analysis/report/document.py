@@ -201,6 +201,10 @@ def build(a: Analysis) -> Document:
     text = (f"**{best[CONFIG]}** has the {better} {a.mlabel}: "
             f"**{with_unit(best['center'], u)}** ({spread}).")
     text += tradeoff.winner_errors(a.ranked, a.metric)
+    if a.factors and all(f.startswith("load.") for f in a.factors):
+        text += (f" Every factor ({', '.join(a.factors)}) sets the load, not the system: "
+                 "its levels are conditions the system meets, not choices to rank, so "
+                 "read the order as how it responds to them.")
     if n_cfg > 1:
         worst = a.ranked.iloc[-1]
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
