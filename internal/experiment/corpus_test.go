@@ -93,7 +93,7 @@ var badSpecs = []badSpec{
 	{name: "key in the second inline flow step", src: okSpec + "[load.flow]\nsteps = [\n  {path = \"/a\"},\n  {pth = \"/b\"},\n]\n", key: "load.flow.steps[1].pth", at: "pth", want: `did you mean "path"?`},
 	{name: "key in the second flow step table", src: okSpec + "[[load.flow.steps]]\npath = \"/a\"\n[[load.flow.steps]]\nwieght = 2\n", key: "load.flow.steps[1].wieght", at: "wieght", want: `did you mean "weight"?`},
 	{name: "key by flag", src: okSpec, sets: []string{"load.rte=5"}, key: "load.rte", flag: "--set load.rte=5", want: `did you mean "rate"?`},
-	{name: "factor naming no key", src: okSpec + "[experiment.factors]\n\"load.rte\" = [1, 2]\n", key: "load.rte", at: `"load.rte"`, want: "unknown key"},
+	{name: "factor naming no key", src: okSpec + "[experiment.factors]\n\"load.rte\" = [1, 2]\n", key: `experiment.factors."load.rte"`, at: `"load.rte"`, want: `unknown key (did you mean "load.rate"?)`},
 
 	// Values of the wrong type, in the spec's words.
 	{name: "string for a number", src: appT + deployT + "[load]\nrate = \"fast\"\n", key: "load.rate", at: "fast", want: `must be a number, got "fast"`},

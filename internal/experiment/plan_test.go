@@ -264,7 +264,7 @@ E = "AC"
 
 func TestPlanErrors(t *testing.T) {
 	tests := []struct{ name, src, want string }{
-		{"unknown path", "[experiment.factors]\n\"load.rte\" = [1, 2]\n", `x.toml:2: load.rte: unknown key (did you mean "rate"?)`},
+		{"unknown path", "[experiment.factors]\n\"load.rte\" = [1, 2]\n", `x.toml:2: experiment.factors."load.rte": unknown key (did you mean "load.rate"?)`},
 		{"not a spec table", "[experiment.factors]\n\"experiment.seed\" = [1, 2]\n", "x.toml:2: experiment.factors.\"experiment.seed\": a factor must be a key of [app], [deploy] or [load]"},
 		{"three levels in fractional", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1, 2, 3]\nb = [1, 2]\nc = [1, 2]\n[experiment.generators]\nC = \"AB\"\n", "x.toml:4: experiment.factors.a: a fractional design needs two levels per factor, got 3"},
 		{"generated base", "[experiment]\ndesign = \"fractional\"\n[experiment.factors]\na = [1, 2]\nb = [1, 2]\nc = [1, 2]\nd = [1, 2]\n[experiment.generators]\nC = \"AB\"\nD = \"AC\"\n", "C is itself generated"},

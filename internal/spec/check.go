@@ -113,7 +113,7 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 				if key == "deploy" { // the tables deployers decode are keys too
 					known = append(known, DeployerTables...)
 				}
-				c.bad(key+"."+quoteKeyPart(k), "unknown key%s", didYouMean(k, known))
+				c.errs = append(c.errs, c.s.unknownKey(key, k, known))
 				continue
 			}
 			c.check(key+"."+quoteKeyPart(k), m[k], f.Type)

@@ -181,6 +181,9 @@ func (es *Errors) Add(err error) {
 			es.wrong = map[string]bool{}
 		}
 		es.wrong[se.Key] = true
+		if se.about != "" {
+			es.wrong[se.about] = true
+		}
 	}
 }
 

@@ -48,6 +48,10 @@ type Error struct {
 	// unwritten: the key has no value in the spec, so the error is about
 	// its default (Errors.AddLater).
 	unwritten bool
+	// about is the key of the effective spec the error is about, when
+	// Key names the factor that set it (unknownKey), so that the errors
+	// of later checks at it are left out as at Key (Errors.AddLater).
+	about string
 }
 
 func (e *Error) Error() string {
@@ -84,9 +88,10 @@ type Spec struct {
 
 	tree  map[string]any
 	index keyIndex
-	// setBy maps a key whose value a factor level replaced to the line of
-	// that factor, so errors about it point at the factor.
-	setBy map[string]int
+	// setBy maps a key whose value a factor level replaced to the key of
+	// that factor (FactorKey, or a key inside a linked factor's level), so
+	// errors about it point at the factor.
+	setBy map[string]string
 	// setByFlag maps a key a --set flag replaced to that flag as typed, so
 	// errors about it name the flag rather than a line of the file.
 	setByFlag map[string]string
@@ -282,7 +287,7 @@ func ParseTable(path string, src []byte, table string) (*Spec, error) {
 }
 
 func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error) {
-	s := &Spec{Path: path, Source: src, setBy: map[string]int{}, lineShift: lineShift}
+	s := &Spec{Path: path, Source: src, setBy: map[string]string{}, lineShift: lineShift}
 	// Editors on some systems start UTF-8 files with a byte-order mark,
 	// which TOML does not allow; it carries no meaning, so drop it.
 	doc := bytes.TrimPrefix(src, []byte(bom))
@@ -524,12 +529,11 @@ func (s *Spec) decodeError(prefix string, err error, target any) error {
 		var errs []error
 		for i := range strict.Errors {
 			rel := strict.Errors[i].Key()
-			key := s.absKey(prefix, rel)
-			hint := ""
-			if len(rel) > 0 {
-				hint = didYouMean(rel[len(rel)-1], knownKeys(target, rel[:len(rel)-1]))
+			if len(rel) == 0 {
+				errs = append(errs, s.Errorf(prefix, "unknown key"))
+				continue
 			}
-			errs = append(errs, s.Errorf(key, "unknown key%s", hint))
+			errs = append(errs, s.unknownKey(s.absKey(prefix, rel[:len(rel)-1]), rel[len(rel)-1], knownKeys(target, rel[:len(rel)-1])))
 		}
 		return errors.Join(errs...)
 	}
@@ -542,6 +546,60 @@ func (s *Spec) decodeError(prefix string, err error, target any) error {
 	// Errors from UnmarshalText come without a key; find the key by value
 	// is not possible, so name the table.
 	return s.Errorf(prefix, "%v", err)
+}
+
+// unknownKey is the error about name, a key that table does not have,
+// known being the keys it has. A key that a factor put there, and the
+// file does not write, is named by the factor's key, as the file writes
+// it, with the key it likely meant in full: the user wrote
+// experiment.factors."load.rat", and neither load.rat nor rate.
+func (s *Spec) unknownKey(table, name string, known []string) *Error {
+	key := table + "." + quoteKeyPart(name)
+	set, factor := s.factorSetting(key)
+	if factor == "" {
+		line, flag := s.where(key)
+		return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf("unknown key%s", didYouMean(name, known))}
+	}
+	// What the factor sets beyond the unknown key (its .method, when
+	// the unknown key is load.requst) stays in the key it meant.
+	rest := ""
+	if under(set, key) {
+		rest = set[len(key):]
+	}
+	what := "unknown key"
+	if set != key {
+		what += " " + key
+	}
+	hint := ""
+	if best := closest(name, known); best != "" {
+		hint = fmt.Sprintf(" (did you mean %q?)", table+"."+quoteKeyPart(best)+rest)
+	} else if len(known) > 0 && len(known) <= 12 {
+		hint = fmt.Sprintf(" (the keys of %s: %s)", table, strings.Join(known, ", "))
+	}
+	line, flag := s.where(factor)
+	return &Error{File: s.Path, Line: line, Key: factor, Flag: flag, Err: errors.New(what + hint), about: key}
+}
+
+// factorSetting finds the factor that put key in the spec, when the file
+// does not write it: the factor that set key itself or a table around
+// it, or else one that set a key inside it (load.requst.method puts
+// load.requst there). set is the key the factor sets, factor its key;
+// both are empty when no factor did.
+func (s *Spec) factorSetting(key string) (set, factor string) {
+	for k := key; k != ""; k = parentKey(k) {
+		if f, ok := s.setBy[k]; ok {
+			return k, f
+		}
+	}
+	if _, written := s.index.lines[key]; written {
+		return "", ""
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.setBy)) {
+		if under(k, key) {
+			return k, s.setBy[k]
+		}
+	}
+	return "", ""
 }
 
 // syntaxError locates an error in the file's TOML syntax; go-toml's line
@@ -662,8 +720,8 @@ func (s *Spec) Origin(key string) string {
 // written parent.
 func (s *Spec) where(key string) (line int, flag string) {
 	for k := key; k != ""; k = parentKey(k) {
-		if l, ok := s.setBy[k]; ok {
-			return max(0, l-s.lineShift), ""
+		if factor, ok := s.setBy[k]; ok {
+			return s.where(factor)
 		}
 		if f, ok := s.setByFlag[k]; ok {
 			return 0, f
@@ -727,7 +785,6 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 		}
 	}
 	setBy := maps.Clone(s.setBy)
-	setByFlag := maps.Clone(s.setByFlag)
 	levels, at := s.Experiment.assignments(levels)
 	paths := slices.Sorted(maps.Keys(levels))
 	for _, path := range paths {
@@ -745,19 +802,12 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 		if err := setPath(tree, parts, deepCopy(levels[path])); err != nil {
 			return nil, s.Errorf(factorKey, "%w", err)
 		}
-		// Errors about the value point where the factor was written; they
-		// name the key as the checker does, each part quoted if need be.
-		key := s.absKey("", parts)
-		if line, flag := s.where(factorKey); flag != "" {
-			if setByFlag == nil {
-				setByFlag = map[string]string{}
-			}
-			setByFlag[key] = flag
-		} else {
-			setBy[key] = line + s.lineShift // where subtracts the shift again
-		}
+		// Errors about the value point where the factor was written (or
+		// name the --set flag that wrote it); they name the key as the
+		// checker does, each part quoted if need be.
+		setBy[s.absKey("", parts)] = factorKey
 	}
-	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: setByFlag, lineShift: s.lineShift,
+	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: s.setByFlag, lineShift: s.lineShift,
 		Experiment: s.Experiment}
 	if err := out.decodeDeploy(); err != nil {
 		return nil, err

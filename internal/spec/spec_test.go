@@ -190,13 +190,14 @@ func TestWith(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "x.toml:22: load.rate:") {
 		t.Errorf("bad level error = %v", err)
 	}
-	// So is a path that names no key.
+	// So is a path that names no key, by the factor's key and with the
+	// key it likely meant in full (TestFactorUnknownKey).
 	bad, err = s.With(map[string]any{"load.rte": int64(3)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = bad.Decode("load", &l)
-	if err == nil || !strings.Contains(err.Error(), `load.rte: unknown key (did you mean "rate"?)`) {
+	if err == nil || !strings.Contains(err.Error(), `experiment.factors."load.rte": unknown key (did you mean "load.rate"?)`) {
 		t.Errorf("unknown path error = %v", err)
 	}
 	_, err = s.With(map[string]any{"experiment.seed": int64(1)})
@@ -355,6 +356,71 @@ func TestWithQuotedFactorKey(t *testing.T) {
 			}
 			if v, ok := r.Lookup(s.Experiment.Factors[0].Name); !ok || v != tc.level {
 				t.Errorf("Lookup(%s) = %v, %v; want %v", s.Experiment.Factors[0].Name, v, ok, tc.level)
+			}
+		})
+	}
+}
+
+// TestFactorUnknownKey checks that a factor whose key names no key is
+// reported at the factor's key, as the file writes it, with the key it
+// likely meant in full, not at a key the file has nowhere with a
+// suggestion out of its table; and that a key the file writes is still
+// named as written.
+func TestFactorUnknownKey(t *testing.T) {
+	type request struct {
+		Method string `toml:"method"`
+	}
+	type cfg struct {
+		Rate    float64 `toml:"rate"`
+		Request request `toml:"request"`
+	}
+	const head = "[load]\nrate = 10\n[experiment.factors]\n"
+	for _, tc := range []struct {
+		name, factors string
+		sets          []string
+		want          string
+		later         string // a key a later check's error at is left out
+	}{
+		{"a factor's key", `"load.rat" = [1, 2]`, nil,
+			`x.toml:4: experiment.factors."load.rat": unknown key (did you mean "load.rate"?)`, "load.rat"},
+		{"a table a factor's key goes through", `"load.requst.method" = ["GET", "POST"]`, nil,
+			`x.toml:4: experiment.factors."load.requst.method": unknown key load.requst (did you mean "load.request.method"?)`, "load.requst.method"},
+		{"a key in a factor's table level", `"load.request" = [{methd = "GET"}, {methd = "POST"}]`, nil,
+			`x.toml:4: experiment.factors."load.request": unknown key load.request.methd (did you mean "load.request.method"?)`, "load.request.method"},
+		{"a linked factor's key", "fast = [{\"load.rat\" = 1}, {\"load.rat\" = 2}]", nil,
+			`x.toml:4: experiment.factors.fast[0]."load.rat": unknown key (did you mean "load.rate"?)`, "load.rat"},
+		{"nothing near", `"load.zzzzzz" = [1, 2]`, nil,
+			`x.toml:4: experiment.factors."load.zzzzzz": unknown key (the keys of load: rate, request)`, "load.zzzzzz"},
+		{"a factor set by a flag", `"load.rate" = [1, 2]`, []string{`experiment.factors."load.rat"=[1,2]`},
+			`--set experiment.factors."load.rat"=[1,2]: experiment.factors."load.rat": unknown key (did you mean "load.rate"?)`, "load.rat"},
+		{"the file's own key", "\"load.rate\" = [1, 2]\n[load.request]\nmethd = \"GET\"", nil,
+			`x.toml:6: load.request.methd: unknown key (did you mean "method"?)`, "load.request.method"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse("x.toml", []byte(head+tc.factors+"\n"), tc.sets...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			levels := map[string]any{}
+			for _, f := range s.Experiment.Factors {
+				levels[f.Name] = f.Levels[0]
+			}
+			r, err := s.With(levels)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var c cfg
+			var es Errors
+			es.Add(r.Decode("load", &c))
+			if got := es.Err(); got == nil || got.Error() != tc.want {
+				t.Fatalf("error = %v\nwant    %s", got, tc.want)
+			}
+			// A later check's error at the key the factor set, or at a
+			// key beside it that the spec leaves out (the one misspelt),
+			// says nothing new: the check saw the default.
+			es.AddLater(r.Errorf(tc.later, "must be something else"))
+			if got := es.Err(); got.Error() != tc.want {
+				t.Errorf("a later check's error was kept: %v", got)
 			}
 		})
 	}
