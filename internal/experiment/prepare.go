@@ -52,8 +52,9 @@ func decodeLoad(s *spec.Spec) (load.Config, error) {
 
 // Check adds to ownErr, the error spec.Load gave s for its [deploy] or
 // [experiment] table, the mistakes of the tables spec does not own, so
-// that one invocation reports them all: [app], and [load] for a command
-// that sends load, as the spec writes them, each unless a factor sets a key of it (its levels are not
+// that one invocation reports them all: [app] (for a deployer that
+// deploys an app), and [load] for a command that sends load, as the spec
+// writes them, each unless a factor sets a key of it (its levels are not
 // known for sure while [experiment] is wrong) or the other mistakes could
 // make it wrong (the app's components decide what [deploy] may name).
 func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
@@ -73,10 +74,20 @@ func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 		_, err := decodeLoad(s)
 		es.Add(err)
 	}
-	if !setByFactor("app") {
+	if !setByFactor("app") && deploysApp(s) {
 		es.Add(runtime.CheckApp(s))
 	}
 	return es.Err()
+}
+
+// deploysApp reports whether the deployer s names deploys the app [app]
+// names, rather than driving a system of its own (Traits.Topology: the
+// external deployer's), which has no [app] to check (deploy.Resolve
+// refuses one). A deployer that is not known is taken to deploy an app:
+// its name is [deploy]'s mistake, and [app]'s are reported beside it.
+func deploysApp(s *spec.Spec) bool {
+	d, err := deploy.Lookup(s.Deploy.Deployer)
+	return err != nil || d.Traits().Topology == nil
 }
 
 // DeployOptions are the options a prepared run is deployed with under

@@ -102,6 +102,35 @@ rate = -5
 			{8, "load.rate", "must be > 0"},
 		},
 	}, {
+		// [app] does not apply to a system svclab does not deploy: that
+		// it names no app is no mistake.
+		name: "an external system's factor",
+		src: `[deploy]
+deployer = "external"
+[deploy.external]
+url = "http://127.0.0.1:18081"
+[load]
+rate = 10
+[experiment.factors]
+"load.rate" = [20]
+`,
+		want: []want{
+			{8, `experiment.factors."load.rate"`, "a factor needs at least two levels, got 1"},
+		},
+	}, {
+		name: "a local system's factor, and its app",
+		src: `[deploy]
+deployer = "local"
+[load]
+rate = 10
+[experiment.factors]
+"load.rate" = [20]
+`,
+		want: []want{
+			{0, "app.name", "missing: name the app"},
+			{6, `experiment.factors."load.rate"`, "a factor needs at least two levels, got 1"},
+		},
+	}, {
 		name: "a placement's name beside the app's mistakes",
 		src: `[app]
 name = "chain"
@@ -200,6 +229,9 @@ duration = 5
 			got := spec.Unjoin(err)
 			for _, w := range tc.want {
 				prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
+				if w.line == 0 { // a key the file does not write, nor any table around it
+					prefix = fmt.Sprintf("bad.toml: %s: ", w.key)
+				}
 				if !slices.ContainsFunc(got, func(e error) bool {
 					return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
 				}) {
