@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -180,3 +181,17 @@ def test_the_questions_decision_is_the_simulated_one():
         assert not before.decided
         checked += 1
     assert checked >= 15
+
+
+# The fewest blocks a confidence sequence needs for a finite interval, by
+# confidence; internal/experiment's Go test reads the same file, so that
+# `svclab plan` warns of a budget too small by the analysis's own numbers.
+BLOCKS_NEEDED = (Path(__file__).resolve().parents[2] / "internal" / "experiment" / "testdata"
+                 / "blocks_needed.json")
+
+
+def test_blocks_needed_pinned() -> None:
+    cases = json.loads(BLOCKS_NEEDED.read_text())
+    assert len(cases) >= 10
+    for c in cases:
+        assert qs.blocks_needed(c["confidence"]) == c["blocks"], c

@@ -156,6 +156,11 @@ margin = 1.10
 	if code != 0 || !strings.Contains(stderr, "stopped after 2 blocks (4 runs): the budget is spent") {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
+	// It was warned of before the first run.
+	warned := strings.Index(stderr, `warning: question "payload cost" cannot be decided within the budget: its confidence sequences need 4 usable blocks`)
+	if first := strings.Index(stderr, "block 1 of at most 2"); warned < 0 || first >= 0 && first < warned || !strings.Contains(stderr, "raise experiment.max_runs to 8") {
+		t.Errorf("no warning of the budget before the runs:\n%s", stderr)
+	}
 	stores, _ := filepath.Glob(filepath.Join(results, "seq-*"))
 	if len(stores) != 1 {
 		t.Fatalf("stores %v", stores)
@@ -176,6 +181,9 @@ margin = 1.10
 		if !strings.Contains(stderr, want) {
 			t.Errorf("resume with max_runs raised: stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	if strings.Contains(stderr, "cannot be decided within the budget") {
+		t.Errorf("resume with max_runs raised to the 4 blocks needed: warned:\n%s", stderr)
 	}
 	if code != 0 || count() != 8 {
 		t.Errorf("resume with max_runs raised: exit %d, %d runs committed, want 8", code, count())

@@ -131,3 +131,29 @@ func TestPlanLinkedFactorAndQuestions(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestPlanWarnsOfFewBlocks: svclab plan warns, on stderr and whatever the
+// output's form, when a sequential experiment's budget holds fewer blocks
+// than its questions need for a finite interval, and says how far to
+// raise it; the experiment's own budget draws no warning.
+func TestPlanWarnsOfFewBlocks(t *testing.T) {
+	t.Parallel()
+	spec := filepath.Join("..", "..", "experiments", "mesh-by-transport.toml")
+	const warning = `warning: question "mesh cost by transport" cannot be decided within the budget: its confidence sequences need 5 usable blocks for a finite interval (its 2 ratios at 97.5% each), but experiment.max_runs = 12 holds 3 blocks of 4 runs`
+	for _, args := range [][]string{
+		{"plan", "--brief", "--set", "experiment.max_runs=12", spec},
+		{"plan", "--json", "--set", "experiment.max_runs=12", spec},
+	} {
+		stdout, stderr, code := svclab(t, context.Background(), nil, args...)
+		if code != 0 || !strings.Contains(stderr, warning) || !strings.Contains(stderr, "raise experiment.max_runs to 20") {
+			t.Errorf("%q: exit %d, stderr:\n%s", args, code, stderr)
+		}
+		if strings.Contains(stdout, "warning") {
+			t.Errorf("%q: the warning is in the plan itself:\n%s", args, stdout)
+		}
+	}
+	_, stderr, code := svclab(t, context.Background(), nil, "plan", "--brief", spec)
+	if code != 0 || strings.Contains(stderr, "warning") {
+		t.Errorf("the experiment's own budget: exit %d, stderr:\n%s", code, stderr)
+	}
+}

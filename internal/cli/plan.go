@@ -61,6 +61,9 @@ order plan printed. experiment.json records the seed of every run.`,
 			if err := spec.Join(remote, err); err != nil {
 				return err
 			}
+			if few := p.FewBlocks(); few != "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", few)
+			}
 			if asJSON {
 				ef := experiment.NewExperimentFile(p, version, commit, time.Now())
 				enc := json.NewEncoder(cmd.OutOrStdout())

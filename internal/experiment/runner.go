@@ -138,7 +138,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 		if err != nil {
 			return nil, err
 		}
-		noticeInert(logw, p)
+		noticePlan(logw, p)
 		if err := samePlan(p, ef); err != nil {
 			return nil, fmt.Errorf("%w %s: %w", ErrResumeMismatch, st.Dir, err)
 		}
@@ -155,7 +155,7 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	if err != nil {
 		return nil, err
 	}
-	noticeInert(logw, p)
+	noticePlan(logw, p)
 	iso, err := DecideIsolation(s, logw)
 	if err != nil {
 		return nil, err
@@ -174,10 +174,15 @@ func Execute(ctx context.Context, s *spec.Spec, opts Options) (*Outcome, error) 
 	return execute(ctx, st, p, backed, committed, opts, logw, &iso, ef.HostTimer)
 }
 
-// noticeInert says which design points set keys that do nothing in them.
-func noticeInert(w io.Writer, p *Plan) {
+// noticePlan says which design points set keys that do nothing in them,
+// and warns of a sequential budget too small to decide (Plan.FewBlocks),
+// before anything starts.
+func noticePlan(w io.Writer, p *Plan) {
 	for _, n := range p.Inert() {
 		fmt.Fprintf(w, "notice: %s\n", n)
+	}
+	if few := p.FewBlocks(); few != "" {
+		fmt.Fprintf(w, "warning: %s\n", few)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -81,6 +82,111 @@ func (p *Plan) maxBlocks() int {
 		}
 	}
 	return n
+}
+
+// decideConfidence is the confidence svclab-analysis decide answers at
+// (its --confidence default; the runner gives none), shared among the
+// ratios of a question (svclab_analysis.questions.answer).
+const decideConfidence = 0.95
+
+// mixtureC2 is the c² of the analysis's confidence sequence
+// (svclab_analysis.sequential.MIXTURE_C2).
+const mixtureC2 = 0.5
+
+// blocksNeeded is the fewest blocks whose confidence sequence at
+// confidence gives a finite interval: the first n at which the
+// sequence's A = (n+c²)(1 − K^(−2/n)), K = √((n+c²)/c²)/α, is below n
+// (docs/ANALYSIS.md, "Stopping when decided"). The analysis owns the
+// rule (svclab_analysis.questions.blocks_needed): testdata/
+// blocks_needed.json holds the numbers both are tested against. A falls
+// towards 2·ln K as n grows, so the loop ends for every confidence below 1.
+func blocksNeeded(confidence float64) int {
+	alpha := 1 - confidence
+	for n := 2; ; n++ {
+		nf := float64(n)
+		k := math.Sqrt((nf+mixtureC2)/mixtureC2) / alpha
+		if (nf+mixtureC2)*(1-math.Pow(k, -2/nf)) < nf {
+			return n
+		}
+	}
+}
+
+// blocksNeed is what the questions of a sequential plan need of its
+// budget: the fewest blocks before every question can be decided, and
+// the question that needs them (the first of those that need the most)
+// with its count of ratios.
+type blocksNeed struct {
+	blocks, ratios int
+	question       *spec.Question
+}
+
+// blocksNeeded says what the plan's questions need (blocksNeed): the
+// analysis shares decide's confidence among a question's ratios, one for
+// each level of its effect after the first in each cell of its by
+// factors, and a ratio's confidence sequence has no finite interval
+// before it has a value from blocksNeeded blocks. Zero for a plan
+// without questions.
+func (p *Plan) blocksNeeded() blocksNeed {
+	levels := map[string]int{}
+	for _, f := range p.Design.Factors {
+		levels[f.Name] = len(f.Levels)
+	}
+	var need blocksNeed
+	for i, q := range p.Spec.Experiment.Questions {
+		ratios := max(1, levels[q.Effect]-1)
+		for _, b := range q.By {
+			ratios *= max(1, levels[b])
+		}
+		if n := blocksNeeded(ratioConfidence(ratios)); n > need.blocks {
+			need = blocksNeed{blocks: n, ratios: ratios, question: &p.Spec.Experiment.Questions[i]}
+		}
+	}
+	return need
+}
+
+// ratioConfidence is the confidence of each of a question's ratios.
+func ratioConfidence(ratios int) float64 {
+	return 1 - (1-decideConfidence)/float64(ratios)
+}
+
+// FewBlocks says, of a sequential plan whose budget holds fewer blocks
+// than its questions need (blocksNeeded), that they cannot be decided
+// within it and how far to raise it; empty otherwise. The budget holds
+// the blocks experiment.max_runs allows and those experiment.budget fits
+// at the plan's estimate of a block, whole: the runner does not start a
+// block that would overrun it.
+func (p *Plan) FewBlocks() string {
+	if !p.Sequential() {
+		return ""
+	}
+	need := p.blocksNeeded()
+	e := p.Spec.Experiment
+	size := p.BlockSize()
+	byRuns := e.MaxRuns / max(1, size)
+	allowed := byRuns
+	var limits, raise []string
+	if byRuns < need.blocks {
+		limits = append(limits, fmt.Sprintf("experiment.max_runs = %d holds %d blocks of %d runs", e.MaxRuns, byRuns, size))
+		raise = append(raise, fmt.Sprintf("experiment.max_runs to %d", need.blocks*size))
+	}
+	if block := p.blockEstimate(); e.Budget > 0 && block > 0 {
+		byTime := int(e.Budget.D() / block)
+		allowed = min(allowed, byTime)
+		if byTime < need.blocks {
+			limits = append(limits, fmt.Sprintf("experiment.budget = %s fits %d at the estimated %s a block", e.Budget, byTime, block.Round(time.Second)))
+			enough := addSat(mulSat(block, need.blocks), time.Second-1).Truncate(time.Second)
+			raise = append(raise, fmt.Sprintf("experiment.budget to %s", enough))
+		}
+	}
+	if allowed >= need.blocks {
+		return ""
+	}
+	each := fmt.Sprintf("its ratio at %.4g%%", 100*ratioConfidence(1))
+	if need.ratios > 1 {
+		each = fmt.Sprintf("its %d ratios at %.4g%% each", need.ratios, 100*ratioConfidence(need.ratios))
+	}
+	return fmt.Sprintf("question %q cannot be decided within the budget: its confidence sequences need %d usable blocks for a finite interval (%s), but %s; raise %s (docs/ANALYSIS.md, \"Stopping when decided\")",
+		need.question.Name, need.blocks, each, strings.Join(limits, ", and "), strings.Join(raise, " and "))
 }
 
 // sequential drives the blocks of a sequential experiment from execute's

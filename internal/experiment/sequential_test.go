@@ -482,3 +482,87 @@ func TestResumeBudgetOnly(t *testing.T) {
 		t.Errorf("experiment.json after the new budget: sha %.12s, spec experiment %v", again.SpecSHA256, again.Spec["experiment"])
 	}
 }
+
+// TestBlocksNeeded pins the fewest blocks a confidence sequence needs for a
+// finite interval to testdata/blocks_needed.json, which the analysis's
+// test (test_blocks_needed_pinned) holds its own rule to: the plan warns
+// by the analysis's numbers.
+func TestBlocksNeeded(t *testing.T) {
+	b, err := os.ReadFile("testdata/blocks_needed.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []struct {
+		Confidence float64
+		Blocks     int
+	}
+	if err := json.Unmarshal(b, &cases); err != nil {
+		t.Fatalf("testdata/blocks_needed.json: %v", err)
+	}
+	if len(cases) < 10 {
+		t.Fatalf("testdata/blocks_needed.json holds %d cases", len(cases))
+	}
+	for _, c := range cases {
+		if got := blocksNeeded(c.Confidence); got != c.Blocks {
+			t.Errorf("blocksNeeded(%v) = %d, want %d", c.Confidence, got, c.Blocks)
+		}
+	}
+}
+
+// TestFewBlocks: a sequential plan whose max_runs or budget holds fewer
+// blocks than its questions need for a finite interval is warned of, with
+// the question that needs the most, what holds it back and how far to
+// raise it; one that holds enough, or a fixed design, is not.
+func TestFewBlocks(t *testing.T) {
+	// A question by deploy.transport has two ratios, each at 97.5%: 5
+	// blocks; one without by has one, at 95%: 4.
+	oneRatio := strings.Replace(linkedSrc, "by = [\"deploy.transport\"]\n", "", 1)
+	budget := func(src, b string) string { return strings.Replace(src, "max_runs = 40", b, 1) }
+	tests := []struct {
+		name string
+		src  string
+		want []string // empty: no warning
+	}{
+		{"max_runs holds enough", budget(linkedSrc, "max_runs = 20"), nil},
+		{"max_runs short", budget(linkedSrc, "max_runs = 12"), []string{
+			`question "mesh cost" cannot be decided within the budget: its confidence sequences need 5 usable blocks for a finite interval (its 2 ratios at 97.5% each)`,
+			"experiment.max_runs = 12 holds 3 blocks of 4 runs",
+			"raise experiment.max_runs to 20 (docs/ANALYSIS.md",
+		}},
+		{"one ratio, short", budget(oneRatio, "max_runs = 12"), []string{"need 4 usable blocks", "(its ratio at 95%)", "raise experiment.max_runs to 16"}},
+		{"one ratio holds enough", budget(oneRatio, "max_runs = 16"), nil},
+		// 49 s a block (TestSequentialPlanBlocks): 3m fits 3 whole ones.
+		{"budget short", budget(linkedSrc, "budget = \"3m\""), []string{
+			"experiment.budget = 3m0s fits 3 at the estimated 49s a block",
+			"raise experiment.budget to 4m5s (",
+		}},
+		{"budget holds enough", budget(linkedSrc, "budget = \"4m5s\""), nil},
+		{"both short", budget(linkedSrc, "max_runs = 8\nbudget = \"2m\""), []string{
+			"experiment.max_runs = 8 holds 2 blocks of 4 runs, and experiment.budget = 2m0s fits 2 at",
+			"raise experiment.max_runs to 20 and experiment.budget to 4m5s",
+		}},
+		{"the question that needs the most", budget(oneRatio, "max_runs = 12") + `[[experiment.questions]]
+name = "mesh cost by transport"
+effect = "mesh"
+by = ["deploy.transport"]
+`, []string{`question "mesh cost by transport" cannot`, "need 5 usable blocks"}},
+		{"fixed design", strings.NewReplacer("until = \"decided\"\n", "", "max_runs = 40", "repetitions = 1").Replace(linkedSrc), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := PlanSpecForTest(t, tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := p.FewBlocks()
+			if len(tt.want) == 0 && got != "" {
+				t.Errorf("warned: %s", got)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("warning lacks %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
