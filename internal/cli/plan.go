@@ -249,7 +249,7 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 	for _, f := range d.Factors {
 		header = append(header, f.Letter)
 	}
-	fmt.Fprintln(tw, strings.Join(append(header, "runs"), "\t"))
+	fmt.Fprintln(tw, strings.Join(append(header, "run #"), "\t"))
 	for i, pt := range d.Points {
 		row := []string{fmt.Sprintf("  %d", i+1)}
 		for fi, li := range pt {
