@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -82,11 +83,12 @@ func cpuByComponent(t *testing.T, ctx context.Context, d deploy.Deployment) map[
 	return out
 }
 
-// cpuPerRequest deploys each of srcs split, sends n requests to each,
-// one at a time and taking turns (so that each sees the machine as
-// loaded as the other), and returns each deployment's CPU time per
-// request of each service, from its processes' own counters.
-func cpuPerRequest(t *testing.T, n int, srcs ...string) []map[string]time.Duration {
+// cpuPerRequest deploys each of srcs split, sends blocks × n requests to
+// each, one at a time and taking turns (so that each sees the machine as
+// loaded as the other), and returns, for each block of n, each
+// deployment's CPU time per request of each service, from its processes'
+// own counters.
+func cpuPerRequest(t *testing.T, blocks, n int, srcs ...string) [][]map[string]time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -111,23 +113,27 @@ func cpuPerRequest(t *testing.T, n int, srcs ...string) []map[string]time.Durati
 	for range 50 {
 		round()
 	}
-	var before []map[string]float64
-	for _, d := range deps {
-		before = append(before, cpuByComponent(t, ctx, d))
-	}
-	w0 := time.Now()
-	for range n {
-		round()
-	}
-	t.Logf("%v a round of %d requests, wall time", time.Since(w0)/time.Duration(n), len(deps))
-	var out []map[string]time.Duration
-	for i, d := range deps {
-		after := cpuByComponent(t, ctx, d)
-		per := map[string]time.Duration{}
-		for name, b := range before[i] {
-			per[name] = time.Duration((after[name] - b) / float64(n) * 1e9)
+	var out [][]map[string]time.Duration
+	for range blocks {
+		var before []map[string]float64
+		for _, d := range deps {
+			before = append(before, cpuByComponent(t, ctx, d))
 		}
-		out = append(out, per)
+		w0 := time.Now()
+		for range n {
+			round()
+		}
+		t.Logf("%v a round of %d requests, wall time", time.Since(w0)/time.Duration(n), len(deps))
+		var block []map[string]time.Duration
+		for i, d := range deps {
+			after := cpuByComponent(t, ctx, d)
+			per := map[string]time.Duration{}
+			for name, b := range before[i] {
+				per[name] = time.Duration((after[name] - b) / float64(n) * 1e9)
+			}
+			block = append(block, per)
+		}
+		out = append(out, block)
 	}
 	return out
 }
@@ -164,21 +170,27 @@ placement = "split"
 	work := map[string]time.Duration{"gateway": 4 * time.Millisecond, "a": 2 * time.Millisecond, "b": time.Millisecond}
 	// b is called twice a request.
 	calls := map[string]int{"gateway": 1, "a": 1, "b": 2}
-	const n = 400
+	// Three blocks of 200 rounds, each measured apart: a block that a
+	// neighbour's burst of CPU disturbed is outvoted by the median.
+	const blocks, n = 3, 200
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
 			// The baseline sleeps where the run burns, so that the
 			// calls wait alike.
-			per := cpuPerRequest(t, n,
+			per := cpuPerRequest(t, blocks, n,
 				fmt.Sprintf(topology, "sleep", work["gateway"], "sleep", work["a"], "sleep", work["b"], tr),
 				fmt.Sprintf(topology, "cpu", work["gateway"], "cpu", work["a"], "cpu", work["b"], tr))
-			base, got := per[0], per[1]
 			for name, w := range work {
-				want := time.Duration(calls[name])*w + base[name]
-				off := math.Abs(float64(got[name]-want)) / float64(want)
-				t.Logf("%s: %v CPU a request; configured %d × %v, transport and rest %v; off by %.1f%%", name, got[name], calls[name], w, base[name], 100*off)
-				if off > 0.10 {
-					t.Errorf("%s: %v CPU a request, want %v (%d × %v configured + %v measured without it) within 10%%", name, got[name], want, calls[name], w, base[name])
+				var ratios []float64
+				for _, block := range per {
+					base, got := block[0], block[1]
+					want := time.Duration(calls[name])*w + base[name]
+					ratios = append(ratios, float64(got[name])/float64(want))
+					t.Logf("%s: %v CPU a request; configured %d × %v, transport and rest %v; off by %.1f%%", name, got[name], calls[name], w, base[name], 100*(ratios[len(ratios)-1]-1))
+				}
+				slices.Sort(ratios)
+				if med := ratios[len(ratios)/2]; math.Abs(med-1) > 0.10 {
+					t.Errorf("%s: the median block's CPU a request is %.1f%% off its %d × %v configured plus the transport and rest measured without it, want within 10%%", name, 100*(med-1), calls[name], w)
 				}
 			}
 		})
