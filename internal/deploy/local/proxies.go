@@ -119,18 +119,10 @@ func (d *Deployment) launchProxy(l proxies.Launch) (*process, error) {
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	var startErr error
-	d.spawn.do(func() {
-		// A proxy program cannot join a group itself, as a host does
-		// before it runs anything: it is moved in (all its threads) as
-		// soon as it exists, before it has read its configuration.
-		if startErr = cmd.Start(); startErr == nil && cg != nil {
-			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		}
-	})
+	// A proxy program cannot join a group itself, as a host does before
+	// it runs anything: it is moved in (all its threads) as soon as it
+	// exists, before it has read its configuration.
+	startErr := d.spawnInto(cmd, cg, cmd.Start)
 	_ = w.Close()
 	if startErr != nil {
 		_ = r.Close()
