@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/ports"
@@ -77,7 +79,11 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 	for _, name := range cfg.Names() {
 		d.peers[name] = maps.Clone(d.addrs)
 	}
-	if sc := topo.Spec.Deploy.Sidecar; sc != "" && sc != spec.SidecarNone {
+	if sc := topo.Spec.Deploy.Sidecar; sc == "" || sc == spec.SidecarNone {
+		if err := d.routeHops(); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+		}
+	} else {
 		if err := d.layOutSidecars(topo.Spec); err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 		}
@@ -150,6 +156,9 @@ type deployment struct {
 	// peers are where each program reaches each other component: addrs,
 	// or its sidecar's outbound listeners (sidecars.go).
 	peers map[string]map[string]string
+	// hops are the fault proxies before the programs a hop fault
+	// targets (faults.go).
+	hops map[string]*toxiproxy.Proxy
 
 	dir         string // the sidecars' configurations and certificates
 	sidecarKind sidecar.Kind
@@ -335,12 +344,15 @@ func (p *process) await(ctx context.Context, pr probe.Probe, timeout time.Durati
 	return pr.Wait(wctx)
 }
 
-// watch reports a program that exits before Stop, and takes a replica
-// that exits out of its front.
+// watch reports a program that exits before Stop, unless a kill fault
+// ended it, and takes a replica that exits out of its front.
 func (d *deployment) watch(p *process) {
 	select {
 	case <-p.done:
 		d.updateFront(p.component)
+		if p.retired.Load() {
+			return
+		}
 		select {
 		case <-d.stopCh:
 		case d.exited <- p:
@@ -418,9 +430,10 @@ func (d *deployment) Processes() []deploy.Process {
 func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
 
 // Capabilities: programs speak their own protocols (Describe names them,
-// and shows no gateway of svclab's); they can do nothing more yet.
+// and shows no gateway of svclab's), and suffer [deploy.faults]
+// (faults.go).
 func (d *deployment) Capabilities() deploy.Capabilities {
-	return deploy.Capabilities{Programs: d}
+	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d}
 }
 
 // Protocols maps each component to what its program speaks.
@@ -451,6 +464,7 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}()
 		}
 		wg.Wait()
+		d.closeHops()
 		for _, name := range slices.Sorted(maps.Keys(d.fronts)) {
 			errs = append(errs, d.fronts[name].Close())
 		}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,9 @@ type process struct {
 	res    deploy.ResourceSource
 	cg     *cgroup.Group // nil without limits
 	c      *child.Child
+	// retired is set when a kill fault ends the process: its exit is no
+	// failure.
+	retired atomic.Bool
 
 	mu   sync.Mutex
 	tail []string

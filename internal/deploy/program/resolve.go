@@ -55,7 +55,11 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 	for _, name := range cfg.Names() {
 		topo.Groups = append(topo.Groups, runtime.Group{Name: name, Components: []string{name}, Replicas: 1})
 	}
-	if err := topo.ResolveSizes(s); err != nil {
+	calls := map[string][]string{}
+	for _, name := range cfg.Names() {
+		calls[name] = cfg.Programs[name].Deps()
+	}
+	if err := spec.Join(topo.ResolveSizes(s), topo.ResolveFaults(s, calls)); err != nil {
 		return nil, err
 	}
 	return topo, nil
@@ -117,7 +121,6 @@ var unsupported = []struct{ key, why string }{
 	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
 	{"deploy.autoscale", "autoscaling of programs is not supported yet"},
 	{"deploy.balancer", "the front before a program's replicas balances round robin, per request (per connection for tcp)"},
-	{"deploy.faults", "faults on programs are not supported yet"},
 	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},
 }
 
