@@ -106,6 +106,12 @@ health = "/h"
 			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},
 		}},
 		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
+		{"autoscale with sidecars", base + "[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
+			{"deploy.autoscale.db", 17, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar (line 16) or deploy.autoscale"},
+		}},
+		{"autoscale under kube", strings.NewReplacer(`command = ["python3", "-m", "http.server", "{port}"]`, "image = \"web:1\"\nport = 80", `command = ["redis-server", "--port", "{port}"]`, "image = \"redis:7\"\nport = 6379").Replace(base) + "[deploy]\ndeployer = \"kube\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
+			{"deploy.autoscale.db", 19, "the kube deployer renders a program's replicas, not an autoscaler for it"},
+		}},
 		{"faults on the entry's hop, a replica db has not, a target that names nothing", base + "[deploy.faults.latency_spike]\ntarget = \"web\"\ndelay = \"10ms\"\n[deploy.faults.kill]\ntarget = \"db\"\nreplica = 1\n[deploy.faults.reset]\ntarget = \"cache\"\nfraction = 0.5\n", []located{
 			{"deploy.faults.latency_spike.target", 16, "no other group calls group web, so its hop carries nothing to fault"},
 			{"deploy.faults.kill.replica", 20, "group db has 1 replica(s)"},

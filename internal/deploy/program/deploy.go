@@ -20,6 +20,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
@@ -59,11 +60,14 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		return nil, fmt.Errorf("the spec's directory: %w", err)
 	}
 	d := &deployment{
-		id:     newID(),
-		topo:   topo,
-		cfg:    cfg,
-		exited: make(chan deploy.Process, len(cfg.Programs)),
-		stopCh: make(chan struct{}),
+		id:      newID(),
+		topo:    topo,
+		cfg:     cfg,
+		specDir: specDir,
+		reader:  reader,
+		opts:    opts,
+		exited:  make(chan deploy.Process, len(cfg.Programs)),
+		stopCh:  make(chan struct{}),
 	}
 	defer func() {
 		if err != nil {
@@ -108,9 +112,16 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		if err := d.waitHealthy(ctx, started, opts.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("deployment %s of %s: %w", d.id, AppName, err)
 		}
+		now := time.Now()
+		for _, p := range started {
+			p.readyAt = now
+		}
 	}
 	for _, p := range d.procs {
 		go d.watch(p)
+	}
+	if err := d.startAutoscalers(); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return d, nil
 }
@@ -166,6 +177,14 @@ type deployment struct {
 	proxies     []proxyOf
 	inbound     map[string]string // each program's inbound listener
 
+	// specDir, reader and opts start the replicas that scaling adds;
+	// scaleMu orders the scales; as are the autoscalers (scale.go).
+	specDir string
+	reader  *procstat.Reader
+	opts    deploy.Options
+	scaleMu sync.Mutex
+	as      *autoscaler.Autoscalers
+
 	cgroups  *cgroup.Manager // opened for the first program with limits
 	mu       sync.Mutex
 	procs    []*process
@@ -200,9 +219,10 @@ func (d *deployment) launch(name string, i int, specDir string, opts deploy.Opti
 }
 
 // replicaName names replica i of component name's process: the
-// component's name alone when it has one replica.
+// component's name alone when it has one replica, and no autoscaler to
+// add more.
 func (d *deployment) replicaName(name string, i int) string {
-	if d.groupOf(name).Replicas == 1 {
+	if g := d.groupOf(name); g.Replicas == 1 && g.Autoscale == nil {
 		return name
 	}
 	return name + "#" + strconv.Itoa(i)
@@ -241,7 +261,7 @@ func (d *deployment) bindAddresses() error {
 			open = append(open, l) // held until all are picked: no two alike
 			d.replicas[name] = append(d.replicas[name], l.Addr().String())
 		}
-		if len(d.replicas[name]) == 1 {
+		if len(d.replicas[name]) == 1 && d.groupOf(name).Autoscale == nil {
 			d.addrs[name] = d.replicas[name][0]
 			continue
 		}
@@ -431,9 +451,9 @@ func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
 
 // Capabilities: programs speak their own protocols (Describe names them,
 // and shows no gateway of svclab's), and suffer [deploy.faults]
-// (faults.go).
+// (faults.go), and their autoscalers' decisions (scale.go).
 func (d *deployment) Capabilities() deploy.Capabilities {
-	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d}
+	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d, Scaling: d}
 }
 
 // Protocols maps each component to what its program speaks.
@@ -450,6 +470,7 @@ func (d *deployment) Protocols() map[string]string {
 // to be killed.
 func (d *deployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
+		d.as.Stop() // waits for a scale in progress
 		close(d.stopCh)
 		d.mu.Lock()
 		procs := slices.Clone(d.procs)

@@ -75,28 +75,17 @@ func (d *deployment) StartFault(f runtime.Fault) (stop func() error, err error) 
 	return hopfault.Start(f, []*toxiproxy.Proxy{p})
 }
 
-// Kill ends the replica-th running replica of group's program with
-// SIGKILL to its process group, as a crash would, and takes it out of its
-// front (deploy.Capabilities.Killer). Its exit is not reported on Exited:
-// it was meant to die.
+// Kill ends the replica-th running replica (oldest first) of group's
+// program with SIGKILL to its process group, as a crash would, and takes
+// it out of its front (deploy.Capabilities.Killer). Its exit is not
+// reported on Exited: it was meant to die.
 func (d *deployment) Kill(group, replica int) (deploy.ProcessInfo, error) {
 	name := d.topo.Groups[group].Components[0]
-	d.mu.Lock()
-	var p *process
-	n := 0
-	for _, q := range d.procs {
-		if q.component == name && q.info.Role == deploy.RoleHost {
-			if n == replica {
-				p = q
-				break
-			}
-			n++
-		}
-	}
-	d.mu.Unlock()
-	if p == nil || p.exited() {
+	live := d.live(name)
+	if replica >= len(live) {
 		return deploy.ProcessInfo{}, fmt.Errorf("deploy.faults.kill: component %s has no running replica %d", name, replica)
 	}
+	p := live[replica]
 	p.retired.Store(true)
 	if err := syscall.Kill(-p.info.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return p.info, fmt.Errorf("deploy.faults.kill: %s: %w", p.info, err)

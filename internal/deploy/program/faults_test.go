@@ -157,19 +157,7 @@ func TestKill(t *testing.T) {
 	if slices.Contains(left, "backend#1") || len(left) != 5 {
 		t.Errorf("processes after the kill: %v, want the five others", left)
 	}
-	seen := map[string]int{}
-	for range 10 {
-		resp, err := http.Get(dep.GatewayURL() + "/")
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Fatalf("web answered %s %s after the kill", resp.Status, b)
-		}
-		seen[string(b)]++
-	}
+	seen := spread(t, dep, 10)
 	if dead := dep.(*deployment).replicas["backend"][1]; seen[dead] != 0 || len(seen) != 2 {
 		t.Errorf("calls after the kill went to %v, want both survivors", seen)
 	}

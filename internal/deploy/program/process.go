@@ -39,8 +39,10 @@ type process struct {
 	res    deploy.ResourceSource
 	cg     *cgroup.Group // nil without limits
 	c      *child.Child
-	// retired is set when a kill fault ends the process: its exit is no
-	// failure.
+	// readyAt is when it passed its health check.
+	readyAt time.Time
+	// retired is set when a kill fault or a scale-in ends the process:
+	// its exit is no failure.
 	retired atomic.Bool
 
 	mu   sync.Mutex
