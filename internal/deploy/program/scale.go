@@ -24,9 +24,12 @@ import (
 // Live lists the running replicas of group g's program, for the
 // autoscaler (autoscaler.Target).
 func (d *deployment) Live(g int) []autoscaler.Replica {
-	var out []autoscaler.Replica
-	for _, p := range d.live(d.topo.Groups[g].Components[0]) {
-		out = append(out, autoscaler.Replica{Name: p.info.Name, ReadyAt: p.readyAt, Resources: p.Resources()})
+	procs := d.live(d.topo.Groups[g].Components[0])
+	d.mu.Lock() // readyAt is set under it
+	defer d.mu.Unlock()
+	out := make([]autoscaler.Replica, len(procs))
+	for i, p := range procs {
+		out[i] = autoscaler.Replica{Name: p.info.Name, ReadyAt: p.readyAt, Resources: p.Resources()}
 	}
 	return out
 }
@@ -93,8 +96,12 @@ func (d *deployment) scaleUp(ctx context.Context, name string, k int) error {
 		return errors.Join(fmt.Errorf("scale: %w", err), d.drop(ctx, started))
 	}
 	now := time.Now()
+	d.mu.Lock()
 	for _, p := range started {
 		p.readyAt = now
+	}
+	d.mu.Unlock()
+	for _, p := range started {
 		go d.watch(p)
 	}
 	d.updateFront(name)
