@@ -221,13 +221,26 @@ seed = 1
 [experiment.factors]
 "deploy.replicas.hop2" = [1, 2]
 `
-	runs := runFaults(t, src, "deploy.replicas.hop2")
+	checkKill(t, runFaults(t, src, "deploy.replicas.hop2"), nil)
+}
+
+// checkKill checks the runs of a kill two seconds into a five-second
+// measurement, keyed by the replicas of its target, 1 and 2: each run is
+// ok and records the kill, of killed[level] when killed has it; no call
+// failed before it; and a second after it, with two replicas none failed,
+// with one all did.
+func checkKill(t *testing.T, runs map[string]faultRun, killed map[string]string) {
+	t.Helper()
+	if len(runs) != 2 {
+		t.Fatalf("%d runs, want 2", len(runs))
+	}
 	for level, r := range runs {
 		if r.file.Status != "ok" {
 			t.Fatalf("replicas=%s: run %s: %s (a killed replica is no crash of the run)", level, r.file.Status, r.file.Reason)
 		}
-		if len(r.file.Faults) != 1 || r.file.Faults[0].Kind != "kill" || r.file.Faults[0].Process == "" || r.file.Faults[0].Error != "" {
-			t.Fatalf("replicas=%s: faults %+v", level, r.file.Faults)
+		f := r.file.Faults
+		if len(f) != 1 || f[0].Kind != "kill" || f[0].Process == "" || f[0].Error != "" || killed != nil && f[0].Process != killed[level] {
+			t.Fatalf("replicas=%s: faults %+v, want the kill of %q", level, f, killed[level])
 		}
 		if e := r.errorShare(0, 2); e > 0.01 {
 			t.Errorf("replicas=%s: %.1f%% errors before the kill", level, 100*e)

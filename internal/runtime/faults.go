@@ -100,6 +100,21 @@ func (p *Topology) resolveFaults(s *spec.Spec) error {
 	return errors.Join(errs...)
 }
 
+// ResolveFaults resolves [deploy.faults] against p's groups, as Resolve
+// does for an app of Go components: for a Placer, which makes its own
+// groups of components that are not Go code. calls names what each of
+// its components calls, from which a hop fault's target is checked to be
+// called by another group.
+func (p *Topology) ResolveFaults(s *spec.Spec, calls map[string][]string) error {
+	if p.components == nil {
+		p.components = map[string]Component{}
+	}
+	for name, deps := range calls {
+		p.components[name] = Component{Name: name, Deps: deps}
+	}
+	return p.resolveFaults(s)
+}
+
 // checkFault checks the fault of kind written with window w, and fills
 // fault's kind, target, group and times; its errors are joined.
 func (p *Topology) checkFault(s *spec.Spec, kind string, w spec.FaultWindow, fault *Fault) error {

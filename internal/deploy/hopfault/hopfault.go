@@ -14,6 +14,7 @@ import (
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
 	"github.com/Shopify/toxiproxy/v2/toxics"
+	"github.com/rs/zerolog"
 
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -108,4 +109,20 @@ func Start(f runtime.Fault, proxies []*toxiproxy.Proxy) (stop func() error, err 
 		}
 	}
 	return stop, nil
+}
+
+// server carries the proxies' (disabled) metrics and silent logger.
+var server = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
+
+// Listen starts a silent proxy on a free loopback port that forwards
+// every connection to upstream, for Start to fault: what a deployer puts
+// on a hop that has no proxy of its own.
+func Listen(upstream string) (*toxiproxy.Proxy, error) {
+	p := toxiproxy.NewProxy(server, "fault→"+upstream, "127.0.0.1:0", upstream)
+	nop := zerolog.Nop()
+	p.Logger = &nop
+	if err := p.Start(); err != nil {
+		return nil, fmt.Errorf("deploy.faults: proxy for %s: %w", upstream, err)
+	}
+	return p, nil
 }

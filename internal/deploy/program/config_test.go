@@ -4,8 +4,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -104,6 +106,17 @@ health = "/h"
 			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},
 		}},
 		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
+		{"autoscale with sidecars", base + "[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
+			{"deploy.autoscale.db", 17, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar (line 16) or deploy.autoscale"},
+		}},
+		{"autoscale under kube", strings.NewReplacer(`command = ["python3", "-m", "http.server", "{port}"]`, "image = \"web:1\"\nport = 80", `command = ["redis-server", "--port", "{port}"]`, "image = \"redis:7\"\nport = 6379").Replace(base) + "[deploy]\ndeployer = \"kube\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
+			{"deploy.autoscale.db", 19, "the kube deployer renders a program's replicas, not an autoscaler for it"},
+		}},
+		{"faults on the entry's hop, a replica db has not, a target that names nothing", base + "[deploy.faults.latency_spike]\ntarget = \"web\"\ndelay = \"10ms\"\n[deploy.faults.kill]\ntarget = \"db\"\nreplica = 1\n[deploy.faults.reset]\ntarget = \"cache\"\nfraction = 0.5\n", []located{
+			{"deploy.faults.latency_spike.target", 16, "no other group calls group web, so its hop carries nothing to fault"},
+			{"deploy.faults.kill.replica", 20, "group db has 1 replica(s)"},
+			{"deploy.faults.reset.target", 22, `no group or component "cache" in placement "split"`},
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := runtime.Resolve(parse(t, tc.src))
@@ -127,6 +140,23 @@ func TestResolve(t *testing.T) {
 	}
 	if Of(topo) == nil {
 		t.Error("Of(an exec topology) is nil")
+	}
+}
+
+// TestResolveFaults: [deploy.faults] resolve against the programs: the
+// hop into a program another program calls, and a replica it has.
+func TestResolveFaults(t *testing.T) {
+	topo, err := runtime.Resolve(parse(t, base+"[deploy.replicas]\ndb = 2\n[deploy.faults.link_cut]\ntarget = \"db\"\nstart = \"1s\"\nduration = \"2s\"\n[deploy.faults.kill]\ntarget = \"db\"\nreplica = 1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := topo.GroupOf("db")
+	want := []runtime.Fault{
+		{Kind: spec.FaultLinkCut, Target: "db", Group: db, Start: time.Second, Duration: 2 * time.Second, Fraction: 1},
+		{Kind: spec.FaultKill, Target: "db", Group: db, Replica: 1},
+	}
+	if !slices.Equal(topo.Faults, want) {
+		t.Errorf("faults %+v, want %+v", topo.Faults, want)
 	}
 }
 

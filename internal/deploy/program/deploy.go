@@ -16,8 +16,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	toxiproxy "github.com/Shopify/toxiproxy/v2"
+
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
@@ -57,11 +60,14 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		return nil, fmt.Errorf("the spec's directory: %w", err)
 	}
 	d := &deployment{
-		id:     newID(),
-		topo:   topo,
-		cfg:    cfg,
-		exited: make(chan deploy.Process, len(cfg.Programs)),
-		stopCh: make(chan struct{}),
+		id:      newID(),
+		topo:    topo,
+		cfg:     cfg,
+		specDir: specDir,
+		reader:  reader,
+		opts:    opts,
+		exited:  make(chan deploy.Process, len(cfg.Programs)),
+		stopCh:  make(chan struct{}),
 	}
 	defer func() {
 		if err != nil {
@@ -77,7 +83,11 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 	for _, name := range cfg.Names() {
 		d.peers[name] = maps.Clone(d.addrs)
 	}
-	if sc := topo.Spec.Deploy.Sidecar; sc != "" && sc != spec.SidecarNone {
+	if sc := topo.Spec.Deploy.Sidecar; sc == "" || sc == spec.SidecarNone {
+		if err := d.routeHops(); err != nil {
+			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
+		}
+	} else {
 		if err := d.layOutSidecars(topo.Spec); err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 		}
@@ -102,9 +112,16 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		if err := d.waitHealthy(ctx, started, opts.ReadyTimeout); err != nil {
 			return nil, fmt.Errorf("deployment %s of %s: %w", d.id, AppName, err)
 		}
+		now := time.Now()
+		for _, p := range started {
+			p.readyAt = now
+		}
 	}
 	for _, p := range d.procs {
 		go d.watch(p)
+	}
+	if err := d.startAutoscalers(); err != nil {
+		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return d, nil
 }
@@ -150,12 +167,23 @@ type deployment struct {
 	// peers are where each program reaches each other component: addrs,
 	// or its sidecar's outbound listeners (sidecars.go).
 	peers map[string]map[string]string
+	// hops are the fault proxies before the programs a hop fault
+	// targets (faults.go).
+	hops map[string]*toxiproxy.Proxy
 
 	dir         string // the sidecars' configurations and certificates
 	sidecarKind sidecar.Kind
 	sidecarBin  string
 	proxies     []proxyOf
 	inbound     map[string]string // each program's inbound listener
+
+	// specDir, reader and opts start the replicas that scaling adds;
+	// scaleMu orders the scales; as are the autoscalers (scale.go).
+	specDir string
+	reader  *procstat.Reader
+	opts    deploy.Options
+	scaleMu sync.Mutex
+	as      *autoscaler.Autoscalers
 
 	cgroups  *cgroup.Manager // opened for the first program with limits
 	mu       sync.Mutex
@@ -191,9 +219,10 @@ func (d *deployment) launch(name string, i int, specDir string, opts deploy.Opti
 }
 
 // replicaName names replica i of component name's process: the
-// component's name alone when it has one replica.
+// component's name alone when it has one replica, and no autoscaler to
+// add more.
 func (d *deployment) replicaName(name string, i int) string {
-	if d.groupOf(name).Replicas == 1 {
+	if g := d.groupOf(name); g.Replicas == 1 && g.Autoscale == nil {
 		return name
 	}
 	return name + "#" + strconv.Itoa(i)
@@ -232,7 +261,7 @@ func (d *deployment) bindAddresses() error {
 			open = append(open, l) // held until all are picked: no two alike
 			d.replicas[name] = append(d.replicas[name], l.Addr().String())
 		}
-		if len(d.replicas[name]) == 1 {
+		if len(d.replicas[name]) == 1 && d.groupOf(name).Autoscale == nil {
 			d.addrs[name] = d.replicas[name][0]
 			continue
 		}
@@ -335,12 +364,15 @@ func (p *process) await(ctx context.Context, pr probe.Probe, timeout time.Durati
 	return pr.Wait(wctx)
 }
 
-// watch reports a program that exits before Stop, and takes a replica
-// that exits out of its front.
+// watch reports a program that exits before Stop, unless a kill fault
+// ended it, and takes a replica that exits out of its front.
 func (d *deployment) watch(p *process) {
 	select {
 	case <-p.done:
 		d.updateFront(p.component)
+		if p.retired.Load() {
+			return
+		}
 		select {
 		case <-d.stopCh:
 		case d.exited <- p:
@@ -418,9 +450,10 @@ func (d *deployment) Processes() []deploy.Process {
 func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
 
 // Capabilities: programs speak their own protocols (Describe names them,
-// and shows no gateway of svclab's); they can do nothing more yet.
+// and shows no gateway of svclab's), and suffer [deploy.faults]
+// (faults.go), and their autoscalers' decisions (scale.go).
 func (d *deployment) Capabilities() deploy.Capabilities {
-	return deploy.Capabilities{Programs: d}
+	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d, Scaling: d}
 }
 
 // Protocols maps each component to what its program speaks.
@@ -437,6 +470,7 @@ func (d *deployment) Protocols() map[string]string {
 // to be killed.
 func (d *deployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
+		d.as.Stop() // waits for a scale in progress
 		close(d.stopCh)
 		d.mu.Lock()
 		procs := slices.Clone(d.procs)
@@ -451,6 +485,7 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}()
 		}
 		wg.Wait()
+		d.closeHops()
 		for _, name := range slices.Sorted(maps.Keys(d.fronts)) {
 			errs = append(errs, d.fronts[name].Close())
 		}

@@ -375,6 +375,19 @@ memory = "256MiB"
 	}
 }
 
+// answersOwnAddress is a Python HTTP server that answers every GET with
+// the address it listens on, argv[1].
+const answersOwnAddress = `
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        b = sys.argv[1].encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
+    def log_message(self, *a): pass
+http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1].rsplit(":", 1)[1])), H).serve_forever()
+`
+
 // replicaSpec is web, which answers what backend answers it, before
 // three replicas of backend, each of which answers its own address; and
 // db, two replicas of Redis behind a TCP front.
@@ -395,16 +408,7 @@ http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), H).serve_foreve
 protocol = "http"
 env = { BACKEND = "{addr:backend}" }
 [app.components.backend]
-command = ["python3", "-c", '''
-import http.server, sys
-class H(http.server.BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    def do_GET(self):
-        b = sys.argv[1].encode()
-        self.send_response(200); self.send_header("Content-Length", str(len(b))); self.end_headers(); self.wfile.write(b)
-    def log_message(self, *a): pass
-http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1].rsplit(":", 1)[1])), H).serve_forever()
-''', "{listen}"]
+command = ["python3", "-c", '''` + answersOwnAddress + `''', "{listen}"]
 protocol = "http"
 [app.components.db]
 command = ["redis-server", "--port", "{port}", "--save", ""]

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -38,6 +39,11 @@ type process struct {
 	res    deploy.ResourceSource
 	cg     *cgroup.Group // nil without limits
 	c      *child.Child
+	// readyAt is when it passed its health check.
+	readyAt time.Time
+	// retired is set when a kill fault or a scale-in ends the process:
+	// its exit is no failure.
+	retired atomic.Bool
 
 	mu   sync.Mutex
 	tail []string

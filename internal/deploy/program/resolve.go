@@ -55,7 +55,11 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 	for _, name := range cfg.Names() {
 		topo.Groups = append(topo.Groups, runtime.Group{Name: name, Components: []string{name}, Replicas: 1})
 	}
-	if err := topo.ResolveSizes(s); err != nil {
+	calls := map[string][]string{}
+	for _, name := range cfg.Names() {
+		calls[name] = cfg.Programs[name].Deps()
+	}
+	if err := spec.Join(topo.ResolveSizes(s), topo.ResolveFaults(s, calls)); err != nil {
 		return nil, err
 	}
 	return topo, nil
@@ -115,9 +119,7 @@ var unsupported = []struct{ key, why string }{
 	{"deploy.http_limits", "they bound svclab's own HTTP servers; a program has its own limits"},
 	{"deploy.languages", "it chooses the implementation of svclab's reference components; a program is its own implementation"},
 	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
-	{"deploy.autoscale", "autoscaling of programs is not supported yet"},
 	{"deploy.balancer", "the front before a program's replicas balances round robin, per request (per connection for tcp)"},
-	{"deploy.faults", "faults on programs are not supported yet"},
 	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},
 }
 
@@ -134,8 +136,13 @@ func checkUnsupported(s *spec.Spec) error {
 	if sidecars && !slices.Contains(sidecarKinds, s.Deploy.Sidecar) {
 		errs = append(errs, s.Errorf("deploy.sidecar", "programs have %s sidecars alone, not %q yet", strings.Join(sidecarKinds, " or "), s.Deploy.Sidecar))
 	}
-	if key, ok := s.FirstWritten("deploy.replicas"); ok && sidecars {
-		errs = append(errs, s.Errorf(key, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar%s or the replicas", s.Origin("deploy.sidecar")))
+	for _, table := range []string{"deploy.replicas", "deploy.autoscale"} {
+		if key, ok := s.FirstWritten(table); ok && sidecars {
+			errs = append(errs, s.Errorf(key, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar%s or %s", s.Origin("deploy.sidecar"), table))
+		}
+	}
+	if key, ok := s.FirstWritten("deploy.autoscale"); ok && s.Deploy.Deployer == "kube" {
+		errs = append(errs, s.Errorf(key, "the kube deployer renders a program's replicas, not an autoscaler for it, yet; leave [deploy.autoscale] out or use deploy.deployer = \"local\""))
 	}
 	for _, key := range runtime.MeshOf(s.Deploy).Keys() {
 		if key == "deploy.mtls" && sidecars {

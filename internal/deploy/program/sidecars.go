@@ -24,8 +24,9 @@ import (
 // Sidecars (deploy.sidecar) bring the mesh to programs that know nothing
 // of svclab, as Istio does: each program calls each callee through an
 // outbound listener of its own proxy ({addr:<name>} is that listener),
-// which forwards to the callee's proxy's inbound listener, which forwards
-// to the program. With deploy.mtls the proxy-to-proxy leg is mutual TLS
+// which forwards to the callee's proxy's inbound listener (through the
+// callee's fault proxy when a hop fault targets it: faults.go), which
+// forwards to the program. With deploy.mtls the proxy-to-proxy leg is mutual TLS
 // with each program's SPIFFE identity from a per-deployment CA
 // (internal/pki), so a client without the run's certificate is refused at
 // every inbound listener; the program-to-proxy legs stay plaintext on
@@ -109,9 +110,13 @@ func (d *deployment) layOutSidecars(s *spec.Spec) error {
 			if err != nil {
 				return err
 			}
+			up, err := d.hop(dep, inbound[dep])
+			if err != nil {
+				return err
+			}
 			dp := protocolOf(d.cfg.Programs[dep].Protocol)
 			byProto[dp] = append(byProto[dp], sidecar.Listener{
-				Name: "out_" + name + "_" + dep, Port: portOf(out), Upstreams: []string{inbound[dep]},
+				Name: "out_" + name + "_" + dep, Port: portOf(out), Upstreams: []string{up},
 				Component: dep, TLS: t,
 			})
 			d.peers[name][dep] = out
