@@ -236,7 +236,7 @@ test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
 # Tests that measure time or CPU share closely run alone, one package at a
 # time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
 # 0.05 core, emulated link latency and jitter (TIMED_PKGS), a synth
-# service's CPU per request within 10% of its work (TIMED_ALONE), and in
+# service's CPU per request against its work (TIMED_ALONE), and in
 # cmd/svclab a capacity found within 15%, the window's host timer, fault
 # windows timed to a few hundred ms, per-second error shares, and several
 # generators' summed rate within 1% (TIMED_CLI). The other CLI tests
@@ -249,11 +249,9 @@ TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|Test
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
-# A synth service's CPU a request runs with nothing beside it: it is
-# within 10% of its configured work on a quiet machine (3-9%), and was
-# 10.4% over with the real node's pods and the Python tests beside it (CI,
-# 2026-11-28), and 8-12% with five parallel builds beside it: what a
-# process spends beyond its work grows with the machine's load.
+# A synth service's CPU a request runs with nothing beside it: on a quiet
+# machine it is 4-13% over its configured work (the test's bound is 15%),
+# and more with the real node's pods and the Python tests beside it.
 test-timed-alone: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_ALONE)
 # The load generator's accuracy tests and the timed packages come next,
