@@ -44,12 +44,15 @@ sync_period = "500ms"
 [load]
 rate = 20
 warmup = "200ms"
-duration = "3s"
+duration = "6s"
 [load.request]
 path = "/"
 [experiment]
 name = "xs"
 `
+	// 6 s: the replica the autoscaler adds after its first periods must
+	// live through a few of the sampler's seconds, on a busy machine too
+	// (at 3 s, beside the other CLI tests, it was added too late once).
 	runs, _ := runExperiment(t, "xs", src, 1)
 	run := runs[0]
 	var rf struct {
