@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from svclab_impl import calls, status, timeouts
@@ -82,3 +84,18 @@ def test_propagation_keeps_the_calls_own_keys() -> None:
 )
 def test_duration_as_go(seconds: float, want: str) -> None:
     assert calls.duration(seconds) == want
+
+
+def _grid(seconds: float) -> float:
+    return 1e-3 if seconds < 1 else 10.0 ** (math.floor(math.log10(seconds)) - 2)
+
+
+@pytest.mark.parametrize("left", [0.0025, 0.25, 0.999, 1.0, 9.998, 10.0, 10.00003, 99.99, 250.0])
+def test_for_grpcio_never_sends_more_than_left(left: float) -> None:
+    """grpcio's core rounds a timeout up to its grid (1 ms under 1 s, 10 ms
+    under 10 s, 100 ms under 100 s...): the timeout handed to it, rounded up
+    so, is at most what is left, and less by at most two of left's steps."""
+    t = timeouts.for_grpcio(left)
+    sent = math.ceil(round(t / _grid(t), 9)) * _grid(t)
+    assert sent <= left + 1e-9
+    assert left - sent <= 2 * _grid(left) + 1e-9

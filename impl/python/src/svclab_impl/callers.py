@@ -77,7 +77,8 @@ class GrpcCaller:
             raise deadline_exceeded()
         md = calls.outgoing.get()
         try:
-            result: R = await stub(request, timeout=left, metadata=md or None)
+            timeout = None if left is None else timeouts.for_grpcio(left)
+            result: R = await stub(request, timeout=timeout, metadata=md or None)
         except grpc.aio.AioRpcError as e:
             raise RpcError(e.code(), e.details() or "") from e
         return result

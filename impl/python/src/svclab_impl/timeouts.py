@@ -32,3 +32,15 @@ def decode(value: str) -> float:
     if unit not in _NANOS:
         raise ValueError(f'timeout "{value}": bad unit')
     return int(digits) * _NANOS[unit] / 1e9
+
+
+def for_grpcio(seconds: float) -> float:
+    """A timeout to hand grpcio so that the deadline it sends never leaves
+    more than seconds: grpcio's core rounds a timeout up to its encoding's
+    grid (1 ms under 1 s, 10 ms under 10 s, 100 ms under 100 s, and so
+    on), and the time left it reports may run a little past the caller's
+    under load (its clock is read once per batch of work), so a deadline
+    forwarded as it is came out 10.0999 s of a caller's 10 s. One grid
+    step is taken off first; under 1 ms nothing is left to take."""
+    step = 1e-3 if seconds < 1 else 10.0 ** (math.floor(math.log10(seconds)) - 2)
+    return max(seconds - step, 1e-3) if seconds > 1e-3 else seconds
