@@ -18,8 +18,7 @@ import (
 // callers' endpoint sets (pushPeers, replicas.go), scraped a last time
 // (metrics.go) and drained before it stops. These steps are the process
 // starter's own, so scaling stays in this package, bounded by this file,
-// replicas.go (the endpoint sets), proxies.go (internal/deploy/proxies:
-// a replica's sidecar) and gatewayfront.go
+// replicas.go (the endpoint sets), sidecarscale.go and gatewayfront.go
 // (what a replicated entry needs in front of it).
 
 // Scale makes n processes serve group: new replicas are started and, once
@@ -36,7 +35,7 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	if err != nil {
 		return err
 	}
-	if err := d.sidecars.Scalable(group); err != nil {
+	if err := d.sidecarsScale(group); err != nil {
 		return err
 	}
 	d.scaleMu.Lock()
@@ -75,7 +74,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 				<-p.done
 				_ = p.removeCgroup()
 			}
-			d.sidecars.DropReplicas(g, first)
+			d.dropReplicaSidecars(g, first)
 			err = fmt.Errorf("scale up group %s: %w", name, err)
 		}
 	}()
@@ -88,8 +87,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		if err != nil {
 			return err
 		}
-		app := func(c string) string { return s.listen[c].GetEndpoint().GetAddr() }
-		sc, err := d.sidecars.AddReplica(g, ordinal, d.replicaName(g, ordinal), app)
+		sc, err := d.layOutReplicaSidecar(s)
 		if err != nil {
 			s.close()
 			return err
@@ -113,7 +111,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		started = append(started, p)
-		px, err := sc.Start(p.cg)
+		px, err := sc.start(p)
 		if err != nil {
 			return err
 		}
