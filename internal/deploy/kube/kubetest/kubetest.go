@@ -493,12 +493,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		if last == "" {
 			return nil
 		}
-		for _, p := range c.procs {
-			select {
-			case <-p.c.Done():
-				return fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), tail(p.log))
-			default:
-			}
+		if err := c.exited(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
@@ -550,6 +546,19 @@ func (c *Cluster) Stop() error {
 		c.Dir = ""
 	}
 	return errors.Join(errs...)
+}
+
+// exited is an error naming the first of the cluster's processes that has
+// exited, with its log's last lines; nil while every one runs.
+func (c *Cluster) exited() error {
+	for _, p := range c.procs {
+		select {
+		case <-p.c.Done():
+			return fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), tail(p.log))
+		default:
+		}
+	}
+	return nil
 }
 
 // PIDs lists the processes' ids, for tests that check nothing is left.

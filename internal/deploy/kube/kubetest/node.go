@@ -508,12 +508,8 @@ func (c *Cluster) waitNode(ctx context.Context) error {
 				}
 			}
 		}
-		for _, p := range c.procs {
-			select {
-			case <-p.c.Done():
-				return fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), tail(p.log))
-			default:
-			}
+		if err := c.exited(); err != nil {
+			return err
 		}
 		select {
 		case <-ctx.Done():
