@@ -10,7 +10,6 @@ import (
 	"time"
 
 	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hopfault"
@@ -72,9 +71,6 @@ type faultHops struct {
 	byGroup map[int][]*toxiproxy.Proxy
 }
 
-// toxiServer carries the proxies' (disabled) metrics and silent logger.
-var toxiServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
-
 // faulted reports whether a hop fault targets group g.
 func (d *Deployment) faulted(g int) bool {
 	for _, f := range d.topo.Faults {
@@ -111,11 +107,9 @@ func (d *Deployment) faultPeers(peers map[string][]runtime.Endpoint) (map[string
 		for _, ep := range eps {
 			p, ok := d.hops.byAddr[ep.Addr]
 			if !ok {
-				p = toxiproxy.NewProxy(toxiServer, "fault→"+ep.Addr, "127.0.0.1:0", ep.Addr)
-				nop := zerolog.Nop()
-				p.Logger = &nop
-				if err := p.Start(); err != nil {
-					return nil, fmt.Errorf("deploy.faults: proxy for %s: %w", ep, err)
+				var err error
+				if p, err = hopfault.Listen(ep.Addr); err != nil {
+					return nil, err
 				}
 				d.hops.byAddr[ep.Addr] = p
 				d.hops.byGroup[g] = append(d.hops.byGroup[g], p)
