@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-quiet test-timed test-kube test-cli test-rest test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed test-kube test-cli test-rest test-rest-fuzz test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -219,14 +219,14 @@ lint: venv
 ## builds run three at a time. Then the synth CPU test, alone. Then the Go tests that measure time
 ## closely run, with the Python and Kubernetes tests beside them at the
 ## lowest CPU priority (they measure no time, and take only the CPU the
-## others leave). Then the other Go tests: the CLI's beside the rest.
+## others leave). Then the other Go tests: the CLI's beside the rest and
+## the fuzz targets.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory test-timed-alone
 	@$(MAKE) --no-print-directory -j3 --output-sync=line test-timed test-py test-kube BG_NICE=19
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest
-	@$(MAKE) --no-print-directory test-fuzz
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest-fuzz
 
 test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server
 
@@ -240,8 +240,9 @@ test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
 # cmd/svclab a capacity found within 15%, the window's host timer, fault
 # windows timed to a few hundred ms, per-second error shares, and several
 # generators' summed rate within 1% (TIMED_CLI). The other CLI tests
-# mostly wait on runs and run four at once (t.Parallel), beside the other
-# packages, two at a time, and the Python tests.
+# mostly wait on runs (about half a core on average at four at once), so
+# they run six at once (t.Parallel), beside the other packages, two at a
+# time, and the fuzz targets.
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
 TIMED_ALONE := ./apps/synth/...
@@ -254,16 +255,18 @@ GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 # and more with the real node's pods and the Python tests beside it.
 test-timed-alone: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_ALONE)
-# The load generator's accuracy tests and the timed packages come next,
-# with only the Python tests beside them: the Kubernetes tests' control
-# plane, even at nice 19, once moved TestAccuracy's p50 by 0.5 ms.
-test-timed-quiet: $(GO_DEPS)
+# The load generator's accuracy tests come next, with only the Python
+# tests beside them: the Kubernetes tests' control plane, even at nice 19,
+# once moved TestAccuracy's p50 by 0.5 ms. The Kubernetes tests start
+# after them, beside the other timed packages.
+test-timed-load: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_LOAD)
+test-timed-quiet: test-timed-load
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
 test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS)
-	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
+	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 6 ./cmd/svclab
 # The control plane (make kube-tools) and metrics-server (make
 # kube-metrics-server) are built once per machine by test-setup, into the
 # cache beside Jaeger (docs/KUBERNETES.md).
@@ -278,7 +281,7 @@ BG_NICE ?= 0
 # here), an HPA on the kubelet's metrics (metrics-server) and the
 # kubelet's cgroups, at once, then the node's stop and a killed
 # harness's sweep; about 95 s (docs/KUBERNETES.md, "The real node's tests").
-test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-quiet
+test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-load
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
 	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
@@ -289,6 +292,10 @@ test-rest: $(GO_DEPS)
 test-fuzz: build
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
+# The other packages end well before the CLI's, so the fuzz targets follow
+# them in the same job.
+test-rest-fuzz: test-rest
+	@$(MAKE) --no-print-directory test-fuzz
 
 test-py: venv build
 	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(BG_NICE) $(VENV)/bin/pytest -q
