@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -44,10 +43,13 @@ func (dep *Deployment) waitRollout(ctx context.Context, timeout time.Duration, o
 			// The reasons are read with a fresh deadline: ctx has none left.
 			rctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
 			defer cancel()
-			// A request cut by the deadline itself says nothing of the
-			// server: the last answer stands, unless there was none.
-			cut := errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
-			if err != nil && (!cut || last == nil) {
+			// A poll that failed as the deadline came says nothing of the
+			// server, whatever its words: cut by the deadline, or refused
+			// by client-go's rate limiter because it "would exceed context
+			// deadline" (a message that once stood for a rollout that was
+			// merely slow). So the last answer stands, unless there was
+			// none.
+			if err != nil && last == nil {
 				return apiError(dep.client, "rollout", err)
 			}
 			return fmt.Errorf("rollout not complete within %s (deploy.start_timeout): %s", timeout, dep.rolloutReasons(rctx, last))
