@@ -84,6 +84,10 @@ func (envoy) Render(c Config) ([]byte, error) {
 				hcm["http2_protocol_options"] = obj{}
 			}
 			if tr := c.Tracing; tr != nil {
+				service := tr.Service
+				if service == "" {
+					service = c.Name
+				}
 				hcm["tracing"] = obj{
 					"random_sampling": obj{"value": envoySampling(tr.Ratio, l.Inbound)},
 					"provider": obj{
@@ -91,9 +95,16 @@ func (envoy) Render(c Config) ([]byte, error) {
 						"typed_config": obj{
 							"@type":        "type.googleapis.com/envoy.config.trace.v3.OpenTelemetryConfig",
 							"grpc_service": obj{"envoy_grpc": obj{"cluster_name": otlpCluster}, "timeout": "1s"},
-							"service_name": c.Name,
+							"service_name": service,
 						},
 					},
+				}
+				if tr.Components {
+					tag := "svclab.peer"
+					if l.Inbound {
+						tag = "svclab.component"
+					}
+					hcm["tracing"].(obj)["custom_tags"] = []obj{{"tag": tag, "literal": obj{"value": l.Component}}}
 				}
 			}
 			filter = obj{"name": "envoy.filters.network.http_connection_manager", "typed_config": hcm}
@@ -178,6 +189,9 @@ func (envoy) Render(c Config) ([]byte, error) {
 	boot := obj{
 		"node":             obj{"id": c.Name, "cluster": c.Name},
 		"static_resources": obj{"listeners": listeners, "clusters": clusters},
+	}
+	if c.Admin != 0 {
+		boot["admin"] = obj{"address": envoyAddr(loopback(c.Admin))}
 	}
 	if c.Tracing != nil && c.Protocol != TCP {
 		// Envoy exports a worker's spans once it holds min_flush_spans of

@@ -68,7 +68,12 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 	}
 	if withTLS && proto != TCP {
 		// Tracing too: Envoy emits spans over OTLP; the others ignore it.
-		c.Tracing = &Tracing{OTLP: "127.0.0.1:41005", Ratio: 0.5}
+		// As for programs: spans under the component's service, tagged
+		// with the listeners' components.
+		c.Tracing = &Tracing{OTLP: "127.0.0.1:41005", Ratio: 0.5, Service: "hop1", Components: true}
+	}
+	if withTLS {
+		c.Admin = 41007 // the admin API, for deploy.metrics
 	}
 	path, err := Write(k, c)
 	if err != nil {
@@ -104,6 +109,12 @@ func testRender(t *testing.T, k Kind, proto Protocol, withTLS bool) {
 	}
 	if name == "envoy" && c.Tracing != nil && !strings.Contains(string(text), "41005") {
 		t.Errorf("Envoy's configuration with tracing has no OTLP collector:\n%s", text)
+	}
+	if name == "envoy" && c.Tracing != nil && (!strings.Contains(string(text), `"tag": "svclab.component"`) || !strings.Contains(string(text), `"tag": "svclab.peer"`)) {
+		t.Errorf("Envoy's configuration with Tracing.Components tags no component:\n%s", text)
+	}
+	if name == "envoy" && c.Admin != 0 && !strings.Contains(string(text), "41007") {
+		t.Errorf("Envoy's configuration with Admin has no admin listener:\n%s", text)
 	}
 }
 

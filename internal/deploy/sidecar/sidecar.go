@@ -134,6 +134,10 @@ type Config struct {
 	// request it carries over OTLP, as Istio's observability setup does;
 	// trace headers pass through every proxy either way.
 	Tracing *Tracing
+	// Admin, when not 0, is the loopback port of the proxy's admin API,
+	// whose /stats/prometheus the run's Prometheus scrapes under
+	// deploy.metrics. Envoy alone renders it.
+	Admin int
 }
 
 // Tracing is where a proxy sends its spans and how many it keeps.
@@ -143,6 +147,15 @@ type Tracing struct {
 	// Ratio is the share of requests without a sampled caller that are
 	// traced, (0, 1].
 	Ratio float64
+	// Service is the service the spans report, empty for the proxy's
+	// Name.
+	Service string
+	// Components tags each span with the component of its listener, as
+	// svclab's hosts tag theirs: svclab.component on an inbound
+	// listener's (the component served), svclab.peer on an outbound one's
+	// (the component called). Set where the proxies' spans stand for
+	// their apps', which emit none (the exec app's programs).
+	Components bool
 }
 
 // Kind is one proxy program: it finds its binary and renders a Config in
