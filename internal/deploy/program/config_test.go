@@ -98,16 +98,16 @@ health = "/h"
 			{"deploy.mtls", 16, `deploy.mtls is a feature of svclab's own hosts, which a program has not: set deploy.sidecar = "envoy"`},
 			{"deploy.tracing", 17, "deploy.tracing is a feature of svclab's own hosts"},
 		}},
-		{"sidecars of another kind, with replicas", base + "[deploy]\nsidecar = \"nginx\"\n[deploy.replicas]\nweb = 2\n", []located{
+		{"sidecars of another kind, a node proxy", base + "[deploy]\nsidecar = \"nginx\"\nproxy_mode = \"node\"\n", []located{
 			{"deploy.sidecar", 16, `programs have envoy sidecars alone, not "nginx" yet`},
-			{"deploy.replicas", 17, "replicas of programs with sidecars are not supported yet"},
+			{"deploy.proxy_mode", 17, "each replica of a program has sidecars of its own"},
 		}},
 		{"a load over another protocol than the entry's", strings.NewReplacer(`protocol = "http"`, `protocol = "grpc"`, `health = "/"`, `health = "grpc"`).Replace(base) + "[load]\nrate = 5\n", []located{
 			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},
 		}},
 		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
-		{"autoscale with sidecars", base + "[deploy]\nsidecar = \"envoy\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
-			{"deploy.autoscale.db", 17, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar (line 16) or deploy.autoscale"},
+		{"metrics without sidecars", base + "[deploy]\nmetrics = true\n", []located{
+			{"deploy.metrics", 16, `does not apply to app exec without sidecars: deploy.metrics is a feature of svclab's own hosts, which a program has not: set deploy.sidecar = "envoy", whose proxies carry it`},
 		}},
 		{"autoscale under kube", strings.NewReplacer(`command = ["python3", "-m", "http.server", "{port}"]`, "image = \"web:1\"\nport = 80", `command = ["redis-server", "--port", "{port}"]`, "image = \"redis:7\"\nport = 6379").Replace(base) + "[deploy]\ndeployer = \"kube\"\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
 			{"deploy.autoscale.db", 19, "the kube deployer renders a program's replicas, not an autoscaler for it"},
@@ -140,6 +140,21 @@ func TestResolve(t *testing.T) {
 	}
 	if Of(topo) == nil {
 		t.Error("Of(an exec topology) is nil")
+	}
+}
+
+// TestResolveMesh: with Envoy sidecars the mesh's keys apply to programs,
+// with replicas and autoscalers too: the proxies carry them.
+func TestResolveMesh(t *testing.T) {
+	topo, err := runtime.Resolve(parse(t, base+"[deploy]\nsidecar = \"envoy\"\nmtls = true\ntracing = 0.5\nmetrics = true\n[deploy.replicas]\nweb = 2\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := topo.Mesh; !m.MTLS || m.Tracing != 0.5 || !m.Metrics {
+		t.Errorf("mesh %+v, want mtls, tracing 0.5 and metrics", m)
+	}
+	if g := topo.Groups[topo.GroupOf("web")]; g.Replicas != 2 {
+		t.Errorf("web has %d replicas, want 2", g.Replicas)
 	}
 }
 

@@ -24,7 +24,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
-	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -167,15 +166,12 @@ type deployment struct {
 	// peers are where each program reaches each other component: addrs,
 	// or its sidecar's outbound listeners (sidecars.go).
 	peers map[string]map[string]string
-	// hops are the fault proxies before the programs a hop fault
-	// targets (faults.go).
-	hops map[string]*toxiproxy.Proxy
+	// hops are the fault proxies before each program a hop fault
+	// targets, one per address they forward to (faults.go).
+	hops map[string][]*toxiproxy.Proxy
 
-	dir         string // the sidecars' configurations and certificates
-	sidecarKind sidecar.Kind
-	sidecarBin  string
-	proxies     []proxyOf
-	inbound     map[string]string // each program's inbound listener
+	dir  string       // the sidecars' configurations and certificates
+	mesh *sidecarMesh // the sidecars, with deploy.sidecar (sidecars.go)
 
 	// specDir, reader and opts start the replicas that scaling adds;
 	// scaleMu orders the scales; as are the autoscalers (scale.go).
@@ -201,7 +197,7 @@ func newID() string { return fmt.Sprintf("exec-%d-%d", os.Getpid(), ids.Add(1)) 
 // launch expands the command and env of replica i of component name.
 func (d *deployment) launch(name string, i int, specDir string, opts deploy.Options) (launch, error) {
 	p := d.cfg.Programs[name]
-	a := Addresses{Listen: d.replicas[name][i], Peers: d.peers[name]}
+	a := Addresses{Listen: d.replicas[name][i], Peers: d.peersOf(name, i)}
 	_, a.Port, _ = net.SplitHostPort(a.Listen)
 	l := launch{name: d.replicaName(name, i), dir: p.WorkDir(specDir), log: opts.Log}
 	for _, s := range p.Command {
@@ -451,9 +447,10 @@ func (d *deployment) Exited() <-chan deploy.Process { return d.exited }
 
 // Capabilities: programs speak their own protocols (Describe names them,
 // and shows no gateway of svclab's), and suffer [deploy.faults]
-// (faults.go), and their autoscalers' decisions (scale.go).
+// (faults.go), and their autoscalers' decisions (scale.go); with
+// sidecars, the proxies' telemetry (sidecars.go).
 func (d *deployment) Capabilities() deploy.Capabilities {
-	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d, Scaling: d}
+	return deploy.Capabilities{Programs: d, Killer: d, HopFaults: d, Scaling: d}.Over(d.meshCapabilities())
 }
 
 // Protocols maps each component to what its program speaks.
@@ -472,6 +469,7 @@ func (d *deployment) Stop(ctx context.Context) error {
 	d.stopOnce.Do(func() {
 		d.as.Stop() // waits for a scale in progress
 		close(d.stopCh)
+		d.mesh.beforeStop(ctx)
 		d.mu.Lock()
 		procs := slices.Clone(d.procs)
 		d.mu.Unlock()
@@ -485,6 +483,7 @@ func (d *deployment) Stop(ctx context.Context) error {
 			}()
 		}
 		wg.Wait()
+		errs = append(errs, d.mesh.stop(ctx))
 		d.closeHops()
 		for _, name := range slices.Sorted(maps.Keys(d.fronts)) {
 			errs = append(errs, d.fronts[name].Close())

@@ -547,10 +547,10 @@ func TestSidecarsMTLS(t *testing.T) {
 	}
 	d := dep.(*deployment)
 	// The frontend reaches Redis through its proxy, not directly.
-	if d.peers["frontend"]["cart"] == d.addrs["cart"] {
+	if d.peersOf("frontend", 0)["cart"] == d.addrs["cart"] {
 		t.Errorf("the frontend calls cart at its own address %s, not through its sidecar", d.addrs["cart"])
 	}
-	c, err := net.DialTimeout("tcp", d.inbound["cart"], 5*time.Second)
+	c, err := net.DialTimeout("tcp", d.inboundOf("cart", 0), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -562,7 +562,7 @@ func TestSidecarsMTLS(t *testing.T) {
 		t.Errorf("a plaintext client reached Redis through its proxy: %q", got)
 	}
 	client := &http.Client{Timeout: 5 * time.Second}
-	if resp, err := client.Get("http://" + d.inbound["static"] + "/index.html"); err == nil {
+	if resp, err := client.Get("http://" + d.inboundOf("static", 0) + "/index.html"); err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		t.Errorf("a plaintext client got %s %q from nginx's proxy", resp.Status, b)

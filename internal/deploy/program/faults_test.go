@@ -65,12 +65,12 @@ func hopFaults(t *testing.T, sets []string) {
 	}
 	d := dep.(*deployment)
 	for _, c := range []string{"cart", "static"} {
-		if d.hops[c] == nil {
-			t.Errorf("no fault proxy before %s", c)
-		} else if up := d.hops[c].Upstream; sets == nil && up != d.addrs[c] || sets != nil && up != d.inbound[c] {
-			t.Errorf("the fault proxy before %s forwards to %s, not to its address %s or its sidecar's %s", c, up, d.addrs[c], d.inbound[c])
+		if len(d.hops[c]) != 1 {
+			t.Errorf("fault proxies before %s: %v, want one", c, d.hops[c])
+		} else if up := d.hops[c][0].Upstream; sets == nil && up != d.addrs[c] || sets != nil && up != d.inboundOf(c, 0) {
+			t.Errorf("the fault proxy before %s forwards to %s, not to its address %s or its sidecar's %s", c, up, d.addrs[c], d.inboundOf(c, 0))
 		}
-		if d.peers["frontend"][c] == d.addrs[c] {
+		if d.peersOf("frontend", 0)[c] == d.addrs[c] {
 			t.Errorf("the frontend reaches %s at its own address %s, not through the fault proxy", c, d.addrs[c])
 		}
 	}

@@ -28,20 +28,27 @@ func startFront(protocol string, replicas []string) (balancingFront, error) {
 	return front.StartHTTP(replicas, dial, true)
 }
 
-// updateFront keeps the front of component name, if it has one, on its
-// live replicas.
+// updateFront keeps what balances over component name's replicas on its
+// live ones: its front, if it has one (before the replicas, or with
+// sidecars before their ingress listeners), and with sidecars its callers'
+// proxies. Once the deployment stops, nothing changes.
 func (d *deployment) updateFront(name string) {
-	f := d.fronts[name]
-	if f == nil {
+	select {
+	case <-d.stopCh:
 		return
+	default:
 	}
-	d.mu.Lock()
 	var live []string
-	for _, p := range d.procs {
-		if p.component == name && !p.exited() {
-			live = append(live, p.addr)
-		}
+	for _, p := range d.live(name) {
+		live = append(live, p.addr)
 	}
-	d.mu.Unlock()
-	f.Update(live)
+	if d.mesh != nil {
+		if err := d.setUpstreams(name, live); err != nil {
+			d.logf("%v", err)
+		}
+		live = d.mesh.ingresses(live)
+	}
+	if f := d.fronts[name]; f != nil {
+		f.Update(live)
+	}
 }

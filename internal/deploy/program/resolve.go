@@ -51,6 +51,9 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 		StartTimeout: s.Deploy.StartTimeout.D(),
 		Spec:         s,
 		Sidecar:      spec.SidecarNone,
+		// The programs' own sidecars carry these (sidecars.go), which
+		// checkUnsupported refuses without them.
+		Mesh: runtime.Mesh{MTLS: s.Deploy.MTLS, Tracing: s.Deploy.Tracing, Metrics: s.Deploy.Metrics},
 	}
 	for _, name := range cfg.Names() {
 		topo.Groups = append(topo.Groups, runtime.Group{Name: name, Components: []string{name}, Replicas: 1})
@@ -119,8 +122,8 @@ var unsupported = []struct{ key, why string }{
 	{"deploy.http_limits", "they bound svclab's own HTTP servers; a program has its own limits"},
 	{"deploy.languages", "it chooses the implementation of svclab's reference components; a program is its own implementation"},
 	{"deploy.resilience", "it is the retries and timeouts of svclab's own hosts; a program makes its own calls"},
-	{"deploy.balancer", "the front before a program's replicas balances round robin, per request (per connection for tcp)"},
-	{"deploy.proxy_mode", "sidecars for programs are not supported yet"},
+	{"deploy.balancer", "what balances over a program's replicas (the front, or the callers' sidecars) does so round robin, per request (per connection for tcp)"},
+	{"deploy.proxy_mode", "each replica of a program has sidecars of its own; a node proxy for programs is not supported yet"},
 }
 
 // checkUnsupported refuses, at its key, each [deploy] key that does not
@@ -136,25 +139,14 @@ func checkUnsupported(s *spec.Spec) error {
 	if sidecars && !slices.Contains(sidecarKinds, s.Deploy.Sidecar) {
 		errs = append(errs, s.Errorf("deploy.sidecar", "programs have %s sidecars alone, not %q yet", strings.Join(sidecarKinds, " or "), s.Deploy.Sidecar))
 	}
-	for _, table := range []string{"deploy.replicas", "deploy.autoscale"} {
-		if key, ok := s.FirstWritten(table); ok && sidecars {
-			errs = append(errs, s.Errorf(key, "replicas of programs with sidecars are not supported yet; leave out deploy.sidecar%s or %s", s.Origin("deploy.sidecar"), table))
-		}
-	}
 	if key, ok := s.FirstWritten("deploy.autoscale"); ok && s.Deploy.Deployer == "kube" {
 		errs = append(errs, s.Errorf(key, "the kube deployer renders a program's replicas, not an autoscaler for it, yet; leave [deploy.autoscale] out or use deploy.deployer = \"local\""))
 	}
+	if sidecars {
+		return errors.Join(errs...) // the proxies carry every mesh key
+	}
 	for _, key := range runtime.MeshOf(s.Deploy).Keys() {
-		if key == "deploy.mtls" && sidecars {
-			continue // the proxies carry it
-		}
-		why := "a feature of svclab's own hosts, which a program has not"
-		if key == "deploy.mtls" {
-			why += ": set deploy.sidecar = \"envoy\", whose proxies carry it"
-		} else if sidecars {
-			why += "; the programs' proxies do not report it yet"
-		}
-		errs = append(errs, s.Errorf(key, "does not apply to app %s: %s is %s; leave it out", AppName, key, why))
+		errs = append(errs, s.Errorf(key, "does not apply to app %s without sidecars: %s is a feature of svclab's own hosts, which a program has not: set deploy.sidecar = \"envoy\", whose proxies carry it", AppName, key))
 	}
 	return errors.Join(errs...)
 }

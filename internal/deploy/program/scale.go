@@ -16,10 +16,12 @@ import (
 // The autoscalers of [deploy.autoscale] (internal/deploy/autoscaler) see a
 // deployment of programs as they see the local deployer's: each
 // component's live replicas, read through their resource sources, and
-// Scale. A component that scales always has a front, so its callers and
-// the load keep one address while its replicas come and go: a new replica
-// joins the front once healthy, and one scaled in leaves it before it is
-// stopped.
+// Scale. A component that scales is always reached through what balances
+// over its replicas, so its callers and the load keep one address while
+// its replicas come and go: a front, or with sidecars its callers'
+// proxies (and the entry's front before its replicas' ingress listeners).
+// A new replica (with its own proxies) joins them once healthy, and one
+// scaled in leaves them before it is stopped (and then its proxies).
 
 // Live lists the running replicas of group g's program, for the
 // autoscaler (autoscaler.Target).
@@ -58,8 +60,8 @@ func (d *deployment) Scale(ctx context.Context, group string, n int) error {
 		return fmt.Errorf("scale: no group %s", group)
 	}
 	name := d.topo.Groups[g].Components[0]
-	if d.fronts[name] == nil {
-		return fmt.Errorf("scale: component %s has no front to scale behind (it has neither [deploy.autoscale] nor replicas)", name)
+	if gr := d.topo.Groups[g]; gr.Replicas == 1 && gr.Autoscale == nil {
+		return fmt.Errorf("scale: component %s has nothing that balances over its replicas to scale behind (it has neither [deploy.autoscale] nor replicas)", name)
 	}
 	if n < 1 {
 		return fmt.Errorf("scale: component %s to %d replicas: at least one", name, n)
@@ -72,7 +74,8 @@ func (d *deployment) Scale(ctx context.Context, group string, n int) error {
 }
 
 // scaleUp starts k more replicas of component name, each on a new port
-// and under a new ordinal, and adds them to its front once every one is
+// and under a new ordinal (with sidecars, each after its own proxies),
+// and adds them to its front or its callers' proxies once every one is
 // healthy; on an error none stays.
 func (d *deployment) scaleUp(ctx context.Context, name string, k int) error {
 	var started []*process
@@ -83,8 +86,13 @@ func (d *deployment) scaleUp(ctx context.Context, name string, k int) error {
 		}
 		_ = l.Close() // the program binds it
 		d.replicas[name] = append(d.replicas[name], l.Addr().String())
-		p, err := d.startReplica(name, len(d.replicas[name])-1, d.specDir, d.reader, d.opts)
+		i := len(d.replicas[name]) - 1
+		if err := d.addReplicaProxies(ctx, name, i); err != nil {
+			return errors.Join(fmt.Errorf("scale: %w", err), d.retireProxies(ctx, d.replicas[name][i]), d.drop(ctx, started))
+		}
+		p, err := d.startReplica(name, i, d.specDir, d.reader, d.opts)
 		if err != nil {
+			err = errors.Join(err, d.retireProxies(ctx, d.replicas[name][i]))
 			return errors.Join(fmt.Errorf("scale: %w", err), d.drop(ctx, started))
 		}
 		d.mu.Lock()
@@ -103,13 +111,14 @@ func (d *deployment) scaleUp(ctx context.Context, name string, k int) error {
 	d.mu.Unlock()
 	for _, p := range started {
 		go d.watch(p)
+		d.watchProxies(p.addr)
 	}
 	d.updateFront(name)
 	return nil
 }
 
-// drop takes procs out of the deployment and their front, as processes
-// meant to end, and stops them.
+// drop takes procs out of the deployment and of what balances over
+// them, as processes meant to end, and stops them, then their proxies.
 func (d *deployment) drop(ctx context.Context, procs []*process) error {
 	if len(procs) == 0 {
 		return nil
@@ -125,6 +134,9 @@ func (d *deployment) drop(ctx context.Context, procs []*process) error {
 	for i, p := range procs {
 		errs[i] = p.stop(ctx, stopGrace)
 	}
+	for _, p := range procs {
+		errs = append(errs, d.retireProxies(ctx, p.addr))
+	}
 	return errors.Join(errs...)
 }
 
@@ -134,10 +146,6 @@ func (d *deployment) ScaleEvents() []deploy.ScaleEvent { return d.as.Events() }
 
 // startAutoscalers starts the loops of the components that have one.
 func (d *deployment) startAutoscalers() (err error) {
-	d.as, err = autoscaler.Start(d.topo, d, func(format string, args ...any) {
-		if d.opts.Log != nil {
-			fmt.Fprintf(d.opts.Log, "[svclab] deployment %s: "+format+"\n", append([]any{d.id}, args...)...)
-		}
-	})
+	d.as, err = autoscaler.Start(d.topo, d, d.logf)
 	return err
 }

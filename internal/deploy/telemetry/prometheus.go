@@ -28,8 +28,24 @@ const tailLines = 40
 const ScrapeInterval = time.Second
 
 // scraped are the series kept from a run: svclab's RED metrics and each
-// host's CPU, memory and goroutines.
-const scraped = `{__name__=~"svclab_.*|process_cpu_seconds_total|process_resident_memory_bytes|go_goroutines"}`
+// host's CPU, memory and goroutines; and of Envoy proxies whose stats are
+// scraped (the exec app's, EnvoyStats), what EnvoyStats keeps.
+const scraped = `{__name__=~"svclab_.*|process_cpu_seconds_total|process_resident_memory_bytes|go_goroutines|envoy_.*"}`
+
+// EnvoyStatsPath is where an Envoy's admin API serves its stats to
+// Prometheus.
+const EnvoyStatsPath = "/stats/prometheus"
+
+// EnvoyStats are the query parameters that keep an Envoy's stats to its
+// requests, connections and their latencies, per listener and per
+// cluster (upstream), of those it has used: what a mesh's dashboards
+// show of each hop. Envoy matches the filter against its own stat names
+// (cluster.to_out_web_db.upstream_rq_total), before it names them for
+// Prometheus (envoy_cluster_upstream_rq_total{envoy_cluster_name=...}).
+var EnvoyStats = map[string]string{
+	"usedonly": "true",
+	"filter":   `^(cluster\.[^.]+\.upstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|http\.[^.]+\.downstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|tcp\.[^.]+\.downstream_cx_total)$`,
+}
 
 // prometheus is the metrics program of a deployment with deploy.metrics.
 type prometheus struct {

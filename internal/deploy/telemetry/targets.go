@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -32,7 +33,16 @@ type fileSDGroup struct {
 func (p *prometheus) writeTargets(targets []Target) error {
 	groups := make([]fileSDGroup, 0, len(targets))
 	for _, t := range targets {
-		groups = append(groups, fileSDGroup{Targets: []string{t.Addr}, Labels: map[string]string{"process": t.Process}})
+		labels := map[string]string{"process": t.Process}
+		maps.Copy(labels, t.Labels)
+		// Prometheus's own labels for where and how it scrapes a target.
+		if t.Path != "" {
+			labels["__metrics_path__"] = t.Path
+		}
+		for k, v := range t.Params {
+			labels["__param_"+k] = v
+		}
+		groups = append(groups, fileSDGroup{Targets: []string{t.Addr}, Labels: labels})
 	}
 	b, err := json.MarshalIndent(groups, "", "  ")
 	if err != nil {

@@ -45,6 +45,31 @@ func TestWriteTargets(t *testing.T) {
 	}
 }
 
+// TestWriteTargetsPath: a target's path, query parameters and labels
+// are the labels through which file_sd tells Prometheus how to scrape it
+// (__metrics_path__, __param_<name>) and what to add to its series.
+func TestWriteTargetsPath(t *testing.T) {
+	p := &prometheus{dir: t.TempDir()}
+	tg := Target{Addr: "127.0.0.1:1", Process: "web#1.envoy", Path: EnvoyStatsPath, Params: map[string]string{"usedonly": "true"}, Labels: map[string]string{"group": "web"}}
+	if err := p.writeTargets([]Target{tg}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(p.dir, targetsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []fileSDGroup
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", b, err)
+	}
+	want := []fileSDGroup{{Targets: []string{tg.Addr}, Labels: map[string]string{
+		"process": "web#1.envoy", "group": "web", "__metrics_path__": "/stats/prometheus", "__param_usedonly": "true",
+	}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("file %s, want %+v", b, want)
+	}
+}
+
 // TestNoTelemetry: a deployment without telemetry (a nil *Telemetry) says
 // so when asked for spans or series, and its other methods do nothing.
 func TestNoTelemetry(t *testing.T) {

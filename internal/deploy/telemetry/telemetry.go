@@ -63,6 +63,13 @@ type Target struct {
 	// Process names the replica (`hop2#1`): the label `process` of every
 	// series scraped from it.
 	Process string
+	// Path is where the listener serves its metrics, empty for /metrics;
+	// Params are the query parameters of every scrape (an Envoy admin
+	// API's filter, which keeps a scrape to the series kept).
+	Path   string
+	Params map[string]string
+	// Labels are set on every series scraped from it, beside process.
+	Labels map[string]string
 }
 
 // Telemetry is a deployment's running telemetry programs. A nil
@@ -75,9 +82,11 @@ type Telemetry struct {
 	prometheus *prometheus
 
 	// proxies are the services (proxy names) under which sidecars that
-	// emit their own spans report them.
+	// emit their own spans report them; apps those under which proxies
+	// report spans that stand for their apps' (TraceApp).
 	mu      sync.Mutex
 	proxies []string
+	apps    []string
 
 	// collected is closed once spans and series are read (Stop).
 	collected chan struct{}
@@ -145,6 +154,25 @@ func (t *Telemetry) TraceProxy(k sidecar.Kind, c *sidecar.Config) {
 	t.mu.Unlock()
 }
 
+// TraceApp makes proxy c of kind k emit spans that stand for those of
+// the app behind it, under service: the exec app's programs emit none of
+// their own, so their proxies' are theirs, as Istio's are for an app that
+// is not instrumented. The spans carry their listeners' components as
+// the hosts' spans do (sidecar.Tracing.Components), and Spans reads them
+// as an app's, not a proxy's. As TraceProxy, only Envoy does, and only at
+// layer 7.
+func (t *Telemetry) TraceApp(k sidecar.Kind, c *sidecar.Config, service string) {
+	if !t.Tracing() || k.Name() != "envoy" || c.Protocol == sidecar.TCP {
+		return
+	}
+	c.Tracing = &sidecar.Tracing{OTLP: t.jaeger.otlp, Ratio: t.cfg.Tracing, Service: service, Components: true}
+	t.mu.Lock()
+	if !slices.Contains(t.apps, service) {
+		t.apps = append(t.apps, service)
+	}
+	t.mu.Unlock()
+}
+
 // AwaitScraping waits, once every host is ready, until Prometheus has
 // scraped every target once, or ctx ends: Prometheus hands its scrapers
 // their targets some seconds after it starts, and a run must not begin
@@ -180,7 +208,7 @@ func (t *Telemetry) BeforeStop(ctx context.Context) {
 		t.prometheus.finalScrape(ctx)
 	}
 	t.mu.Lock()
-	proxies := len(t.proxies)
+	proxies := len(t.proxies) + len(t.apps)
 	t.mu.Unlock()
 	if proxies == 0 {
 		return
@@ -196,7 +224,7 @@ func (t *Telemetry) BeforeStop(ctx context.Context) {
 // Stop reads what the programs received, once every host has stopped (and
 // so exported its last spans and served its last scrape), then stops them
 // and removes their cgroup. services are the deployment's groups, under
-// which the hosts report their spans.
+// which the hosts report their spans (those TraceApp named are read too).
 func (t *Telemetry) Stop(ctx context.Context, services []string) error {
 	if t == nil {
 		return nil
@@ -216,8 +244,9 @@ func (t *Telemetry) Stop(ctx context.Context, services []string) error {
 	if t.jaeger != nil {
 		t.mu.Lock()
 		proxies := slices.Clone(t.proxies)
+		services = append(slices.Clone(services), t.apps...)
 		t.mu.Unlock()
-		t.spans, t.spansErr = t.jaeger.settledSpans(qctx, append(slices.Clone(services), proxies...))
+		t.spans, t.spansErr = t.jaeger.settledSpans(qctx, append(services, proxies...))
 		for i := range t.spans {
 			t.spans[i].Proxy = slices.Contains(proxies, t.spans[i].Service)
 		}

@@ -68,6 +68,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 for _ in range(PAGES):
                     body = page()
             except Exception as e:  # the callee's error, to the client
+                # A connection that failed is not reused: the next call on
+                # this thread (the same client connection, when a proxy
+                # keeps it alive) opens a new one.
+                for k in ("redis", "rfile", "static"):
+                    local.__dict__.pop(k, None)
                 return self.answer(502, ("%s\n" % e).encode())
             return self.answer(200, json.dumps({"hits": hits, "page_bytes": len(body)}).encode() + b"\n")
         self.answer(404, b"not found\n")
