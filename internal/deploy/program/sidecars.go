@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -78,6 +79,9 @@ type sidecarMesh struct {
 	tel    *telemetry.Telemetry
 	// metrics says whether the proxies serve their stats (deploy.metrics).
 	metrics bool
+	// done ends the thread that forked the telemetry programs, once they
+	// have stopped (spawn).
+	done chan struct{}
 
 	// mu guards replicas and the proxies' configurations, which
 	// endpoint updates change.
@@ -114,7 +118,7 @@ func (d *deployment) layOutSidecars(s *spec.Spec) error {
 	if err != nil {
 		return err
 	}
-	m := &sidecarMesh{kind: k, replicas: map[string]*replicaMesh{}, leadsTo: map[string]string{}, metrics: d.topo.Mesh.Metrics}
+	m := &sidecarMesh{kind: k, replicas: map[string]*replicaMesh{}, leadsTo: map[string]string{}, metrics: d.topo.Mesh.Metrics, done: make(chan struct{})}
 	if m.bin, err = k.Binary(); err != nil {
 		return err
 	}
@@ -323,7 +327,7 @@ func (d *deployment) startSidecars(ctx context.Context, _ *procstat.Reader, opts
 		var err error
 		m.tel, err = telemetry.Start(ctx, telemetry.Config{
 			ID: d.id, Dir: d.dir, Tracing: ratio, JaegerPath: deploy.JaegerPath(),
-			CPUs: opts.TelemetryCPUs, DeploymentCPUs: opts.CPUs, Proc: d.reader,
+			CPUs: opts.TelemetryCPUs, DeploymentCPUs: opts.CPUs, Proc: d.reader, Spawn: m.spawn,
 		})
 		if err != nil {
 			return err
@@ -551,12 +555,36 @@ func (m *sidecarMesh) targets() []telemetry.Target {
 	return out
 }
 
+// spawn runs start, which starts a telemetry program, on a thread of
+// its own that lives until the program has stopped: the program's
+// parent-death signal comes when the thread that forked it ends, and Go
+// ends a thread whose goroutine exits locked to it (as the goroutine that
+// waits for each program and proxy does, internal/deploy/child).
+func (m *sidecarMesh) spawn(start func()) {
+	started := make(chan struct{})
+	go func() {
+		goruntime.LockOSThread()
+		start()
+		close(started)
+		<-m.done
+	}()
+	<-started
+}
+
 // beforeStop lets the telemetry catch up with the last calls before the
-// proxies stop.
+// proxies stop: their histograms' last flush, then the telemetry's own
+// wait (telemetry.BeforeStop).
 func (m *sidecarMesh) beforeStop(ctx context.Context) {
-	if m != nil {
-		m.tel.BeforeStop(ctx)
+	if m == nil || m.tel == nil {
+		return
 	}
+	if m.tel.Metrics() {
+		select {
+		case <-time.After(2 * sidecar.EnvoyStatsFlushInterval):
+		case <-ctx.Done():
+		}
+	}
+	m.tel.BeforeStop(ctx)
 }
 
 // stop reads what the telemetry programs received, once every proxy has
@@ -565,6 +593,7 @@ func (m *sidecarMesh) stop(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
+	defer close(m.done)
 	return m.tel.Stop(ctx, nil)
 }
 

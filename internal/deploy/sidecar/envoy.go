@@ -3,6 +3,7 @@ package sidecar
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -192,6 +193,9 @@ func (envoy) Render(c Config) ([]byte, error) {
 	}
 	if c.Admin != 0 {
 		boot["admin"] = obj{"address": envoyAddr(loopback(c.Admin))}
+		// Histograms reach the admin API's stats at each flush (5 s by
+		// default): often, so that a scrape sees the last calls.
+		boot["stats_flush_interval"] = fmt.Sprintf("%gs", EnvoyStatsFlushInterval.Seconds())
 	}
 	if c.Tracing != nil && c.Protocol != TCP {
 		// Envoy exports a worker's spans once it holds min_flush_spans of
@@ -213,6 +217,12 @@ func (envoy) Render(c Config) ([]byte, error) {
 // holds; a deployer lets this much time pass after the last request before
 // it stops the proxies, so that no span is lost.
 const EnvoyFlushInterval = 250 * time.Millisecond
+
+// EnvoyStatsFlushInterval is how often an Envoy with an admin API
+// (Config.Admin) merges its histograms into the stats it serves; a
+// deployer lets this much time pass after the last request before the
+// last scrape.
+const EnvoyStatsFlushInterval = 250 * time.Millisecond
 
 // envoyMinFlushSpans is the batch at which a worker exports at once.
 const envoyMinFlushSpans = 256

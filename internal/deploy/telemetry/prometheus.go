@@ -38,13 +38,14 @@ const EnvoyStatsPath = "/stats/prometheus"
 
 // EnvoyStats are the query parameters that keep an Envoy's stats to its
 // requests, connections and their latencies, per listener and per
-// cluster (upstream), of those it has used: what a mesh's dashboards
+// cluster of a hop (to_<listener>: not its collector's), of those it has
+// used: what a mesh's dashboards
 // show of each hop. Envoy matches the filter against its own stat names
 // (cluster.to_out_web_db.upstream_rq_total), before it names them for
 // Prometheus (envoy_cluster_upstream_rq_total{envoy_cluster_name=...}).
 var EnvoyStats = map[string]string{
 	"usedonly": "true",
-	"filter":   `^(cluster\.[^.]+\.upstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|http\.[^.]+\.downstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|tcp\.[^.]+\.downstream_cx_total)$`,
+	"filter":   `^(cluster\.to_[^.]+\.upstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|http\.[^.]+\.downstream_(rq_total|cx_total|rq_time|rq_[1-5]xx)|tcp\.[^.]+\.downstream_cx_total)$`,
 }
 
 // prometheus is the metrics program of a deployment with deploy.metrics.
