@@ -2,7 +2,9 @@
 library only) that counts each visit in Redis and fetches the page nginx
 serves PAGES times (default 1) per call. It listens on the address in
 argv[1] and finds its callees in REDIS_ADDR and STATIC_ADDR, as svclab's
-templates give them."""
+templates give them. It hands its calls to nginx the trace context of the
+call it serves (traceparent), so that with sidecars and deploy.tracing a
+request's spans join in one trace."""
 
 import http.client
 import http.server
@@ -45,7 +47,8 @@ def page():
     if conn is None:
         conn = http.client.HTTPConnection(*STATIC, timeout=5)
         local.static = conn
-    conn.request("GET", "/index.html")
+    tp = getattr(local, "traceparent", None)
+    conn.request("GET", "/index.html", headers={"traceparent": tp} if tp else {})
     resp = conn.getresponse()
     body = resp.read()
     if resp.status != 200:
@@ -63,6 +66,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if self.path == "/healthz":
             return self.answer(200, b"ok\n")
         if self.path == "/":
+            local.traceparent = self.headers.get("traceparent")
             try:
                 hits = int(redis("INCR", "hits"))
                 for _ in range(PAGES):
