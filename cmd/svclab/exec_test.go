@@ -154,11 +154,7 @@ func TestExecRun(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, lastLines(stderr, 30))
 	}
-	m := regexp.MustCompile(`(?m)^results: (.+)$`).FindStringSubmatch(stdout)
-	if m == nil {
-		t.Fatalf("no 'results:' line in stdout:\n%s", stdout)
-	}
-	dir := strings.TrimSpace(m[1])
+	dir := resultsDir(t, stdout)
 	checkRunsOK(t, dir)
 	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*"))
 	if len(runs) != 4 {

@@ -40,11 +40,7 @@ func TestExecRunMesh(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, lastLines(stderr, 30))
 	}
-	m := regexp.MustCompile(`(?m)^results: (.+)$`).FindStringSubmatch(stdout)
-	if m == nil {
-		t.Fatalf("no 'results:' line in stdout:\n%s", stdout)
-	}
-	dir := strings.TrimSpace(m[1])
+	dir := resultsDir(t, stdout)
 	checkRunsOK(t, dir)
 	runs, _ := filepath.Glob(filepath.Join(dir, "runs", "*"))
 	if len(runs) != 1 {
@@ -95,4 +91,15 @@ func TestExecRunMesh(t *testing.T) {
 			t.Errorf("%s served no call: %v", p, last)
 		}
 	}
+}
+
+// resultsDir is the experiment's directory, which svclab run prints on
+// its results: line.
+func resultsDir(t *testing.T, stdout string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^results: (.+)$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no 'results:' line in stdout:\n%s", stdout)
+	}
+	return strings.TrimSpace(m[1])
 }

@@ -464,25 +464,10 @@ func (d *deployment) setUpstreams(name string, addrs []string) error {
 	if err != nil {
 		return err
 	}
-	live, _ := m.kind.(sidecar.Live) // every kind of sidecarKinds is
 	var errs []error
 	for _, rm := range m.replicas {
 		for i := range rm.configs {
-			c := &rm.configs[i]
-			var changed []sidecar.Listener
-			for j := range c.Listeners {
-				l := &c.Listeners[j]
-				if l.Inbound || l.Component != name || slices.Equal(l.Upstreams, ups) {
-					continue
-				}
-				l.Upstreams = slices.Clone(ups)
-				changed = append(changed, *l)
-			}
-			if len(changed) > 0 && live != nil {
-				if err := live.Update(*c, changed); err != nil {
-					errs = append(errs, fmt.Errorf("sidecar %s: %w", c.Name, err))
-				}
-			}
+			errs = append(errs, sidecar.SetUpstreams(m.kind, &rm.configs[i], name, ups))
 		}
 	}
 	return errors.Join(errs...)

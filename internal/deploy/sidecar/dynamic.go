@@ -100,29 +100,50 @@ func writeAtomic(path string, data []byte) error {
 // and, for a Live kind, tells the running proxies. For another kind it
 // returns ErrStatic: their proxies keep the upstreams they started with.
 func (lay *Layout) SetUpstreams(component string, addrs []string) error {
-	lk, live := lay.Kind.(Live)
-	var errs []error
-	for i := range lay.Proxies {
-		c := &lay.Proxies[i].Config
-		var changed []Listener
-		for j := range c.Listeners {
-			l := &c.Listeners[j]
-			if l.Inbound || l.Component != component || slices.Equal(l.Upstreams, addrs) {
-				continue
-			}
-			l.Upstreams = slices.Clone(addrs)
-			changed = append(changed, *l)
+	if _, live := lay.Kind.(Live); !live {
+		for i := range lay.Proxies {
+			retarget(&lay.Proxies[i].Config, component, addrs)
 		}
-		if live && len(changed) > 0 {
-			if err := lk.Update(*c, changed); err != nil {
-				errs = append(errs, fmt.Errorf("sidecar %s: %w", c.Name, err))
-			}
-		}
-	}
-	if !live {
 		return fmt.Errorf("%s sidecars, on the way to %s: %w", lay.Kind.Name(), component, ErrStatic)
 	}
+	var errs []error
+	for i := range lay.Proxies {
+		errs = append(errs, SetUpstreams(lay.Kind, &lay.Proxies[i].Config, component, addrs))
+	}
 	return errors.Join(errs...)
+}
+
+// SetUpstreams points every outbound listener of the proxy configured by
+// c that leads to component at addrs and, for a Live kind, tells the
+// running proxy; another kind's keeps its upstreams (ErrStatic).
+func SetUpstreams(k Kind, c *Config, component string, addrs []string) error {
+	changed := retarget(c, component, addrs)
+	if len(changed) == 0 {
+		return nil
+	}
+	lk, live := k.(Live)
+	if !live {
+		return fmt.Errorf("%s sidecar %s, on the way to %s: %w", k.Name(), c.Name, component, ErrStatic)
+	}
+	if err := lk.Update(*c, changed); err != nil {
+		return fmt.Errorf("sidecar %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// retarget sets the upstreams of c's outbound listeners to component, and
+// returns those that changed.
+func retarget(c *Config, component string, addrs []string) []Listener {
+	var changed []Listener
+	for j := range c.Listeners {
+		l := &c.Listeners[j]
+		if l.Inbound || l.Component != component || slices.Equal(l.Upstreams, addrs) {
+			continue
+		}
+		l.Upstreams = slices.Clone(addrs)
+		changed = append(changed, *l)
+	}
+	return changed
 }
 
 // InboundOf is the address of the inbound listener in front of component
