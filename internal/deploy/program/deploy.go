@@ -164,7 +164,8 @@ type deployment struct {
 	replicas map[string][]string
 	fronts   map[string]balancingFront
 	// peers are where each program reaches each other component: addrs,
-	// or its sidecar's outbound listeners (sidecars.go).
+	// or fault proxies; with sidecars each replica's own proxy's outbound
+	// listeners stand for them (peersOf, sidecars.go).
 	peers map[string]map[string]string
 	// hops are the fault proxies before each program a hop fault
 	// targets, one per address they forward to (faults.go).

@@ -22,6 +22,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/sidecar"
 	"github.com/svclab/svclab/internal/deploy/telemetry"
 	"github.com/svclab/svclab/internal/pki"
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -328,6 +329,7 @@ func (d *deployment) startSidecars(ctx context.Context, _ *procstat.Reader, opts
 		m.tel, err = telemetry.Start(ctx, telemetry.Config{
 			ID: d.id, Dir: d.dir, Tracing: ratio, JaegerPath: deploy.JaegerPath(),
 			CPUs: opts.TelemetryCPUs, DeploymentCPUs: opts.CPUs, Proc: d.reader, Spawn: m.spawn,
+			Series: "the proxies' envoy_cluster_upstream_rq_total, envoy_http_downstream_rq_time_bucket, ... by group and component",
 		})
 		if err != nil {
 			return err
@@ -369,6 +371,10 @@ func (d *deployment) startProxies(ctx context.Context, rm *replicaMesh) error {
 		}
 		p.info.Role, p.info.Group, p.info.Components = deploy.RoleSidecar, rm.component, []string{rm.component}
 		p.component = rm.component
+		if c.Protocol == protocolOf(d.cfg.Programs[rm.component].Protocol) {
+			// Its inbound listener: where callers' proxies reach the replica.
+			p.listen[rm.component] = runtime.Endpoint{Transport: d.cfg.Programs[rm.component].Protocol, Network: "tcp", Addr: rm.inbound}
+		}
 		d.mu.Lock()
 		d.procs = append(d.procs, p)
 		d.mu.Unlock()

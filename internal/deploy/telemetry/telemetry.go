@@ -54,6 +54,9 @@ type Config struct {
 	Spawn func(start func())
 	// Proc reads the programs' resource counters.
 	Proc *procstat.Reader
+	// Series names a few of the series the targets serve, for Lines;
+	// empty for the hosts' (svclab_requests_total, ...).
+	Series string
 }
 
 // Target is one host's metrics listener, for Prometheus to scrape.
@@ -338,7 +341,11 @@ func (t *Telemetry) Lines() []string {
 		out = append(out, fmt.Sprintf("tracing: %g%% of requests, Jaeger UI at %s", 100*t.cfg.Tracing, t.jaeger.query))
 	}
 	if t.Metrics() {
-		out = append(out, fmt.Sprintf("metrics: Prometheus at %s (svclab_requests_total, svclab_request_duration_seconds, ...)", t.prometheus.web))
+		series := t.cfg.Series
+		if series == "" {
+			series = "svclab_requests_total, svclab_request_duration_seconds, ..."
+		}
+		out = append(out, fmt.Sprintf("metrics: Prometheus at %s (%s)", t.prometheus.web, series))
 	}
 	return out
 }
