@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,9 +79,10 @@ func get(t *testing.T, dep deploy.Deployment, n int) map[string]int {
 }
 
 // TestSidecarReplicas: with sidecars, mutual TLS and three replicas of
-// b, each replica has its own proxy, a's proxy spreads a's calls over
+// c, each replica has its own proxy, b's proxy spreads b's calls over
 // every replica's, and a replica that a kill fault ends leaves it: the
-// calls go on to the others, and the killed replica's proxies are gone.
+// calls go on to the others, and the killed replica's proxies are gone;
+// so does one that dies.
 func TestSidecarReplicas(t *testing.T) {
 	need(t, "python3")
 	needEnvoy(t)
@@ -131,11 +135,65 @@ func TestSidecarReplicas(t *testing.T) {
 	if seen[d.replicas["c"][1]] != 0 || len(seen) != 2 {
 		t.Errorf("calls after c#1 was killed went to %v, want both others", seen)
 	}
+	// Envoy would retry past a replica that is gone; what takes it out
+	// is the update of b's proxy.
+	checkUpstreams(t, d, "b", "c", 0, 2)
 	select {
 	case p := <-dep.Exited():
 		t.Errorf("a killed replica or its proxy was reported on Exited: %s", p.Info())
 	case <-time.After(500 * time.Millisecond):
 	}
+	// A replica that dies leaves a's proxy too, and its death is
+	// reported.
+	var c0 deploy.Process
+	for _, p := range dep.Processes() {
+		if p.Info().Name == "c#0" {
+			c0 = p
+		}
+	}
+	if err := syscall.Kill(c0.Info().PID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if ex := (<-dep.Exited()).Exit(); ex.Process.Name != "c#0" {
+		t.Errorf("reported the exit of %s, want c#0", ex.Process.Name)
+	}
+	if seen := get(t, dep, 10); seen[d.replicas["c"][2]] != 10 {
+		t.Errorf("calls after c#0 died went to %v, want c#2 alone", seen)
+	}
+	checkUpstreams(t, d, "b", "c", 2)
+}
+
+// checkUpstreams checks that the outbound listener of caller's proxy to
+// callee leads to the inbound listeners of callee's replicas want, and to
+// the same in the endpoint file the running Envoy reads.
+func checkUpstreams(t *testing.T, d *deployment, caller, callee string, want ...int) {
+	t.Helper()
+	var ups []string
+	for _, i := range want {
+		ups = append(ups, d.inboundOf(callee, i))
+	}
+	d.mesh.mu.Lock()
+	defer d.mesh.mu.Unlock()
+	rm := d.mesh.replicas[d.replicas[caller][0]]
+	for _, c := range rm.configs {
+		for _, l := range c.Listeners {
+			if l.Name != "out_"+caller+"_"+callee {
+				continue
+			}
+			if !slices.Equal(l.Upstreams, ups) {
+				t.Errorf("%s leads to %v, want %v", l.Name, l.Upstreams, ups)
+			}
+			b, err := os.ReadFile(filepath.Join(c.Dir, "eds", "to_"+l.Name+".json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := strings.Count(string(b), `"port_value"`); n != len(ups) {
+				t.Errorf("Envoy's endpoint file has %d endpoints, want %d: %s", n, len(ups), b)
+			}
+			return
+		}
+	}
+	t.Errorf("no listener out_%s_%s", caller, callee)
 }
 
 // TestSidecarScale: with sidecars, Scale adds replicas of c, each with its
