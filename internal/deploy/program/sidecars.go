@@ -49,9 +49,10 @@ import (
 // With deploy.tracing the proxies' spans stand for the programs', which
 // emit none (telemetry.TraceApp): each request's trace begins at the
 // entry's ingress listener, and a program that forwards the trace
-// context it is handed (traceparent, or b3 and x-request-id) to its
-// callees joins their proxies' spans to it, as under Istio; one that
-// does not starts a trace of its own on every call it makes. With
+// context it is handed (traceparent, which Envoy's OpenTelemetry tracer
+// reads) to its callees joins their proxies' spans to it, as under
+// Istio; one that does not starts a trace of its own on every call it
+// makes. With
 // deploy.metrics the run's Prometheus scrapes every proxy's stats
 // (telemetry.EnvoyStats), labelled with the program it sits beside and
 // the component each listener leads to (Series).
