@@ -1,8 +1,9 @@
 // Package telemetry runs a deployment's telemetry programs on this
 // machine: a Jaeger for deploy.tracing, to which the hosts (and Envoy
 // sidecars) export their spans, and a Prometheus for deploy.metrics, which
-// scrapes every host's metrics listener. They stand for a mesh's telemetry
-// services, which a real cluster runs on machines of their own.
+// scrapes every host's metrics listener (or, for the exec app's programs,
+// which have none, their Envoy sidecars' stats). They stand for a mesh's
+// telemetry services, which a real cluster runs on machines of their own.
 //
 // A deployer starts them (Start, then StartMetrics once it has bound the
 // hosts' metrics listeners), points Prometheus at its live replicas
