@@ -84,6 +84,10 @@ type sidecarMesh struct {
 	// done ends the thread that forked the telemetry programs, once they
 	// have stopped (spawn).
 	done chan struct{}
+	// held are the ports laid out for proxies that have not bound them
+	// yet, held by svclab's listeners (reserve).
+	heldMu sync.Mutex
+	held   map[int]net.Listener
 
 	// mu guards replicas and the proxies' configurations, which
 	// endpoint updates change.
@@ -120,7 +124,7 @@ func (d *deployment) layOutSidecars(s *spec.Spec) error {
 	if err != nil {
 		return err
 	}
-	m := &sidecarMesh{kind: k, replicas: map[string]*replicaMesh{}, leadsTo: map[string]string{}, metrics: d.topo.Mesh.Metrics, done: make(chan struct{})}
+	m := &sidecarMesh{kind: k, replicas: map[string]*replicaMesh{}, leadsTo: map[string]string{}, metrics: d.topo.Mesh.Metrics, done: make(chan struct{}), held: map[int]net.Listener{}}
 	if m.bin, err = k.Binary(); err != nil {
 		return err
 	}
@@ -170,11 +174,11 @@ func (d *deployment) layOutSidecars(s *spec.Spec) error {
 func (d *deployment) portsOf(name string) (*replicaMesh, error) {
 	rm := &replicaMesh{component: name, peers: map[string]string{}}
 	var err error
-	if rm.inbound, err = freePort(); err != nil {
+	if rm.inbound, err = d.mesh.reserve(); err != nil {
 		return nil, err
 	}
 	if name == d.cfg.EntryName {
-		if rm.ingress, err = freePort(); err != nil {
+		if rm.ingress, err = d.mesh.reserve(); err != nil {
 			return nil, err
 		}
 	}
@@ -205,7 +209,7 @@ func (d *deployment) layOutReplica(name string, i int, rm *replicaMesh, upstream
 	}
 	byProto[proto] = own
 	for _, dep := range d.cfg.Programs[name].Deps() {
-		out, err := freePort()
+		out, err := m.reserve()
 		if err != nil {
 			return err
 		}
@@ -235,7 +239,7 @@ func (d *deployment) layOutReplica(name string, i int, rm *replicaMesh, upstream
 		}
 		c := sidecar.Config{Name: cname, Protocol: proto, Listeners: byProto[proto], Dir: dir, Threads: 1}
 		if m.metrics {
-			a, err := freePort()
+			a, err := m.reserve()
 			if err != nil {
 				return err
 			}
@@ -366,6 +370,7 @@ func (d *deployment) startProxies(ctx context.Context, rm *replicaMesh) error {
 		}
 		l := launch{name: c.Name, argv: append([]string{m.bin}, m.kind.Args(path, *c)...), dir: c.Dir, log: d.opts.Log,
 			env: append(os.Environ(), OwnerEnv+"="+ownerMark())}
+		m.unhold(*c)
 		p, err := start(l, func(pid int) deploy.ResourceSource { return d.reader.Process(pid) })
 		if err != nil {
 			return fmt.Errorf("sidecar %s: %w", c.Name, err)
@@ -506,6 +511,9 @@ func (d *deployment) retireProxies(ctx context.Context, addr string) error {
 	d.procs = slices.DeleteFunc(d.procs, func(q *process) bool { return slices.Contains(rm.procs, q) })
 	d.mu.Unlock()
 	errs := []error{m.tel.SetTargets(m.targets())}
+	for _, c := range rm.configs {
+		m.unhold(c) // a proxy that did not start
+	}
 	for _, p := range rm.procs {
 		errs = append(errs, p.stop(ctx, stopGrace))
 	}
@@ -586,6 +594,12 @@ func (m *sidecarMesh) stop(ctx context.Context) error {
 		return nil
 	}
 	defer close(m.done)
+	m.heldMu.Lock()
+	for port, l := range m.held {
+		_ = l.Close()
+		delete(m.held, port)
+	}
+	m.heldMu.Unlock()
 	return m.tel.Stop(ctx, nil)
 }
 
@@ -658,13 +672,37 @@ func (d *deployment) logf(format string, args ...any) {
 	}
 }
 
-// freePort picks a free loopback port, as host:port.
-func freePort() (string, error) {
-	a, err := ports.Free(1)
+// reserve picks a free loopback port for a proxy and holds it, as
+// host:port, until the proxy is about to bind it (unhold), so that nothing
+// takes it in between: not another program, nor the telemetry programs,
+// which pick their ports after the proxies' are laid out.
+func (m *sidecarMesh) reserve() (string, error) {
+	l, err := ports.Listen()
 	if err != nil {
 		return "", fmt.Errorf("pick a port for a sidecar: %w", err)
 	}
-	return a[0], nil
+	addr := l.Addr().String()
+	m.heldMu.Lock()
+	m.held[portOf(addr)] = l
+	m.heldMu.Unlock()
+	return addr, nil
+}
+
+// unhold frees the ports of c's listeners and admin API, for its proxy
+// to bind.
+func (m *sidecarMesh) unhold(c sidecar.Config) {
+	m.heldMu.Lock()
+	defer m.heldMu.Unlock()
+	taken := []int{c.Admin}
+	for _, l := range c.Listeners {
+		taken = append(taken, l.Port)
+	}
+	for _, p := range taken {
+		if l, ok := m.held[p]; ok {
+			_ = l.Close()
+			delete(m.held, p)
+		}
+	}
 }
 
 func portOf(hostport string) int {
