@@ -29,7 +29,8 @@ func faultOf(t *testing.T, topo *runtime.Topology, kind string) runtime.Fault {
 // its callers and it: a latency spike on nginx's hop delays the
 // frontend's answers by its delay, a reset on Redis's makes the frontend
 // answer Redis's error, and each ends when stopped. The load's hop into
-// the entry stays direct.
+// the entry has no fault proxy: it reaches the entry at its own address,
+// or with sidecars at its proxy's ingress listener.
 func TestHopFaults(t *testing.T) {
 	need(t, "python3", "redis-server", "nginx")
 	for _, mesh := range [][]string{nil, {`deploy.sidecar="envoy"`, "deploy.mtls=true"}} {
@@ -75,7 +76,7 @@ func hopFaults(t *testing.T, sets []string) {
 		}
 	}
 	if d.hops["frontend"] != nil || d.GatewayURL() != "http://"+d.addrs["frontend"] {
-		t.Errorf("the load reaches the entry at %s, not at its own address %s", d.GatewayURL(), d.addrs["frontend"])
+		t.Errorf("the load reaches the entry at %s, not at %s (its own address, or its proxy's ingress listener)", d.GatewayURL(), d.addrs["frontend"])
 	}
 	// A connection per call: the frontend serves each on a thread of its
 	// own, with fresh connections to its callees.
