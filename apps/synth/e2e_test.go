@@ -110,7 +110,7 @@ func cpuPerRequest(t *testing.T, blocks, n int, srcs ...string) [][]map[string]t
 			}
 		}
 	}
-	for range 50 {
+	for range 20 {
 		round()
 	}
 	var out [][]map[string]time.Duration
@@ -138,14 +138,25 @@ func cpuPerRequest(t *testing.T, blocks, n int, srcs ...string) [][]map[string]t
 	return out
 }
 
-// TestCPUPerRequest checks work against the processes' own counters: each
-// service's CPU per request is its configured cpu plus what the same
-// topology costs with that cpu turned into sleep (the transport, the
-// memory touched, the runtime), within 10%. The baseline sleeps rather
-// than doing nothing because waiting costs a Go process CPU of its own
-// (timers, the scheduler's wake-ups), which grows with the wait: on a
-// loaded 2-core machine, a service sleeping 2 ms a request spent about
-// 270 µs more CPU a request than one answering at once.
+// TestCPUPerRequest checks work against the processes' own counters (as
+// resources.parquet has them): each service's CPU per request is its
+// configured cpu plus the transport's measured cost, within 10%. The
+// transport's cost is what each service of the same topology spends per
+// request with cpu = 0 (memory touched as in the run), deployed beside
+// it and sent requests taking turns with it, so that both see the same
+// rate and the same machine.
+//
+// The process spends more than that, by a cost that grows far more
+// slowly than the work (0.3-0.6 ms beside 2-4 ms, 0.6-1.0 ms beside 10-20
+// ms, on this machine under load): the Go runtime's monitor thread (sysmon) polls every 20 µs (70 µs with the
+// kernel's default timer slack) for its first 50 rounds whenever a
+// process that idled wakes to a system call and stays busy, as a server
+// does for each request that burns; a request that does no work, or
+// sleeps, lets it sleep again within a few rounds. With 2-4 ms of work
+// the services spent 10-29% more than work plus the transport
+// (docs/PERFORMANCE.md, "Synth work and the process's CPU"). With the 10-20 ms here that cost is a
+// few percent, and a work not spent is still 95% under, a work spent
+// twice 90% over.
 func TestCPUPerRequest(t *testing.T) {
 	if testing.Short() {
 		t.Skip("deploys processes; skipped with -short")
@@ -154,52 +165,44 @@ func TestCPUPerRequest(t *testing.T) {
 name = "synth"
 entry = "gateway"
 [app.services.gateway]
-work = { %s = "%s" }
+work = { cpu = "%s" }
 response = "1KiB"
 calls = [{ to = "a" }, { to = "b", count = 2 }]
 [app.services.a]
-work = { %s = "%s" }
+work = { cpu = "%s" }
 response = "8KiB"
 [app.services.b]
-work = { %s = "%s", memory = "256KiB" }
+work = { cpu = "%s", memory = "256KiB" }
 response = "100B"
 [deploy]
 transport = %q
 placement = "split"
 `
-	work := map[string]time.Duration{"gateway": 4 * time.Millisecond, "a": 2 * time.Millisecond, "b": time.Millisecond}
+	work := map[string]time.Duration{"gateway": 20 * time.Millisecond, "a": 20 * time.Millisecond, "b": 10 * time.Millisecond}
 	// b is called twice a request.
 	calls := map[string]int{"gateway": 1, "a": 1, "b": 2}
-	// Three blocks of 200 rounds, each measured apart: a block that a
-	// neighbour's burst of CPU disturbed is outvoted by the median.
-	const blocks, n = 3, 200
-	// The issue asks for 10%. On a quiet 2-core machine (load average
-	// 0.1, 2026-11-28 19:13 UTC) the burning services spent 4-13% more
-	// than their work plus the sleeping baseline, the callers most (the
-	// gateway 8.5-13.1%), with 4 ms of work as with twice it; a bare Go
-	// program burning the same way spends within 1-2% of its thread
-	// clock, and GOGC=off changed nothing, so the rest is the host's and
-	// its cause is not found yet. 15% holds what is measured and still
-	// fails a work that is not spent, or spent twice.
-	const tolerance = 0.15
+	// Three blocks of 100 rounds, each measured apart: a block that a
+	// neighbour's burst of CPU disturbed is outvoted by the median. The
+	// counters tick in 10 ms, 100 µs a request over a block: 1% of the
+	// least work.
+	const blocks, n = 3, 100
+	const tolerance = 0.10
 	for _, tr := range []string{"grpc", "http"} {
 		t.Run(tr, func(t *testing.T) {
-			// The baseline sleeps where the run burns, so that the
-			// calls wait alike.
 			per := cpuPerRequest(t, blocks, n,
-				fmt.Sprintf(topology, "sleep", work["gateway"], "sleep", work["a"], "sleep", work["b"], tr),
-				fmt.Sprintf(topology, "cpu", work["gateway"], "cpu", work["a"], "cpu", work["b"], tr))
+				fmt.Sprintf(topology, "0s", "0s", "0s", tr),
+				fmt.Sprintf(topology, work["gateway"], work["a"], work["b"], tr))
 			for name, w := range work {
 				var ratios []float64
 				for _, block := range per {
 					base, got := block[0], block[1]
 					want := time.Duration(calls[name])*w + base[name]
 					ratios = append(ratios, float64(got[name])/float64(want))
-					t.Logf("%s: %v CPU a request; configured %d × %v, transport and rest %v; off by %.1f%%", name, got[name], calls[name], w, base[name], 100*(ratios[len(ratios)-1]-1))
+					t.Logf("%s: %v CPU a request; configured %d × %v, the transport %v; off by %.1f%%", name, got[name], calls[name], w, base[name], 100*(ratios[len(ratios)-1]-1))
 				}
 				slices.Sort(ratios)
 				if med := ratios[len(ratios)/2]; math.Abs(med-1) > tolerance {
-					t.Errorf("%s: the median block's CPU a request is %.1f%% off its %d × %v configured plus the transport and rest measured without it, want within %.0f%%", name, 100*(med-1), calls[name], w, 100*tolerance)
+					t.Errorf("%s: the median block's CPU a request is %.1f%% off its %d × %v configured plus the transport's %v measured without it, want within %.0f%%", name, 100*(med-1), calls[name], w, per[len(per)/2][0][name], 100*tolerance)
 				}
 			}
 		})
