@@ -2,7 +2,7 @@ package synth
 
 import (
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -10,10 +10,15 @@ import (
 )
 
 // fill is the text payloads are cut from: slicing a string shares its
-// bytes, so an answer costs no copy of its own before the transport's.
-// It is made on first use, as every svclab process links this package
-// and only synth hosts need it.
-var fill = sync.OnceValue(func() string { return strings.Repeat("x", 1<<20) })
+// bytes, so an answer costs no copy of its own before the transport's. It
+// grows to the longest answer asked for, by powers of two up to maxFill,
+// so that a host answering 100 bytes holds 128 of them rather than a
+// MiB (every svclab process links this package; a host of 100 small
+// services split held 1 MiB more each).
+var fill atomic.Pointer[string]
+
+// maxFill bounds fill; a longer payload is made for its answer alone.
+const maxFill = 1 << 20
 
 // padSize is the encoded size of CallResponse.pad set: a tag and a byte.
 const padSize = 2
@@ -51,8 +56,24 @@ func payloadLen(size int) (int, bool) {
 }
 
 func text(n int) string {
-	if f := fill(); n <= len(f) {
-		return f[:n]
+	f := fill.Load()
+	if f != nil && n <= len(*f) {
+		return (*f)[:n]
 	}
-	return strings.Repeat("x", n)
+	if n > maxFill {
+		return strings.Repeat("x", n)
+	}
+	size := 64
+	for size < n {
+		size *= 2
+	}
+	grown := strings.Repeat("x", size)
+	// Another answer may have grown it meanwhile; keep the longer.
+	for f == nil || len(*f) < size {
+		if fill.CompareAndSwap(f, &grown) {
+			break
+		}
+		f = fill.Load()
+	}
+	return grown[:n]
 }

@@ -14,9 +14,10 @@ import (
 
 // TestScale measures how a generated topology deploys as it grows: the
 // time from Deploy to ready and each host's memory (RSS and PSS), split for
-// 10, 30 and 100 services and in one process for 1,000, then 100 requests
-// through each. It runs only with SVCLAB_SYNTH_SCALE=1, as it takes the
-// machine for a minute (docs/PERFORMANCE.md, "Synth topologies at scale").
+// 10, 30 and 100 services and in one process for 1,000, at ready and
+// after 100 requests through each. It runs only with SVCLAB_SYNTH_SCALE=1,
+// as it takes the machine for a minute (docs/PERFORMANCE.md, "Synth
+// topologies at scale").
 func TestScale(t *testing.T) {
 	if os.Getenv("SVCLAB_SYNTH_SCALE") == "" {
 		t.Skip("set SVCLAB_SYNTH_SCALE=1 to measure")
@@ -45,20 +46,7 @@ placement = %q
 start_timeout = "5m"
 `, tc.services, tc.placement))
 			ready := time.Since(start)
-			var rss, pss []float64
-			for _, p := range d.Processes() {
-				if p.Info().Role != deploy.RoleHost {
-					continue
-				}
-				u, err := p.Resources().Sample(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				rss = append(rss, float64(u.RSSBytes)/(1<<20))
-				pss = append(pss, float64(u.PSSBytes)/(1<<20))
-			}
-			slices.Sort(rss)
-			slices.Sort(pss)
+			atReady := hostMemory(t, ctx, d)
 			conn, err := d.Dial(ctx, transport.DialOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -70,9 +58,30 @@ start_timeout = "5m"
 					t.Fatal(err)
 				}
 			}
-			t.Logf("%d services %s: %d host processes ready in %v; per host RSS min %.1f MiB, median %.1f, max %.1f; PSS min %.1f, median %.1f, max %.1f",
-				tc.services, tc.placement, len(rss), ready.Round(time.Millisecond), rss[0], rss[len(rss)/2], rss[len(rss)-1],
-				pss[0], pss[len(pss)/2], pss[len(pss)-1])
+			t.Logf("%d services %s: ready in %v; at ready %s; after 100 requests %s",
+				tc.services, tc.placement, ready.Round(time.Millisecond), atReady, hostMemory(t, ctx, d))
 		})
 	}
+}
+
+// hostMemory is the number of hosts and their RSS and PSS, min, median
+// and max, in MiB.
+func hostMemory(t *testing.T, ctx context.Context, d deploy.Deployment) string {
+	t.Helper()
+	var rss, pss []float64
+	for _, p := range d.Processes() {
+		if p.Info().Role != deploy.RoleHost {
+			continue
+		}
+		u, err := p.Resources().Sample(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rss = append(rss, float64(u.RSSBytes)/(1<<20))
+		pss = append(pss, float64(u.PSSBytes)/(1<<20))
+	}
+	slices.Sort(rss)
+	slices.Sort(pss)
+	return fmt.Sprintf("%d hosts, RSS min %.1f MiB, median %.1f, max %.1f; PSS min %.1f, median %.1f, max %.1f",
+		len(rss), rss[0], rss[len(rss)/2], rss[len(rss)-1], pss[0], pss[len(pss)/2], pss[len(pss)-1])
 }

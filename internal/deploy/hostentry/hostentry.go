@@ -57,6 +57,13 @@ func Run(ctx context.Context, cfg *hostv1.HostConfig) error {
 	}
 	hogIfAsked(cfg.GetGroup())
 	spinIfAsked(cfg.GetGroup())
+	// Before the host is built: serving and the collector map again
+	// about as many pages as building it does (dropped once the host
+	// was ready, a host held as much after 100 requests), and here it
+	// needs no hook in the runtime.
+	if err := releaseStartPages(); err != nil {
+		log.Printf("host: %v", err)
+	}
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	return runtime.RunHost(ctx, cfg, runtime.Middleware{})
