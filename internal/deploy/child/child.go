@@ -32,7 +32,15 @@ type Child struct {
 // fields (credentials, say, or a Pdeathsig of SIGTERM for a program whose
 // master must take its workers with it); Setpgid is set here, and
 // Pdeathsig to SIGKILL unless set.
-func Start(cmd *exec.Cmd) (*Child, error) {
+func Start(cmd *exec.Cmd) (*Child, error) { return StartIn(cmd, nil) }
+
+// StartIn starts cmd as Start does, from a thread that enter, when not
+// nil, first moves where the child must start (a network namespace,
+// which a child inherits from the thread that forks it); the leave it
+// returns moves the thread back once the child has started. The thread
+// stays locked to its goroutine, which ends with the child, so a thread
+// that leave could not move back is discarded with it.
+func StartIn(cmd *exec.Cmd, enter func() (leave func() error, err error)) (*Child, error) {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -44,7 +52,8 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 	started := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread()
-		if err := cmd.Start(); err != nil {
+		err := start(cmd, enter)
+		if err != nil {
 			started <- err
 			close(c.done)
 			return
@@ -58,6 +67,22 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// start starts cmd from the calling thread, moved by enter when not nil.
+func start(cmd *exec.Cmd, enter func() (func() error, error)) error {
+	if enter == nil {
+		return cmd.Start()
+	}
+	leave, err := enter()
+	if err != nil {
+		return err
+	}
+	err = cmd.Start()
+	// A thread that leave cannot move back ends with its goroutine, which
+	// never unlocks it; the child runs where it should either way.
+	_ = leave()
+	return err
 }
 
 // Done is closed when the child has exited.

@@ -2,6 +2,9 @@ package child
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -55,5 +58,42 @@ func TestStopGracefulAndKilled(t *testing.T) {
 func TestStartFailure(t *testing.T) {
 	if _, err := Start(exec.Command("/nonexistent/binary")); err == nil {
 		t.Fatal("Start of a missing binary succeeded")
+	}
+}
+
+// TestStartIn: the child starts where enter moved the forking thread (a
+// network namespace of its own here), leave runs once it has, and an
+// enter that fails starts nothing.
+func TestStartIn(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: unshares a network namespace")
+	}
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left := false
+	ch, err := StartIn(exec.Command("sleep", "30"), func() (func() error, error) {
+		if err := syscall.Unshare(syscall.CLONE_NEWNET); err != nil {
+			return nil, err
+		}
+		return func() error { left = true; return nil }, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ch.Stop(context.Background(), syscall.SIGTERM, time.Second)
+	got, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", ch.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got == self || !left {
+		t.Errorf("child in namespace %s (svclab's %s), leave ran: %v; want another namespace, and leave run", got, self, left)
+	}
+	if now, _ := os.Readlink("/proc/self/ns/net"); now != self {
+		t.Errorf("the test's own thread moved to %s", now)
+	}
+	if _, err := StartIn(exec.Command("sleep", "30"), func() (func() error, error) { return nil, errors.New("no way in") }); err == nil || err.Error() != "no way in" {
+		t.Errorf("StartIn with a failing enter: %v, want its error", err)
 	}
 }

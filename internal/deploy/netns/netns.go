@@ -45,6 +45,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // Name is the value of deploy.deployer that selects this deployer.
@@ -60,10 +61,25 @@ type deployer struct{}
 func (deployer) Name() string { return Name }
 
 // Traits implements deploy.Deployer: the machines and links of a spec are
-// checked against its topology (check.go), and the namespaces of dead
-// svclab processes are swept.
+// checked against its topology (check.go), this machine is checked for
+// what the processes need by the deployer that starts them (its language
+// hosts, or the exec app's commands), and the namespaces of dead svclab
+// processes are swept.
 func (deployer) Traits() deploy.Traits {
-	return deploy.Traits{DecodeKeys: decodeKeys, CheckSpec: checkSpec, Sweep: sweepDead}
+	return deploy.Traits{DecodeKeys: decodeKeys, CheckSpec: checkSpec, CheckMachine: checkMachine, Sweep: sweepDead}
+}
+
+// checkMachine is the host deployer's Traits.CheckMachine: its processes
+// start on this machine, in the machines' namespaces.
+func checkMachine(s *spec.Spec, topo *runtime.Topology) error {
+	local, err := deploy.Lookup(hostDeployer)
+	if err != nil {
+		return fmt.Errorf("deployer %s runs its machines with %w", Name, err)
+	}
+	if check := local.Traits().CheckMachine; check != nil {
+		return check(s, topo)
+	}
+	return nil
 }
 
 // sweepDead removes the namespaces of dead svclab processes
@@ -238,6 +254,9 @@ func (d *Deployment) teardown() error {
 func (d *Deployment) connectClient() error {
 	topo := d.Topology()
 	eg := topo.EntryGroup()
+	if d.Deployment.Capabilities().Programs != nil {
+		return d.connectProgram(eg)
+	}
 	listeners := d.Processes()[eg].Listeners()
 	gw, ok := listeners["gateway"]
 	if !ok {
@@ -264,19 +283,48 @@ func (d *Deployment) connectClient() error {
 		d.gatewayURL = d.Deployment.GatewayURL()
 		return nil
 	}
+	fwd, err := d.forward("gateway", gwClient.Addr)
+	if err != nil {
+		return err
+	}
+	d.gatewayURL = "http://" + fwd
+	return nil
+}
+
+// connectProgram gives the client its view of the entry program of
+// group eg (the exec app's, which has no gateway of svclab's): its
+// address across the client's link, and, for the load, a forwarder in
+// svclab's own namespace that connects from the client's, in place of the
+// address in the inner deployment's URL.
+func (d *Deployment) connectProgram(eg int) error {
+	inner := d.Deployment.Entry()
+	var err error
+	if d.entry, err = d.path(d.net.client, d.layout.machineOf[eg], -1, inner); err != nil {
+		return err
+	}
+	fwd, err := d.forward("entry", d.entry.Addr)
+	if err != nil {
+		return err
+	}
+	d.gatewayURL = strings.Replace(d.Deployment.GatewayURL(), inner.Addr, fwd, 1)
+	return nil
+}
+
+// forward starts a forwarder on svclab's loopback to addr, which it
+// dials from the client's namespace, and returns its address.
+func (d *Deployment) forward(name, addr string) (string, error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return fmt.Errorf("gateway forwarder: %w", err)
+		return "", fmt.Errorf("%s forwarder: %w", name, err)
 	}
-	fwd := newProxy("gateway", lis, gwClient.Addr, func(ctx context.Context) (net.Conn, error) {
-		return dialIn(ctx, d.net.client.ns, "tcp", gwClient.Addr)
+	fwd := newProxy(name, lis, addr, func(ctx context.Context) (net.Conn, error) {
+		return dialIn(ctx, d.net.client.ns, "tcp", addr)
 	})
 	d.mu.Lock()
 	d.others = append(d.others, fwd)
 	d.mu.Unlock()
 	fwd.serve()
-	d.gatewayURL = "http://" + fwd.addr()
-	return nil
+	return fwd.addr(), nil
 }
 
 // path is the endpoint from reaches ep of group (-1: the entry, for the

@@ -43,13 +43,39 @@ type Probe struct {
 	// Protocol is what the server speaks: ProtoHTTP, ProtoH2C or
 	// ProtoGRPC; any other value allows TCP alone.
 	Protocol string
-	// Addr is the server's host:port.
+	// Addr is the server's host:port, or its unix socket's path.
 	Addr string
+	// Network is Addr's: "tcp" (when empty) or "unix".
+	Network string
+	// Dial opens the probe's connections; default a net.Dialer's, from
+	// this process's network namespace.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Check is an HTTP path (on URL), GRPC or a gRPC service name, or
 	// TCP.
 	Check string
 	// URL is the base of an HTTP path; default "http://" + Addr.
 	URL string
+}
+
+// network is Network, its default filled.
+func (p Probe) network() string {
+	if p.Network == "" {
+		return "tcp"
+	}
+	return p.Network
+}
+
+// ownDial reports whether the probe's clients must dial through dial: a
+// unix socket, or a Dial of the caller's.
+func (p Probe) ownDial() bool { return p.Dial != nil || p.network() == "unix" }
+
+// dial connects to the server, whatever address a client names.
+func (p Probe) dial(ctx context.Context) (net.Conn, error) {
+	if p.Dial != nil {
+		return p.Dial(ctx, p.network(), p.Addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, p.network(), p.Addr)
 }
 
 // String names the check for messages: "GET /healthz", "connect to
@@ -78,24 +104,34 @@ func (p Probe) Func() func(context.Context) error {
 	switch {
 	case p.Check == TCP:
 		return func(ctx context.Context) error {
-			var d net.Dialer
-			c, err := d.DialContext(ctx, "tcp", p.Addr)
+			c, err := p.dial(ctx)
 			if err != nil {
 				return err
 			}
 			return c.Close()
 		}
 	case p.Protocol == ProtoGRPC:
-		return func(ctx context.Context) error { return grpcHealth(ctx, p.Addr, p.service()) }
+		return func(ctx context.Context) error { return grpcHealth(ctx, p, p.service()) }
 	}
 	client := &http.Client{}
-	if p.Protocol == ProtoH2C {
-		var ps http.Protocols
-		ps.SetUnencryptedHTTP2(true)
-		client.Transport = &http.Transport{Protocols: &ps}
+	if p.Protocol == ProtoH2C || p.ownDial() {
+		tr := &http.Transport{}
+		if p.Protocol == ProtoH2C {
+			var ps http.Protocols
+			ps.SetUnencryptedHTTP2(true)
+			tr.Protocols = &ps
+		}
+		if p.ownDial() {
+			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) { return p.dial(ctx) }
+		}
+		client.Transport = tr
 	}
 	base := p.URL
-	if base == "" {
+	switch {
+	case base != "":
+	case p.network() == "unix":
+		base = "http://localhost" // the socket is dialled whatever the host
+	default:
 		base = "http://" + p.Addr
 	}
 	url := strings.TrimSuffix(base, "/") + p.Check
@@ -138,9 +174,15 @@ func (p Probe) Wait(ctx context.Context) error {
 	}
 }
 
-// grpcHealth asks grpc.health.v1 at addr whether service is serving.
-func grpcHealth(ctx context.Context, addr, service string) error {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+// grpcHealth asks grpc.health.v1 at p's server whether service is
+// serving.
+func grpcHealth(ctx context.Context, p Probe, service string) error {
+	target, opts := p.Addr, []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
+	if p.ownDial() {
+		target = "passthrough:///localhost" // the dialer goes to p.Addr
+		opts = append(opts, grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return p.dial(ctx) }))
+	}
+	conn, err := grpc.NewClient(target, opts...)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,71 @@ func TestProbe(t *testing.T) {
 				t.Errorf("Wait: %v", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("Wait: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestProbeUnixAndDial: each check reaches a server on a unix socket, and
+// a probe with a Dial of its own opens its connections through it alone
+// (the netns deployer's, from the namespace that reaches the machines).
+func TestProbeUnixAndDial(t *testing.T) {
+	dir := t.TempDir()
+	web, err := net.Listen("unix", filepath.Join(dir, "web.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.Error(w, "broken", http.StatusInternalServerError)
+		}
+	})}
+	go func() { _ = srv.Serve(web) }()
+	defer srv.Close()
+	rpc, err := net.Listen("unix", filepath.Join(dir, "grpc.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go func() { _ = gs.Serve(rpc) }()
+	defer gs.Stop()
+	webPath, rpcPath := web.Addr().String(), rpc.Addr().String()
+	for _, tc := range []struct {
+		name string
+		p    Probe
+		want string
+	}{
+		{"http path", Probe{Protocol: ProtoHTTP, Network: "unix", Addr: webPath, Check: "/healthz"}, ""},
+		{"http 500", Probe{Protocol: ProtoHTTP, Network: "unix", Addr: webPath, Check: "/other"}, "answered 500"},
+		{"grpc", Probe{Protocol: ProtoGRPC, Network: "unix", Addr: rpcPath, Check: GRPC}, ""},
+		{"tcp", Probe{Network: "unix", Addr: webPath, Check: TCP}, ""},
+		{"no socket", Probe{Network: "unix", Addr: filepath.Join(dir, "none.sock"), Check: TCP}, "no such file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, own := range []bool{false, true} {
+				p, dials := tc.p, 0
+				if own {
+					// The address a client names is not the socket: the
+					// probe's Dial alone knows where the server is.
+					p.Dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+						dials++
+						var d net.Dialer
+						return d.DialContext(ctx, network, addr)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*PollEvery+time.Second)
+				err := p.Wait(ctx)
+				cancel()
+				switch {
+				case tc.want == "" && err != nil:
+					t.Errorf("own dial %v: Wait: %v", own, err)
+				case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+					t.Errorf("own dial %v: Wait: %v, want an error saying %q", own, err, tc.want)
+				}
+				if own && dials == 0 {
+					t.Errorf("the probe never called its Dial")
+				}
 			}
 		})
 	}

@@ -23,9 +23,19 @@ func limits(res spec.Resources, cpus string) cgroup.Limits {
 	return cgroup.Limits{CPU: res.CPU, Memory: int64(res.Memory), CPUs: cpus}
 }
 
-// confine makes l's control group, when its limits limit anything, and
-// makes l run in it; it returns nil when there is nothing to limit.
-func (d *deployment) confine(l *launch, lim cgroup.Limits) (*cgroup.Group, error) {
+// confine makes l's control group, when its limits limit anything or its
+// machine confines it (machine, when not nil: the group is made inside
+// the machine's, whose CPU set replaces lim's), and makes l run in it; it
+// returns nil when there is nothing to limit.
+func (d *deployment) confine(l *launch, lim cgroup.Limits, machine *cgroup.Group) (*cgroup.Group, error) {
+	if machine != nil {
+		g, err := machine.NewChild(d.id+"-"+l.name, cgroup.Limits{CPU: lim.CPU, Memory: lim.Memory})
+		if err != nil {
+			return nil, fmt.Errorf("component %s: %w", l.name, err)
+		}
+		join(l, g)
+		return g, nil
+	}
 	if lim == (cgroup.Limits{}) {
 		return nil, nil
 	}
@@ -40,7 +50,12 @@ func (d *deployment) confine(l *launch, lim cgroup.Limits) (*cgroup.Group, error
 	if err != nil {
 		return nil, fmt.Errorf("component %s: %w", l.name, err)
 	}
+	join(l, g)
+	return g, nil
+}
+
+// join makes l run in g.
+func join(l *launch, g *cgroup.Group) {
 	l.argv = append([]string{"/bin/sh", "-c", joinScript, "sh"}, l.argv...)
 	l.env = append(l.env, hostentry.CgroupProcsEnv+"="+strings.Join(g.ProcsFiles(), string(os.PathListSeparator)))
-	return g, nil
 }

@@ -105,7 +105,24 @@ health = "/h"
 		{"a load over another protocol than the entry's", strings.NewReplacer(`protocol = "http"`, `protocol = "grpc"`, `health = "/"`, `health = "grpc"`).Replace(base) + "[load]\nrate = 5\n", []located{
 			{"load.protocol", 15, `is "http", but the entry web speaks grpc (app.components.web.protocol (line 7)): set load.protocol = "grpc"`},
 		}},
-		{"another deployer", base + "[deploy]\ndeployer = \"netns\"\n", []located{{"deploy.deployer", 16, `deployer "netns" cannot start them`}}},
+		{"another deployer", base + "[deploy]\ndeployer = \"external\"\n", []located{{"deploy.deployer", 16, `deployer "external" cannot start them`}}},
+		{"replicas, an autoscaler and an image alone on the netns deployer", strings.Replace(base, `command = ["redis-server", "--port", "{port}"]`, `image = "redis:7"`, 1) + "[deploy]\ndeployer = \"netns\"\n[deploy.replicas]\nweb = 2\ndb = 1\n[deploy.autoscale.db]\nmin = 1\nmax = 2\ncpu_target = 50\n", []located{
+			{"app.components.db", 12, "has an image and no command: the netns deployer runs a command"},
+			{"deploy.replicas.web", 18, `is not supported with deploy.deployer = "netns" yet`},
+			{"deploy.autoscale.db", 20, `is not supported with deploy.deployer = "netns" yet`},
+		}},
+		{"sidecars on the netns deployer", base + "[deploy]\ndeployer = \"netns\"\nsidecar = \"envoy\"\n", []located{
+			{"deploy.sidecar", 17, "the netns deployer does not run sidecars on its machines yet"},
+		}},
+		{"{port} on unix sockets, replicas on them", strings.Replace(base, `DB = "{addr:db}"`, `DB = "{addr:db}", PORT = "{port}"`, 1) + "[deploy]\nnetwork = \"unix\"\n[deploy.replicas]\ndb = 2\n", []located{
+			{"app.components.web.command", 6, `argument 3: {port} has no meaning on a unix socket (deploy.network = "unix" (line 16)): write {listen}`},
+			{"app.components.web.env.PORT", 10, "{port} has no meaning on a unix socket"},
+			{"app.components.db.command", 13, "argument 2: {port} has no meaning on a unix socket"},
+			{"deploy.replicas.db", 18, `is not supported with deploy.network = "unix" yet`},
+		}},
+		{"unix sockets on the kube deployer", strings.NewReplacer(`command = ["python3", "-m", "http.server", "{port}"]`, "image = \"web:1\"\nport = 80", `command = ["redis-server", "--port", "{port}"]`, "image = \"redis:7\"\nport = 6379").Replace(base) + "[deploy]\ndeployer = \"kube\"\nnetwork = \"unix\"\n", []located{
+			{"deploy.network", 19, "the kube deployer runs each program in a pod, reached over TCP at its port"},
+		}},
 		{"metrics without sidecars", base + "[deploy]\nmetrics = true\n", []located{
 			{"deploy.metrics", 16, `does not apply to app exec without sidecars: deploy.metrics is a feature of svclab's own hosts, which a program has not: set deploy.sidecar = "envoy", whose proxies carry it`},
 		}},

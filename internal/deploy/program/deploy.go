@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net"
 	"net/http"
@@ -21,12 +22,12 @@ import (
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
-	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // stopGrace is the grace between SIGTERM and SIGKILL.
@@ -65,6 +66,7 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		specDir: specDir,
 		reader:  reader,
 		opts:    opts,
+		net:     opts.Network,
 		exited:  make(chan deploy.Process, len(cfg.Programs)),
 		stopCh:  make(chan struct{}),
 	}
@@ -75,6 +77,11 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 			_ = d.Stop(sctx)
 		}
 	}()
+	if d.network() == "unix" {
+		if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
+			return nil, fmt.Errorf("deployment %s: the sockets' directory: %w", d.id, err)
+		}
+	}
 	if err := d.bindAddresses(); err != nil {
 		return nil, err
 	}
@@ -83,7 +90,7 @@ func Deploy(ctx context.Context, topo *runtime.Topology, opts deploy.Options) (_
 		d.peers[name] = maps.Clone(d.addrs)
 	}
 	if sc := topo.Spec.Deploy.Sidecar; sc == "" || sc == spec.SidecarNone {
-		if err := d.routeHops(); err != nil {
+		if err := d.routePeers(); err != nil {
 			return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 		}
 	} else {
@@ -133,7 +140,7 @@ func (d *deployment) startReplica(name string, i int, specDir string, reader *pr
 		return nil, err
 	}
 	lim := limits(d.groupOf(name).Resources, opts.CPUs)
-	cg, err := d.confine(&l, lim)
+	cg, err := d.confine(&l, lim, d.machineCgroup(name))
 	if err != nil {
 		return nil, err
 	}
@@ -145,11 +152,12 @@ func (d *deployment) startReplica(name string, i int, specDir string, reader *pr
 		return nil, err
 	}
 	if cg != nil {
+		lim := cg.Limits() // what binds it, its machine's included
 		p.cg, p.res, p.info.Limits = cg, procstat.CgroupSource{Proc: p.res, Group: cg}, &lim
 	}
 	p.info.Group, p.info.Components = name, []string{name}
 	p.component, p.addr = name, d.replicas[name][i]
-	p.listen[name] = runtime.Endpoint{Transport: d.cfg.Programs[name].Protocol, Network: "tcp", Addr: p.addr}
+	p.listen[name] = d.endpointAt(name, p.addr)
 	return p, nil
 }
 
@@ -171,7 +179,12 @@ type deployment struct {
 	// targets, one per address they forward to (faults.go).
 	hops map[string][]*toxiproxy.Proxy
 
-	dir  string       // the sidecars' configurations and certificates
+	// net places the programs (deploy.Options.Network); nil for this
+	// machine's own network (network.go).
+	net deploy.Network
+	// dir holds the sidecars' configurations and certificates, or the
+	// programs' unix sockets.
+	dir  string
 	mesh *sidecarMesh // the sidecars, with deploy.sidecar (sidecars.go)
 
 	// specDir, reader and opts start the replicas that scaling adds;
@@ -199,8 +212,10 @@ func newID() string { return fmt.Sprintf("exec-%d-%d", os.Getpid(), ids.Add(1)) 
 func (d *deployment) launch(name string, i int, specDir string, opts deploy.Options) (launch, error) {
 	p := d.cfg.Programs[name]
 	a := Addresses{Listen: d.replicas[name][i], Peers: d.peersOf(name, i)}
-	_, a.Port, _ = net.SplitHostPort(a.Listen)
-	l := launch{name: d.replicaName(name, i), dir: p.WorkDir(specDir), log: opts.Log}
+	if d.network() == "tcp" {
+		_, a.Port, _ = net.SplitHostPort(a.Listen)
+	}
+	l := launch{name: d.replicaName(name, i), dir: p.WorkDir(specDir), log: opts.Log, enter: d.enterFor(name)}
 	for _, s := range p.Command {
 		l.argv = append(l.argv, a.Expand(s))
 	}
@@ -232,31 +247,34 @@ func (d *deployment) groupOf(name string) runtime.Group {
 
 // endpoint is where component name is reached.
 func (d *deployment) endpoint(name string) runtime.Endpoint {
-	return runtime.Endpoint{Transport: d.cfg.Programs[name].Protocol, Network: "tcp", Addr: d.addrs[name]}
+	return d.endpointAt(name, d.addrs[name])
 }
 
-// bindAddresses picks a free loopback port for every replica of every
-// component, and puts a front (internal/deploy/front) before the replicas
-// of a component that has several: its callers and the load reach it
-// there. Each program binds its own port (it cannot be handed a socket):
-// should another process take it in between, the program fails to bind,
-// and its error says so.
+// bindAddresses picks an address for every replica of every component
+// (network.go: a free port, or a socket's path), and puts a front
+// (internal/deploy/front) before the replicas of a component that has
+// several: its callers and the load reach it there. Each program binds
+// its own address (it cannot be handed a socket): should another process
+// take a port in between, the program fails to bind, and its error says
+// so.
 func (d *deployment) bindAddresses() error {
 	d.addrs, d.replicas, d.fronts = map[string]string{}, map[string][]string{}, map[string]balancingFront{}
-	var open []net.Listener
+	var open []io.Closer
 	defer func() {
 		for _, l := range open {
 			_ = l.Close()
 		}
 	}()
 	for _, name := range d.cfg.Names() {
-		for range d.groupOf(name).Replicas {
-			l, err := ports.Listen()
+		for i := range d.groupOf(name).Replicas {
+			addr, hold, err := d.pickAddress(name, i)
 			if err != nil {
-				return fmt.Errorf("pick a port for component %s: %w", name, err)
+				return err
 			}
-			open = append(open, l) // held until all are picked: no two alike
-			d.replicas[name] = append(d.replicas[name], l.Addr().String())
+			if hold != nil {
+				open = append(open, hold) // held until all are picked: no two alike
+			}
+			d.replicas[name] = append(d.replicas[name], addr)
 		}
 		if len(d.replicas[name]) == 1 && d.groupOf(name).Autoscale == nil {
 			d.addrs[name] = d.replicas[name][0]
@@ -331,7 +349,7 @@ func (d *deployment) waitOne(ctx context.Context, p *process, readyTimeout time.
 			timeout = spec.DefaultStartTimeout
 		}
 	}
-	pr := probe.Probe{Protocol: c.Protocol, Addr: p.addr, Check: c.HealthOf()}
+	pr := d.probeOf(p.component, p.addr)
 	err := p.await(ctx, pr, timeout)
 	switch {
 	case p.exited():

@@ -90,6 +90,9 @@ type launch struct {
 	env  []string
 	dir  string
 	log  io.Writer
+	// enter, when not nil, moves the forking thread to where the program
+	// must start (deploy.Network.Enter).
+	enter func() (leave func() error, err error)
 }
 
 // start starts the program in a process group of its own. Its
@@ -107,7 +110,7 @@ func start(l launch, newRes func(pid int) deploy.ResourceSource) (*process, erro
 		return nil, fmt.Errorf("%s: output pipe: %w", l.name, err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	c, err := child.Start(cmd)
+	c, err := child.StartIn(cmd, l.enter)
 	_ = w.Close()
 	if err != nil {
 		_ = r.Close()

@@ -1,6 +1,7 @@
 package program
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -13,8 +14,10 @@ import (
 )
 
 // deployers are the deployers that run programs: the local deployer
-// starts them on this machine.
-var deployers = []string{"local", "kube"}
+// starts them on this machine, the netns deployer on its emulated
+// machines (through the local deployer, network.go), the kube deployer
+// from images.
+var deployers = []string{"local", "netns", "kube"}
 
 // Place makes the exec app a runtime.Placer: one group per program (a
 // program is a process of its own), over the protocol each speaks. What
@@ -25,12 +28,12 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 	if !slices.Contains(deployers, s.Deploy.Deployer) {
 		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
 	}
-	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s), checkLoadProtocol(s, cfg))
+	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s), checkLoadProtocol(s, cfg), checkNetwork(s, cfg))
 	for _, name := range cfg.Names() {
 		p := cfg.Programs[name]
 		switch {
-		case s.Deploy.Deployer == "local" && len(p.Command) == 0:
-			errs = append(errs, s.Errorf("app.components."+name, "has an image and no command: the local deployer runs a command; add one (image is the kube deployer's)"))
+		case s.Deploy.Deployer != "kube" && len(p.Command) == 0:
+			errs = append(errs, s.Errorf("app.components."+name, "has an image and no command: the %s deployer runs a command; add one (image is the kube deployer's)", s.Deploy.Deployer))
 		case s.Deploy.Deployer == "kube" && p.Image == "":
 			errs = append(errs, s.Errorf("app.components."+name, "has no image: the kube deployer runs a program from an image (image = \"…\", and port)"))
 		case s.Deploy.Deployer == "kube" && p.Port == 0:
@@ -45,7 +48,7 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 		App:          mustApp(),
 		Config:       cfg,
 		Transport:    entry.Protocol,
-		Network:      "tcp",
+		Network:      cmp.Or(s.Deploy.Network, "tcp"),
 		Placement:    runtime.PlacementSplit,
 		Entry:        cfg.EntryName,
 		StartTimeout: s.Deploy.StartTimeout.D(),
@@ -117,7 +120,6 @@ func checkPlacement(s *spec.Spec, cfg *Config) error {
 // unsupported are the [deploy] keys that do not apply to programs, with
 // why.
 var unsupported = []struct{ key, why string }{
-	{"deploy.network", "each program binds its own tcp address ({listen})"},
 	{"deploy.http_codec", "it is how svclab's own hosts encode JSON; a program encodes its own"},
 	{"deploy.http_limits", "they bound svclab's own HTTP servers; a program has its own limits"},
 	{"deploy.languages", "it chooses the implementation of svclab's reference components; a program is its own implementation"},

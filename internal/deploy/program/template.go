@@ -27,6 +27,11 @@ func addrRefs(s string) []string {
 	return out
 }
 
+// usesPort reports whether s has a {port}.
+func usesPort(s string) bool {
+	return slices.ContainsFunc(templateRE.FindAllStringSubmatch(s, -1), func(m []string) bool { return m[1] == "port" })
+}
+
 // checkTemplate checks that every {addr:<name>} in s names another
 // component.
 func checkTemplate(s, self string, names []string) error {

@@ -1,9 +1,11 @@
 #!/bin/sh
-# Runs Debian's nginx in the foreground serving ./static on port $1: nginx
-# reads its port from a file only, so this writes one. Its files live in a
-# directory of their own, removed when nginx ends.
+# Runs Debian's nginx in the foreground serving ./static at $1: a port on
+# loopback, or what nginx's listen takes (host:port, unix:/path). nginx
+# reads its address from a file only, so this writes one. Its files live
+# in a directory of their own, removed when nginx ends.
 set -eu
-port=$1
+listen=$1
+case $listen in *[!0-9]*) ;; *) listen=127.0.0.1:$listen ;; esac
 static=$(pwd)/static
 d=$(mktemp -d)
 cat >"$d/nginx.conf" <<CONF
@@ -15,7 +17,7 @@ events { worker_connections 1024; }
 http {
     access_log off;
     server {
-        listen 127.0.0.1:$port;
+        listen $listen;
         root $static;
         location = /healthz { return 200 "ok\n"; }
     }

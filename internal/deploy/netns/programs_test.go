@@ -1,0 +1,288 @@
+package netns_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/netns"
+	"github.com/svclab/svclab/internal/runtime"
+	"github.com/svclab/svclab/internal/spec"
+)
+
+// needPrograms skips a test whose programs are not installed.
+func needPrograms(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{"python3", "redis-server", "nginx"} {
+		if _, err := exec.LookPath(p); err != nil {
+			if _, err := os.Stat("/usr/sbin/" + p); err != nil {
+				t.Skipf("%s is not installed", p)
+			}
+		}
+	}
+}
+
+// programSystem is the exec app's test system (internal/deploy/program's
+// testdata: a Python frontend that calls a real Redis and a real nginx)
+// over two machines: the frontend on vm1, Redis and nginx on vm2. Each
+// program listens on its machine's address ({listen}, or every address
+// for Redis, which is given {port}). more follows the tables.
+func programSystem(t *testing.T, more string) string {
+	t.Helper()
+	dir, err := filepath.Abs("../program/testdata/system")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf(`[app]
+name = "exec"
+entry = "frontend"
+
+[app.components.frontend]
+command = ["python3", "frontend.py", "{listen}"]
+protocol = "http"
+health = "/healthz"
+calls = ["cart", "static"]
+env = { REDIS_ADDR = "{addr:cart}", STATIC_ADDR = "{addr:static}" }
+dir = %[1]q
+
+[app.components.cart]
+command = ["redis-server", "--port", "{port}", "--bind", "0.0.0.0", "--protected-mode", "no", "--save", "", "--appendonly", "no"]
+protocol = "tcp"
+
+[app.components.static]
+command = ["./nginx.sh", "{listen}"]
+protocol = "http"
+health = "/healthz"
+dir = %[1]q
+
+[deploy]
+deployer = "netns"
+
+[deploy.hosts.vm1]
+groups = ["frontend"]
+
+[deploy.hosts.vm2]
+groups = ["cart", "static"]
+%[2]s`, dir, more)
+}
+
+// visit is one call of the frontend through the deployment's URL.
+type visit struct {
+	status int
+	body   string
+	took   time.Duration
+}
+
+func call(t *testing.T, client *http.Client, url string) visit {
+	t.Helper()
+	start := time.Now()
+	resp, err := client.Get(url + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return visit{resp.StatusCode, string(b), time.Since(start)}
+}
+
+// TestProgramsTwoMachines deploys the exec system over two machines, with
+// the vm1-vm2 link unshaped and with 10 ms of latency: each program runs
+// in its machine's namespace and listens on its machine's address, the
+// frontend reaches Redis and nginx across the link (each call makes one
+// round trip to each, so the shaped link adds 20 ms to the p50 call), and
+// every program is sampled.
+func TestProgramsTwoMachines(t *testing.T) {
+	needRoot(t)
+	needPrograms(t)
+	self, err := os.Readlink("/proc/self/ns/net")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p50 := func(link string) time.Duration {
+		dep, _ := deployedPrograms(t, programSystem(t, link))
+		client := &http.Client{Timeout: 10 * time.Second}
+		var took []time.Duration
+		for i := -5; i < 60; i++ {
+			v := call(t, client, dep.GatewayURL())
+			var got struct {
+				Hits int `json:"hits"`
+			}
+			if err := json.Unmarshal([]byte(v.body), &got); v.status != 200 || err != nil || got.Hits != i+6 {
+				t.Fatalf("call %d: %d %q (%v), want 200 and visit %d counted by Redis", i+6, v.status, v.body, err, i+6)
+			}
+			if i >= 0 {
+				took = append(took, v.took)
+			}
+		}
+		nsOf := map[string]string{}
+		for _, p := range dep.Processes() {
+			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.Info().PID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ns == self {
+				t.Errorf("%s runs in svclab's own network namespace", p.Info())
+			}
+			nsOf[p.Info().Name] = ns
+			for c, ep := range p.Listeners() {
+				if !strings.HasPrefix(ep.Addr, "10.77.0.") {
+					t.Errorf("%s listens for %s at %s, not on its machine's address", p.Info(), c, ep.Addr)
+				}
+			}
+			if u, err := p.Resources().Sample(context.Background()); err != nil || u.RSSBytes <= 0 {
+				t.Errorf("%s: sample %+v, %v", p.Info(), u, err)
+			}
+		}
+		if len(nsOf) != 3 || nsOf["cart"] != nsOf["static"] || nsOf["cart"] == nsOf["frontend"] {
+			t.Errorf("namespaces of the programs: %v; want cart and static in one, the frontend in another", nsOf)
+		}
+		var desc bytes.Buffer
+		deploy.Describe(&desc, dep)
+		for _, want := range []string{"programs cart (tcp), frontend (http), static (http)", "machine vm1: 10.77.0.3, groups frontend", "machine vm2: 10.77.0.4, groups cart, static", "curl " + dep.GatewayURL() + "/"} {
+			if !strings.Contains(desc.String(), want) {
+				t.Errorf("describe lacks %q:\n%s", want, desc.String())
+			}
+		}
+		if shaped := strings.Contains(desc.String(), "link vm1-vm2: latency 10ms"); shaped != (link != "") {
+			t.Errorf("describe shows the vm1-vm2 link: %v, want %v:\n%s", shaped, link != "", desc.String())
+		}
+		sort.Slice(took, func(i, j int) bool { return took[i] < took[j] })
+		return (took[len(took)/2-1] + took[len(took)/2]) / 2
+	}
+	base := p50("")
+	shaped := p50("[deploy.links.\"vm1-vm2\"]\nlatency = \"10ms\"\n")
+	t.Logf("p50 call: %s unshaped, %s with a 10 ms vm1-vm2 link", base, shaped)
+	// Two round trips across the link; each shaped crossing also costs
+	// about 1 ms of wake-up on a loaded machine (TestDeployedLinkLatency).
+	if d := shaped - base; d < 19*time.Millisecond || d > 30*time.Millisecond {
+		t.Errorf("a 10 ms link under two round trips per call added %s to the p50 call, want 20ms (-1ms/+10ms)", d)
+	}
+}
+
+// deployedPrograms deploys body, which Stop must leave without a
+// namespace or a program.
+func deployedPrograms(t *testing.T, body string) (deploy.Deployment, []string) {
+	t.Helper()
+	s := load(t, body)
+	d, topo, err := deploy.Resolve(s)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dep, err := d.Deploy(ctx, topo, deploy.Options{Log: testLog{t}})
+	if err != nil {
+		t.Fatalf("deploy: %v", err)
+	}
+	nsPaths := dep.(*netns.Deployment).Namespaces()
+	var pids []int
+	for _, p := range dep.Processes() {
+		pids = append(pids, p.Info().PID)
+	}
+	t.Cleanup(func() {
+		if err := dep.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+		for _, p := range nsPaths {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("namespace %s left after stop", p)
+			}
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
+				t.Errorf("process group %d (%q) left after stop", pid, cmdline(pid))
+			}
+		}
+	})
+	return dep, nsPaths
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
+// TestProgramsLinkCut cuts the path from the frontend on vm1 to nginx on
+// vm2 ([deploy.faults.link_cut]): the frontend's page fetch times out, so
+// it answers 502; once the cut ends, calls succeed again.
+func TestProgramsLinkCut(t *testing.T) {
+	needRoot(t)
+	needPrograms(t)
+	dep, _ := deployedPrograms(t, programSystem(t, "[deploy.faults.link_cut]\ntarget = \"static\"\nstart = \"1s\"\nduration = \"5s\"\n"))
+	hf := dep.Capabilities().HopFaults
+	if hf == nil {
+		t.Fatal("the deployment has no HopFaults")
+	}
+	faults := dep.Topology().Faults
+	i := slices.IndexFunc(faults, func(f runtime.Fault) bool { return f.Kind == spec.FaultLinkCut })
+	if i < 0 {
+		t.Fatalf("no link_cut in %+v", faults)
+	}
+	// A connection per call: the frontend serves each on a thread of its
+	// own, with fresh connections to its callees.
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	if v := call(t, client, dep.GatewayURL()); v.status != 200 {
+		t.Fatalf("before the cut: %d %q", v.status, v.body)
+	}
+	stop, err := hf.StartFault(faults[i])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The frontend's page fetch gives up after its 5 s timeout, and the
+	// frontend, which the client still reaches, says so.
+	if v := call(t, client, dep.GatewayURL()); v.status != http.StatusBadGateway || !strings.Contains(v.body, "timed out") {
+		t.Errorf("during the cut: %d %q in %s, want 502 with the fetch's timeout", v.status, v.body, v.took)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	if v := call(t, client, dep.GatewayURL()); v.status != 200 {
+		t.Errorf("after the cut: %d %q", v.status, v.body)
+	}
+}
+
+// TestProgramsKill9 kills a real `svclab up` of the exec system on two
+// machines with -9: every program dies with it (nginx's workers too), and
+// the next start's sweep removes its namespaces.
+func TestProgramsKill9(t *testing.T) {
+	needRoot(t)
+	needPrograms(t)
+	cmd := startUpSpec(t, programSystem(t, "[deploy.links.\"vm1-vm2\"]\nlatency = \"1ms\"\n"))
+	ns := namespacesOf(t, cmd.Process.Pid)
+	if len(ns) != 4 {
+		t.Fatalf("namespaces of svclab up: %v, want 4", ns)
+	}
+	// python3, redis-server, nginx.sh, nginx's master and its worker.
+	pids := hostPIDs(t, ns, cmd.Process.Pid)
+	if len(pids) < 5 {
+		var cmdlines []string
+		for _, pid := range pids {
+			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
+		}
+		t.Fatalf("%d processes in the machines' namespaces, want at least 5: %s", len(pids), strings.Join(cmdlines, "; "))
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	waitGone(t, pids)
+	if _, err := deploy.Sweep(); err != nil {
+		t.Fatal(err)
+	}
+	if left := namespacesOf(t, cmd.Process.Pid); len(left) != 0 {
+		t.Errorf("namespaces after the sweep: %v", left)
+	}
+}
