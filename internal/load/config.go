@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,7 +27,8 @@ type Config struct {
 	// Mode is "open" (arrivals at a rate, whatever the target does) or
 	// "closed" (virtual users that wait for each answer).
 	Mode Mode `toml:"mode,omitempty" json:"mode,omitempty"`
-	// Target is a URL (http://127.0.0.1:8080) or, for gRPC, host:port.
+	// Target is a URL (http://127.0.0.1:8080), for gRPC host:port, or a
+	// unix socket as unix:///path (unix.go).
 	// The experiment runner fills it with the deployed entry when empty.
 	Target string `toml:"target,omitempty" json:"target,omitempty"`
 	// Protocol is "http" (HTTP/1.1 keep-alive), "h2c" (HTTP/2 without TLS)
@@ -452,12 +454,19 @@ func (c *Config) Validate() error {
 }
 
 // checkTarget checks the target as its protocol reads it: an http:// URL
-// for http and h2c, host:port or grpc://host:port (or grpc+tcp://) for gRPC. A target that
-// does not fit would only fail request by request, after the run.
+// for http and h2c, host:port or grpc://host:port (or grpc+tcp://) for
+// gRPC, or unix:///path for any (unix.go). A target that does not fit
+// would only fail request by request, after the run.
 func (c *Config) checkTarget() error {
 	t := c.Target
 	if i := strings.IndexFunc(t, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }); i >= 0 {
 		return fmt.Errorf("%s has a space or control character at position %d", spec.Echo(t), i+1)
+	}
+	if path, ok := unixSocket(t); ok {
+		if !filepath.IsAbs(path) {
+			return fmt.Errorf("a unix socket's target is unix:// and the socket's absolute path, e.g. unix:///run/app.sock, got %s", spec.Echo(t))
+		}
+		return nil
 	}
 	scheme, _, hasScheme := strings.Cut(t, "://")
 	scheme = strings.ToLower(scheme)
@@ -684,7 +693,8 @@ func (c *Config) opName(r *Request) string {
 // with r's appended, and the URL's query when r has none.
 func (c *Config) requestPath(r *Request) string {
 	var base, query string
-	if u, err := url.Parse(c.Target); err == nil && c.Target != "" {
+	_, unix := unixSocket(c.Target) // a socket's path is no part of the request's
+	if u, err := url.Parse(c.Target); err == nil && c.Target != "" && !unix {
 		base, query = strings.TrimSuffix(u.EscapedPath(), "/"), u.RawQuery
 	}
 	p := base + r.Path

@@ -97,6 +97,9 @@ func TestConfigValidate(t *testing.T) {
 		{"grpc scheme with http", Config{Rate: 1, Target: "grpc://127.0.0.1:9"}, `load.target: a grpc:// target needs protocol "grpc"`},
 		{"user info", Config{Rate: 1, Target: "http://u:p@127.0.0.1/"}, "load.target: \"http://u:p@127.0.0.1/\" has user info"},
 		{"no host", Config{Rate: 1, Target: "http:///x"}, "has no host"},
+		{"unix socket ok", Config{Rate: 1, Target: "unix:///run/app.sock"}, ""},
+		{"grpc unix socket ok", Config{Rate: 1, Protocol: "grpc", Target: "unix:///run/app.sock", Request: &Request{Method: "a.B/C"}}, ""},
+		{"relative unix socket", Config{Rate: 1, Target: "unix://app.sock"}, "load.target: a unix socket's target is unix:// and the socket's absolute path"},
 		{"path with a space", Config{Rate: 1, Request: &Request{Path: "/a b"}}, "load.request.path: has a space or control character at position 3"},
 		{"header with a line break", Config{Rate: 1, Request: &Request{Headers: map[string]string{"X": "a\r\nEvil: 1"}}}, "load.request.headers.X: must not contain a line break"},
 		{"bad header name", Config{Rate: 1, Request: &Request{Headers: map[string]string{"X Y": "1"}}}, `load.request.headers: "X Y" is not a header name`},
@@ -203,6 +206,7 @@ func TestCheckLoopback(t *testing.T) {
 		{"127.0.0.2:9000", true},
 		{"http://10.1.2.3/", false},
 		{"192.168.0.1:80", false},
+		{"unix:///run/app.sock", true},
 		{"http://8.8.8.8/", false},
 	} {
 		if err := CheckLoopback(tt.target); (err == nil) != tt.ok {

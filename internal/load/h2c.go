@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -16,7 +17,7 @@ type h2cClient struct {
 	next    atomic.Uint64
 }
 
-func newH2CClient(conns int, timeout time.Duration) *h2cClient {
+func newH2CClient(network, addr string, conns int, timeout time.Duration) *h2cClient {
 	if conns <= 0 {
 		conns = 1
 	}
@@ -25,6 +26,13 @@ func newH2CClient(conns int, timeout time.Duration) *h2cClient {
 		var p http.Protocols
 		p.SetUnencryptedHTTP2(true)
 		tr := &http.Transport{Protocols: &p, MaxIdleConnsPerHost: 1, ResponseHeaderTimeout: timeout}
+		if network == "unix" {
+			// Every request names localhost; the socket is where it goes.
+			tr.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, network, addr)
+			}
+		}
 		c.clients = append(c.clients, &http.Client{Transport: tr, Timeout: timeout})
 	}
 	return c

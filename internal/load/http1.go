@@ -21,6 +21,7 @@ import (
 // pre-rendered request and parses the answer in place on the caller's
 // goroutine: one write, usually one read, no allocation.
 type h1Client struct {
+	network string // "tcp", or "unix" for a socket's path in addr
 	addr    string
 	timeout time.Duration
 	sem     chan struct{} // nil: as many connections as concurrent requests
@@ -36,8 +37,8 @@ type h1Conn struct {
 	br *bufio.Reader
 }
 
-func newH1Client(addr string, conns int, timeout time.Duration) *h1Client {
-	c := &h1Client{addr: addr, timeout: timeout, all: map[*h1Conn]struct{}{}}
+func newH1Client(network, addr string, conns int, timeout time.Duration) *h1Client {
+	c := &h1Client{network: network, addr: addr, timeout: timeout, all: map[*h1Conn]struct{}{}}
 	if conns > 0 {
 		c.sem = make(chan struct{}, conns)
 	}
@@ -78,7 +79,7 @@ func (c *h1Client) releaseLocked() {
 
 func (c *h1Client) dial(ctx context.Context) (*h1Conn, error) {
 	d := net.Dialer{Timeout: c.timeout}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	nc, err := d.DialContext(ctx, c.network, c.addr)
 	if err != nil {
 		return nil, err
 	}

@@ -11,30 +11,39 @@ import (
 )
 
 func httpTarget(cfg *Config, t *Target, steps []Request, h2c bool) error {
-	u, err := url.Parse(cfg.Target)
-	if err != nil {
-		return &spec.KeyError{Key: "load.target", Msg: err.Error()}
-	}
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
+	network, addr, host := "tcp", "", unixHost
+	if path, ok := unixSocket(cfg.Target); ok {
+		network, addr = "unix", path
+	} else {
+		u, err := url.Parse(cfg.Target)
+		if err != nil {
+			return &spec.KeyError{Key: "load.target", Msg: err.Error()}
+		}
+		addr, host = u.Host, u.Host
+		if u.Port() == "" {
+			addr = net.JoinHostPort(u.Hostname(), "80")
+		}
 	}
 	var h1 *h1Client
 	var h2cc *h2cClient
 	if h2c {
-		h2cc = newH2CClient(cfg.Connections, cfg.timeout())
+		h2cc = newH2CClient(network, addr, cfg.Connections, cfg.timeout())
 		t.Close = h2cc.Close
 	} else {
-		h1 = newH1Client(addr, cfg.Connections, cfg.timeout())
+		h1 = newH1Client(network, addr, cfg.Connections, cfg.timeout())
 		t.Close = h1.Close
+	}
+	base := "http://" + addr
+	if network == "unix" {
+		base = "http://" + unixHost
 	}
 	for i := range steps {
 		st := steps[i]
 		st.Path = cfg.requestPath(&steps[i])
-		req := newHTTPReq(cfg, &st, u.Host)
+		req := newHTTPReq(cfg, &st, host)
 		op := Op{Name: cfg.opName(&steps[i]), Weight: steps[i].Weight}
 		if h2c {
-			op.Do = h2cc.op(req, "http://"+addr)
+			op.Do = h2cc.op(req, base)
 		} else {
 			op.Do = h1.op(req)
 		}

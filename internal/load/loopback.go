@@ -8,10 +8,13 @@ import (
 )
 
 // CheckLoopback returns an error unless target (a URL or host:port) names
-// this machine: a loopback address, or a name that resolves only to
-// loopback addresses. `svclab load` refuses other targets unless told,
+// this machine: a loopback address, a name that resolves only to
+// loopback addresses, or a unix socket. `svclab load` refuses other targets unless told,
 // since load aimed at someone else's service is an attack.
 func CheckLoopback(target string) error {
+	if _, ok := unixSocket(target); ok {
+		return nil // a socket is on this machine
+	}
 	host := target
 	if strings.Contains(target, "://") {
 		u, err := url.Parse(target)

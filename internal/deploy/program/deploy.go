@@ -24,6 +24,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/probe"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -403,12 +404,17 @@ func (d *deployment) Topology() *runtime.Topology { return d.topo }
 func (d *deployment) Entry() runtime.Endpoint { return d.endpoint(d.cfg.EntryName) }
 
 // GatewayURL is the load's target: the entry's http:// URL (http, h2c),
-// or its host:port (grpc). Programs have no gateway of svclab's.
+// its host:port (grpc), or its unix socket's target (load.UnixTarget).
+// Programs have no gateway of svclab's.
 func (d *deployment) GatewayURL() string {
-	if d.cfg.Programs[d.cfg.EntryName].Protocol == ProtoGRPC {
-		return d.addrs[d.cfg.EntryName]
+	addr := d.addrs[d.cfg.EntryName]
+	switch {
+	case d.network() == "unix":
+		return load.UnixTarget(addr)
+	case d.cfg.Programs[d.cfg.EntryName].Protocol == ProtoGRPC:
+		return addr
 	}
-	return "http://" + d.addrs[d.cfg.EntryName]
+	return "http://" + addr
 }
 
 // Dial connects to a gRPC entry with svclab's grpc transport.
@@ -424,11 +430,15 @@ func (d *deployment) Dial(ctx context.Context, opts transport.DialOptions) (tran
 // ([load.request]), else at its health path, or its root.
 func (d *deployment) CurlExamples() []string {
 	c := d.cfg.Programs[d.cfg.EntryName]
+	url := d.GatewayURL()
+	if d.network() == "unix" {
+		url = "--unix-socket " + d.addrs[d.cfg.EntryName] + " http://localhost"
+	}
 	switch c.Protocol {
 	case ProtoHTTP:
-		return []string{"curl " + d.GatewayURL() + d.tryPath(c)}
+		return []string{"curl " + url + d.tryPath(c)}
 	case ProtoH2C:
-		return []string{"curl --http2-prior-knowledge " + d.GatewayURL() + d.tryPath(c)}
+		return []string{"curl --http2-prior-knowledge " + url + d.tryPath(c)}
 	}
 	return nil
 }

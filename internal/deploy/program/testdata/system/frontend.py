@@ -2,14 +2,16 @@
 library only) that counts each visit in Redis and fetches the page nginx
 serves PAGES times (default 1) per call. It listens on the address in
 argv[1] and finds its callees in REDIS_ADDR and STATIC_ADDR, as svclab's
-templates give them. It hands its calls to nginx the trace context of the
-call it serves (traceparent), so that with sidecars and deploy.tracing a
-request's spans join in one trace."""
+templates give them: each a host:port, or a unix socket's path. It hands
+its calls to nginx the trace context of the call it serves (traceparent),
+so that with sidecars and deploy.tracing a request's spans join in one
+trace."""
 
 import http.client
 import http.server
 import json
 import socket
+import socketserver
 import sys
 import threading
 
@@ -20,15 +22,41 @@ local = threading.local()
 
 
 def addr(s):
+    """A host:port as a (host, port) pair; a unix socket's path as it is."""
+    if s.startswith("/"):
+        return s
     host, port = s.rsplit(":", 1)
     return host, int(port)
+
+
+def connect(a):
+    if isinstance(a, str):
+        conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        conn.settimeout(5)
+        conn.connect(a)
+        return conn
+    return socket.create_connection(a)
+
+
+class StaticConnection(http.client.HTTPConnection):
+    """An HTTP connection to STATIC, over TCP or a unix socket."""
+
+    def __init__(self):
+        host, port = STATIC if not isinstance(STATIC, str) else ("localhost", 80)
+        super().__init__(host, port, timeout=5)
+
+    def connect(self):
+        if isinstance(STATIC, str):
+            self.sock = connect(STATIC)
+        else:
+            super().connect()
 
 
 def redis(*args):
     """One command over RESP on this thread's connection."""
     conn = getattr(local, "redis", None)
     if conn is None:
-        conn = socket.create_connection(REDIS)
+        conn = connect(REDIS)
         local.redis = conn
         local.rfile = conn.makefile("rb")
     out = b"*%d\r\n" % len(args)
@@ -45,7 +73,7 @@ def redis(*args):
 def page():
     conn = getattr(local, "static", None)
     if conn is None:
-        conn = http.client.HTTPConnection(*STATIC, timeout=5)
+        conn = StaticConnection()
         local.static = conn
     tp = getattr(local, "traceparent", None)
     conn.request("GET", "/index.html", headers={"traceparent": tp} if tp else {})
@@ -90,6 +118,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def address_string(self):
+        return str(self.client_address)
+
+
+class UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
 
 def main():
     global REDIS, STATIC, PAGES
@@ -98,8 +133,13 @@ def main():
     REDIS = addr(os.environ["REDIS_ADDR"])
     STATIC = addr(os.environ["STATIC_ADDR"])
     PAGES = int(os.environ.get("PAGES", "1"))
-    server = http.server.ThreadingHTTPServer(addr(sys.argv[1]), Handler)
-    server.daemon_threads = True
+    listen = addr(sys.argv[1])
+    if isinstance(listen, str):
+        Handler.disable_nagle_algorithm = False  # a TCP option
+        server = UnixServer(listen, Handler)
+    else:
+        server = http.server.ThreadingHTTPServer(listen, Handler)
+        server.daemon_threads = True
     print("frontend listening on", sys.argv[1], flush=True)
     server.serve_forever()
 
