@@ -10,7 +10,11 @@
 // each group which address stands for a peer on another host. So health
 // checks, output tails, resource sampling and the control channel are the
 // local deployer's, and the parent-death signal still takes every host
-// with a killed svclab.
+// with a killed svclab. The exec app's programs, which the local deployer
+// hands to internal/deploy/program, are placed through the same network:
+// each starts in its machine's namespace and reaches its callees at the
+// addresses the network gives (connectProgram gives the client its path
+// to the entry program).
 //
 // This kernel has no netem, so a link's latency, jitter and loss are
 // emulated in user space: a shaped link gets a proxy per path (toxiproxy,
