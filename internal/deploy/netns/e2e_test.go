@@ -73,6 +73,17 @@ groups = ["hop2"]
 `, tr, link)
 }
 
+// netnsOf names the network namespace of process pid (of its main
+// thread).
+func netnsOf(t *testing.T, pid int) string {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) {
 	t.Helper()
 	s := load(t, body)
@@ -144,16 +155,10 @@ func TestChainTwoMachines(t *testing.T) {
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("gateway: %s: %s", resp.Status, body)
 				}
-				self, err := os.Readlink("/proc/self/ns/net")
-				if err != nil {
-					t.Fatal(err)
-				}
+				self := netnsOf(t, os.Getpid())
 				seen := map[string]string{}
 				for _, p := range dep.Processes() {
-					ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.Info().PID))
-					if err != nil {
-						t.Fatal(err)
-					}
+					ns := netnsOf(t, p.Info().PID)
 					if ns == self {
 						// Seen once in a fresh make test (2026-11-27, the PID
 						// counter had wrapped): say what that PID is now.

@@ -109,6 +109,16 @@ func cmdline(pid int) string {
 	return strings.TrimSpace(strings.ReplaceAll(string(b), "\x00", " "))
 }
 
+// cmdlines lists each of pids with what it runs now, for a failure
+// message.
+func cmdlines(pids []int) string {
+	var out []string
+	for _, pid := range pids {
+		out = append(out, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
+	}
+	return strings.Join(out, "; ")
+}
+
 func waitGone(t *testing.T, pids []int) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -134,11 +144,7 @@ func TestKill9(t *testing.T) {
 	}
 	pids := hostPIDs(t, ns, cmd.Process.Pid)
 	if len(pids) != 2 {
-		var cmdlines []string
-		for _, pid := range pids {
-			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
-		}
-		t.Fatalf("%d processes in the machines' namespaces, want 2: %s", len(pids), strings.Join(cmdlines, "; "))
+		t.Fatalf("%d processes in the machines' namespaces, want 2: %s", len(pids), cmdlines(pids))
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()

@@ -107,10 +107,7 @@ func call(t *testing.T, client *http.Client, url string) visit {
 func TestProgramsTwoMachines(t *testing.T) {
 	needRoot(t)
 	needPrograms(t)
-	self, err := os.Readlink("/proc/self/ns/net")
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := netnsOf(t, os.Getpid())
 	p50 := func(link string) time.Duration {
 		dep, _ := deployedPrograms(t, programSystem(t, link))
 		client := &http.Client{Timeout: 10 * time.Second}
@@ -129,10 +126,7 @@ func TestProgramsTwoMachines(t *testing.T) {
 		}
 		nsOf := map[string]string{}
 		for _, p := range dep.Processes() {
-			ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", p.Info().PID))
-			if err != nil {
-				t.Fatal(err)
-			}
+			ns := netnsOf(t, p.Info().PID)
 			if ns == self {
 				t.Errorf("%s runs in svclab's own network namespace", p.Info())
 			}
@@ -270,11 +264,7 @@ func TestProgramsKill9(t *testing.T) {
 	// python3, redis-server, nginx.sh, nginx's master and its worker.
 	pids := hostPIDs(t, ns, cmd.Process.Pid)
 	if len(pids) < 5 {
-		var cmdlines []string
-		for _, pid := range pids {
-			cmdlines = append(cmdlines, fmt.Sprintf("%d: %q", pid, cmdline(pid)))
-		}
-		t.Fatalf("%d processes in the machines' namespaces, want at least 5: %s", len(pids), strings.Join(cmdlines, "; "))
+		t.Fatalf("%d processes in the machines' namespaces, want at least 5: %s", len(pids), cmdlines(pids))
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
@@ -284,5 +274,41 @@ func TestProgramsKill9(t *testing.T) {
 	}
 	if left := namespacesOf(t, cmd.Process.Pid); len(left) != 0 {
 		t.Errorf("namespaces after the sweep: %v", left)
+	}
+}
+
+// TestProgramsBadInput: a spec of programs on machines is checked before
+// anything starts (and without root), each mistake at its key: a machine
+// naming a component that is not there, a command this machine lacks
+// (the local deployer's check, which the netns deployer asks), unix
+// sockets between machines.
+func TestProgramsBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to string
+		want           []string
+	}{
+		{"a component that is not there", `groups = ["frontend"]`, `groups = ["frontnd"]`, []string{
+			`spec.toml:27: deploy.hosts.vm1.groups: placement split has no group "frontnd" (its groups: cart, frontend, static)`,
+			`spec.toml:23: deploy.placement: group "frontend" of placement split is on no machine`,
+		}},
+		{"a command not found", `"redis-server", "--port"`, `"no-such-server-svclab", "--port"`, []string{
+			`spec.toml:14: app.components.cart.command: command "no-such-server-svclab" not found`,
+		}},
+		{"unix sockets", `deployer = "netns"`, "deployer = \"netns\"\nnetwork = \"unix\"", []string{
+			`spec.toml:25: deploy.network: the netns deployer connects its machines over TCP`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := load(t, strings.Replace(programSystem(t, ""), tc.from, tc.to, 1))
+			_, _, err := deploy.Resolve(s)
+			if err == nil || len(spec.Unjoin(err)) != len(tc.want) {
+				t.Fatalf("Resolve: %v\nwant %d error(s): %q", err, len(tc.want), tc.want)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("Resolve: %v\nwant %q in it", err, want)
+				}
+			}
+		})
 	}
 }

@@ -136,13 +136,17 @@ func (d *deployment) machineCgroup(name string) *cgroup.Group {
 // carry yet: the front before a component's replicas listens on
 // svclab's own loopback TCP, which neither a machine's namespace nor a
 // unix socket's caller reaches; a program on a unix socket has no port;
-// and sidecars do not run on the netns deployer's machines.
+// sidecars do not run on the netns deployer's machines; and unix sockets
+// are this machine's alone.
 func checkNetwork(s *spec.Spec, cfg *Config) error {
 	var errs []error
 	d := s.Deploy
 	unix := d.Network == "unix"
-	if unix && d.Deployer == "kube" {
-		errs = append(errs, s.Errorf("deploy.network", "the kube deployer runs each program in a pod, reached over TCP at its port; leave deploy.network out"))
+	switch {
+	case unix && d.Deployer == "kube":
+		return s.Errorf("deploy.network", "the kube deployer runs each program in a pod, reached over TCP at its port; leave deploy.network out")
+	case unix && d.Deployer == "netns":
+		return s.Errorf("deploy.network", "the netns deployer connects its machines over TCP, each program on its machine's address; leave deploy.network out")
 	}
 	if d.Deployer == "netns" || unix {
 		where := fmt.Sprintf("deploy.deployer = %q", d.Deployer)
