@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/netns"
 	"github.com/svclab/svclab/internal/runtime"
@@ -310,5 +311,66 @@ func TestProgramsBadInput(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProgramsMachineCPUs: programs on machines of one core each run in a
+// control group inside their machine's, on its core alone (with what
+// they fork: nginx's worker), report the machine's CPU set as their
+// limits, and leave no group after Stop.
+func TestProgramsMachineCPUs(t *testing.T) {
+	needCgroups(t)
+	needPrograms(t)
+	cpus, err := cgroup.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cpus) < 2 {
+		t.Skip("needs two CPUs for two machines of one core")
+	}
+	body := strings.NewReplacer(`groups = ["frontend"]`, "groups = [\"frontend\"]\ncpus = 1", `groups = ["cart", "static"]`, "groups = [\"cart\", \"static\"]\ncpus = 1").Replace(programSystem(t, ""))
+	dep, _ := deployedPrograms(t, body)
+	nd := dep.(*netns.Deployment)
+	sets := map[string]string{}
+	for i, l := range nd.MachineLimits() {
+		sets[nd.Machines()[i]] = l.CPUs
+	}
+	if sets["vm1"] == sets["vm2"] || sets["vm1"] == "" {
+		t.Fatalf("machines' CPU sets %v, want one core each, disjoint", sets)
+	}
+	var dirs []string
+	for _, p := range dep.Processes() {
+		info := p.Info()
+		machine := nd.MachineOf(groupIndex(t, dep, info.Group))
+		if info.Limits == nil || info.Limits.CPUs != sets[machine] {
+			t.Errorf("%s reports limits %+v, want its machine's CPU set %s", info, info.Limits, sets[machine])
+		}
+		if u, err := p.Resources().Sample(context.Background()); err != nil || u.Cgroup == nil {
+			t.Errorf("sample of %s: %+v, %v; want its cgroup's counters", info, u, err)
+		}
+		dir := cgroupDir(t, info.PID, "cpuset")
+		dirs = append(dirs, dir, filepath.Dir(dir))
+	}
+	// Every process in a machine's namespace, what the programs forked
+	// included (nginx's master and worker beside nginx.sh).
+	for i, machine := range nd.Machines() {
+		ns := nd.Namespaces()[2+i] // after the router's and the client's
+		pids := hostPIDs(t, []string{ns}, os.Getpid())
+		if want := map[string]int{"vm1": 1, "vm2": 4}[machine]; len(pids) < want {
+			t.Errorf("%d processes on %s (%s), want at least %d", len(pids), machine, cmdlines(pids), want)
+		}
+		for _, pid := range pids {
+			if got := allowedCPUs(t, pid); got != sets[machine] {
+				t.Errorf("pid %d (%q) on %s may run on CPU %q, want its machine's %q", pid, cmdline(pid), machine, got, sets[machine])
+			}
+		}
+	}
+	if err := dep.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); !os.IsNotExist(err) {
+			t.Errorf("cgroup %s remains after Stop: %v", d, err)
+		}
 	}
 }
