@@ -35,5 +35,5 @@ func checkFaults(s *spec.Spec) error {
 	if first == "" {
 		first = "deploy.faults"
 	}
-	return s.Errorf(first, "the %s deployer cannot inject faults (it neither cuts, delays nor resets a hop, nor kills a pod); leave [deploy.faults] out or use deploy.deployer = \"local\" (or \"netns\", for svclab's own apps)", Name)
+	return s.Errorf(first, "the %s deployer cannot inject faults (it neither cuts, delays nor resets a hop, nor kills a pod); leave [deploy.faults] out or use deploy.deployer = \"local\" or \"netns\"", Name)
 }
