@@ -131,7 +131,7 @@ type keyFlag struct {
 }
 
 var loadKeyFlags = []keyFlag{
-	{"url", "", "target", "target: an http:// URL (path and query included), or host:port (or grpc://host:port) for gRPC", nil, nil},
+	{"url", "", "target", "target: an http:// URL (path and query included), or host:port (or grpc://host:port) for gRPC, or unix:///path for a unix socket (any protocol)", nil, nil},
 	{"mode", "", "mode", `"open" (arrivals at --rate) or "closed" (--users virtual users); default open`, nil, nil},
 	{"protocol", "", "protocol", `"http" (HTTP/1.1), "h2c" or "grpc"; default http`, nil, nil},
 	{"rate", "", "rate", "open loop: arrivals per second", nil, nil},
