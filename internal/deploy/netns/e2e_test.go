@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,6 +85,9 @@ func netnsOf(t *testing.T, pid int) string {
 	return ns
 }
 
+// deployed deploys body over two machines. Stop, at the test's end, must
+// leave none of the deployment's namespaces, nor any process of its
+// processes' groups.
 func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) {
 	t.Helper()
 	s := load(t, body)
@@ -91,7 +95,7 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	dep, err := d.Deploy(ctx, topo, deploy.Options{})
 	if err != nil {
@@ -101,6 +105,10 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 	if len(nsPaths) != 4 {
 		t.Errorf("namespaces %v, want 4: router, client, two machines", nsPaths)
 	}
+	var pids []int
+	for _, p := range dep.Processes() {
+		pids = append(pids, p.Info().PID)
+	}
 	t.Cleanup(func() {
 		if err := dep.Stop(context.Background()); err != nil {
 			t.Errorf("stop: %v", err)
@@ -108,6 +116,11 @@ func deployed(t *testing.T, body string) (deploy.Deployment, *runtime.Topology) 
 		for _, p := range nsPaths {
 			if _, err := os.Stat(p); err == nil {
 				t.Errorf("namespace %s left after stop", p)
+			}
+		}
+		for _, pid := range pids {
+			if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
+				t.Errorf("process group %d (%q) left after stop", pid, cmdline(pid))
 			}
 		}
 	})

@@ -110,7 +110,7 @@ func TestProgramsTwoMachines(t *testing.T) {
 	needPrograms(t)
 	self := netnsOf(t, os.Getpid())
 	p50 := func(link string) time.Duration {
-		dep, _ := deployedPrograms(t, programSystem(t, link))
+		dep, _ := deployed(t, programSystem(t, link))
 		client := &http.Client{Timeout: 10 * time.Second}
 		var took []time.Duration
 		for i := -5; i < 60; i++ {
@@ -167,58 +167,13 @@ func TestProgramsTwoMachines(t *testing.T) {
 	}
 }
 
-// deployedPrograms deploys body, which Stop must leave without a
-// namespace or a program.
-func deployedPrograms(t *testing.T, body string) (deploy.Deployment, []string) {
-	t.Helper()
-	s := load(t, body)
-	d, topo, err := deploy.Resolve(s)
-	if err != nil {
-		t.Fatalf("resolve: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	dep, err := d.Deploy(ctx, topo, deploy.Options{Log: testLog{t}})
-	if err != nil {
-		t.Fatalf("deploy: %v", err)
-	}
-	nsPaths := dep.(*netns.Deployment).Namespaces()
-	var pids []int
-	for _, p := range dep.Processes() {
-		pids = append(pids, p.Info().PID)
-	}
-	t.Cleanup(func() {
-		if err := dep.Stop(context.Background()); err != nil {
-			t.Errorf("stop: %v", err)
-		}
-		for _, p := range nsPaths {
-			if _, err := os.Stat(p); err == nil {
-				t.Errorf("namespace %s left after stop", p)
-			}
-		}
-		for _, pid := range pids {
-			if err := syscall.Kill(-pid, 0); err != syscall.ESRCH {
-				t.Errorf("process group %d (%q) left after stop", pid, cmdline(pid))
-			}
-		}
-	})
-	return dep, nsPaths
-}
-
-type testLog struct{ t *testing.T }
-
-func (l testLog) Write(b []byte) (int, error) {
-	l.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
-}
-
 // TestProgramsLinkCut cuts the path from the frontend on vm1 to nginx on
 // vm2 ([deploy.faults.link_cut]): the frontend's page fetch times out, so
 // it answers 502; once the cut ends, calls succeed again.
 func TestProgramsLinkCut(t *testing.T) {
 	needRoot(t)
 	needPrograms(t)
-	dep, _ := deployedPrograms(t, programSystem(t, "[deploy.faults.link_cut]\ntarget = \"static\"\nstart = \"1s\"\nduration = \"5s\"\n"))
+	dep, _ := deployed(t, programSystem(t, "[deploy.faults.link_cut]\ntarget = \"static\"\nstart = \"1s\"\nduration = \"5s\"\n"))
 	hf := dep.Capabilities().HopFaults
 	if hf == nil {
 		t.Fatal("the deployment has no HopFaults")
@@ -329,7 +284,7 @@ func TestProgramsMachineCPUs(t *testing.T) {
 		t.Skip("needs two CPUs for two machines of one core")
 	}
 	body := strings.NewReplacer(`groups = ["frontend"]`, "groups = [\"frontend\"]\ncpus = 1", `groups = ["cart", "static"]`, "groups = [\"cart\", \"static\"]\ncpus = 1").Replace(programSystem(t, ""))
-	dep, _ := deployedPrograms(t, body)
+	dep, _ := deployed(t, body)
 	nd := dep.(*netns.Deployment)
 	sets := map[string]string{}
 	for i, l := range nd.MachineLimits() {
