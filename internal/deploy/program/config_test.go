@@ -120,6 +120,9 @@ health = "/h"
 			{"app.components.db.command", 13, "argument 2: {port} has no meaning on a unix socket"},
 			{"deploy.replicas.db", 18, `is not supported with deploy.network = "unix" yet`},
 		}},
+		{"a hop fault on unix sockets", strings.NewReplacer(`"{port}"]`, `"{listen}"]`).Replace(base) + "[deploy]\nnetwork = \"unix\"\n[deploy.faults.reset]\ntarget = \"db\"\nfraction = 0.5\n", []located{
+			{"deploy.faults.reset.target", 18, `the hop into group db is on network "unix"; faults act on tcp hops`},
+		}},
 		{"unix sockets on the kube deployer", strings.NewReplacer(`command = ["python3", "-m", "http.server", "{port}"]`, "image = \"web:1\"\nport = 80", `command = ["redis-server", "--port", "{port}"]`, "image = \"redis:7\"\nport = 6379").Replace(base) + "[deploy]\ndeployer = \"kube\"\nnetwork = \"unix\"\n", []located{
 			{"deploy.network", 19, "the kube deployer runs each program in a pod, reached over TCP at its port"},
 		}},
