@@ -43,7 +43,7 @@ type entryClient struct {
 
 // entryAddresses are the live entry replicas, as a balancer dials them.
 func (d *Deployment) entryAddresses(opts transport.DialOptions) []balancer.Address {
-	if out := d.sidecarEntries(opts); out != nil {
+	if out := d.sidecars.Entries(opts); out != nil {
 		return out
 	}
 	var out []balancer.Address

@@ -37,6 +37,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/program"
+	"github.com/svclab/svclab/internal/deploy/proxies"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
@@ -103,9 +104,9 @@ type Deployment struct {
 	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
 	cfgJSON     []byte
 	opts        Options
-	as          *autoscaler.Autoscalers // nil until the deployment is ready (autoscale.go)
-	clients     []entryClient           // balancers over the entry's replicas (dial.go)
-	sidecars    *sidecarLayout          // the sidecars, when deploy.sidecar names one
+	as          *autoscaler.Autoscalers    // nil until the deployment is ready (autoscale.go)
+	clients     []entryClient              // balancers over the entry's replicas (dial.go)
+	sidecars    *proxies.Proxies[*process] // the proxies, when deploy.sidecar names one (proxies.go)
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
@@ -358,9 +359,7 @@ wait:
 			errs = append(errs, err)
 		}
 	}
-	if d.sidecars != nil {
-		d.sidecars.release()
-	}
+	d.sidecars.Release()
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", d.dir, err))

@@ -100,19 +100,11 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	var startErr error
-	d.spawn.do(func() {
+	startErr := d.spawnInto(cmd, cg, func() error {
 		if d.net == nil {
-			startErr = cmd.Start()
-		} else {
-			startErr = d.startIn(cmd, hc.Group)
+			return cmd.Start()
 		}
-		if startErr == nil && cg != nil {
-			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		}
+		return d.startIn(cmd, hc.Group)
 	})
 	_ = w.Close()
 	if startErr != nil {
@@ -154,6 +146,22 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	go proc.read(r, opts.Log)
 	go proc.wait()
 	return proc, nil
+}
+
+// spawnInto starts cmd through start on the spawner's thread and moves it
+// into cg, when that is set, as soon as it exists; a process that cannot
+// join is killed.
+func (d *Deployment) spawnInto(cmd *exec.Cmd, cg *cgroup.Group, start func() error) error {
+	var err error
+	d.spawn.do(func() {
+		if err = start(); err == nil && cg != nil {
+			if err = cg.Add(cmd.Process.Pid); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
+	return err
 }
 
 // read records the child's output until it closes.

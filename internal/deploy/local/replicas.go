@@ -123,8 +123,8 @@ func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	if err := d.pushScrapeTargets(); err != nil {
 		d.logf("deployment %s: %v", d.id, err)
 	}
-	if ok, err := d.pushSidecars(g); ok {
-		return err // the callers' hosts call through their sidecars (sidecarscale.go)
+	if ok, err := d.sidecars.SetUpstreams(g); ok {
+		return err // the callers' hosts call through their sidecars (internal/deploy/proxies)
 	}
 	var errs []error
 	for _, j := range d.callers(g) {
@@ -204,7 +204,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		d.processes = append(d.processes, p)
 		d.mu.Unlock()
 	}
-	if err := d.startSidecars(d.opts); err != nil {
+	if err := d.startSidecars(); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return nil

@@ -18,7 +18,8 @@ import (
 // callers' endpoint sets (pushPeers, replicas.go), scraped a last time
 // (metrics.go) and drained before it stops. These steps are the process
 // starter's own, so scaling stays in this package, bounded by this file,
-// replicas.go (the endpoint sets), sidecarscale.go and gatewayfront.go
+// replicas.go (the endpoint sets), proxies.go (internal/deploy/proxies:
+// a replica's sidecar) and gatewayfront.go
 // (what a replicated entry needs in front of it).
 
 // Scale makes n processes serve group: new replicas are started and, once
@@ -35,7 +36,7 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	if err != nil {
 		return err
 	}
-	if err := d.sidecarsScale(group); err != nil {
+	if err := d.sidecars.Scalable(group); err != nil {
 		return err
 	}
 	d.scaleMu.Lock()
@@ -74,7 +75,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 				<-p.done
 				_ = p.removeCgroup()
 			}
-			d.dropReplicaSidecars(g, first)
+			d.sidecars.DropReplicas(g, first)
 			err = fmt.Errorf("scale up group %s: %w", name, err)
 		}
 	}()
@@ -87,7 +88,8 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		if err != nil {
 			return err
 		}
-		sc, err := d.layOutReplicaSidecar(s)
+		app := func(c string) string { return s.listen[c].GetEndpoint().GetAddr() }
+		sc, err := d.sidecars.AddReplica(g, ordinal, d.replicaName(g, ordinal), app)
 		if err != nil {
 			s.close()
 			return err
@@ -111,7 +113,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		started = append(started, p)
-		px, err := sc.start(p)
+		px, err := sc.Start(p.cg)
 		if err != nil {
 			return err
 		}

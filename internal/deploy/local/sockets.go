@@ -134,6 +134,6 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 	hc.Peers = endpointSets(peers)
 	hc.Control = s.control
 	hc.Gateway = s.gateway
-	d.routeThroughSidecars(s, hc)
+	d.sidecars.Route(hc, s.group, s.ordinal)
 	return hc
 }
