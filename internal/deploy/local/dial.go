@@ -18,7 +18,7 @@ import (
 // (replicas.go).
 func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
 	if opts.TLS == nil && d.entry != d.gateway {
-		opts.TLS = d.mesh.clientTLS(d.topo.Entry)
+		opts.TLS = d.mesh.ClientTLS(d.topo.Entry)
 	}
 	g := d.topo.EntryGroup()
 	if grp := d.topo.Groups[g]; grp.Replicas == 1 && grp.Autoscale == nil {

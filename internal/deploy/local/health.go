@@ -79,7 +79,7 @@ func (d *Deployment) waitReady(ctx context.Context, procs []*process) error {
 			ep := p.listen[c]
 			var tc *tls.Config // the gateway stays plaintext
 			if c != "gateway" && !d.plaintextBehindSidecar(p) {
-				tc = d.mesh.clientTLS(c)
+				tc = d.mesh.ClientTLS(c)
 			}
 			checks++
 			check(fmt.Sprintf("%s: %s on %s", p.info, c, ep), func() error {

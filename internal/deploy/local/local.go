@@ -34,6 +34,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/front"
+	"github.com/svclab/svclab/internal/deploy/hostmesh"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/program"
@@ -110,7 +111,7 @@ type Deployment struct {
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
-	mesh        *mesh            // nil without in-process mesh features (mesh.go)
+	mesh        *hostmesh.Mesh   // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	front       *front.HTTP      // the gateway of a replicated entry (gatewayfront.go)
@@ -231,7 +232,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	}
 	d.opts.Env = opts.Env
 	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
-	d.mesh, err = d.newMesh(meshCtx, p)
+	d.mesh, err = d.newMesh(meshCtx)
 	cancelMesh()
 	if err != nil {
 		return nil, err
@@ -245,7 +246,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
-	if err := d.meshReady(readyCtx); err != nil {
+	// Ready once the telemetry sees every host: Prometheus has scraped
+	// each.
+	if err := d.mesh.Telemetry().AwaitScraping(readyCtx); err != nil {
 		return nil, err
 	}
 	if err := d.startGatewayFront(); err != nil {
@@ -289,7 +292,7 @@ func (d *Deployment) stop(ctx context.Context) error {
 	// after the others are stopped.
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
-	d.mesh.telemetry().BeforeStop(ctx)
+	d.mesh.Telemetry().BeforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -341,7 +344,7 @@ wait:
 	for _, g := range d.topo.Groups {
 		services = append(services, g.Name)
 	}
-	if err := d.mesh.telemetry().Stop(ctx, services); err != nil {
+	if err := d.mesh.Telemetry().Stop(ctx, services); err != nil {
 		errs = append(errs, err)
 	}
 	if d.spawn != nil {

@@ -12,7 +12,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/proxies"
-	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
 )
 
@@ -27,14 +26,14 @@ import (
 func (d *Deployment) layOutSidecars(all []*sockets) error {
 	cfg := proxies.Config[*process]{
 		ID: d.id, Dir: d.dir, Topology: d.topo, Env: d.opts.Env, CPUs: d.cpus,
-		Trace:      d.mesh.telemetry().TraceProxy,
+		Trace:      d.mesh.Telemetry().TraceProxy,
 		Live:       d.liveOrdinals,
 		HostCgroup: d.hostCgroup,
 		Launch:     d.launchProxy,
 		Logf:       d.logf,
 	}
-	if d.mesh != nil && d.mesh.mtls {
-		cfg.Credentials = func(c string) pki.Files { return d.mesh.certs[c] }
+	if d.mesh.MTLS() {
+		cfg.Credentials = d.mesh.Credentials
 	}
 	appAddr := func(g int, c string) []string {
 		var ss []*sockets

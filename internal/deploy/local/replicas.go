@@ -192,7 +192,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 			return err
 		}
 		hcs[i] = d.hostConfig(cfgJSON, s, peers)
-		d.mesh.configure(hcs[i], i, d.topo.Groups[s.group])
+		d.mesh.Configure(hcs[i], s.metrics, d.topo.Groups[s.group])
 		d.configureResilience(hcs[i])
 	}
 	for i, s := range all {

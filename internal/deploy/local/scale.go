@@ -16,7 +16,7 @@ import (
 // is started as the first ones are (sockets, HostConfig, its sidecar and
 // metrics listener, readiness), and one removed is taken out of its
 // callers' endpoint sets (pushPeers, replicas.go), scraped a last time
-// (metrics.go) and drained before it stops. These steps are the process
+// (mesh.go, internal/deploy/hostmesh) and drained before it stops. These steps are the process
 // starter's own, so scaling stays in this package, bounded by this file,
 // replicas.go (the endpoint sets), proxies.go (internal/deploy/proxies:
 // a replica's sidecar) and gatewayfront.go
@@ -100,12 +100,11 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		hc := d.hostConfig(d.cfgJSON, s, peers)
-		mi, err := d.mesh.metricsFor(s)
-		if err != nil {
+		if err := d.bindMetrics(s); err != nil {
 			s.close()
 			return err
 		}
-		d.mesh.configure(hc, mi, d.topo.Groups[g])
+		d.mesh.Configure(hc, s.metrics, d.topo.Groups[g])
 		d.configureResilience(hc)
 		p, err := d.start(hc, s, d.opts)
 		s.close()
@@ -150,7 +149,7 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	for _, p := range victims {
 		p.retired.Store(true)
 	}
-	d.mesh.linger(victims)
+	d.mesh.Linger(d.victims(victims))
 	var errs []error
 	if err := d.pushPeers(ctx, g); err != nil {
 		// A caller that still sends to a victim finds it draining

@@ -20,6 +20,7 @@ type sockets struct {
 	listen         map[string]*hostv1.Listener // component → listener
 	gateway        *hostv1.Listener            // in the entry group
 	control        *hostv1.Listener            // its host's control service
+	metrics        *hostv1.Listener            // with deploy.metrics (mesh.go)
 	files          []*os.File                  // inherited files, fd 3 upward
 	closers        []io.Closer
 }
@@ -36,6 +37,20 @@ func closeAll(ss []*sockets) {
 	for _, s := range ss {
 		s.close()
 	}
+}
+
+// inherit makes lis, bound for ep, a socket the replica's host inherits.
+func (s *sockets) inherit(lis net.Listener, ep runtime.Endpoint) (*hostv1.Listener, error) {
+	s.closers = append(s.closers, lis)
+	f, err := lis.(interface{ File() (*os.File, error) }).File()
+	if err != nil {
+		return nil, fmt.Errorf("listener file for %s: %w", ep, err)
+	}
+	s.closers = append(s.closers, f)
+	s.files = append(s.files, f)
+	ep.Addr = lis.Addr().String()
+	// ExtraFiles[i] becomes fd 3+i in the child.
+	return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files))}, nil
 }
 
 // sockName is the unix socket path of component c in replica ordinal; the
@@ -77,16 +92,7 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("listen for %s: %w", ep, err)
 		}
-		s.closers = append(s.closers, lis)
-		f, err := lis.(interface{ File() (*os.File, error) }).File()
-		if err != nil {
-			return nil, fmt.Errorf("listener file for %s: %w", ep, err)
-		}
-		s.closers = append(s.closers, f)
-		s.files = append(s.files, f)
-		ep.Addr = lis.Addr().String()
-		// ExtraFiles[i] becomes fd 3+i in the child.
-		return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files))}, nil
+		return s.inherit(lis, ep)
 	}
 	for _, c := range p.Exposed(g) {
 		ep := runtime.Endpoint{Transport: p.Transport, Network: p.Network}
