@@ -36,6 +36,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/front"
 	"github.com/svclab/svclab/internal/deploy/hostmesh"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/program"
 	"github.com/svclab/svclab/internal/deploy/proxies"
@@ -215,7 +216,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
 	}
-	if d.langs, err = langHosts(p); err != nil {
+	if d.langs, err = langhost.Commands(p); err != nil {
 		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	d.spawn = newSpawner()

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -73,7 +74,7 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 	}()
 	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
 		if p.GroupLanguage(g) != runtime.LangGo {
-			return bindByAddress(ep) // languages.go
+			return langhost.Listener(ep)
 		}
 		var lis net.Listener
 		var err error
