@@ -168,7 +168,7 @@ func (d *Deployment) Exited() <-chan deploy.Process { return d.exited }
 // health checks over its own transport (the gateway over http). ctx bounds
 // the start only; the deployment runs until Stop. If a child exits or is not
 // ready within the timeout, everything started is stopped and the error
-// (wrapping a *deploy.ExitError or a *NotReadyError) names the group, its
+// (wrapping a *deploy.ExitError or a *readiness.NotReadyError) names the group, its
 // components, its exit status and its last output lines.
 func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployment, err error) {
 	if opts.Executable == "" {
