@@ -10,14 +10,16 @@
 // Netty, Tomcat nor grpcio can serve a socket it did not bind, so the
 // deployer gives it addresses (Listener) where it gives a Go host
 // inherited sockets. On tcp Listener picks a free port below the kernel's
-// ephemeral range (internal/deploy/ports) and closes it; should another
-// program take it before the host binds it, the host fails with "address
-// in use", which the deployer reports with its output.
+// ephemeral range (internal/deploy/ports), which the deployer holds until
+// just before it starts the host; should another program take it in
+// between, the host fails with "address in use", which the deployer
+// reports with its output.
 package langhost
 
 import (
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"os/exec"
@@ -149,17 +151,18 @@ func implRoot(artifact string) (string, error) {
 }
 
 // Listener is the listener ep of a host that binds its own: a unix path
-// as is, a tcp port picked now.
-func Listener(ep runtime.Endpoint) (*hostv1.Listener, error) {
+// as is, or a tcp port picked now. The port stays bound by hold until the
+// deployer closes it, just before it starts the host: a port released at
+// once could be picked again for the next listener (another replica's),
+// and the deployment would give two of them one address. hold is nil for
+// a unix path.
+func Listener(ep runtime.Endpoint) (l *hostv1.Listener, hold io.Closer, err error) {
 	if ep.Network != "unix" {
 		lis, err := ports.Listen()
 		if err != nil {
-			return nil, fmt.Errorf("pick a port for %s: %w", ep, err)
+			return nil, nil, fmt.Errorf("pick a port for %s: %w", ep, err)
 		}
-		ep.Addr = lis.Addr().String()
-		if err := lis.Close(); err != nil {
-			return nil, fmt.Errorf("pick a port for %s: %w", ep, err)
-		}
+		ep.Addr, hold = lis.Addr().String(), lis
 	}
-	return &hostv1.Listener{Endpoint: ep.Proto()}, nil
+	return &hostv1.Listener{Endpoint: ep.Proto()}, hold, nil
 }

@@ -57,24 +57,52 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-// TestListener: a tcp listener is a port picked now and free again; a
-// unix one keeps its path.
+// TestListener: a tcp listener is a port picked now and held until the
+// deployer lets it go; a unix one keeps its path and holds nothing.
 func TestListener(t *testing.T) {
-	l, err := Listener(runtime.Endpoint{Transport: "grpc", Network: "tcp"})
+	l, hold, err := Listener(runtime.Endpoint{Transport: "grpc", Network: "tcp"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := l.GetEndpoint().GetAddr()
-	if strings.HasSuffix(addr, ":0") || !strings.HasPrefix(addr, "127.0.0.1:") {
-		t.Errorf("tcp listener at %q, want a loopback port", addr)
+	if strings.HasSuffix(addr, ":0") || !strings.HasPrefix(addr, "127.0.0.1:") || hold == nil {
+		t.Fatalf("tcp listener at %q (held by %v), want a loopback port, held", addr, hold)
 	}
-	if lis, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", addr); err != nil {
-		t.Errorf("the port picked is still held: %v", err)
+	if lis, err := net.Listen("tcp", addr); err == nil {
+		_ = lis.Close()
+		t.Errorf("the port picked is free before it is let go")
+	}
+	if err := hold.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if lis, err := net.Listen("tcp", addr); err != nil {
+		t.Errorf("the port let go is still held: %v", err)
 	} else {
 		_ = lis.Close()
 	}
 	path := filepath.Join(t.TempDir(), "a.sock")
-	if l, err := Listener(runtime.Endpoint{Transport: "grpc", Network: "unix", Addr: path}); err != nil || l.GetEndpoint().GetAddr() != path {
-		t.Errorf("unix listener = %v, %v; want %s", l, err, path)
+	if l, hold, err := Listener(runtime.Endpoint{Transport: "grpc", Network: "unix", Addr: path}); err != nil || l.GetEndpoint().GetAddr() != path || hold != nil {
+		t.Errorf("unix listener = %v, %v, %v; want %s, nothing held", l, hold, err, path)
+	}
+}
+
+// TestListenersDistinct: the listeners a deployment picks before its hosts
+// start never share a port. Released at once, 500 picks among the ~12,800
+// ports below the ephemeral range repeat one almost surely (a deployment
+// once gave two Python replicas one address, and their caller refused the
+// endpoint set).
+func TestListenersDistinct(t *testing.T) {
+	seen := map[string]bool{}
+	for range 500 {
+		l, hold, err := Listener(runtime.Endpoint{Transport: "http", Network: "tcp"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer hold.Close()
+		addr := l.GetEndpoint().GetAddr()
+		if seen[addr] {
+			t.Fatalf("%s picked twice", addr)
+		}
+		seen[addr] = true
 	}
 }

@@ -9,7 +9,8 @@ import (
 
 // Hosts in Java and Python (deploy.languages, internal/deploy/langhost)
 // run one component each, from the same HostConfig as `svclab host`, and
-// bind their listeners by address (bind gives them langhost.Listener's);
+// bind their listeners by address (sockets.byAddress, held until the
+// host starts);
 // they are otherwise started, watched and stopped as a Go host is.
 
 // langCommand makes cmd run the host of hc's group in its language, when

@@ -7,7 +7,6 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostmesh"
-	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/deploy/telemetry"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
@@ -51,7 +50,7 @@ func (d *Deployment) meshAfterBind(ctx context.Context, ss []*sockets) error {
 
 // bindMetrics makes the metrics listener of the replica whose sockets are
 // s, with deploy.metrics: among its inherited sockets, or an address for a
-// Java or Python host, which binds its own listeners (langhost.Listener).
+// Java or Python host, which binds its own listeners (sockets.byAddress).
 func (d *Deployment) bindMetrics(s *sockets) error {
 	if !d.mesh.Metrics() {
 		return nil
@@ -59,7 +58,7 @@ func (d *Deployment) bindMetrics(s *sockets) error {
 	ep := runtime.Endpoint{Transport: "http", Network: "tcp"}
 	var err error
 	if d.topo.GroupLanguage(s.group) != runtime.LangGo {
-		s.metrics, err = langhost.Listener(ep)
+		s.metrics, err = s.byAddress(ep)
 	} else if lis, lerr := net.Listen("tcp", "127.0.0.1:0"); lerr != nil {
 		err = fmt.Errorf("listen: %w", lerr)
 	} else {

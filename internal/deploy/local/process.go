@@ -100,6 +100,7 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 		return nil, fmt.Errorf("output pipe: %w", err)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
+	s.release() // a Java or Python host binds these ports itself
 	startErr := d.spawnInto(cmd, cg, func() error {
 		if d.net == nil {
 			return cmd.Start()

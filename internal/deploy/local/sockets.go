@@ -24,13 +24,36 @@ type sockets struct {
 	metrics        *hostv1.Listener            // with deploy.metrics (mesh.go)
 	files          []*os.File                  // inherited files, fd 3 upward
 	closers        []io.Closer
+	// held keep the ports of a host that binds its own listeners until
+	// it starts (release).
+	held []io.Closer
 }
 
 func (s *sockets) close() {
+	s.release()
 	for _, c := range s.closers {
 		_ = c.Close()
 	}
 	s.closers = nil
+}
+
+// byAddress gives ep, a listener of a Java or Python host, an address
+// (langhost.Listener), whose port s holds until release.
+func (s *sockets) byAddress(ep runtime.Endpoint) (*hostv1.Listener, error) {
+	l, hold, err := langhost.Listener(ep)
+	if hold != nil {
+		s.held = append(s.held, hold)
+	}
+	return l, err
+}
+
+// release frees the ports held for the host, just before it starts and
+// binds them.
+func (s *sockets) release() {
+	for _, h := range s.held {
+		_ = h.Close()
+	}
+	s.held = nil
 }
 
 // closeAll closes the deployer's copies of many replicas' sockets.
@@ -74,7 +97,7 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 	}()
 	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
 		if p.GroupLanguage(g) != runtime.LangGo {
-			return langhost.Listener(ep)
+			return s.byAddress(ep)
 		}
 		var lis net.Listener
 		var err error
