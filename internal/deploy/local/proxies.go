@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"syscall"
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/proxies"
 	"github.com/svclab/svclab/internal/runtime"
 )
@@ -100,61 +98,18 @@ func (d *Deployment) plaintextBehindSidecar(p *process) bool {
 }
 
 // launchProxy starts a proxy program as a child of the deployment, as
-// start does a host: its own process group, the parent-death signal
-// l.DeathSignal (sidecar.DeathSignal), its output recorded, and moved into
-// l.Cgroup when that is set. It belongs to no group's replicas (group -1),
-// so scaling and endpoint pushes never count it.
+// start does a host (launch), with the parent-death signal l.DeathSignal
+// (sidecar.DeathSignal). It belongs to no group's replicas (group -1), so
+// scaling and endpoint pushes never count it.
 func (d *Deployment) launchProxy(l proxies.Launch) (*process, error) {
-	cmd, cg, own := l.Cmd, l.Cgroup, l.OwnCgroup
-	dropCgroup := func() {
-		if cg != nil && own {
-			_ = cg.Remove()
-		}
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: l.DeathSignal}
-	r, w, err := os.Pipe()
-	if err != nil {
-		dropCgroup()
-		return nil, fmt.Errorf("output pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
+	proc := &process{group: -1, ordinal: l.Replica, info: l.Info, listen: l.Listen}
 	// A proxy program cannot join a group itself, as a host does before
 	// it runs anything: it is moved in (all its threads) as soon as it
 	// exists, before it has read its configuration.
-	startErr := d.spawnInto(cmd, cg, cmd.Start)
-	_ = w.Close()
-	if startErr != nil {
-		_ = r.Close()
-		dropCgroup()
-		return nil, fmt.Errorf("start %s: %w", cmd.Path, startErr)
+	c := launchOpts{start: l.Cmd.Start, deathsig: l.DeathSignal, cg: l.Cgroup, ownCg: l.OwnCgroup, tree: l.Forks}
+	if err := d.launch(l.Cmd, c, proc); err != nil {
+		return nil, err
 	}
-	info := l.Info
-	info.PID = cmd.Process.Pid
-	if cg != nil {
-		lim := cg.Limits()
-		info.Limits = &lim
-	}
-	proc := &process{
-		group:    -1,
-		ordinal:  l.Replica,
-		info:     info,
-		listen:   l.Listen,
-		cmd:      cmd,
-		tail:     newRing(d.opts.TailLines),
-		readDone: make(chan struct{}),
-		done:     make(chan struct{}),
-	}
-	proc.res = d.proc.Process(proc.info.PID)
-	if l.Forks {
-		// nginx's master and workers: the master alone holds only its
-		// own CPU time.
-		proc.res = d.proc.Tree(proc.info.PID)
-	}
-	if cg != nil && own {
-		proc.cg, proc.res = cg, procstat.CgroupSource{Proc: proc.res, Group: cg}
-	}
-	go proc.read(r, d.opts.Log)
-	go proc.wait()
 	return proc, nil
 }
 

@@ -196,7 +196,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		d.configureResilience(hcs[i])
 	}
 	for i, s := range all {
-		p, err := d.start(hcs[i], s, d.opts)
+		p, err := d.start(hcs[i], s)
 		if err != nil {
 			return fmt.Errorf("deployment %s: start group %s: %w", d.id, d.topo.Groups[s.group].Name, err)
 		}

@@ -106,7 +106,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		}
 		d.mesh.Configure(hc, s.metrics, d.topo.Groups[g])
 		d.configureResilience(hc)
-		p, err := d.start(hc, s, d.opts)
+		p, err := d.start(hc, s)
 		s.close()
 		if err != nil {
 			return err
