@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/deploy/program"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
@@ -22,7 +23,7 @@ func checkMachine(s *spec.Spec, topo *runtime.Topology) error {
 	if program.Of(topo) != nil {
 		return program.CheckMachine(s, topo)
 	}
-	return checkLanguages(s, topo)
+	return langhost.Check(s, topo)
 }
 
 // checkSpec is Traits.CheckSpec: the local deployer runs every group on

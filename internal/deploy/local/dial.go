@@ -18,7 +18,7 @@ import (
 // (replicas.go).
 func (d *Deployment) Dial(ctx context.Context, opts transport.DialOptions) (transport.Conn, error) {
 	if opts.TLS == nil && d.entry != d.gateway {
-		opts.TLS = d.mesh.clientTLS(d.topo.Entry)
+		opts.TLS = d.mesh.ClientTLS(d.topo.Entry)
 	}
 	g := d.topo.EntryGroup()
 	if grp := d.topo.Groups[g]; grp.Replicas == 1 && grp.Autoscale == nil {
@@ -43,7 +43,7 @@ type entryClient struct {
 
 // entryAddresses are the live entry replicas, as a balancer dials them.
 func (d *Deployment) entryAddresses(opts transport.DialOptions) []balancer.Address {
-	if out := d.sidecarEntries(opts); out != nil {
+	if out := d.sidecars.Entries(opts); out != nil {
 		return out
 	}
 	var out []balancer.Address

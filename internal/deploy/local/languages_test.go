@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
-	"github.com/svclab/svclab/internal/deploy/local"
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -211,13 +211,13 @@ func TestLanguageFaults(t *testing.T) {
 	defer cancel()
 
 	t.Run("not built", func(t *testing.T) {
-		t.Setenv(local.ImplDirEnv, t.TempDir())
+		t.Setenv(langhost.ImplDirEnv, t.TempDir())
 		d, err := localDeployer(t).Deploy(ctx, resolve(t, src), deploy.Options{})
 		if err == nil {
 			_ = d.Stop(ctx)
 			t.Fatal("deployed without a jar")
 		}
-		for _, want := range []string{`deploy.languages.selector = "java"`, "svclab-java.jar", "make java", local.ImplDirEnv} {
+		for _, want := range []string{`deploy.languages.selector = "java"`, "svclab-java.jar", "make java", langhost.ImplDirEnv} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q lacks %q", err, want)
 			}
@@ -226,7 +226,7 @@ func TestLanguageFaults(t *testing.T) {
 	t.Run("not built, at resolve", func(t *testing.T) {
 		// What `svclab run` and `up` see: a spec error at the key's line,
 		// before the first run.
-		t.Setenv(local.ImplDirEnv, t.TempDir())
+		t.Setenv(langhost.ImplDirEnv, t.TempDir())
 		s, err := spec.Load(writeSpec(t, src))
 		if err != nil {
 			t.Fatal(err)

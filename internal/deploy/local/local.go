@@ -34,9 +34,12 @@ import (
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/front"
+	"github.com/svclab/svclab/internal/deploy/hostmesh"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/program"
+	"github.com/svclab/svclab/internal/deploy/proxies"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
@@ -103,13 +106,13 @@ type Deployment struct {
 	pushMu      sync.Mutex // serialises endpoint-set pushes (replicas.go)
 	cfgJSON     []byte
 	opts        Options
-	as          *autoscaler.Autoscalers // nil until the deployment is ready (autoscale.go)
-	clients     []entryClient           // balancers over the entry's replicas (dial.go)
-	sidecars    *sidecarLayout          // the sidecars, when deploy.sidecar names one
+	as          *autoscaler.Autoscalers    // nil until the deployment is ready (autoscale.go)
+	clients     []entryClient              // balancers over the entry's replicas (dial.go)
+	sidecars    *proxies.Proxies[*process] // the proxies, when deploy.sidecar names one (proxies.go)
 
 	dir         string
 	cpus        string           // deploy.Options.CPUs: every process's CPU list
-	mesh        *mesh            // nil without in-process mesh features (mesh.go)
+	mesh        *hostmesh.Mesh   // nil without in-process mesh features (mesh.go)
 	ownBacking  *backing.Pool    // started for this deployment alone
 	ingress     *nginx.Server    // app.ingress, in front of the gateway
 	front       *front.HTTP      // the gateway of a replicated entry (gatewayfront.go)
@@ -165,7 +168,7 @@ func (d *Deployment) Exited() <-chan deploy.Process { return d.exited }
 // health checks over its own transport (the gateway over http). ctx bounds
 // the start only; the deployment runs until Stop. If a child exits or is not
 // ready within the timeout, everything started is stopped and the error
-// (wrapping a *deploy.ExitError or a *NotReadyError) names the group, its
+// (wrapping a *deploy.ExitError or a *readiness.NotReadyError) names the group, its
 // components, its exit status and its last output lines.
 func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployment, err error) {
 	if opts.Executable == "" {
@@ -213,7 +216,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if d.dir, err = tempdir.MkdirTemp(d.id + "-"); err != nil {
 		return nil, fmt.Errorf("deployment %s: temp dir: %w", d.id, err)
 	}
-	if d.langs, err = langHosts(p); err != nil {
+	if d.langs, err = langhost.Commands(p); err != nil {
 		return nil, fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	d.spawn = newSpawner()
@@ -230,7 +233,7 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	}
 	d.opts.Env = opts.Env
 	meshCtx, cancelMesh := context.WithTimeout(ctx, opts.ReadyTimeout)
-	d.mesh, err = d.newMesh(meshCtx, p)
+	d.mesh, err = d.newMesh(meshCtx)
 	cancelMesh()
 	if err != nil {
 		return nil, err
@@ -244,7 +247,9 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 	if err := d.waitReady(readyCtx, d.processes); err != nil {
 		return nil, fmt.Errorf("deployment %s of %s: %w", d.id, p.App.Name, err)
 	}
-	if err := d.meshReady(readyCtx); err != nil {
+	// Ready once the telemetry sees every host: Prometheus has scraped
+	// each.
+	if err := d.mesh.Telemetry().AwaitScraping(readyCtx); err != nil {
 		return nil, err
 	}
 	if err := d.startGatewayFront(); err != nil {
@@ -288,7 +293,7 @@ func (d *Deployment) stop(ctx context.Context) error {
 	// after the others are stopped.
 	d.scaleMu.Lock()
 	defer d.scaleMu.Unlock()
-	d.mesh.telemetry().BeforeStop(ctx)
+	d.mesh.Telemetry().BeforeStop(ctx)
 	var errs []error
 	if d.ingress != nil {
 		if err := d.ingress.Stop(ctx); err != nil {
@@ -340,7 +345,7 @@ wait:
 	for _, g := range d.topo.Groups {
 		services = append(services, g.Name)
 	}
-	if err := d.mesh.telemetry().Stop(ctx, services); err != nil {
+	if err := d.mesh.Telemetry().Stop(ctx, services); err != nil {
 		errs = append(errs, err)
 	}
 	if d.spawn != nil {
@@ -358,9 +363,7 @@ wait:
 			errs = append(errs, err)
 		}
 	}
-	if d.sidecars != nil {
-		d.sidecars.release()
-	}
+	d.sidecars.Release()
 	if d.dir != "" {
 		if err := os.RemoveAll(d.dir); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", d.dir, err))

@@ -16,6 +16,7 @@ import (
 
 	"github.com/svclab/svclab/apps/chain"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/hostmesh"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/pki"
 	"github.com/svclab/svclab/internal/runtime"
@@ -126,7 +127,7 @@ func testMTLS(t *testing.T, tr, sidecar string) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	of, err := other.Write(dir, local.ClientIdentity)
+	of, err := other.Write(dir, hostmesh.ClientIdentity)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -65,17 +65,17 @@ func (p *process) Exit() *deploy.ExitError {
 	return &deploy.ExitError{Process: p.info, Status: status, Tail: p.Tail(), OutOfMemory: p.oom}
 }
 
-// start launches one child.
-func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*process, error) {
+// start launches one host.
+func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets) (*process, error) {
 	cfg, err := runtime.EncodeHostConfig(hc)
 	if err != nil {
 		return nil, err
 	}
 	name := d.replicaName(s.group, s.ordinal)
-	args := append(slices.Clone(opts.Args), "--deployment", d.id, "--group", hc.Group)
-	cmd := exec.Command(opts.Executable, args...)
+	args := append(slices.Clone(d.opts.Args), "--deployment", d.id, "--group", hc.Group)
+	cmd := exec.Command(d.opts.Executable, args...)
 	d.langCommand(cmd, hc) // a Java or Python host instead (languages.go)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd.Env = append(os.Environ(), d.opts.Env...)
 	cmd.Env = append(cmd.Env, runtime.HostConfigEnv+"="+string(cfg), runtime.DeploymentEnv+"="+d.id)
 	cg, cgEnv, err := d.NewProcessCgroup(name, hc.Group)
 	if err != nil {
@@ -83,66 +83,12 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	}
 	cmd.Env = append(cmd.Env, cgEnv...)
 	cmd.ExtraFiles = s.files
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a terminal's SIGINT goes to svclab
-		// alone, which stops the children in order, and Stop can signal
-		// the child and anything it started at once.
-		Setpgid: true,
-		// Dies with the thread that started it, which the spawner keeps
-		// alive for the deployment's life: so with svclab, even on -9.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	r, w, err := os.Pipe()
-	if err != nil {
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		return nil, fmt.Errorf("output pipe: %w", err)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	var startErr error
-	d.spawn.do(func() {
-		if d.net == nil {
-			startErr = cmd.Start()
-		} else {
-			startErr = d.startIn(cmd, hc.Group)
-		}
-		if startErr == nil && cg != nil {
-			if startErr = cg.Add(cmd.Process.Pid); startErr != nil {
-				_ = cmd.Process.Kill()
-				_ = cmd.Wait()
-			}
-		}
-	})
-	_ = w.Close()
-	if startErr != nil {
-		_ = r.Close()
-		if cg != nil {
-			_ = cg.Remove()
-		}
-		return nil, fmt.Errorf("start %s: %w", opts.Executable, startErr)
-	}
 	proc := &process{
 		group:   s.group,
 		ordinal: s.ordinal,
-		info: deploy.ProcessInfo{
-			Name:       name,
-			Group:      hc.Group,
-			Role:       deploy.RoleHost,
-			Components: hc.Components,
-			PID:        cmd.Process.Pid,
-		},
-		listen:   map[string]runtime.Endpoint{},
-		cmd:      cmd,
-		tail:     newRing(opts.TailLines),
-		readDone: make(chan struct{}),
-		done:     make(chan struct{}),
-	}
-	proc.res = d.proc.Process(proc.info.PID)
-	if cg != nil {
-		proc.cg, proc.res = cg, procstat.CgroupSource{Proc: proc.res, Group: cg}
-		lim := cg.Limits()
-		proc.info.Limits = &lim
+		info:    deploy.ProcessInfo{Name: name, Group: hc.Group, Role: deploy.RoleHost, Components: hc.Components},
+		listen:  map[string]runtime.Endpoint{},
+		metrics: hc.GetMesh().GetMetrics().GetListener().GetEndpoint().GetAddr(),
 	}
 	for c, l := range hc.Listeners {
 		proc.listen[c] = runtime.EndpointOf(l.Endpoint)
@@ -150,10 +96,94 @@ func (d *Deployment) start(hc *hostv1.HostConfig, s *sockets, opts Options) (*pr
 	if hc.Gateway != nil {
 		proc.listen["gateway"] = runtime.EndpointOf(hc.Gateway.Endpoint)
 	}
-	proc.metrics = hc.GetMesh().GetMetrics().GetListener().GetEndpoint().GetAddr()
-	go proc.read(r, opts.Log)
-	go proc.wait()
+	s.release() // a Java or Python host binds these ports itself
+	start := cmd.Start
+	if d.net != nil {
+		start = func() error { return d.startIn(cmd, hc.Group) }
+	}
+	if err := d.launch(cmd, launchOpts{start: start, deathsig: syscall.SIGKILL, cg: cg, ownCg: true}, proc); err != nil {
+		return nil, err
+	}
 	return proc, nil
+}
+
+// launchOpts say how launch starts a process.
+type launchOpts struct {
+	// start starts the command: cmd.Start, or startIn.
+	start    func() error
+	deathsig syscall.Signal
+	// cg, when set, is the cgroup the process is moved into as soon as it
+	// exists; ownCg says it is the process's own, which it is sampled
+	// through and which goes with it (its host's, for a sidecar, is only
+	// joined).
+	cg    *cgroup.Group
+	ownCg bool
+	// tree samples it with its children (nginx's master and workers: the
+	// master alone holds only its own CPU time).
+	tree bool
+}
+
+// launch starts cmd as the process p (whose name, role and listeners the
+// caller set) from the spawner's thread: in its own process group, so
+// that a terminal's SIGINT goes to svclab alone, which stops the children
+// in order, and Stop can signal the child and anything it started at
+// once; with the parent-death signal c.deathsig, which it gets when the
+// spawner's thread ends, so with svclab, even on -9; its output recorded;
+// and in c.cg when that is set.
+func (d *Deployment) launch(cmd *exec.Cmd, c launchOpts, p *process) error {
+	dropCgroup := func() {
+		if c.cg != nil && c.ownCg {
+			_ = c.cg.Remove()
+		}
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: c.deathsig}
+	r, w, err := os.Pipe()
+	if err != nil {
+		dropCgroup()
+		return fmt.Errorf("output pipe: %w", err)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	startErr := d.spawnInto(cmd, c.cg, c.start)
+	_ = w.Close()
+	if startErr != nil {
+		_ = r.Close()
+		dropCgroup()
+		return fmt.Errorf("start %s: %w", cmd.Path, startErr)
+	}
+	p.info.PID = cmd.Process.Pid
+	p.cmd = cmd
+	p.tail = newRing(d.opts.TailLines)
+	p.readDone, p.done = make(chan struct{}), make(chan struct{})
+	p.res = d.proc.Process(p.info.PID)
+	if c.tree {
+		p.res = d.proc.Tree(p.info.PID)
+	}
+	if c.cg != nil {
+		lim := c.cg.Limits()
+		p.info.Limits = &lim
+		if c.ownCg {
+			p.cg, p.res = c.cg, procstat.CgroupSource{Proc: p.res, Group: c.cg}
+		}
+	}
+	go p.read(r, d.opts.Log)
+	go p.wait()
+	return nil
+}
+
+// spawnInto starts cmd through start on the spawner's thread and moves it
+// into cg, when that is set, as soon as it exists; a process that cannot
+// join is killed.
+func (d *Deployment) spawnInto(cmd *exec.Cmd, cg *cgroup.Group, start func() error) error {
+	var err error
+	d.spawn.do(func() {
+		if err = start(); err == nil && cg != nil {
+			if err = cg.Add(cmd.Process.Pid); err != nil {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+			}
+		}
+	})
+	return err
 }
 
 // read records the child's output until it closes.

@@ -123,8 +123,8 @@ func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	if err := d.pushScrapeTargets(); err != nil {
 		d.logf("deployment %s: %v", d.id, err)
 	}
-	if ok, err := d.pushSidecars(g); ok {
-		return err // the callers' hosts call through their sidecars (sidecarscale.go)
+	if ok, err := d.sidecars.SetUpstreams(g); ok {
+		return err // the callers' hosts call through their sidecars (internal/deploy/proxies)
 	}
 	var errs []error
 	for _, j := range d.callers(g) {
@@ -192,11 +192,11 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 			return err
 		}
 		hcs[i] = d.hostConfig(cfgJSON, s, peers)
-		d.mesh.configure(hcs[i], i, d.topo.Groups[s.group])
+		d.mesh.Configure(hcs[i], s.metrics, d.topo.Groups[s.group])
 		d.configureResilience(hcs[i])
 	}
 	for i, s := range all {
-		p, err := d.start(hcs[i], s, d.opts)
+		p, err := d.start(hcs[i], s)
 		if err != nil {
 			return fmt.Errorf("deployment %s: start group %s: %w", d.id, d.topo.Groups[s.group].Name, err)
 		}
@@ -204,7 +204,7 @@ func (d *Deployment) startAll(ctx context.Context, cfgJSON json.RawMessage) erro
 		d.processes = append(d.processes, p)
 		d.mu.Unlock()
 	}
-	if err := d.startSidecars(d.opts); err != nil {
+	if err := d.startSidecars(); err != nil {
 		return fmt.Errorf("deployment %s: %w", d.id, err)
 	}
 	return nil

@@ -16,9 +16,10 @@ import (
 // is started as the first ones are (sockets, HostConfig, its sidecar and
 // metrics listener, readiness), and one removed is taken out of its
 // callers' endpoint sets (pushPeers, replicas.go), scraped a last time
-// (metrics.go) and drained before it stops. These steps are the process
+// (mesh.go, internal/deploy/hostmesh) and drained before it stops. These steps are the process
 // starter's own, so scaling stays in this package, bounded by this file,
-// replicas.go (the endpoint sets), sidecarscale.go and gatewayfront.go
+// replicas.go (the endpoint sets), proxies.go (internal/deploy/proxies:
+// a replica's sidecar) and gatewayfront.go
 // (what a replicated entry needs in front of it).
 
 // Scale makes n processes serve group: new replicas are started and, once
@@ -35,7 +36,7 @@ func (d *Deployment) Scale(ctx context.Context, group string, n int) error {
 	if err != nil {
 		return err
 	}
-	if err := d.sidecarsScale(group); err != nil {
+	if err := d.sidecars.Scalable(group); err != nil {
 		return err
 	}
 	d.scaleMu.Lock()
@@ -74,7 +75,7 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 				<-p.done
 				_ = p.removeCgroup()
 			}
-			d.dropReplicaSidecars(g, first)
+			d.sidecars.DropReplicas(g, first)
 			err = fmt.Errorf("scale up group %s: %w", name, err)
 		}
 	}()
@@ -87,7 +88,8 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 		if err != nil {
 			return err
 		}
-		sc, err := d.layOutReplicaSidecar(s)
+		app := func(c string) string { return s.listen[c].GetEndpoint().GetAddr() }
+		sc, err := d.sidecars.AddReplica(g, ordinal, d.replicaName(g, ordinal), app)
 		if err != nil {
 			s.close()
 			return err
@@ -98,20 +100,19 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 			return err
 		}
 		hc := d.hostConfig(d.cfgJSON, s, peers)
-		mi, err := d.mesh.metricsFor(s)
-		if err != nil {
+		if err := d.bindMetrics(s); err != nil {
 			s.close()
 			return err
 		}
-		d.mesh.configure(hc, mi, d.topo.Groups[g])
+		d.mesh.Configure(hc, s.metrics, d.topo.Groups[g])
 		d.configureResilience(hc)
-		p, err := d.start(hc, s, d.opts)
+		p, err := d.start(hc, s)
 		s.close()
 		if err != nil {
 			return err
 		}
 		started = append(started, p)
-		px, err := sc.start(p)
+		px, err := sc.Start(p.cg)
 		if err != nil {
 			return err
 		}
@@ -148,7 +149,7 @@ func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) e
 	for _, p := range victims {
 		p.retired.Store(true)
 	}
-	d.mesh.linger(victims)
+	d.mesh.Linger(d.victims(victims))
 	var errs []error
 	if err := d.pushPeers(ctx, g); err != nil {
 		// A caller that still sends to a victim finds it draining

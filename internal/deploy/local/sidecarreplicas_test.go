@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,7 +52,9 @@ func TestSidecarReplicas(t *testing.T) {
 			const workers, each = 4, 10
 			req := p.Requests()[0]
 			var wg sync.WaitGroup
-			var failed atomic.Int64
+			var mu sync.Mutex
+			var errs []string
+			start := time.Now()
 			for range workers {
 				wg.Add(1)
 				go func() {
@@ -61,16 +62,21 @@ func TestSidecarReplicas(t *testing.T) {
 					for range each {
 						cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 						if _, err := req.Invoke(cctx, conn); err != nil {
-							failed.Add(1)
+							mu.Lock()
+							errs = append(errs, fmt.Sprintf("after %s: %v", time.Since(start).Round(time.Millisecond), err))
+							mu.Unlock()
 						}
 						cancel()
 					}
 				}()
 			}
 			wg.Wait()
-			ok := int64(workers*each) - failed.Load()
-			if failed.Load() > 0 {
-				t.Fatalf("%d calls ok, %d failed", ok, failed.Load())
+			ok := int64(workers*each - len(errs))
+			if len(errs) > 0 {
+				for name, tail := range deploy.StderrTails(d.Processes()) {
+					t.Logf("%s last output:\n%s", name, tail)
+				}
+				t.Fatalf("%d calls ok, %d failed:\n%s", ok, len(errs), strings.Join(errs, "\n"))
 			}
 			if err := d.Stop(ctx); err != nil {
 				t.Fatal(err)

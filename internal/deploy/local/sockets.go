@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
 )
@@ -20,15 +21,39 @@ type sockets struct {
 	listen         map[string]*hostv1.Listener // component → listener
 	gateway        *hostv1.Listener            // in the entry group
 	control        *hostv1.Listener            // its host's control service
+	metrics        *hostv1.Listener            // with deploy.metrics (mesh.go)
 	files          []*os.File                  // inherited files, fd 3 upward
 	closers        []io.Closer
+	// held keep the ports of a host that binds its own listeners until
+	// it starts (release).
+	held []io.Closer
 }
 
 func (s *sockets) close() {
+	s.release()
 	for _, c := range s.closers {
 		_ = c.Close()
 	}
 	s.closers = nil
+}
+
+// byAddress gives ep, a listener of a Java or Python host, an address
+// (langhost.Listener), whose port s holds until release.
+func (s *sockets) byAddress(ep runtime.Endpoint) (*hostv1.Listener, error) {
+	l, hold, err := langhost.Listener(ep)
+	if hold != nil {
+		s.held = append(s.held, hold)
+	}
+	return l, err
+}
+
+// release frees the ports held for the host, just before it starts and
+// binds them.
+func (s *sockets) release() {
+	for _, h := range s.held {
+		_ = h.Close()
+	}
+	s.held = nil
 }
 
 // closeAll closes the deployer's copies of many replicas' sockets.
@@ -36,6 +61,20 @@ func closeAll(ss []*sockets) {
 	for _, s := range ss {
 		s.close()
 	}
+}
+
+// inherit makes lis, bound for ep, a socket the replica's host inherits.
+func (s *sockets) inherit(lis net.Listener, ep runtime.Endpoint) (*hostv1.Listener, error) {
+	s.closers = append(s.closers, lis)
+	f, err := lis.(interface{ File() (*os.File, error) }).File()
+	if err != nil {
+		return nil, fmt.Errorf("listener file for %s: %w", ep, err)
+	}
+	s.closers = append(s.closers, f)
+	s.files = append(s.files, f)
+	ep.Addr = lis.Addr().String()
+	// ExtraFiles[i] becomes fd 3+i in the child.
+	return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files))}, nil
 }
 
 // sockName is the unix socket path of component c in replica ordinal; the
@@ -58,7 +97,7 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 	}()
 	add := func(ep runtime.Endpoint) (*hostv1.Listener, error) {
 		if p.GroupLanguage(g) != runtime.LangGo {
-			return bindByAddress(ep) // languages.go
+			return s.byAddress(ep)
 		}
 		var lis net.Listener
 		var err error
@@ -77,16 +116,7 @@ func (d *Deployment) bind(g, ordinal int) (_ *sockets, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("listen for %s: %w", ep, err)
 		}
-		s.closers = append(s.closers, lis)
-		f, err := lis.(interface{ File() (*os.File, error) }).File()
-		if err != nil {
-			return nil, fmt.Errorf("listener file for %s: %w", ep, err)
-		}
-		s.closers = append(s.closers, f)
-		s.files = append(s.files, f)
-		ep.Addr = lis.Addr().String()
-		// ExtraFiles[i] becomes fd 3+i in the child.
-		return &hostv1.Listener{Endpoint: ep.Proto(), Fd: int32(2 + len(s.files))}, nil
+		return s.inherit(lis, ep)
 	}
 	for _, c := range p.Exposed(g) {
 		ep := runtime.Endpoint{Transport: p.Transport, Network: p.Network}
@@ -134,6 +164,6 @@ func (d *Deployment) hostConfig(cfgJSON json.RawMessage, s *sockets, peers map[s
 	hc.Peers = endpointSets(peers)
 	hc.Control = s.control
 	hc.Gateway = s.gateway
-	d.routeThroughSidecars(s, hc)
+	d.sidecars.Route(hc, s.group, s.ordinal)
 	return hc
 }
