@@ -257,10 +257,11 @@ GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 # docs/PERFORMANCE.md, "Synth work and the process's CPU").
 test-timed-alone: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_ALONE)
-# The load generator's accuracy tests come next, with only the Python
-# tests beside them: the Kubernetes tests' control plane, even at nice 19,
-# once moved TestAccuracy's p50 by 0.5 ms. The Kubernetes tests start
-# after them, beside the other timed packages.
+# The load generator's accuracy tests and the timed packages come next,
+# with only the Python tests beside them: the Kubernetes tests' control
+# plane, even at nice 19, once moved TestAccuracy's p50 by 0.5 ms, and
+# beside the netns tests the real node's start once stalled an unshaped
+# 400 KB transfer for 120 ms (TestBandwidth).
 test-timed-load: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_LOAD)
 test-timed-quiet: test-timed-load
@@ -283,7 +284,7 @@ BG_NICE ?= 0
 # here), an HPA on the kubelet's metrics (metrics-server) and the
 # kubelet's cgroups, at once, then the node's stop and a killed
 # harness's sweep; about 95 s (docs/KUBERNETES.md, "The real node's tests").
-test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-load
+test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-quiet
 	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
 test-rest: $(GO_DEPS)
 	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
