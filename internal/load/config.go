@@ -468,6 +468,15 @@ func (c *Config) checkTarget() error {
 		}
 		return nil
 	}
+	if path, ok := strings.CutPrefix(t, "unix:"); ok {
+		// nginx's listen and grpc-go write unix:/path; svclab's
+		// targets are URLs, with unix:// before the path.
+		hint := ""
+		if filepath.IsAbs(path) {
+			hint = " (write " + UnixTarget(path) + ")"
+		}
+		return fmt.Errorf("a unix socket's target is unix:// and the socket's absolute path, e.g. unix:///run/app.sock, got %s%s", spec.Echo(t), hint)
+	}
 	scheme, _, hasScheme := strings.Cut(t, "://")
 	scheme = strings.ToLower(scheme)
 	if c.protocol() == GRPC {

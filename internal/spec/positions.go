@@ -27,12 +27,18 @@ func indexKeys(src []byte) keyIndex {
 	// its resolved path, so that a later header under it ([a.b] after
 	// [[a]]) is placed in its newest element, as TOML does.
 	arrays := map[string]int{}
+	// implied are the tables a header makes without naming them (deploy.hosts
+	// of [deploy.hosts.vm1]), at the first header that implies each: their
+	// line when the file writes them nowhere else, so that an error about
+	// one ("deploy.host: unknown key") points at the header that made it.
+	implied := map[string]int{}
 	for p.NextExpression() {
 		e := p.Expression()
 		switch e.Kind {
 		case unstable.Table:
 			prefix = resolveHeader(keyParts(e.Key()), arrays)
 			idx.add(prefix, lineOf(&p, e))
+			imply(implied, prefix, lineOf(&p, e))
 		case unstable.ArrayTable:
 			base := resolveHeader(keyParts(e.Key()), arrays)
 			n := arrays[base]
@@ -40,13 +46,29 @@ func indexKeys(src []byte) keyIndex {
 			prefix = base + "[" + strconv.Itoa(n) + "]"
 			idx.add(base, lineOf(&p, e))
 			idx.add(prefix, lineOf(&p, e))
+			imply(implied, base, lineOf(&p, e))
 		case unstable.KeyValue:
 			idx.addKeyValue(&p, prefix, e)
+		}
+	}
+	for k, line := range implied {
+		if _, written := idx.lines[k]; !written {
+			idx.lines[k] = line
 		}
 	}
 	// A syntax error stops the walk early; the decoder reports it with its
 	// own position, so a partial index is enough here.
 	return idx
+}
+
+// imply records the parents of key (a header's resolved path) on line,
+// unless an earlier header implied them.
+func imply(implied map[string]int, key string, line int) {
+	for k := parentKey(key); k != ""; k = parentKey(k) {
+		if _, seen := implied[k]; !seen {
+			implied[k] = line
+		}
+	}
 }
 
 // resolveHeader joins the parts of a table header, entering the newest

@@ -99,6 +99,11 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"unknown deploy key", "[deploy]\ntransprot = \"grpc\"\n", `x.toml:2: deploy.transprot: unknown key (did you mean "transport"?)`},
 		// A deployer's table is a key of [deploy] too, though its owner decodes it.
 		{"deployer table misspelt", "[deploy.hots]\nvm1 = {groups = [\"hop1\"]}\n", `x.toml:1: deploy.hots: unknown key (did you mean "hosts"?)`},
+		// A table only a deeper header makes is at that header, not at its
+		// parent's.
+		{"table implied by a header misspelt", "[deploy]\nsidecar = \"envoy\"\n\n[deploy.host.vm1]\ngroups = [\"a\"]\n", `x.toml:4: deploy.host: unknown key (did you mean "hosts"?)`},
+		{"unknown table implied by a header", "[app]\nname = \"chain\"\n\n[deplyo.replicas]\nweb = 2\n", "x.toml:4: deplyo: unknown table"},
+		{"table implied by an array of tables misspelt", "[deploy]\nsidecar = \"envoy\"\n\n[[deploy.faultz.kill]]\ntarget = \"a\"\n", `x.toml:4: deploy.faultz: unknown key (did you mean "faults"?)`},
 		{"deployer table not a table", "[deploy]\nlinks = 3\n", `x.toml:2: deploy.links: must be a table, got 3`},
 		{"wrong type", "[deploy]\n\ntransport = 5\n", "x.toml:3: deploy.transport:"},
 		{"bad network", "[deploy]\nnetwork = \"udp\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got "udp"`},

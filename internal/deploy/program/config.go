@@ -142,7 +142,7 @@ func (c *Config) Validate() error {
 	case c.EntryName == "":
 		bad("entry", "missing: name the component the load drives (one of %s)", strings.Join(names, ", "))
 	case c.Programs[c.EntryName] == nil:
-		bad("entry", "no component %q%s (components: %s)", c.EntryName, spec.DidYouMean(c.EntryName, names), strings.Join(names, ", "))
+		bad("entry", "no component %q%s", c.EntryName, spec.DidYouMean(c.EntryName, names))
 	case c.Programs[c.EntryName].Protocol == ProtoTCP:
 		bad("entry", "component %s speaks raw tcp, which [load] cannot drive: the entry must speak http, h2c or grpc", c.EntryName)
 	}
@@ -177,7 +177,7 @@ func (c *Config) Validate() error {
 			case callee == name:
 				bad(key+"calls", "%s cannot call itself", name)
 			case c.Programs[callee] == nil:
-				bad(key+"calls", "no component %q%s (components: %s)", callee, spec.DidYouMean(callee, names), strings.Join(names, ", "))
+				bad(key+"calls", "no component %q%s", callee, spec.DidYouMean(callee, names))
 			}
 		}
 		for i, s := range p.Command {

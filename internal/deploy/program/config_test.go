@@ -145,6 +145,27 @@ health = "/h"
 	}
 }
 
+// TestUnknownComponentListedOnce: a name that is no component, and close
+// to none, is answered with the components, once (DidYouMean lists them).
+func TestUnknownComponentListedOnce(t *testing.T) {
+	for _, tc := range []struct{ name, src, key string }{
+		{"entry", strings.Replace(base, `entry = "web"`, `entry = "cache"`, 1), "app.entry"},
+		{"calls", strings.Replace(base, `calls = ["db"]`, `calls = ["db", "cache"]`, 1), "app.components.web.calls"},
+		{"addr", strings.Replace(base, `DB = "{addr:db}"`, `DB = "{addr:cache}"`, 1), "app.components.web.env.DB"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := runtime.Resolve(parse(t, tc.src))
+			var se *spec.Error
+			if !errors.As(err, &se) || se.Key != tc.key {
+				t.Fatalf("want an error at %s, got %v", tc.key, err)
+			}
+			if msg := se.Err.Error(); strings.Count(msg, "db, web") != 1 {
+				t.Errorf("the components should be listed once: %s", msg)
+			}
+		})
+	}
+}
+
 func TestResolve(t *testing.T) {
 	topo, err := runtime.Resolve(parse(t, base))
 	if err != nil {

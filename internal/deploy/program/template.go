@@ -40,7 +40,7 @@ func checkTemplate(s, self string, names []string) error {
 		case name == self:
 			return fmt.Errorf("{addr:%s} names the component itself: write {listen}", name)
 		case !slices.Contains(names, name):
-			return fmt.Errorf("{addr:%s} names no component%s (components: %s)", name, spec.DidYouMean(name, names), strings.Join(names, ", "))
+			return fmt.Errorf("{addr:%s} names no component%s", name, spec.DidYouMean(name, names))
 		}
 	}
 	return nil
