@@ -73,7 +73,7 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 				c.bad(key, "must be at most %g in size, got %s", math.MaxFloat32, Echo(v))
 			}
 		default:
-			c.bad(key, "must be a number, got %s", Echo(v))
+			c.bad(key, "must be a number, got %s%s", Echo(v), numberHints[key])
 		}
 	case reflect.Slice, reflect.Array:
 		list, ok := v.([]any)

@@ -24,13 +24,23 @@ const (
 // default first.
 var TelemetryCPUsOptions = []string{TelemetryCPUsSystem, TelemetryCPUsGenerator}
 
+// tracingRatio says what deploy.tracing holds.
+const tracingRatio = "a sampling ratio from 0.0 (off) to 1.0 (every request)"
+
+// numberHints says, for a key whose number a user may write as another
+// type (deploy.tracing = true, as for the other mesh keys), what the
+// number means.
+var numberHints = map[string]string{
+	"deploy.tracing": "; deploy.tracing is " + tracingRatio + ", the share of requests traced: write 1.0 to trace every one",
+}
+
 // checkMesh checks the mesh keys of [deploy]: deploy.mtls and
 // deploy.metrics are booleans (Decode checks those), deploy.tracing is a
 // sampling ratio, the share of requests whose traces are kept, and
 // deploy.telemetry_cpus names CPUs that experiment.isolation can give.
 func (s *Spec) checkMesh() error {
 	if r := s.Deploy.Tracing; math.IsNaN(r) || r < 0 || r > 1 {
-		return s.Errorf("deploy.tracing", "must be a sampling ratio from 0.0 (off) to 1.0 (every request), got %v", r)
+		return s.Errorf("deploy.tracing", "must be %s, got %v", tracingRatio, r)
 	}
 	if !s.written("deploy.telemetry_cpus") {
 		s.Deploy.TelemetryCPUs = TelemetryCPUsSystem

@@ -106,6 +106,8 @@ func TestErrorsNameKeyAndLine(t *testing.T) {
 		{"table implied by an array of tables misspelt", "[deploy]\nsidecar = \"envoy\"\n\n[[deploy.faultz.kill]]\ntarget = \"a\"\n", `x.toml:4: deploy.faultz: unknown key (did you mean "faults"?)`},
 		{"deployer table not a table", "[deploy]\nlinks = 3\n", `x.toml:2: deploy.links: must be a table, got 3`},
 		{"wrong type", "[deploy]\n\ntransport = 5\n", "x.toml:3: deploy.transport:"},
+		// The other mesh keys are true or false; this one is a ratio.
+		{"tracing as a boolean", "[deploy]\ntracing = true\n", "x.toml:2: deploy.tracing: must be a number, got true; deploy.tracing is a sampling ratio from 0.0 (off) to 1.0 (every request), the share of requests traced: write 1.0 to trace every one"},
 		{"bad network", "[deploy]\nnetwork = \"udp\"\n", `x.toml:2: deploy.network: must be "tcp" or "unix", got "udp"`},
 		{"bad http codec", "[deploy]\ntransport = \"http\"\nhttp_codec = \"sonic\"\n", `x.toml:3: deploy.http_codec: must be "fast" or "protojson", got "sonic"`},
 		{"empty http codec", "[deploy]\nhttp_codec = \"\"\n", `x.toml:2: deploy.http_codec: must be "fast" or "protojson", got ""`},
