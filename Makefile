@@ -239,14 +239,14 @@ test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
 # service's CPU per request against its work (TIMED_ALONE), and in
 # cmd/svclab a capacity found within 15%, the window's host timer, fault
 # windows timed to a few hundred ms, per-second error shares, and several
-# generators' summed rate within 1% (TIMED_CLI). The other CLI tests
-# mostly wait on runs (about half a core on average at four at once), so
-# they run six at once (t.Parallel), beside the other packages, two at a
-# time, and the fuzz targets.
+# generators' summed rate within 1%, a stall's length named within half a
+# second (TIMED_CLI). The other CLI tests mostly wait on runs and run four
+# at once (t.Parallel; six at once took no less time), beside the other
+# packages, two at a time, and the fuzz targets.
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
 TIMED_ALONE := ./apps/synth/...
-TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun)$$
+TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun|TestRunNamesAStall)$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
@@ -269,7 +269,7 @@ test-timed-quiet: test-timed-load
 test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS)
-	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 6 ./cmd/svclab
+	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
 # The control plane (make kube-tools) and metrics-server (make
 # kube-metrics-server) are built once per machine by test-setup, into the
 # cache beside Jaeger (docs/KUBERNETES.md).

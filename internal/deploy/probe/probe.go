@@ -159,12 +159,20 @@ func (p Probe) Func() func(context.Context) error {
 // ctx's when none ran.
 func (p Probe) Wait(ctx context.Context) error {
 	check := p.Func()
+	// The last check that ctx's end did not cut says why: one cut says
+	// only that time ran out (under load, a check begun just before the
+	// deadline ended in "context deadline exceeded" where every earlier
+	// one had been answered 500).
+	var last error
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
-		last := check(cctx)
+		err := check(cctx)
 		cancel()
-		if last == nil {
+		if err == nil {
 			return nil
+		}
+		if ctx.Err() == nil || last == nil {
+			last = err
 		}
 		select {
 		case <-ctx.Done():

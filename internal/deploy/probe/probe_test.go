@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -142,5 +143,35 @@ func TestProbeUnixAndDial(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWaitKeepsTheLastAnswer: a check that the deadline cuts says only
+// that time ran out, so Wait reports the check before it, which was
+// answered.
+func TestWaitKeepsTheLastAnswer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "broken", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	var dials atomic.Int32 // the transport dials on goroutines of its own
+	p := Probe{Protocol: ProtoHTTP, Addr: srv.Listener.Addr().String(), Check: "/healthz",
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dials.Add(1) > 1 {
+				// The second check hangs until the deadline cuts it.
+				<-ctx.Done()
+				return nil, ctx.Err()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}
+	ctx, cancel := context.WithTimeout(context.Background(), PollEvery+300*time.Millisecond)
+	defer cancel()
+	err := p.Wait(ctx)
+	if n := dials.Load(); n < 2 {
+		t.Fatalf("%d dials, want the second check to have begun", n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "answered 500") {
+		t.Errorf("Wait: %v, want the first check's answer (500), not the deadline's cut", err)
 	}
 }
