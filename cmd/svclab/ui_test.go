@@ -27,14 +27,25 @@ import (
 	"github.com/svclab/svclab/internal/load"
 )
 
+// browserSlot lets one browser test hold a Chromium at a time: they run
+// beside the other CLI tests, but not beside each other, as a Chromium
+// takes a core for a second or two as it starts and draws. (Run one after
+// another before the parallel tests, they added 80-120 s to the
+// package's time.)
+var browserSlot = make(chan struct{}, 1)
+
 // browser is a headless Chromium (Debian's) driven over the DevTools
-// protocol; the test skips without one.
+// protocol; the test skips without one. It makes the test parallel, and
+// holds the browser slot until the test ends.
 func browser(t *testing.T) context.Context {
 	t.Helper()
 	exe, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium not found (Debian's chromium package): the live view's browser test needs it")
 	}
+	t.Parallel()
+	browserSlot <- struct{}{}
+	t.Cleanup(func() { <-browserSlot })
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 1800),
