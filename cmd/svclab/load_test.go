@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -227,9 +228,32 @@ func TestLoadScriptable(t *testing.T) {
 	}
 
 	t.Run("every request fails", func(t *testing.T) {
-		_, stderr, code := run(t, "", "-n", "20", "--rate", "200", srv.URL+"/nothing")
-		if code != 1 || !strings.Contains(stderr, "no request succeeded: all 20 failed (http_404 20)") {
+		stdout, stderr, code := run(t, "", "-n", "20", "--rate", "200", srv.URL+"/nothing")
+		if code != 1 || !strings.Contains(stderr, "no request succeeded: all 20 failed (http_404 20); the first of each: http_404: HTTP status 404") {
 			t.Fatalf("exit %d, stderr %q; want exit 1 and why", code, stderr)
+		}
+		if got := summary(t, stdout)["total"].ErrorExamples; got["http_404"] != "HTTP status 404" {
+			t.Errorf("summary.json error_examples %v, want the 404's words", got)
+		}
+	})
+	// As k6 does, a run in which no connection was made says what the
+	// dial met, from one generator or from several (merged).
+	t.Run("no connection, and why", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed := ln.Addr().String()
+		ln.Close()
+		for _, gens := range []string{"1", "2"} {
+			stdout, stderr, code := run(t, "", "-n", "20", "--rate", "200", "--generators", gens, "http://"+closed+"/x")
+			want := "(connection 20); the first of each: connection: dial tcp " + closed + ": connect: connection refused"
+			if code != 1 || !strings.Contains(stderr, want) {
+				t.Fatalf("%s generators: exit %d, stderr %q; want exit 1 and %q", gens, code, stderr, want)
+			}
+			if got := summary(t, stdout)["GET /x"].ErrorExamples["connection"]; !strings.Contains(got, "connection refused") {
+				t.Errorf("%s generators: summary.json error_examples of GET /x: %q", gens, got)
+			}
 		}
 	})
 	t.Run("operation named by the path requested, body from a file", func(t *testing.T) {

@@ -777,7 +777,15 @@ func noSuccess(tot load.Operation, cfg load.Config) error {
 		// gRPC reports as unavailable.
 		hint = "; if the server speaks TLS (a deploy.mtls entry), give --cacert, and --cert and --key for its client certificate"
 	}
-	return fmt.Errorf("no request succeeded: all %d failed (%s)%s", tot.Count, strings.Join(classes, ", "), hint)
+	var why []string
+	for _, c := range slices.Sorted(maps.Keys(tot.ErrorExamples)) {
+		why = append(why, fmt.Sprintf("%s: %s", c, tot.ErrorExamples[c]))
+	}
+	first := ""
+	if len(why) > 0 {
+		first = "; the first of each: " + strings.Join(why, "; ")
+	}
+	return fmt.Errorf("no request succeeded: all %d failed (%s)%s%s", tot.Count, strings.Join(classes, ", "), first, hint)
 }
 
 // grpcEntryWithoutCall answers a gRPC target (grpc:// or grpc+tcp://, as

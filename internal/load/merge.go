@@ -163,6 +163,14 @@ func (res *Result) mergeShards(shards []*shardResult, names, kinds []string) err
 			for c, k := range so.ErrorsByClass {
 				op.ErrorsByClass[c] += k
 			}
+			for c, e := range so.ErrorExamples {
+				if op.ErrorExamples == nil {
+					op.ErrorExamples = map[string]string{}
+				}
+				if op.ErrorExamples[c] == "" {
+					op.ErrorExamples[c] = e
+				}
+			}
 		}
 		if got := lat[n].window.TotalCount(); got != op.Count {
 			return fmt.Errorf("operation %q: the generators' HDR logs hold %d requests, their summaries %d", n, got, op.Count)

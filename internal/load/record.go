@@ -50,6 +50,7 @@ type opRec struct {
 	icount     int64
 	ierrors    int64
 	classes    map[string]int64
+	examples   map[string]string // each class's first error, in its words
 
 	// typical latency in µs, for the closed-loop pacing lag: the last
 	// second's median, or the fastest seen before the first second ends.
@@ -107,7 +108,7 @@ func newRecorder(names, kinds []string, mstart int64) *recorder {
 	for i, n := range names {
 		r.ops = append(r.ops, &opRec{name: n, kind: kinds[i],
 			lat: newHist(), svc: newHist(), ilat: newHist(), isvc: newHist(),
-			spLat: newHist(), spSvc: newHist(), classes: map[string]int64{}})
+			spLat: newHist(), spSvc: newHist(), classes: map[string]int64{}, examples: map[string]string{}})
 	}
 	return r
 }
@@ -142,6 +143,16 @@ func (r *recorder) record(op int, win, intended, sent, end int64, class string) 
 	if r.samples != nil {
 		r.samples.add(sampleRow{TNs: intended - r.mstart, Operation: o.name,
 			LatencyUs: float64(end-intended) / 1e3, ServiceTimeUs: float64(end-sent) / 1e3, Status: class})
+	}
+	r.mu.Unlock()
+}
+
+// example keeps err as the example of its class for operation op, if
+// that class has none yet.
+func (r *recorder) example(op int, class string, err error) {
+	r.mu.Lock()
+	if o := r.ops[op]; o.examples[class] == "" {
+		o.examples[class] = err.Error()
 	}
 	r.mu.Unlock()
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -58,8 +60,12 @@ type Operation struct {
 	RPS           float64          `json:"rps"`
 	CompletedRPS  float64          `json:"completed_rps"` // answers within the window per second
 	ErrorsByClass map[string]int64 `json:"errors_by_class"`
-	Latency       Stats            `json:"latency"`
-	ServiceTime   Stats            `json:"service_time"`
+	// ErrorExamples is, for each class of ErrorsByClass that failed a
+	// request, the words of its first error, so that a run in which
+	// every request failed says why ("dial tcp ...: connection refused").
+	ErrorExamples map[string]string `json:"error_examples,omitempty"`
+	Latency       Stats             `json:"latency"`
+	ServiceTime   Stats             `json:"service_time"`
 }
 
 // Stats describe a latency distribution in milliseconds. With no requests
@@ -185,6 +191,11 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 			for c, n := range o.classes {
 				tot.classes[c] += n
 			}
+			for c, e := range o.examples {
+				if tot.examples[c] == "" {
+					tot.examples[c] = e
+				}
+			}
 		}
 	}
 	for _, o := range rec.ops {
@@ -196,6 +207,12 @@ func (r *runner) finish(started time.Time, ctxErr error) (*Result, error) {
 		}
 		for c, n := range o.classes {
 			op.ErrorsByClass[c] = n
+			if e := o.examples[c]; e != "" && n > 0 {
+				if op.ErrorExamples == nil {
+					op.ErrorExamples = map[string]string{}
+				}
+				op.ErrorExamples[c] = e
+			}
 		}
 		s.Operations = append(s.Operations, op)
 	}
@@ -416,6 +433,9 @@ func (r *Result) Table(w io.Writer) error {
 		if len(classes) > 0 {
 			sort.Strings(classes)
 			fmt.Fprintf(w, "errors of %s: %v\n", o.Name, classes)
+			for _, c := range slices.Sorted(maps.Keys(o.ErrorExamples)) {
+				fmt.Fprintf(w, "  the first %s: %s\n", c, o.ErrorExamples[c])
+			}
 		}
 	}
 	for _, wn := range r.Warnings {

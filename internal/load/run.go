@@ -674,6 +674,7 @@ func (r *runner) iterate(ctx context.Context, s *Session, intended int64) {
 		c := "ok"
 		if err != nil {
 			c = Classify(err)
+			r.rec.example(i+1, c, err)
 		}
 		r.rec.record(i+1, intended, stepStart, sent, end, c)
 		r.complete(i+1, intended, end)
