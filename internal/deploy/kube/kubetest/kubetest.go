@@ -525,6 +525,11 @@ func (c *Cluster) notReady(ctx context.Context) string {
 	return ""
 }
 
+// stopGrace is how long a process of the cluster has to stop on SIGTERM
+// before it is killed. The servers shut down gracefully, which at make
+// test's nice 19 beside the timed tests once took metrics-server over 5 s.
+const stopGrace = 15 * time.Second
+
 // Stop ends every process (SIGTERM, then the group's SIGKILL) and removes
 // Dir. Safe to call more than once.
 func (c *Cluster) Stop() error {
@@ -534,7 +539,7 @@ func (c *Cluster) Stop() error {
 	}
 	for i := len(c.procs) - 1; i >= 0; i-- {
 		p := c.procs[i]
-		if err := p.c.Stop(context.Background(), syscall.SIGTERM, 5*time.Second); err != nil {
+		if err := p.c.Stop(context.Background(), syscall.SIGTERM, stopGrace); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 		}
 	}
