@@ -108,7 +108,7 @@ func call(t *testing.T, client *http.Client, url string) visit {
 func TestProgramsTwoMachines(t *testing.T) {
 	needRoot(t)
 	needPrograms(t)
-	self := netnsOf(t, os.Getpid())
+	self := ownNS
 	p50 := func(link string) time.Duration {
 		dep, _ := deployed(t, programSystem(t, link))
 		client := &http.Client{Timeout: 10 * time.Second}
