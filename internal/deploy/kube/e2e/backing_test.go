@@ -46,6 +46,7 @@ postgres = "%s"
 // host's Deployment is ever made and the rollout's failure names the
 // database's; with one that does, every host follows.
 func TestBackingRollsOutFirst(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	for _, tc := range []struct {
 		name, image, timeout string

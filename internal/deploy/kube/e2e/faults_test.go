@@ -20,6 +20,8 @@ import (
 // Deployment, its pod and the cluster's reason; its namespace is gone
 // after the failure. The two cases run together: each is mostly waiting
 // (the timeout, then the namespace's deletion).
+// It runs alone, before the parallel tests start (no t.Parallel): it
+// checks that the cluster holds no svclab namespace at its end.
 func TestFailingPods(t *testing.T) {
 	c := kubetest.Get(t)
 	t.Setenv("KUBECONFIG", c.Kubeconfig)

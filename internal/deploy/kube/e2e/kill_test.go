@@ -22,6 +22,7 @@ import (
 // TestKilledRunCleaned: `svclab run` killed with -9 while its design point
 // is deployed leaves its namespace; `svclab clean --kube` deletes it.
 func TestKilledRunCleaned(t *testing.T) {
+	t.Parallel()
 	c := kubetest.Get(t)
 	bin := kubetest.SvclabBin(t)
 	dir := t.TempDir()

@@ -86,6 +86,9 @@ func (c *Cluster) startMetrics(ctx context.Context, port int) error {
 		"--metric-resolution="+metricsResolution.String()); err != nil {
 		return err
 	}
+	// Its graceful stop once outlasted stopGrace beside the real node's
+	// tests (make test); it keeps nothing a kill could lose.
+	c.procs[len(c.procs)-1].stateless = true
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "metrics-server", Namespace: "kube-system"},
 		Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "localhost"},
