@@ -297,3 +297,39 @@ func joinKeys(a, b map[string][]string) map[string]bool {
 	}
 	return k
 }
+
+// TestLeanHost: the lean host binary (cmd/svclab-host) links every app and
+// transport a host may run and none of what only the rest of svclab uses,
+// whose package init and code make a host hold twice the memory
+// (docs/PERFORMANCE.md, "Synth topologies at scale").
+func TestLeanHost(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/svclab-host")
+	cmd.Dir = repoRoot(t)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	deps := strings.Fields(string(out))
+	for _, want := range []string{"apps/all", "internal/runtime/transport/all", "internal/deploy/hostentry"} {
+		if !slices.Contains(deps, module+want) {
+			t.Errorf("cmd/svclab-host does not link %s", want)
+		}
+	}
+	heavy := []string{
+		"k8s.io/", "sigs.k8s.io/", "github.com/parquet-go/", "github.com/spf13/cobra", "github.com/google/go-containerregistry/",
+		module + "internal/cli", module + "svc/cli", module + "internal/experiment", module + "internal/load", module + "internal/capacity",
+		module + "internal/deploy/", // the deployers; hostentry aside
+	}
+	for _, d := range deps {
+		if d == module+"internal/deploy/hostentry" {
+			continue
+		}
+		for _, h := range heavy {
+			if d == strings.TrimSuffix(h, "/") || strings.HasPrefix(d, strings.TrimSuffix(h, "/")+"/") {
+				t.Errorf("cmd/svclab-host links %s", d)
+			}
+		}
+	}
+}
