@@ -12,7 +12,6 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
-	"github.com/svclab/svclab/internal/runtime/transport"
 )
 
 // leanHostBin is svclab's host binary and the options that have the
@@ -48,31 +47,8 @@ func TestHostMemory(t *testing.T) {
 	bin, opts := leanHostBin(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	d := upWith(t, ctx, `[app]
-name = "synth"
-[app.graph]
-kind = "barabasi_albert"
-services = 10
-m = 1
-seed = 1
-work = { cpu = "50us" }
-response = "100B"
-probability = "0.2"
-[deploy]
-transport = "grpc"
-placement = "split"
-`, opts)
-	conn, err := d.Dial(ctx, transport.DialOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	req := d.Topology().Requests()[0]
-	for range 100 {
-		if _, err := req.Invoke(ctx, conn); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d := upWith(t, ctx, scaleSpec(10, "split"), opts)
+	invoke(t, ctx, d, 100)
 	const bound = 15_000_000
 	hosts := 0
 	for _, p := range d.Processes() {

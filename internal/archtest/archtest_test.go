@@ -75,11 +75,12 @@ type pkg struct {
 	Imports    []string
 }
 
-func listPackages(t *testing.T) []pkg {
+// goList runs `go list args...` at the repository's root.
+func goList(t *testing.T, args ...string) []byte {
 	t.Helper()
 	// go test puts its own GOROOT/bin first on the test's PATH;
 	// runtime.GOROOT is empty in a -trimpath build, which make test uses.
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = repoRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -87,7 +88,12 @@ func listPackages(t *testing.T) []pkg {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
+	return out
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(goList(t, "-json=ImportPath,Imports", "./...")))
 	var pkgs []pkg
 	for dec.More() {
 		var p pkg
@@ -303,15 +309,7 @@ func joinKeys(a, b map[string][]string) map[string]bool {
 // whose package init and code make a host hold twice the memory
 // (docs/PERFORMANCE.md, "Synth topologies at scale").
 func TestLeanHost(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", "./cmd/svclab-host")
-	cmd.Dir = repoRoot(t)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("go list: %v\n%s", err, stderr.String())
-	}
-	deps := strings.Fields(string(out))
+	deps := strings.Fields(string(goList(t, "-deps", "./cmd/svclab-host")))
 	for _, want := range []string{"apps/all", "internal/runtime/transport/all", "internal/deploy/hostentry"} {
 		if !slices.Contains(deps, module+want) {
 			t.Errorf("cmd/svclab-host does not link %s", want)

@@ -133,8 +133,8 @@ func ExecLean(args []string) error {
 }
 
 // Main is the lean host binary's main (cmd/svclab-host): it takes the
-// flags of `svclab host` (--config FILE, --deployment ID, --group NAME)
-// and runs the host until SIGTERM or SIGINT.
+// arguments of `svclab host` ([host] --config FILE, --deployment ID,
+// --group NAME) and runs the host until SIGTERM or SIGINT.
 func Main() {
 	if err := mainErr(context.Background(), os.Args[1:], os.Stderr); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -157,10 +157,15 @@ func mainErr(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.String("deployment", "", "deployment id (a label for ps and /proc scans)")
 	group := fs.String("group", "", "group name (a label; must match the config)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: svclab-host [--config FILE] [--deployment ID] [--group NAME]\n\n"+
+		fmt.Fprintf(stderr, "usage: svclab-host [host] [--config FILE] [--deployment ID] [--group NAME]\n\n"+
 			"svclab-host runs one group of a deployment, as `svclab host` does, started by\n"+
 			"svclab's deployers (not by hand).\n\n")
 		fs.PrintDefaults()
+	}
+	// A leading "host" is taken as `svclab host` takes it, so that the
+	// binary stands in for svclab wherever a deployer is given one.
+	if len(args) > 0 && args[0] == "host" {
+		args = args[1:]
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -110,7 +110,8 @@ func TestMainErr(t *testing.T) {
 	}{
 		{name: "no config", args: []string{"--deployment", "d1", "--group", "g1"}, wantIs: ErrNoConfig},
 		{name: "unknown flag", args: []string{"--nope"}, wantIs: errUsage, wantErr: "-nope"},
-		{name: "argument", args: []string{"host", "--config", cfgFile}, wantIs: errUsage, wantErr: `"host"`},
+		{name: "argument", args: []string{"--config", cfgFile, "extra"}, wantIs: errUsage, wantErr: `"extra"`},
+		{name: "as svclab host", args: []string{"host", "--config", cfgFile, "--group", "g2"}, wantErr: "--group g2 does not match the config's group g1"},
 		{name: "group differs", args: []string{"--config", cfgFile, "--group", "g2"}, wantErr: "--group g2 does not match the config's group g1"},
 		{name: "help", args: []string{"-h"}, wantIs: flag.ErrHelp},
 	} {
