@@ -71,9 +71,10 @@ system_deps = @PYTHON=$(PYTHON) scripts/system-deps.sh $(if $(filter check,$(SYS
 system-deps:
 	$(call system_deps,test bench)
 
-## build: compile the svclab binary into bin/svclab
+## build: compile the svclab binary into bin/svclab, and the lean host binary its deployers start beside it
 build: uplot
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/svclab ./cmd/svclab
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/svclab-host ./cmd/svclab-host
 
 ## uplot: uPlot $(UPLOT_VERSION) from the npm registry (integrity checked), into $(LIVE_ASSETS)
 uplot: $(UPLOT_FILES)

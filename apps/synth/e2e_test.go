@@ -39,6 +39,15 @@ func TestMain(m *testing.M) {
 
 func up(t *testing.T, ctx context.Context, src string) deploy.Deployment {
 	t.Helper()
+	// SVCLAB_SYNTH_HOST_BIN runs another binary as the hosts (bin/svclab,
+	// for TestScale's memory as `svclab up` has it: the lean host binary
+	// beside it, when there is one).
+	return upWith(t, ctx, src, local.Options{Options: deploy.Options{Executable: os.Getenv("SVCLAB_SYNTH_HOST_BIN")}})
+}
+
+// upWith deploys the spec src locally with opts.
+func upWith(t *testing.T, ctx context.Context, src string, opts local.Options) deploy.Deployment {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "spec.toml")
 	if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -51,9 +60,7 @@ func up(t *testing.T, ctx context.Context, src string) deploy.Deployment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// SVCLAB_SYNTH_HOST_BIN runs another binary as the hosts (bin/svclab,
-	// for TestScale's memory as `svclab up` has it).
-	d, err := local.Deploy(ctx, topo, local.Options{Options: deploy.Options{Executable: os.Getenv("SVCLAB_SYNTH_HOST_BIN")}})
+	d, err := local.Deploy(ctx, topo, opts)
 	if err != nil {
 		t.Fatalf("deploy: %v", err)
 	}

@@ -30,7 +30,21 @@ func TestScale(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			start := time.Now()
-			d := up(t, ctx, fmt.Sprintf(`[app]
+			d := up(t, ctx, scaleSpec(tc.services, tc.placement))
+			ready := time.Since(start)
+			atReady := hostMemory(t, ctx, d)
+			invoke(t, ctx, d, 100)
+			t.Logf("%d services %s: ready in %v; at ready %s; after 100 requests %s",
+				tc.services, tc.placement, ready.Round(time.Millisecond), atReady, hostMemory(t, ctx, d))
+		})
+	}
+}
+
+// scaleSpec is the generated topology of TestScale and TestHostMemory:
+// services services (Barabási–Albert, m = 1), 50 µs of CPU and a 100-byte
+// answer each, probability 0.2 per edge, over grpc, in placement.
+func scaleSpec(services int, placement string) string {
+	return fmt.Sprintf(`[app]
 name = "synth"
 [app.graph]
 kind = "barabasi_albert"
@@ -44,23 +58,23 @@ probability = "0.2"
 transport = "grpc"
 placement = %q
 start_timeout = "5m"
-`, tc.services, tc.placement))
-			ready := time.Since(start)
-			atReady := hostMemory(t, ctx, d)
-			conn, err := d.Dial(ctx, transport.DialOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer conn.Close()
-			req := d.Topology().Requests()[0]
-			for range 100 {
-				if _, err := req.Invoke(ctx, conn); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t.Logf("%d services %s: ready in %v; at ready %s; after 100 requests %s",
-				tc.services, tc.placement, ready.Round(time.Millisecond), atReady, hostMemory(t, ctx, d))
-		})
+`, services, placement)
+}
+
+// invoke sends n of the topology's first request through d, one at a
+// time.
+func invoke(t *testing.T, ctx context.Context, d deploy.Deployment, n int) {
+	t.Helper()
+	conn, err := d.Dial(ctx, transport.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	req := d.Topology().Requests()[0]
+	for range n {
+		if _, err := req.Invoke(ctx, conn); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -75,11 +75,12 @@ type pkg struct {
 	Imports    []string
 }
 
-func listPackages(t *testing.T) []pkg {
+// goList runs `go list args...` at the repository's root.
+func goList(t *testing.T, args ...string) []byte {
 	t.Helper()
 	// go test puts its own GOROOT/bin first on the test's PATH;
 	// runtime.GOROOT is empty in a -trimpath build, which make test uses.
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports", "./...")
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
 	cmd.Dir = repoRoot(t)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -87,7 +88,12 @@ func listPackages(t *testing.T) []pkg {
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, stderr.String())
 	}
-	dec := json.NewDecoder(bytes.NewReader(out))
+	return out
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(goList(t, "-json=ImportPath,Imports", "./...")))
 	var pkgs []pkg
 	for dec.More() {
 		var p pkg
@@ -296,4 +302,32 @@ func joinKeys(a, b map[string][]string) map[string]bool {
 		k[p] = true
 	}
 	return k
+}
+
+// TestLeanHost: the lean host binary (cmd/svclab-host) links every app and
+// transport a host may run and none of what only the rest of svclab uses,
+// whose package init and code make a host hold twice the memory
+// (docs/PERFORMANCE.md, "Synth topologies at scale").
+func TestLeanHost(t *testing.T) {
+	deps := strings.Fields(string(goList(t, "-deps", "./cmd/svclab-host")))
+	for _, want := range []string{"apps/all", "internal/runtime/transport/all", "internal/deploy/hostentry"} {
+		if !slices.Contains(deps, module+want) {
+			t.Errorf("cmd/svclab-host does not link %s", want)
+		}
+	}
+	heavy := []string{
+		"k8s.io/", "sigs.k8s.io/", "github.com/parquet-go/", "github.com/spf13/cobra", "github.com/google/go-containerregistry/",
+		module + "internal/cli", module + "svc/cli", module + "internal/experiment", module + "internal/load", module + "internal/capacity",
+		module + "internal/deploy/", // the deployers; hostentry aside
+	}
+	for _, d := range deps {
+		if d == module+"internal/deploy/hostentry" {
+			continue
+		}
+		for _, h := range heavy {
+			if d == strings.TrimSuffix(h, "/") || strings.HasPrefix(d, strings.TrimSuffix(h, "/")+"/") {
+				t.Errorf("cmd/svclab-host links %s", d)
+			}
+		}
+	}
 }

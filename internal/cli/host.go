@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	_ "github.com/svclab/svclab/apps/all" // every app a host may run
 	"github.com/svclab/svclab/internal/deploy/hostentry"
@@ -31,15 +33,20 @@ host exits with status 0 on SIGTERM or SIGINT, or when its deployer stops it
 over the control channel.`,
 	Args: cobra.NoArgs,
 	RunE: func(cmd *cobra.Command, _ []string) error {
-		cfg, err := hostentry.LoadConfig(hostFlags.config)
+		cfg, err := hostentry.Config(hostFlags.config, hostFlags.group)
+		if errors.Is(err, hostentry.ErrNoConfig) {
+			return usageError{err}
+		}
 		if err != nil {
 			return err
 		}
-		if cfg == nil {
-			return usageError{fmt.Errorf("no host config: set %s or pass --config", runtime.HostConfigEnv)}
-		}
-		if hostFlags.group != "" && hostFlags.group != cfg.Group {
-			return fmt.Errorf("--group %s does not match the config's group %s", hostFlags.group, cfg.Group)
+		// The lean host binary beside this one, when it was built with it
+		// (the kube deployer's pods run `/svclab host`); if its exec
+		// fails, this process is the host.
+		var args []string
+		cmd.Flags().Visit(func(f *pflag.Flag) { args = append(args, "--"+f.Name, f.Value.String()) })
+		if err := hostentry.ExecLean(args); err != nil {
+			fmt.Fprintln(cmd.ErrOrStderr(), err)
 		}
 		return hostentry.Run(cmd.Context(), cfg)
 	},

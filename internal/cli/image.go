@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/mod/modfile"
 
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/image"
 	"github.com/svclab/svclab/internal/tempdir"
 )
@@ -22,15 +23,18 @@ const modulePath = "github.com/svclab/svclab"
 func init() { rootCmd.AddCommand(newImageCmd()) }
 
 func newImageCmd() *cobra.Command {
-	var push, tarballPath, tag, platform, source, binary string
+	var push, tarballPath, tag, platform, source, binary, host string
 	cmd := &cobra.Command{
 		Use:   "image (--push REF | --tarball FILE)",
 		Short: "Build an OCI image of svclab, for the kube deployer",
 		Long: `image builds a static svclab binary (CGO_ENABLED=0) from the source tree and
 puts it in an OCI image of one layer, with no base image and no container
 daemon (go-containerregistry, as ko does). The binary is the entrypoint,
-/svclab; the image runs as user 65532 and is labelled with the version and
-commit. The same binary gives the same image digest.
+/svclab; beside it, /svclab-host is the lean host binary (cmd/svclab-host),
+which the pods' "svclab host" hands over to. With --binary FILE, FILE-host
+goes beside it when it was built from the same source. The image runs as
+user 65532 and is labelled with the version and commit. The same binaries
+give the same image digest.
 
 --push writes it to a registry, with the credentials of ~/.docker/config.json
 and its helpers (docker login, gcloud, ecr, ...), and prints the reference by
@@ -57,13 +61,19 @@ for docker load, podman load or kind load image-archive.`,
 				if err != nil {
 					return err
 				}
-				fmt.Fprintf(w, "building a static svclab %s for %s from %s\n", version, plat, source)
+				fmt.Fprintf(w, "building a static svclab %s and its host binary for %s from %s\n", version, plat, source)
 				ldflags := fmt.Sprintf("-X %[1]s.version=%[2]s -X %[1]s.commit=%[3]s", versionPackage, version, commit)
 				if binary, err = image.Build(cmd.Context(), source, "./cmd/svclab", *plat, ldflags, out); err != nil {
 					return err
 				}
+				if host, err = image.Build(cmd.Context(), source, "./cmd/svclab-host", *plat, "", out); err != nil {
+					return err
+				}
+			} else if lean, ok := hostentry.Lean(binary); ok {
+				host = lean
 			}
 			img, err := image.New(binary, image.Options{
+				Host:     host,
 				Platform: *plat,
 				Labels: map[string]string{
 					"org.opencontainers.image.title":    "svclab",

@@ -40,14 +40,24 @@ import (
 // BinaryPath is where the binary lives in the image, and the entrypoint.
 const BinaryPath = "/svclab"
 
+// HostBinaryPath is where the lean host binary (cmd/svclab-host) lives in
+// an image that has it: beside the binary, where `svclab host` finds it
+// and hands over (internal/deploy/hostentry, ExecLean).
+const HostBinaryPath = BinaryPath + "-host"
+
 // NonRoot is the image's user: no permission a pod should need.
 const NonRoot = "65532:65532"
 
 // Build compiles the main package pkg (e.g. "./cmd/svclab") of the module
 // in dir into a static binary for platform, in outDir, and returns its
-// path. ldflags are passed to the linker (the version stamp).
+// path, named after the package's directory ("svclab" for the module's
+// root). ldflags are passed to the linker (the version stamp).
 func Build(ctx context.Context, dir, pkg string, platform v1.Platform, ldflags, outDir string) (string, error) {
-	out := filepath.Join(outDir, "svclab-"+platform.OS+"-"+platform.Architecture)
+	name := filepath.Base(pkg)
+	if name == "." || name == "/" {
+		name = "svclab"
+	}
+	out := filepath.Join(outDir, name+"-"+platform.OS+"-"+platform.Architecture)
 	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS="+platform.OS, "GOARCH="+platform.Architecture)
@@ -77,14 +87,25 @@ type Options struct {
 	// epoch, so the same binary makes the same image digest (ko does the
 	// same, for reproducible builds).
 	Created time.Time
+	// Host, when set, is the static lean host binary built from the same
+	// source as the binary (cmd/svclab-host), put at HostBinaryPath: the
+	// pods' `svclab host` hands over to it, and a host holds less than
+	// half the memory.
+	Host string
 }
 
-// New makes an image of the static binary at path.
+// New makes an image of the static binary at path (and opts.Host).
 func New(path string, opts Options) (v1.Image, error) {
-	if err := checkStatic(path); err != nil {
-		return nil, err
+	files := []File{{Path: BinaryPath, Src: path, Mode: 0o755}}
+	if opts.Host != "" {
+		files = append(files, File{Path: HostBinaryPath, Src: opts.Host, Mode: 0o755})
 	}
-	return assemble([]File{{Path: BinaryPath, Src: path, Mode: 0o755}}, "svclab image: "+filepath.Base(path),
+	for _, f := range files {
+		if err := checkStatic(f.Src); err != nil {
+			return nil, err
+		}
+	}
+	return assemble(files, "svclab image: "+filepath.Base(path),
 		Config{Entrypoint: []string{BinaryPath}, User: NonRoot, WorkingDir: "/"}, opts)
 }
 

@@ -266,3 +266,40 @@ func mustDigest(t *testing.T, img v1.Image) v1.Hash {
 	}
 	return d
 }
+
+// TestHostBinary: an image given the lean host binary holds it beside the
+// binary, where `svclab host` looks; one that needs a loader is refused.
+func TestHostBinary(t *testing.T) {
+	bin, host := buildHello(t, "v1"), buildHello(t, "v1-host")
+	plat := v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
+	img, err := New(bin, Options{Platform: plat, Host: host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []string
+	eachFile(t, img, func(h *tar.Header, r io.Reader) {
+		found = append(found, "/"+h.Name)
+		if "/"+h.Name != HostBinaryPath {
+			return
+		}
+		b, _ := io.ReadAll(r)
+		if string(b) != string(want) || h.Mode != 0o755 {
+			t.Errorf("%s: %d bytes, mode %o; want the host binary's %d, mode 755", h.Name, len(b), h.Mode, len(want))
+		}
+	})
+	if !slices.Equal(found, []string{BinaryPath, HostBinaryPath}) {
+		t.Errorf("image files %q, want %s and %s", found, BinaryPath, HostBinaryPath)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Skip("no sh to stand for a dynamic binary")
+	}
+	sh, _ = filepath.EvalSymlinks(sh)
+	if _, err := New(bin, Options{Platform: plat, Host: sh}); err == nil || !strings.Contains(err.Error(), "CGO_ENABLED=0") {
+		t.Errorf("New with the host binary %s = %v, want a dynamic-linking error", sh, err)
+	}
+}

@@ -8,41 +8,58 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // releaseStartPages gives back the pages of the executable's read-only
 // mappings (code, read-only data, the function tables) that package init
-// and start-up faulted in, a 64 KiB window of the file at a time, and a
-// host does not keep using. They stay in the page cache, shared by every
-// process that maps them; the host maps again, on its next touch, those
-// it uses. `svclab host` links every role of svclab: a host of a split
-// synth topology mapped 42-62 MiB of the 123 MB binary after start, and
-// keeps about 20 MiB mapped while it serves (docs/PERFORMANCE.md). It
+// and start-up mapped, and has the host map again, one page at a time,
+// only those it touches from then on. They stay in the page cache, shared
+// by every process that maps them. On a read fault of a cached file the
+// kernel maps the whole 64 KiB window around the page (fault-around), so a
+// page touched is sixteen mapped: `svclab host` links every role of
+// svclab, and a host of a split synth topology mapped 42-62 MiB of the
+// 123 MB binary after start and, with the pages dropped but fault-around
+// on, mapped about 20 MiB again while it served (docs/PERFORMANCE.md). It
 // takes about a millisecond. (The heap's free pages are not worth a
 // forced collection: debug.FreeOSMemory gave back less than 0.6 MiB and
 // took 10-80 ms.)
+//
+// Where the kernel refuses what stops fault-around (see noFaultAround),
+// the pages are still dropped and the error says why the rest was not
+// done.
 func releaseStartPages() error {
-	return dropReadOnlyPages("/proc/self/smaps", "/proc/self/exe")
+	spans, err := readOnlySpans("/proc/self/smaps", "/proc/self/exe")
+	if err != nil {
+		return err
+	}
+	if err := dropPages(spans); err != nil {
+		return err
+	}
+	return noFaultAround(spans)
 }
 
-// dropReadOnlyPages unmaps the resident pages of exe's private mappings
-// that cannot be written and hold no anonymous page (smaps says so
-// mapping by mapping), with madvise(MADV_DONTNEED): for such a mapping it
-// only drops this process's page table entries. A mapping that can be
-// written, or once could (relocations of a position-independent
-// executable), is left alone: dropping it would lose what was written.
-func dropReadOnlyPages(smaps, exe string) error {
+// span is a mapping's address range, [start, end).
+type span struct{ start, end uintptr }
+
+// readOnlySpans returns exe's private mappings that cannot be written and
+// hold no anonymous page (smaps says so mapping by mapping). A mapping
+// that can be written, or once could (relocations of a
+// position-independent executable), is left out: dropping its pages
+// would lose what was written.
+func readOnlySpans(smaps, exe string) ([]span, error) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(exe, &st); err != nil {
-		return fmt.Errorf("drop start pages: %s: %w", exe, err)
+		return nil, fmt.Errorf("drop start pages: %s: %w", exe, err)
 	}
 	b, err := os.ReadFile(smaps)
 	if err != nil {
-		return fmt.Errorf("drop start pages: %w", err)
+		return nil, fmt.Errorf("drop start pages: %w", err)
 	}
-	type span struct{ start, end uintptr }
-	var drop []span
-	// last is whether the last span of drop is the mapping being read.
+	var spans []span
+	// last is whether the last of spans is the mapping being read.
 	last := false
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
@@ -61,18 +78,77 @@ func dropReadOnlyPages(smaps, exe string) error {
 			if !ok || err1 != nil || err2 != nil {
 				continue
 			}
-			drop = append(drop, span{uintptr(start), uintptr(end)})
+			spans = append(spans, span{uintptr(start), uintptr(end)})
 			last = true
 		case last && len(f) >= 2 && f[0] == "Anonymous:" && f[1] != "0":
-			drop = drop[:len(drop)-1]
+			spans = spans[:len(spans)-1]
 			last = false
 		}
 	}
-	for _, s := range drop {
-		if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, s.start, s.end-s.start, syscall.MADV_DONTNEED); errno != 0 {
-			return fmt.Errorf("drop start pages: madvise %#x-%#x: %w", s.start, s.end, errno)
+	return spans, nil
+}
+
+// dropPages unmaps the resident pages of spans with madvise(MADV_DONTNEED):
+// for a private file mapping that holds no anonymous page it only drops
+// this process's page table entries.
+func dropPages(spans []span) error {
+	for _, s := range spans {
+		for _, advice := range []uintptr{unix.MADV_NOHUGEPAGE, unix.MADV_DONTNEED} {
+			if _, _, errno := syscall.Syscall(syscall.SYS_MADVISE, s.start, s.end-s.start, advice); errno != 0 {
+				return fmt.Errorf("drop start pages: madvise %#x-%#x: %w", s.start, s.end, errno)
+			}
 		}
 	}
+	return nil
+}
+
+// The userfaultfd ABI (linux/userfaultfd.h), which golang.org/x/sys/unix
+// does not carry.
+const (
+	uffdAPI            = 0xaa
+	uffdUserModeOnly   = 1          // userfaultfd(2) flag: no privilege needed
+	uffdFeatureWPAsync = 1 << 15    // write faults resolved by the kernel (Linux 6.7)
+	uffdioAPI          = 0xc018aa3f // _IOWR(0xaa, 0x3f, struct uffdio_api)
+	uffdioRegister     = 0xc020aa00 // _IOWR(0xaa, 0x00, struct uffdio_register)
+	uffdRegisterModeWP = 1 << 1
+)
+
+// uffd is the userfaultfd that spans are registered with: closing it
+// would end the registration, so it stays open for the process's life.
+var uffd uintptr
+
+// noFaultAround stops fault-around on spans, so that a read fault there
+// maps the one page touched. The kernel does not fault around in a
+// mapping registered with a userfaultfd for write protection
+// (mm/memory.c, should_fault_around; madvise(MADV_RANDOM) does not stop
+// it), and with the asynchronous write-protect mode (Linux 6.7) any
+// mapping may be registered and no thread has to serve the descriptor:
+// nothing is write-protected here, and the mappings cannot be written
+// anyway. Without that mode, or where userfaultfd(2) is not allowed (a
+// seccomp profile), it returns the error and fault-around stays on.
+func noFaultAround(spans []span) error {
+	if len(spans) == 0 {
+		return nil
+	}
+	fd, _, errno := syscall.Syscall(unix.SYS_USERFAULTFD, syscall.O_CLOEXEC|syscall.O_NONBLOCK|uffdUserModeOnly, 0, 0)
+	if errno != 0 {
+		return fmt.Errorf("fault-around stays on: userfaultfd: %w", errno)
+	}
+	// struct uffdio_api: api, features, ioctls.
+	api := [3]uint64{uffdAPI, uffdFeatureWPAsync, 0}
+	if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, uffdioAPI, uintptr(unsafe.Pointer(&api))); errno != 0 {
+		syscall.Close(int(fd))
+		return fmt.Errorf("fault-around stays on: userfaultfd without asynchronous write protection (Linux 6.7): %w", errno)
+	}
+	for _, s := range spans {
+		// struct uffdio_register: range (start, len), mode, ioctls.
+		reg := [4]uint64{uint64(s.start), uint64(s.end - s.start), uffdRegisterModeWP, 0}
+		if _, _, errno := syscall.Syscall(syscall.SYS_IOCTL, fd, uffdioRegister, uintptr(unsafe.Pointer(&reg))); errno != 0 {
+			syscall.Close(int(fd))
+			return fmt.Errorf("fault-around stays on: register %#x-%#x with userfaultfd: %w", s.start, s.end, errno)
+		}
+	}
+	uffd = fd
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unsafe"
 )
 
 // exeRSS sums, over the test binary's own mappings, the resident kB of
@@ -53,7 +54,11 @@ var written = 1
 func TestDropReadOnlyPages(t *testing.T) {
 	written = 42
 	roBefore, wBefore := exeRSS(t)
-	if err := dropReadOnlyPages("/proc/self/smaps", "/proc/self/exe"); err != nil {
+	spans, err := readOnlySpans("/proc/self/smaps", "/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dropPages(spans); err != nil {
 		t.Fatal(err)
 	}
 	roAfter, wAfter := exeRSS(t)
@@ -67,7 +72,81 @@ func TestDropReadOnlyPages(t *testing.T) {
 	if written != 42 {
 		t.Errorf("a variable written before the drop reads %d, want 42", written)
 	}
-	if err := dropReadOnlyPages("/proc/self/smaps", "/nonexistent"); err == nil || !strings.Contains(err.Error(), "/nonexistent") {
+	if _, err := readOnlySpans("/proc/self/smaps", "/nonexistent"); err == nil || !strings.Contains(err.Error(), "/nonexistent") {
 		t.Errorf("an executable that is not there: %v, want an error naming it", err)
+	}
+}
+
+// mappedKB is the resident kB of the mapping that starts at addr.
+func mappedKB(t *testing.T, addr uintptr) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		fs := strings.Fields(line)
+		switch {
+		case len(fs) >= 5 && strings.Contains(fs[0], "-") && !strings.HasSuffix(fs[0], ":"):
+			lo, _, _ := strings.Cut(fs[0], "-")
+			start, _ := strconv.ParseUint(lo, 16, 64)
+			in = uintptr(start) == addr
+		case in && len(fs) >= 2 && fs[0] == "Rss:":
+			kb, _ := strconv.Atoi(fs[1])
+			return kb
+		}
+	}
+	t.Fatalf("no mapping at %#x", addr)
+	return 0
+}
+
+// sink keeps a read the compiler would drop.
+var sink byte
+
+// TestNoFaultAround: a read fault in a mapping of a cached file maps the
+// 64 KiB around the page (the kernel's default fault-around), and in a
+// mapping noFaultAround registered, the page alone.
+func TestNoFaultAround(t *testing.T) {
+	path := t.TempDir() + "/file"
+	if err := os.WriteFile(path, make([]byte, 1<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Every page in the page cache, as a binary that other hosts run has.
+	if m, err := syscall.Mmap(int(f.Fd()), 0, 1<<20, syscall.PROT_READ, syscall.MAP_PRIVATE); err != nil {
+		t.Fatal(err)
+	} else {
+		for i := 0; i < len(m); i += 4096 {
+			sink += m[i]
+		}
+		syscall.Munmap(m)
+	}
+	touch := func(registered bool) int {
+		m, err := syscall.Mmap(int(f.Fd()), 0, 1<<20, syscall.PROT_READ, syscall.MAP_PRIVATE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer syscall.Munmap(m)
+		start := uintptr(unsafe.Pointer(&m[0]))
+		if registered {
+			if err := noFaultAround([]span{{start, start + 1<<20}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sink += m[512<<10]
+		return mappedKB(t, start)
+	}
+	around, alone := touch(false), touch(true)
+	t.Logf("one page read: %d kB mapped, %d kB with fault-around stopped", around, alone)
+	if around <= 4 {
+		t.Skipf("one page read mapped %d kB: this kernel does not fault around, nothing to stop", around)
+	}
+	if pageKB := os.Getpagesize() >> 10; alone != pageKB {
+		t.Errorf("one page read with fault-around stopped mapped %d kB, want %d", alone, pageKB)
 	}
 }

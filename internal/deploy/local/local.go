@@ -34,6 +34,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy/autoscaler"
 	"github.com/svclab/svclab/internal/deploy/backing"
 	"github.com/svclab/svclab/internal/deploy/front"
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/hostmesh"
 	"github.com/svclab/svclab/internal/deploy/ingress/nginx"
 	"github.com/svclab/svclab/internal/deploy/langhost"
@@ -79,7 +80,10 @@ const (
 // local deployer's own. The zero value is ready to use.
 type Options struct {
 	deploy.Options
-	// Args follow the executable; default ["host"]. The deployer appends
+	// Args follow the executable. By default the deployer starts the
+	// lean host binary beside the executable when there is one built from
+	// the same source (hostentry.Command: svclab-host beside svclab), and
+	// else the executable with ["host"]. The deployer appends
 	// --deployment ID --group NAME, which also make `ps` readable.
 	Args []string
 	// StopTimeout is the grace between SIGTERM and SIGKILL in Stop.
@@ -177,7 +181,8 @@ func Deploy(ctx context.Context, p *runtime.Topology, opts Options) (_ *Deployme
 		}
 	}
 	if opts.Args == nil {
-		opts.Args = []string{"host"}
+		// The lean host binary beside svclab, when it was built with it.
+		opts.Executable, opts.Args = hostentry.Command(opts.Executable)
 	}
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = p.StartTimeout

@@ -86,7 +86,19 @@ func (c *Cluster) prepareImages(ctx context.Context, sandboxOnly bool) *pendingI
 		if sandboxOnly {
 			out.noPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
 		} else {
-			makers = append(makers, imageMaker{Image, program("svclab", ".", "./cmd/svclab")})
+			// svclab and the host binary beside it, as `svclab image`
+			// builds them: the pods' `svclab host` hands over to it.
+			makers = append(makers, imageMaker{Image, func() (v1.Image, error) {
+				bin, err := build("svclab", ".", "./cmd/svclab")
+				if err != nil {
+					return nil, err
+				}
+				host, err := build("svclab", ".", "./cmd/svclab-host")
+				if err != nil {
+					return nil, err
+				}
+				return image.New(bin, image.Options{Platform: plat, Host: host})
+			}})
 			if in, err := findPostgres(ctx); err != nil {
 				out.noPostgres = "no stand-in for the postgres image: " + err.Error()
 			} else {
