@@ -176,75 +176,56 @@ type Traits struct {
 // the deployer takes what s asks of it (Traits.CheckSpec), and, unless
 // the deployer is Remote, the sizes it asks for fit this machine and the
 // backing services its app declares and the sidecar, ingress and mesh
-// programs it names can run here. Errors name the file, line and key;
-// the checks that do not depend on each other report together, joined.
+// programs it names can run here (and Traits.CheckMachine). Errors name
+// the file, line and key, and come together, in file order: every check
+// runs whose input is known, the checks of the topology once its groups
+// are (runtime.ResolvePartly), leaving out what they would say of a key
+// found wrong before them (spec.Errors.AddLater).
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
+	var errs spec.Errors
 	d, err := Lookup(s.Deploy.Deployer)
 	if err != nil {
-		return nil, nil, s.Errorf("deploy.deployer", "%w", err)
+		errs.Add(s.Errorf("deploy.deployer", "%w", err))
 	}
 	_, err = MachinesOf(s)
-	errs := []error{err}
+	errs.Add(err)
 	for _, name := range Names() {
 		other, _ := Lookup(name)
 		if dec := other.Traits().DecodeKeys; dec != nil {
-			errs = append(errs, dec(s))
+			errs.Add(dec(s))
 		}
 	}
-	resolve := runtime.Resolve
-	if own := d.Traits().Topology; own != nil {
-		resolve = own
+	resolve := runtime.ResolvePartly
+	if d != nil && d.Traits().Topology != nil {
+		resolve = d.Traits().Topology
 	}
 	topo, err := resolve(s)
-	if err := joinFlat(append(errs, err)); err != nil {
-		// What follows reads the keys decoded and the topology: it
-		// would only say again what these say.
-		return nil, nil, err
+	errs.Add(err)
+	if d == nil || topo == nil {
+		return nil, nil, errs.Err()
 	}
+	// What follows reads the topology and the keys decoded above.
 	t := d.Traits()
-	errs = nil
 	if t.CheckSpec != nil {
-		errs = append(errs, t.CheckSpec(s, topo))
+		errs.AddLater(t.CheckSpec(s, topo))
 	}
 	if t.Remote {
 		// Only what the app declares is checked: the programs run
 		// elsewhere, from images, and this machine need not have them.
 		if err := backing.CheckDeclared(topo); err != nil {
-			errs = append(errs, s.Errorf("app.name", "%w", err))
+			errs.AddLater(s.Errorf("app.name", "%w", err))
 		}
 	} else {
-		errs = append(errs, checkMachineSizes(s, topo), checkLocalPrograms(s, topo))
-	}
-	if err := joinFlat(errs); err != nil {
-		return nil, nil, err
+		errs.AddLater(checkMachineSizes(s, topo))
+		errs.AddLater(checkLocalPrograms(s, topo))
 	}
 	if t.CheckMachine != nil {
-		if err := t.CheckMachine(s, topo); err != nil {
-			return nil, nil, err
-		}
+		errs.AddLater(t.CheckMachine(s, topo))
+	}
+	if err := errs.Err(); err != nil {
+		return nil, nil, err
 	}
 	return d, topo, nil
-}
-
-// joinFlat joins errs, and the errors each joins, into one flat list of
-// *spec.Errors (nil ones dropped), which a caller that reports every
-// error of a spec at once can add to its own.
-func joinFlat(errs []error) error {
-	var out []error
-	var add func(error)
-	add = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				add(e)
-			}
-		} else if err != nil {
-			out = append(out, err)
-		}
-	}
-	for _, err := range errs {
-		add(err)
-	}
-	return errors.Join(out...)
 }
 
 // checkLocalPrograms checks that this machine has the programs a deployer

@@ -29,13 +29,13 @@ type Machine struct {
 
 // MachinesOf decodes [deploy.hosts]. Resolve decodes it for every spec, as
 // two deployers read it; what each machine's keys mean is the reader's to
-// check against the topology.
+// check against the topology. With an error, it returns the machines as
+// far as they decoded (spec.Spec.Decode leaves the wrong keys out), for a
+// reader that reports its own mistakes beside these.
 func MachinesOf(s *spec.Spec) (map[string]Machine, error) {
 	var machines map[string]Machine
-	if err := s.Decode("deploy.hosts", &machines); err != nil {
-		return nil, err
-	}
-	return machines, nil
+	err := s.Decode("deploy.hosts", &machines)
+	return machines, err
 }
 
 // MachineNames are the names of machines in file order (of their groups key),

@@ -51,12 +51,13 @@ func decodeLoad(s *spec.Spec) (load.Config, error) {
 }
 
 // Check adds to ownErr, the error spec.Load gave s for its [deploy] or
-// [experiment] table, the mistakes of the tables spec does not own, so
-// that one invocation reports them all: [app] (for a deployer that
-// deploys an app), and [load] for a command that sends load, as the spec
-// writes them, each unless a factor sets a key of it (its levels are not
-// known for sure while [experiment] is wrong) or the other mistakes could
-// make it wrong (the app's components decide what [deploy] may name).
+// [experiment] table, the mistakes of the rest, so that one invocation
+// reports them all: the deployment (deploy.Resolve: [app], the
+// deployer's tables, the placement, this machine), and [load] for a
+// command that sends load, as the spec writes them, each unless a factor
+// sets a key of it (its levels are not known for sure while [experiment]
+// is wrong); what the deployment's checks would say of a key found wrong
+// here is left out (spec.Errors.AddLater).
 func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 	var es spec.Errors
 	es.Add(ownErr)
@@ -74,7 +75,12 @@ func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 		_, err := decodeLoad(s)
 		es.Add(err)
 	}
-	if !setByFactor("app") && deploysApp(s) {
+	switch {
+	case setByFactor("app"):
+	case !setByFactor("deploy"):
+		_, _, err := deploy.Resolve(s)
+		es.AddLater(err)
+	case deploysApp(s):
 		es.Add(runtime.CheckApp(s))
 	}
 	return es.Err()

@@ -103,7 +103,8 @@ rate = -5
 		},
 	}, {
 		// [app] does not apply to a system svclab does not deploy: that
-		// it names no app is no mistake.
+		// it names no app is no mistake. What the deployer asks of
+		// [load] is checked beside [experiment]'s mistake.
 		name: "an external system's factor",
 		src: `[deploy]
 deployer = "external"
@@ -115,6 +116,7 @@ rate = 10
 "load.rate" = [20]
 `,
 		want: []want{
+			{5, "load", "the external system's requests are not svclab's to know"},
 			{8, `experiment.factors."load.rate"`, "a factor needs at least two levels, got 1"},
 		},
 	}, {

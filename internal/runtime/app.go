@@ -36,10 +36,16 @@ type App struct {
 
 // Placer is a Config whose components are not Go code (the exec app's
 // programs, internal/deploy/program): Resolve asks it for the topology,
-// in place of the component model's placement, once the config is
-// decoded and valid. Its errors name file, line and key.
+// in place of the component model's placement. Its errors name file,
+// line and key.
 type Placer interface {
-	Place(s *spec.Spec) (*Topology, error)
+	// Place resolves [deploy] against the config. When the config has
+	// mistakes (valid is false: [app]'s errors are reported apart), it
+	// checks only what they cannot make wrong, and returns with its
+	// errors the topology that the others check against (a deployer's
+	// hosts, this machine's commands) when its groups are known, as
+	// ResolvePartly does.
+	Place(s *spec.Spec, valid bool) (*Topology, error)
 }
 
 // Config is an app's configuration, from which its components follow.

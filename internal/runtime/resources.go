@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/svclab/svclab/internal/spec"
@@ -23,6 +24,7 @@ func (p *Topology) resolveResources(s *spec.Spec) error {
 	slices.SortFunc(names, func(a, b string) int {
 		return s.Line("deploy.resources."+a) - s.Line("deploy.resources."+b)
 	})
+	var errs []error // every table's mistake at once
 	for _, name := range names {
 		key := "deploy.resources." + name
 		i := slices.IndexFunc(p.Groups, func(g Group) bool {
@@ -33,15 +35,17 @@ func (p *Topology) resolveResources(s *spec.Spec) error {
 			for _, g := range p.Groups {
 				known = append(known, g.Name)
 			}
-			return s.Errorf(key, "%q is no group of placement %q and no component of app %s (groups: %v)", name, p.Placement, p.App.Name, known)
+			errs = append(errs, s.NameErrorf(key, "%q is no group of placement %q and no component of app %s (groups: %v)", name, p.Placement, p.App.Name, known))
+			continue
 		}
 		if prev, ok := setBy[i]; ok {
-			return s.Errorf(key, "group %s already has its resources from deploy.resources.%s; write one table per group", p.Groups[i].Name, prev)
+			errs = append(errs, s.NameErrorf(key, "group %s already has its resources from deploy.resources.%s; write one table per group", p.Groups[i].Name, prev))
+			continue
 		}
 		setBy[i] = name
 		p.Groups[i].Resources = s.Deploy.Resources[name]
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ResolveSizes resolves [deploy.resources], [deploy.replicas] and

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/svclab/svclab/internal/runtime/balancer"
 	"github.com/svclab/svclab/internal/runtime/transport"
+	"github.com/svclab/svclab/internal/runtime/transport/inproc"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -24,18 +26,16 @@ func (p *Topology) resolveScaling(s *spec.Spec) error {
 	for i := range p.Groups {
 		p.Groups[i].Replicas = 1
 	}
-	replicas, err := p.scalingGroups(s, "replicas", slices.Collect(maps.Keys(s.Deploy.Replicas)))
-	if err != nil {
-		return err
-	}
-	autoscale, err := p.scalingGroups(s, "autoscale", slices.Collect(maps.Keys(s.Deploy.Autoscale)))
-	if err != nil {
-		return err
-	}
+	// Every mistake at once: each key that names a group is checked
+	// whatever the others name.
+	replicas, rerr := p.scalingGroups(s, "replicas", slices.Collect(maps.Keys(s.Deploy.Replicas)))
+	autoscale, aerr := p.scalingGroups(s, "autoscale", slices.Collect(maps.Keys(s.Deploy.Autoscale)))
+	errs := []error{rerr, aerr}
 	for g, key := range autoscale {
 		a, err := p.autoscaleOf(s, g, key)
 		if err != nil {
-			return err
+			errs = append(errs, err)
+			continue
 		}
 		p.Groups[g].Autoscale = a
 		p.Groups[g].Replicas = a.Min
@@ -43,20 +43,21 @@ func (p *Topology) resolveScaling(s *spec.Spec) error {
 	for g, key := range replicas {
 		n := s.Deploy.Replicas[key]
 		if a := p.Groups[g].Autoscale; a != nil && (n < a.Min || n > a.Max) {
-			return s.Errorf(spec.ScalingKey("replicas", key), "%d is outside the bounds of %s (%d to %d)",
-				n, spec.ScalingKey("autoscale", autoscale[g]), a.Min, a.Max)
+			errs = append(errs, s.Errorf(spec.ScalingKey("replicas", key), "%d is outside the bounds of %s (%d to %d)",
+				n, spec.ScalingKey("autoscale", autoscale[g]), a.Min, a.Max))
+			continue
 		}
 		p.Groups[g].Replicas = n
 	}
-	if e := p.EntryGroup(); p.InProcess() && (p.Groups[e].Replicas > 1 || p.Groups[e].Autoscale != nil) {
+	if e := p.EntryGroup(); p.Transport == inproc.Name && (p.Groups[e].Replicas > 1 || p.Groups[e].Autoscale != nil) {
 		key := spec.ScalingKey("replicas", replicas[e])
 		if _, ok := replicas[e]; !ok {
 			key = spec.ScalingKey("autoscale", autoscale[e])
 		}
-		return s.Errorf(key, "transport %q reaches the entry through one process's gateway, so its replicas would get no calls; use a network transport (%s)",
-			p.Transport, strings.Join(transport.Names(), ", "))
+		errs = append(errs, s.Errorf(key, "transport %q reaches the entry through one process's gateway, so its replicas would get no calls; use a network transport (%s)",
+			p.Transport, strings.Join(transport.Names(), ", ")))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Autoscale is a group's autoscaler: [deploy.autoscale.<group>] and the
@@ -92,6 +93,7 @@ func (p *Topology) autoscaleOf(s *spec.Spec, g int, key string) (*Autoscale, err
 func (p *Topology) scalingGroups(s *spec.Spec, table string, keys []string) (map[int]string, error) {
 	slices.Sort(keys)
 	out := map[int]string{}
+	var errs []error
 	for _, k := range keys {
 		g := slices.IndexFunc(p.Groups, func(g Group) bool { return g.Name == k })
 		if g < 0 {
@@ -102,14 +104,16 @@ func (p *Topology) scalingGroups(s *spec.Spec, table string, keys []string) (map
 			for _, grp := range p.Groups {
 				names = append(names, grp.Name)
 			}
-			return nil, s.Errorf(spec.ScalingKey(table, k), "no group or component %q in placement %q (groups: %s)", k, p.Placement, strings.Join(names, ", "))
+			errs = append(errs, s.NameErrorf(spec.ScalingKey(table, k), "no group or component %q in placement %q (groups: %s)", k, p.Placement, strings.Join(names, ", ")))
+			continue
 		}
 		if prev, dup := out[g]; dup {
-			return nil, s.Errorf(spec.ScalingKey(table, k), "names group %s, which %s names already", p.Groups[g].Name, spec.ScalingKey(table, prev))
+			errs = append(errs, s.NameErrorf(spec.ScalingKey(table, k), "names group %s, which %s names already", p.Groups[g].Name, spec.ScalingKey(table, prev)))
+			continue
 		}
 		out[g] = k
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // pickerOf is the balancer policy a HostConfig names; empty is round robin.

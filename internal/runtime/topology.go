@@ -157,23 +157,37 @@ func (p *Topology) ConfigJSON() (json.RawMessage, error) {
 // the key and line: an unknown app, transport or placement name, a bad app
 // value, a component that is unknown, placed twice or not placed, and the
 // inproc transport with more than one group. It reports every mistake it
-// can find in one pass: every mistake of [app] (decodeApp), with those of
-// the transport and the placement's name; once [app] is right, those of
-// the placement's groups; once the groups are known, those of the tables
-// that name them, together.
+// can find in one pass (see ResolvePartly).
 func Resolve(s *spec.Spec) (*Topology, error) {
+	p, err := ResolvePartly(s)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ResolvePartly is Resolve for a caller that checks more against the
+// topology in the same pass (deploy.Resolve, a deployer's hosts): with
+// the errors, it returns the topology too when its groups are known
+// despite them, nil when they are not. Its checks run in three rounds,
+// each but the first on what the one before found right: every mistake
+// of [app] (decodeApp), with those of the transport and the placement's
+// name; once [app] is right, those of the placement's groups; once the
+// groups are known, those of the tables that name them, together. An
+// app that places its own components (a Placer) is asked whatever its
+// config's mistakes, to check what does not read them.
+func ResolvePartly(s *spec.Spec) (*Topology, error) {
 	app, cfg, appErr := decodeApp(s)
 	if app == nil {
 		return nil, appErr // no app, nothing to resolve against
 	}
-	if pl, ok := cfg.(Placer); ok {
-		if appErr != nil {
-			return nil, appErr // it places by its config
-		}
-		return pl.Place(s)
-	}
 	var errs spec.Errors
 	errs.Add(appErr)
+	if pl, ok := cfg.(Placer); ok {
+		p, err := pl.Place(s, appErr == nil)
+		errs.AddLater(err)
+		return p, errs.Err()
+	}
 	p := &Topology{
 		App:       app,
 		Config:    cfg,
@@ -212,13 +226,11 @@ func Resolve(s *spec.Spec) (*Topology, error) {
 		errs.AddLater(err)
 		return nil, errs.Err() // what follows names groups
 	}
+	errs.AddLater(p.checkInProcess(s))
 	for _, resolve := range []func(*spec.Spec) error{p.resolveResources, p.resolveScaling, p.resolveFaults, p.resolveResilienceGroups, p.resolveLanguages} {
 		errs.AddLater(resolve(s))
 	}
-	if err := errs.Err(); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return p, errs.Err()
 }
 
 // resolveTransport checks deploy.transport and deploy.network and chooses
@@ -257,7 +269,13 @@ func (p *Topology) resolveGroups(s *spec.Spec) error {
 	for _, g := range groups {
 		p.Groups = append(p.Groups, Group{Name: strings.Join(g, "+"), Components: slices.Clone(g)})
 	}
-	if p.InProcess() && len(p.Groups) > 1 {
+	return nil
+}
+
+// checkInProcess refuses a transport that cannot cross processes for a
+// placement of several groups.
+func (p *Topology) checkInProcess(s *spec.Spec) error {
+	if p.Transport == inproc.Name && len(p.Groups) > 1 {
 		return s.Errorf("deploy.transport", "transport %q cannot cross processes, but placement %q has %d groups; use placement %q or a network transport (%s)",
 			p.Transport, p.Placement, len(p.Groups), PlacementMonolith, strings.Join(transport.Names(), ", "))
 	}

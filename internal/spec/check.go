@@ -29,14 +29,22 @@ type checker struct {
 	errs []*Error
 }
 
-// check reports every way v, written at key, does not fit t.
-func (c *checker) check(key string, v any, t reflect.Type) {
+// check reports every way v, written at key, does not fit t, and returns
+// v without its mistakes: kept is what go-toml can decode into t (a
+// table with its wrong keys left out, at any depth), and ok is false
+// when nothing of v can be kept (a wrong scalar; a list with a wrong
+// element, as a list with a hole would mean another list). Decode keeps
+// every right key, so that the checks of values after it (an app's
+// Validate) see all of them and report their own mistakes in the same
+// pass.
+func (c *checker) check(key string, v any, t reflect.Type) (kept any, ok bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	n := len(c.errs)
 	if reflect.PointerTo(t).Implements(textUnmarshaler) {
 		c.text(key, v, t)
-		return
+		return v, len(c.errs) == n
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -76,36 +84,31 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 			c.bad(key, "must be a number, got %s%s", Echo(v), numberHints[key])
 		}
 	case reflect.Slice, reflect.Array:
-		list, ok := v.([]any)
-		if !ok {
-			c.bad(key, "must be a list, got %s", Echo(v))
-			return
-		}
-		if t.Kind() == reflect.Array && len(list) > t.Len() {
-			c.bad(key, "must have at most %d elements, got %d", t.Len(), len(list))
-		}
-		for i, e := range list {
-			c.check(key+"["+strconv.Itoa(i)+"]", e, t.Elem())
-		}
+		return c.list(key, v, t)
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
 			c.bad(key, "must be a table, got %s", Echo(v))
-			return
+			return nil, false
 		}
 		if t.Key().Kind() != reflect.String {
-			return // not a shape TOML can fill; go-toml reports it
+			return v, true // not a shape TOML can fill; go-toml reports it
 		}
+		out := make(map[string]any, len(m))
 		for _, k := range c.keysInFileOrder(key, m) {
-			c.check(key+"."+quoteKeyPart(k), m[k], t.Elem())
+			if e, ok := c.check(key+"."+quoteKeyPart(k), m[k], t.Elem()); ok {
+				out[k] = e
+			}
 		}
+		return out, true
 	case reflect.Struct:
 		m, ok := v.(map[string]any)
 		if !ok {
 			c.bad(key, "must be a table, got %s", Echo(v))
-			return
+			return nil, false
 		}
 		fields := structFields(t)
+		out := make(map[string]any, len(m))
 		for _, k := range c.keysInFileOrder(key, m) {
 			f, ok := fields[k]
 			if !ok {
@@ -116,9 +119,37 @@ func (c *checker) check(key string, v any, t reflect.Type) {
 				c.errs = append(c.errs, c.s.unknownKey(key, k, known))
 				continue
 			}
-			c.check(key+"."+quoteKeyPart(k), m[k], f.Type)
+			if e, ok := c.check(key+"."+quoteKeyPart(k), m[k], f.Type); ok {
+				out[k] = e
+			}
 		}
+		return out, true
 	}
+	return v, len(c.errs) == n
+}
+
+// list is check for a list.
+func (c *checker) list(key string, v any, t reflect.Type) (any, bool) {
+	list, ok := v.([]any)
+	if !ok {
+		c.bad(key, "must be a list, got %s", Echo(v))
+		return nil, false
+	}
+	ok = true
+	if t.Kind() == reflect.Array && len(list) > t.Len() {
+		c.bad(key, "must have at most %d elements, got %d", t.Len(), len(list))
+		ok = false
+	}
+	out := make([]any, len(list))
+	for i, e := range list {
+		var eok bool
+		out[i], eok = c.check(key+"["+strconv.Itoa(i)+"]", e, t.Elem())
+		ok = ok && eok
+	}
+	if !ok {
+		return nil, false
+	}
+	return out, true
 }
 
 // text checks a value for a type that parses itself from a string, such

@@ -100,7 +100,7 @@ func (es *Errors) AddLater(err error) {
 				continue
 			}
 			var se *Error
-			if e != nil && errors.As(e, &se) && (foundWrong(wrong, se.Key) || se.unwritten && foundWrongBeside(wrong, se.Key)) {
+			if e != nil && errors.As(e, &se) && (foundWrong(wrong, se.Key, se.ofName) || se.unwritten && foundWrongBeside(wrong, se.Key)) {
 				continue
 			}
 			es.Add(e)
@@ -126,13 +126,14 @@ func foundWrongBeside(wrong []string, key string) bool {
 }
 
 // foundWrong reports whether key, or a key it is under or one under it,
-// is one of wrong; a whole table (a key with no dot) only when it is one.
-func foundWrong(wrong []string, key string) bool {
+// is one of wrong; a whole table (a key with no dot) only when it is one,
+// and so too the table of an error about its name (ofName).
+func foundWrong(wrong []string, key string, ofName bool) bool {
 	if key == "" {
 		return false
 	}
 	for _, w := range wrong {
-		if w == key || under(key, w) || strings.Contains(key, ".") && under(w, key) {
+		if w == key || under(key, w) || !ofName && strings.Contains(key, ".") && under(w, key) {
 			return true
 		}
 	}

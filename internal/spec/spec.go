@@ -52,6 +52,9 @@ type Error struct {
 	// Key names the factor that set it (unknownKey), so that the errors
 	// of later checks at it are left out as at Key (Errors.AddLater).
 	about string
+	// ofName: the error is about the name of the table at Key, not what
+	// it holds (NameErrorf).
+	ofName bool
 }
 
 func (e *Error) Error() string {
@@ -419,10 +422,46 @@ func (s *Spec) defaultHTTPLimits() error {
 	return nil
 }
 
-// unwritten reports whether the spec surely gives key no value: a key
-// into a list ("load.stages[1]") is not looked up, and counts as written.
+// unwritten reports whether the spec surely gives key no value, a key
+// into a list ("load.stages[1].duration") too; a key it cannot follow
+// counts as written.
 func (s *Spec) unwritten(key string) bool {
-	return key != "" && !strings.Contains(key, "[") && !s.written(key)
+	if key == "" {
+		return false
+	}
+	if !strings.Contains(key, "[") {
+		return !s.written(key)
+	}
+	parts, err := splitParts(key)
+	if err != nil {
+		return false
+	}
+	var cur any = s.tree
+	for _, p := range parts {
+		name, idx, _ := strings.Cut(p, "[")
+		if name != "" {
+			m, ok := cur.(map[string]any)
+			if !ok {
+				return false
+			}
+			if cur, ok = m[name]; !ok {
+				return true
+			}
+		}
+		for idx != "" {
+			n, rest, ok := strings.Cut(idx, "]")
+			i, err := strconv.Atoi(n)
+			list, isList := cur.([]any)
+			if !ok || err != nil || !isList || i < 0 {
+				return false
+			}
+			if i >= len(list) {
+				return true
+			}
+			cur, idx = list[i], strings.TrimPrefix(rest, "[")
+		}
+	}
+	return false
 }
 
 // written reports whether the spec gives key a value, even an empty one,
@@ -478,14 +517,7 @@ func (s *Spec) Decode(table string, v any) error {
 	}
 	var checkErr error
 	if rt := reflect.TypeOf(v); rt != nil {
-		var wrong []string
-		wrong, checkErr = s.checkKeys(table, t, rt)
-		if len(wrong) > 0 {
-			t = maps.Clone(t)
-			for _, k := range wrong {
-				delete(t, k)
-			}
-		}
+		t, checkErr = s.checkKeys(table, t, rt)
 	}
 	if len(t) == 0 {
 		return checkErr
@@ -503,22 +535,21 @@ func (s *Spec) Decode(table string, v any) error {
 }
 
 // checkKeys checks each key of table t against rt, the type it decodes
-// into, and returns the keys of t that hold mistakes, and the mistakes. Decode
-// leaves those keys out and decodes the rest, so that v holds every value
+// into, and returns t without its mistakes, at whatever depth they lie,
+// and the mistakes. Decode decodes the rest, so that v holds every value
 // that is right and the defaults for the others: a caller can go on to
 // check the values (an app's Validate) and report their mistakes in the
 // same pass (see Errors.AddLater).
-func (s *Spec) checkKeys(table string, t map[string]any, rt reflect.Type) ([]string, error) {
+func (s *Spec) checkKeys(table string, t map[string]any, rt reflect.Type) (map[string]any, error) {
 	c := checker{s: s}
-	var wrong []string
+	out := make(map[string]any, len(t))
 	for _, k := range c.keysInFileOrder(table, t) {
-		n := len(c.errs)
-		c.check(table, map[string]any{k: t[k]}, rt)
-		if len(c.errs) > n {
-			wrong = append(wrong, k)
+		kept, _ := c.check(table, map[string]any{k: t[k]}, rt)
+		if m, ok := kept.(map[string]any); ok {
+			maps.Copy(out, m)
 		}
 	}
-	return wrong, c.err()
+	return out, c.err()
 }
 
 // decodeError turns a go-toml error into an *Error. Keys from go-toml are
@@ -691,6 +722,17 @@ func (s *Spec) absKey(prefix string, k toml.Key) string {
 func (s *Spec) Errorf(key, format string, args ...any) error {
 	line, flag := s.where(key)
 	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...), unwritten: s.unwritten(key)}
+}
+
+// NameErrorf is Errorf for a mistake in the name of the table at key (a
+// group the placement has not), not in what the table holds: a later
+// check's error of this kind is kept though a key inside the table was
+// found wrong before it (Errors.AddLater), as the key does not change
+// the name.
+func (s *Spec) NameErrorf(key, format string, args ...any) error {
+	err := s.Errorf(key, format, args...)
+	err.(*Error).ofName = true
+	return err
 }
 
 // Line returns the line key is written on, falling back to the factor that

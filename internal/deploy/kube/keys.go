@@ -50,41 +50,40 @@ type Keys struct {
 // Every mistake is reported, each at its key.
 func KeysOf(s *spec.Spec) (Keys, error) {
 	var k Keys
-	if err := s.Decode("deploy.kube", &k); err != nil {
-		return k, err
-	}
-	var errs []error
+	// The values that decoded are checked beside the keys that did not.
+	var errs spec.Errors
+	errs.Add(s.Decode("deploy.kube", &k))
 	if !s.Written("deploy.kube.generators") {
 		k.Generators = DefaultGenerators
 	} else if k.Generators < 1 || k.Generators > MaxGenerators {
-		errs = append(errs, s.Errorf("deploy.kube.generators", "must be a number of load pods from 1 to %d, got %d", MaxGenerators, k.Generators))
+		errs.AddLater(s.Errorf("deploy.kube.generators", "must be a number of load pods from 1 to %d, got %d", MaxGenerators, k.Generators))
 	}
 	if s.Written("deploy.kube.namespace") {
 		if msgs := validation.IsDNS1123Label(k.Namespace); len(msgs) > 0 {
-			errs = append(errs, s.Errorf("deploy.kube.namespace", "not a Kubernetes namespace name %q: %s (leave the key out for a fresh svclab-<run> namespace per run)", k.Namespace, strings.Join(msgs, "; ")))
+			errs.AddLater(s.Errorf("deploy.kube.namespace", "not a Kubernetes namespace name %q: %s (leave the key out for a fresh svclab-<run> namespace per run)", k.Namespace, strings.Join(msgs, "; ")))
 		}
 	}
 	if s.Written("deploy.kube.image") && strings.TrimSpace(k.Image) == "" {
-		errs = append(errs, s.Errorf("deploy.kube.image", "must name an image, e.g. \"registry.example/svclab:v1\" (see `svclab image --push`)"))
+		errs.AddLater(s.Errorf("deploy.kube.image", "must name an image, e.g. \"registry.example/svclab:v1\" (see `svclab image --push`)"))
 	}
 	for _, kind := range slices.Sorted(maps.Keys(k.BackingImages)) {
 		at := spec.KeyOf("deploy", "kube", "backing_images", kind)
 		if _, ok := officialImages[kind]; !ok {
-			errs = append(errs, s.Errorf(at, "not a kind of backing service: %s", strings.Join(slices.Sorted(maps.Keys(officialImages)), " or ")))
+			errs.AddLater(s.Errorf(at, "not a kind of backing service: %s", strings.Join(slices.Sorted(maps.Keys(officialImages)), " or ")))
 		} else if strings.TrimSpace(k.BackingImages[kind]) == "" {
-			errs = append(errs, s.Errorf(at, "must name an image, e.g. %q", officialImages[kind]))
+			errs.AddLater(s.Errorf(at, "must name an image, e.g. %q", officialImages[kind]))
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(k.NodeSelector)) {
 		at := spec.KeyOf("deploy", "kube", "node_selector", key)
 		if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
-			errs = append(errs, s.Errorf(at, "not a Kubernetes label key: %s", strings.Join(msgs, "; ")))
+			errs.AddLater(s.Errorf(at, "not a Kubernetes label key: %s", strings.Join(msgs, "; ")))
 		}
 		if msgs := validation.IsValidLabelValue(k.NodeSelector[key]); len(msgs) > 0 {
-			errs = append(errs, s.Errorf(at, "not a Kubernetes label value %q: %s", k.NodeSelector[key], strings.Join(msgs, "; ")))
+			errs.AddLater(s.Errorf(at, "not a Kubernetes label value %q: %s", k.NodeSelector[key], strings.Join(msgs, "; ")))
 		}
 	}
-	return k, errors.Join(errs...)
+	return k, errs.Err()
 }
 
 // decodeKeys is Traits.DecodeKeys.
@@ -121,9 +120,6 @@ func checkCounts(s *spec.Spec) error {
 // API's int32) stops `svclab plan` and a run before anything starts, and
 // before a kubeconfig is needed.
 func checkSpec(s *spec.Spec, topo *runtime.Topology) error {
-	if err := checkFaults(s); err != nil {
-		return err
-	}
 	_, err := Render(s, topo, RenderOptions{})
-	return err
+	return spec.Join(checkFaults(s), err)
 }

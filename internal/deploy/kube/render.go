@@ -12,7 +12,6 @@ package kube
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -144,17 +143,19 @@ type renderer struct {
 }
 
 func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*renderer, error) {
-	keys, err := KeysOf(s)
-	if err = errors.Join(err, checkCounts(s)); err != nil {
-		return nil, err
-	}
+	// Every mistake at once: the keys', and what the names made of the
+	// topology's and the hosts' become in Kubernetes.
+	var errs spec.Errors
+	keys, keysErr := KeysOf(s)
+	errs.Add(keysErr)
+	errs.Add(checkCounts(s))
 	r := &renderer{s: s, keys: keys, topo: topo, run: runID(opts), ns: Namespace(s, opts), image: opts.Image,
 		services: map[string]string{}, ports: map[string]int32{}}
-	if errs := validation.IsValidLabelValue(r.run); len(errs) > 0 {
-		return nil, fmt.Errorf("run id %q cannot label Kubernetes objects: %s", r.run, strings.Join(errs, "; "))
+	if msgs := validation.IsValidLabelValue(r.run); len(msgs) > 0 {
+		return nil, fmt.Errorf("run id %q cannot label Kubernetes objects: %s", r.run, strings.Join(msgs, "; "))
 	}
-	if errs := validation.IsDNS1123Label(r.ns); len(errs) > 0 {
-		return nil, s.Errorf("deploy.kube.namespace", "namespace %q is not a Kubernetes namespace name: %s", r.ns, strings.Join(errs, "; "))
+	if msgs := validation.IsDNS1123Label(r.ns); len(msgs) > 0 {
+		errs.AddLater(s.Errorf("deploy.kube.namespace", "namespace %q is not a Kubernetes namespace name: %s", r.ns, strings.Join(msgs, "; ")))
 	}
 	if r.image == "" {
 		r.image = r.keys.Image
@@ -166,27 +167,30 @@ func newRenderer(s *spec.Spec, topo *runtime.Topology, opts RenderOptions) (*ren
 	for i, g := range topo.Groups {
 		name, err := dnsName(g.Name)
 		if err != nil {
-			return nil, s.Errorf("deploy.placement", "group %q: %w", g.Name, err)
-		}
-		if other, ok := seen[name]; ok {
-			return nil, s.Errorf("deploy.placement", "groups %q and %q both become the Kubernetes name %q; rename a component", other, g.Name, name)
+			errs.Add(s.Errorf("deploy.placement", "group %q: %w", g.Name, err))
+		} else if other, ok := seen[name]; ok {
+			errs.Add(s.Errorf("deploy.placement", "groups %q and %q both become the Kubernetes name %q; rename a component", other, g.Name, name))
 		}
 		seen[name] = g.Name
 		r.groups = append(r.groups, name)
 		for j, c := range topo.Exposed(i) {
 			svc, err := dnsName(c)
 			if err != nil {
-				return nil, s.Errorf("app.name", "component %q: %w", c, err)
+				errs.Add(s.Errorf("app.name", "component %q: %w", c, err))
+				continue
 			}
 			if other, ok := seen[svc]; ok && other != g.Name {
-				return nil, s.Errorf("deploy.placement", "component %q and group %q both become the Kubernetes name %q", c, other, svc)
+				errs.Add(s.Errorf("deploy.placement", "component %q and group %q both become the Kubernetes name %q", c, other, svc))
 			}
 			seen[svc] = g.Name
 			r.services[c] = svc
 			r.ports[c] = ComponentPort + int32(j)
 		}
 	}
-	if r.hostOf, err = r.hostsOf(); err != nil {
+	var err error
+	r.hostOf, err = r.hostsOf()
+	errs.AddLater(err)
+	if err := errs.Err(); err != nil {
 		return nil, err
 	}
 	return r, nil

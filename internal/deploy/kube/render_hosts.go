@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"errors"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -23,15 +24,15 @@ const LabelHost = "svclab.dev/host"
 func (r *renderer) hostsOf() ([]string, error) {
 	s, topo := r.s, r.topo
 	out := make([]string, len(topo.Groups))
+	// The hosts as far as they decoded: deploy.Resolve reports the
+	// mistakes of their keys, and these are reported beside them.
 	hosts, err := deploy.MachinesOf(s)
-	if err != nil {
-		return nil, err
-	}
 	if len(hosts) == 0 {
-		return out, nil
+		return out, err
 	}
+	var errs []error
 	if _, ok := r.keys.NodeSelector[LabelHost]; ok {
-		return nil, s.Errorf("deploy.kube.node_selector."+`"`+LabelHost+`"`, "%s places the groups of [deploy.hosts]; leave it out of deploy.kube.node_selector", LabelHost)
+		errs = append(errs, s.Errorf("deploy.kube.node_selector."+`"`+LabelHost+`"`, "%s places the groups of [deploy.hosts]; leave it out of deploy.kube.node_selector", LabelHost))
 	}
 	index := map[string]int{}
 	var names []string
@@ -41,21 +42,23 @@ func (r *renderer) hostsOf() ([]string, error) {
 	}
 	// File order, so the first mistake reported is the first written.
 	for _, h := range deploy.MachineNames(s, hosts) {
-		if errs := validation.IsValidLabelValue(h); len(errs) > 0 {
-			return nil, s.Errorf(deploy.MachineKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(errs, "; "))
+		if msgs := validation.IsValidLabelValue(h); len(msgs) > 0 {
+			errs = append(errs, s.NameErrorf(deploy.MachineKey(h, ""), "host %q cannot be the value of the node label %s: %s", h, LabelHost, strings.Join(msgs, "; ")))
+			continue
 		}
 		for _, g := range hosts[h].Groups {
 			i, ok := index[g]
-			if !ok {
-				return nil, s.Errorf(deploy.MachineKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", "))
+			switch {
+			case !ok:
+				errs = append(errs, s.Errorf(deploy.MachineKey(h, "groups"), "placement %s has no group %q (its groups: %s)", topo.Placement, g, strings.Join(names, ", ")))
+			case out[i] != "":
+				errs = append(errs, s.Errorf(deploy.MachineKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h))
+			default:
+				out[i] = h
 			}
-			if out[i] != "" {
-				return nil, s.Errorf(deploy.MachineKey(h, "groups"), "group %q is on two hosts, %s and %s; a group runs on one", g, out[i], h)
-			}
-			out[i] = h
 		}
 	}
-	return out, nil
+	return out, errors.Join(append(errs, err)...)
 }
 
 // groupNodeSelector is group g's pods' node selector: the run's

@@ -47,10 +47,9 @@ type links struct {
 // which knows the hosts.
 func linksOf(s *spec.Spec) (*links, error) {
 	l := &links{s: s}
-	if err := errors.Join(s.Decode("deploy.link", &l.all), s.Decode("deploy.links", &l.pairs)); err != nil {
-		return nil, err
-	}
-	var errs []error
+	// The tables as far as they decoded, their wrong keys left out, for
+	// newLayout to check beside these errors.
+	errs := []error{s.Decode("deploy.link", &l.all), s.Decode("deploy.links", &l.pairs)}
 	first := map[string]string{} // unordered pair → the key that named it
 	for _, name := range s.Children("deploy.links") {
 		a, b, ok := strings.Cut(name, "-")

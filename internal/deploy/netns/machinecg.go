@@ -33,22 +33,22 @@ func checkMachineResources(s *spec.Spec, p *layout) error {
 	for _, c := range p.cpus {
 		total += c
 	}
+	var errs []error
 	for i, h := range p.machines {
 		m := p.spec[h]
 		if m.Memory != 0 && m.Memory < spec.MinMemory {
-			return s.Errorf(deploy.MachineKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, m.Memory)
+			errs = append(errs, s.Errorf(deploy.MachineKey(h, "memory"), "must be at least %s (no host process starts in less), e.g. \"512MiB\", got %q", spec.MinMemory, m.Memory))
 		}
 		if !m.Exclusive {
 			continue
 		}
 		if p.cpus[i] == 0 {
-			return s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s has no cores of its own to keep: give it cpus = N", h)
-		}
-		if n := goruntime.NumCPU(); total > n {
-			return s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s's cores cannot be its own: the machines ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n)
+			errs = append(errs, s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s has no cores of its own to keep: give it cpus = N", h))
+		} else if n := goruntime.NumCPU(); total > n {
+			errs = append(errs, s.Errorf(deploy.MachineKey(h, "exclusive"), "machine %s's cores cannot be its own: the machines ask for %d cores together (%s) and this machine has %d, so some must share", h, total, cpuCounts(p), n))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func cpuCounts(p *layout) string {

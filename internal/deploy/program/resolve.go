@@ -22,13 +22,21 @@ var deployers = []string{"local", "netns", "kube"}
 // Place makes the exec app a runtime.Placer: one group per program (a
 // program is a process of its own), over the protocol each speaks. What
 // cannot apply to a program svclab did not write is refused at its key,
-// every mistake at once.
-func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
+// every mistake at once. The groups are the programs whatever [deploy]
+// says, so the topology comes back with these errors, for the checks
+// against it that do not depend on them (a deployer's hosts, this
+// machine's commands); with a config that has mistakes (valid false),
+// the protocols are not compared, as they may be among them, and there
+// is no topology without an entry to reach it by.
+func (cfg *Config) Place(s *spec.Spec, valid bool) (*runtime.Topology, error) {
 	var errs []error
 	if !slices.Contains(deployers, s.Deploy.Deployer) {
 		errs = append(errs, s.Errorf("deploy.deployer", "app %s runs its programs with deployer %s; deployer %q cannot start them", AppName, strings.Join(deployers, " or "), s.Deploy.Deployer))
 	}
-	errs = append(errs, checkTransport(s, cfg), checkPlacement(s, cfg), checkUnsupported(s), checkLoadProtocol(s, cfg), checkNetwork(s, cfg))
+	errs = append(errs, checkPlacement(s, cfg), checkUnsupported(s), checkNetwork(s, cfg))
+	if valid {
+		errs = append(errs, checkTransport(s, cfg), checkLoadProtocol(s, cfg))
+	}
 	for _, name := range cfg.Names() {
 		p := cfg.Programs[name]
 		switch {
@@ -40,10 +48,12 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 			errs = append(errs, s.Errorf("app.components."+name+".image", "has no port: write port, the port %s listens on", p.Image))
 		}
 	}
-	if err := spec.Join(errs...); err != nil {
-		return nil, err
-	}
+	var all spec.Errors
+	all.Add(errors.Join(errs...))
 	entry := cfg.Programs[cfg.EntryName]
+	if entry == nil {
+		return nil, all.Err()
+	}
 	topo := &runtime.Topology{
 		App:          mustApp(),
 		Config:       cfg,
@@ -65,10 +75,10 @@ func (cfg *Config) Place(s *spec.Spec) (*runtime.Topology, error) {
 	for _, name := range cfg.Names() {
 		calls[name] = cfg.Programs[name].Deps()
 	}
-	if err := spec.Join(topo.ResolveSizes(s), topo.ResolveFaults(s, calls)); err != nil {
-		return nil, err
-	}
-	return topo, nil
+	// These read keys the checks above may have refused.
+	all.AddLater(topo.ResolveSizes(s))
+	all.AddLater(topo.ResolveFaults(s, calls))
+	return topo, all.Err()
 }
 
 func mustApp() *runtime.App {
