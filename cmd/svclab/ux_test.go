@@ -400,3 +400,274 @@ mode = "sometimes"
 		})
 	}
 }
+
+// TestEveryRoundInOnePass: the mistakes that the checks after a spec's
+// own tables find (the app's config and placement, the deployer's hosts,
+// links and keys, this machine's commands, each design point) come in
+// the same invocation as the spec's own, in file order, each once, for
+// the exec app's programs and the built-in apps, under the local, netns
+// and kube deployers. Each spec once took several invocations, one per
+// stage that stopped at its first failure.
+func TestEveryRoundInOnePass(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	results := filepath.Join(dir, "results")
+	tests := []struct {
+		name, src string
+		cmds      [][]string
+		want      []string
+	}{{
+		// A new user's first spec of programs (docs/YOUR-SYSTEM.md).
+		name: "exec.toml",
+		src: `[app]
+name = "exec"
+entry = "frontend"
+[app.components.frontend]
+command = ["python3-nope", "frontend.py", "{listen}"]
+protocol = "htp"
+health = "/healthz"
+calls = ["cart", "statik"]
+start_timeout = "20"
+[app.components.cart]
+command = ["redis-server", "--port", "{port}"]
+protocol = "tcp"
+[deploy]
+placement = "bogus"
+replicaz = 3
+[deploy.hosts.vm1]
+cpus = 1
+components = ["frontend", "nope"]
+[load]
+rate = 50
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}, {"up"}},
+		want: []string{
+			`exec.toml:5: app.components.frontend.command: command "python3-nope" not found`,
+			`exec.toml:6: app.components.frontend.protocol: unknown protocol "htp"`,
+			`exec.toml:8: app.components.frontend.calls: no component "statik"`,
+			`exec.toml:9: app.components.frontend.start_timeout: needs a unit`,
+			`exec.toml:14: deploy.placement: "bogus" would put programs together`,
+			`exec.toml:15: deploy.replicaz: unknown key`,
+			`exec.toml:18: deploy.hosts.vm1.components: unknown key`,
+		},
+	}, {
+		name: "execnetns.toml",
+		src: `[app]
+name = "exec"
+entry = "frontend"
+[app.components.frontend]
+command = ["python3-nope", "{listen}"]
+protocol = "htp"
+[app.components.cart]
+command = ["redis-server", "--port", "{port}"]
+protocol = "tcp"
+[deploy]
+deployer = "netns"
+placement = "bogus"
+[deploy.hosts.vm1]
+groups = ["frontend", "nope"]
+[deploy.link]
+loss = 2
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}, {"up"}},
+		want: []string{
+			`execnetns.toml:5: app.components.frontend.command: command "python3-nope" not found`,
+			`execnetns.toml:6: app.components.frontend.protocol: unknown protocol "htp"`,
+			`execnetns.toml:12: deploy.placement: "bogus" would put programs together`,
+			`execnetns.toml:14: deploy.hosts.vm1.groups: placement split has no group "nope"`,
+			`execnetns.toml:16: deploy.link.loss: must be a fraction`,
+		},
+	}, {
+		name: "synth.toml",
+		src: `[app]
+name = "synth"
+entry = "gateway"
+[app.services.gateway]
+response = "2KiB"
+calls = [{ to = "catalog" }, { to = "cartt" }]
+[app.services.catalog]
+response = "8KiB"
+[app.services.cart]
+response = "1KiB"
+[deploy]
+placement = "split"
+replicaz = 2
+[deploy.kube]
+generators = 0
+[load]
+rate = "fast"
+duration = "3s"
+[experiment]
+ordr = "random"
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}},
+		want: []string{
+			`synth.toml:6: app.services.gateway.calls[1].to: unknown service "cartt"`,
+			`synth.toml:13: deploy.replicaz: unknown key`,
+			`synth.toml:15: deploy.kube.generators: must be a number of load pods`,
+			`synth.toml:17: load.rate: must be a number`,
+			`synth.toml:20: experiment.ordr: unknown key`,
+		},
+	}, {
+		name: "chainnetns.toml",
+		src: `[app]
+name = "chain"
+hops = 3
+[deploy]
+deployer = "netns"
+transport = "grpcc"
+placement = "split"
+[deploy.hosts.vm1]
+groups = ["hop1", "hop9"]
+cpus = "two"
+[deploy.hosts.vm2]
+groups = ["hop2", "hop3"]
+[deploy.link]
+latency = "1ms"
+jitter = "5ms"
+loss = 2
+[deploy.resources.hop7]
+cpu = 1
+[load]
+rate = 10
+duraton = "3s"
+`,
+		cmds: [][]string{{"plan"}},
+		want: []string{
+			`chainnetns.toml:6: deploy.transport: unknown transport "grpcc"`,
+			`chainnetns.toml:9: deploy.hosts.vm1.groups: placement split has no group "hop9"`,
+			`chainnetns.toml:10: deploy.hosts.vm1.cpus: must be a whole number`,
+			`chainnetns.toml:15: deploy.link.jitter: must not exceed latency`,
+			`chainnetns.toml:16: deploy.link.loss: must be a fraction`,
+			`chainnetns.toml:17: deploy.resources.hop7: "hop7" is no group`,
+			`chainnetns.toml:21: load.duraton: unknown key`,
+		},
+	}, {
+		name: "chainkube.toml",
+		src: `[app]
+name = "chain"
+hops = 3
+[deploy]
+deployer = "kube"
+placement = "split"
+[deploy.kube]
+namespace = "Bad_NS"
+generators = 0
+[deploy.hosts.vm1]
+groups = ["hop1", "hop9"]
+[deploy.faults.kill]
+target = "hop2"
+start = "1s"
+[deploy.replicas]
+hop1 = 5000000000
+hop8 = 2
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}},
+		want: []string{
+			`chainkube.toml:8: deploy.kube.namespace: not a Kubernetes namespace name`,
+			`chainkube.toml:9: deploy.kube.generators: must be a number of load pods`,
+			`chainkube.toml:11: deploy.hosts.vm1.groups: placement split has no group "hop9"`,
+			`chainkube.toml:12: deploy.faults.kill: the kube deployer cannot inject faults`,
+			`chainkube.toml:16: deploy.replicas.hop1: must be at most 2147483647`,
+			`chainkube.toml:17: deploy.replicas.hop8: no group or component "hop8"`,
+		},
+	}, {
+		// Mistakes of [deploy] and [experiment], and those each design
+		// point shows at its level of a factor.
+		name: "factors.toml",
+		src: `[app]
+name = "chain"
+hops = 3
+[deploy]
+transport = "grpcc"
+[deploy.resources.nowhere]
+cpus = 1
+[load]
+rate = 10
+duration = "3s"
+[experiment]
+repetitions = 0
+ordr = "random"
+[experiment.factors]
+"deploy.placement" = ["monolith", "split"]
+"load.rat" = [1, 2]
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}},
+		want: []string{
+			`factors.toml:5: deploy.transport: unknown transport "grpcc"`,
+			`factors.toml:6: deploy.resources.nowhere: "nowhere" is no group of placement "monolith"`,
+			`factors.toml:6: deploy.resources.nowhere: "nowhere" is no group of placement "split"`,
+			`factors.toml:7: deploy.resources.nowhere.cpus: unknown key`,
+			`factors.toml:12: experiment.repetitions: must be between 1 and 10000`,
+			`factors.toml:13: experiment.ordr: unknown key`,
+			`factors.toml:16: experiment.factors."load.rat": unknown key`,
+		},
+	}, {
+		// A load target on another machine, refused unless
+		// --allow-remote, with the mistakes of the deployment.
+		name: "remote.toml",
+		src: `[app]
+name = "chain"
+[deploy]
+transport = "grpcc"
+[load]
+rate = 10
+duration = "3s"
+target = "http://10.1.2.3:8080"
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}},
+		want: []string{
+			`remote.toml:4: deploy.transport: unknown transport "grpcc"`,
+			`remote.toml:8: load.target: target "http://10.1.2.3:8080" is not on this machine`,
+		},
+	}, {
+		name: "remotedeploy.toml",
+		src: `[app]
+name = "chain"
+[deploy]
+transport = "grpcc"
+replicaz = 2
+[load]
+rate = 10
+duration = "3s"
+target = "http://10.1.2.3:8080"
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}},
+		want: []string{
+			`remotedeploy.toml:4: deploy.transport: unknown transport "grpcc"`,
+			`remotedeploy.toml:5: deploy.replicaz: unknown key`,
+			`remotedeploy.toml:9: load.target: target "http://10.1.2.3:8080" is not on this machine`,
+		},
+	}}
+	for _, tc := range tests {
+		path := writeSpecFile(t, dir, tc.name, tc.src)
+		for _, cmd := range tc.cmds {
+			t.Run(cmd[0]+" "+tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				_, stderr, code := svclab(t, ctx, nil, append(append([]string{}, cmd...), path)...)
+				if code != 2 {
+					t.Fatalf("exit %d, want 2\n%s", code, stderr)
+				}
+				at := 0
+				for _, w := range tc.want {
+					i := strings.Index(stderr[at:], w)
+					if i < 0 {
+						t.Fatalf("stderr lacks %q after the errors before it (want %q in this order):\n%s", w, tc.want, stderr)
+					}
+					at += i + len(w)
+				}
+				if n := strings.Count(stderr, tc.name+":"); n != len(tc.want) {
+					t.Errorf("%d errors, want %d:\n%s", n, len(tc.want), stderr)
+				}
+			})
+		}
+	}
+}

@@ -56,7 +56,7 @@ deployer would. See docs/KUBERNETES.md.`,
 }
 
 func kubeRender(cmd *cobra.Command, path string, sets []string, point int, w io.Writer) error {
-	s, err := loadDesignSpec(path, append([]string{"deploy.deployer=" + kube.Name}, sets...))
+	s, err := loadDesignSpec(cmd.Context(), path, append([]string{"deploy.deployer=" + kube.Name}, sets...), false)
 	if err != nil {
 		return err
 	}

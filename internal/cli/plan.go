@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ order plan printed. experiment.json records the seed of every run.`,
   svclab plan --json experiments/quickstart.toml | jq '.runs[0]'`,
 		Args: exactArgs(1, "give the spec file, e.g. svclab plan experiments/quickstart.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadDesignSpec(args[0], sets)
+			s, err := loadDesignSpec(cmd.Context(), args[0], sets, !allowRemote)
 			if err != nil {
 				return err
 			}
@@ -115,11 +116,22 @@ func loadSpec(path string, sets []string, sendsLoad bool) (*spec.Spec, error) {
 
 // loadDesignSpec is loadSpec for the commands that expand the design
 // points (run, plan, kube render), which refuse a --set of a factor's key:
-// every point would replace its value.
-func loadDesignSpec(path string, sets []string) (*spec.Spec, error) {
-	s, err := loadSpec(path, sets, true)
+// every point would replace its value. When [deploy] or [experiment] is
+// wrong, the mistakes of every design point are reported with them, if
+// the points are known (experiment.CheckDesign), and so is a load target
+// on another machine, for a command that refuses one (refuseRemote; the
+// caller checks it of a spec without mistakes).
+func loadDesignSpec(ctx context.Context, path string, sets []string, refuseRemote bool) (*spec.Spec, error) {
+	s, err := spec.Load(path, sets...)
 	if err != nil {
-		return nil, err
+		if s != nil {
+			var remote error
+			if refuseRemote {
+				remote = experiment.CheckRemote(s, s.DesignKnown())
+			}
+			err = spec.Join(experiment.CheckDesign(ctx, s, spec.Join(err, s.CheckFactorsNotSet())), remote)
+		}
+		return nil, usageError{err}
 	}
 	if err := s.CheckFactorsNotSet(); err != nil {
 		return nil, usageError{err}

@@ -50,13 +50,16 @@ DIR), and exits 0, unless --report asked for the report.`,
 			if wantReport && noReport {
 				return usageError{errors.New("--report and --no-report: give one")}
 			}
-			s, err := loadDesignSpec(args[0], sets)
+			s, err := loadDesignSpec(cmd.Context(), args[0], sets, !allowRemote)
 			if err != nil {
 				return err
 			}
 			if !allowRemote {
 				if err := experiment.CheckRemote(s, true); err != nil {
-					return err
+					// With the design points' mistakes, as plan reports
+					// them, rather than in the next invocation.
+					_, perr := experiment.CheckPlan(cmd.Context(), s, 1)
+					return spec.Join(err, perr)
 				}
 			}
 			if opts.ResumeDir != "" {

@@ -147,14 +147,19 @@ func newPlan(ctx context.Context, s *spec.Spec, seed int64, loadTiming func(*spe
 			return nil, fmt.Errorf("planning stopped after checking %d of %d design points: %w", i, len(d.Points), context.Cause(ctx))
 		}
 		levels := d.levels(pt)
-		rs, err := s.With(levels)
-		if err != nil {
-			errs.Add(err)
+		rs, withErr := s.With(levels)
+		if rs == nil {
+			errs.Add(withErr)
 			continue
 		}
 		t, err := loadTiming(rs)
-		if err != nil {
-			errs.Add(err)
+		if withErr != nil || err != nil {
+			// The point's other tables are checked beside the mistakes
+			// of its [deploy], which they may read as defaults.
+			var pe spec.Errors
+			pe.Add(withErr)
+			pe.AddLater(err)
+			errs.Add(pe.Err())
 			continue
 		}
 		if e.Warmup != nil {

@@ -86,6 +86,22 @@ func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 	return es.Err()
 }
 
+// CheckDesign is Check for a command that expands the design (run, plan,
+// kube render): when the design points are known despite ownErr
+// (spec.Spec.DesignKnown), each of them is checked as CheckPlan does,
+// and a mistake of a table that a factor sets is found at its level;
+// otherwise Check checks the spec as written.
+func CheckDesign(ctx context.Context, s *spec.Spec, ownErr error) error {
+	if !s.DesignKnown() || len(s.Experiment.Factors) == 0 {
+		return Check(s, ownErr, true)
+	}
+	var es spec.Errors
+	es.Add(ownErr)
+	_, err := CheckPlan(ctx, s, 1)
+	es.AddLater(err)
+	return es.Err()
+}
+
 // deploysApp reports whether the deployer s names deploys the app [app]
 // names, rather than driving a system of its own (Traits.Topology: the
 // external deployer's), which has no [app] to check (deploy.Resolve

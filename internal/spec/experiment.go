@@ -122,38 +122,37 @@ var ResponseMetrics = []string{"p50_ms", "p90_ms", "p95_ms", "p99_ms", "p999_ms"
 
 func (s *Spec) decodeExperiment() error {
 	var t experimentTable
-	if err := s.Decode("experiment", &t); err != nil {
-		return err
-	}
+	// Every key is checked, so that one pass reports every mistake: the
+	// values that decoded beside the keys that did not; the design only
+	// when the keys it follows from are right.
+	var errs Errors
+	errs.Add(s.Decode("experiment", &t))
 	e := Experiment{
 		Name: t.Name, Design: t.Design, Order: t.Order, Seed: t.Seed,
 		Warmup: t.Warmup, Duration: t.Duration, Cooldown: t.Cooldown, Response: t.Response,
 		Repetitions: 1, MaxRuns: DefaultMaxRuns, Isolation: t.Isolation,
 		Until: t.Until, Budget: t.Budget,
 	}
-	// Every key is checked, so that one pass reports every mistake; the
-	// design is checked only when the keys it depends on are right.
-	var errs Errors
-	errs.Add(s.checkIsolation(t.Isolation))
+	errs.AddLater(s.checkIsolation(t.Isolation))
 	switch {
 	case !s.written("experiment.name"):
 		base := s.Path[strings.LastIndex(s.Path, "/")+1:]
 		e.Name = strings.TrimSuffix(base, ".toml")
 	case !nameRE.MatchString(e.Name):
-		errs.Add(s.Errorf("experiment.name", "must be letters, digits, '.', '_' or '-' (it names a directory), got %q", e.Name))
+		errs.AddLater(s.Errorf("experiment.name", "must be letters, digits, '.', '_' or '-' (it names a directory), got %q", e.Name))
 	}
 	if t.Repetitions != nil {
 		if *t.Repetitions < 1 || *t.Repetitions > 10000 {
-			errs.Add(s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions))
+			errs.AddLater(s.Errorf("experiment.repetitions", "must be between 1 and 10000, got %d", *t.Repetitions))
 		}
 		e.Repetitions = *t.Repetitions
 	}
 	if t.Duration != nil && *t.Duration == 0 {
-		errs.Add(s.Errorf("experiment.duration", "must be > 0, got %s (leave the key out for load.duration)", *t.Duration))
+		errs.AddLater(s.Errorf("experiment.duration", "must be > 0, got %s (leave the key out for load.duration)", *t.Duration))
 	}
 	if t.MaxRuns != nil {
 		if *t.MaxRuns < 1 || *t.MaxRuns > maxMaxRuns {
-			errs.Add(s.Errorf("experiment.max_runs", "must be between 1 and %d, got %d", maxMaxRuns, *t.MaxRuns))
+			errs.AddLater(s.Errorf("experiment.max_runs", "must be between 1 and %d, got %d", maxMaxRuns, *t.MaxRuns))
 		}
 		e.MaxRuns = *t.MaxRuns
 	}
@@ -161,45 +160,66 @@ func (s *Spec) decodeExperiment() error {
 	if e.Design == "" && !s.written("experiment.design") {
 		e.Design = "full"
 	} else if e.Design != "full" && e.Design != "fractional" {
-		errs.Add(s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design))
+		errs.AddLater(s.Errorf("experiment.design", "must be \"full\" or \"fractional\", got %q", e.Design))
 	}
 	if e.Order == "" && !s.written("experiment.order") {
 		e.Order = "random"
 	} else if !slices.Contains([]string{"random", "sequential", "interleaved", "blocked"}, e.Order) {
-		errs.Add(s.Errorf("experiment.order", "must be \"random\", \"sequential\", \"interleaved\" or \"blocked\", got %q", e.Order))
+		errs.AddLater(s.Errorf("experiment.order", "must be \"random\", \"sequential\", \"interleaved\" or \"blocked\", got %q", e.Order))
 	}
 	if e.Response == "" && !s.written("experiment.response") {
 		e.Response = "p99_ms"
 	} else if !slices.Contains(ResponseMetrics, e.Response) {
-		errs.Add(s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", ")))
+		errs.AddLater(s.Errorf("experiment.response", "unknown metric %q (one of %s)", e.Response, strings.Join(ResponseMetrics, ", ")))
 	}
 	var err error
 	e.Factors, err = s.factors(t.Factors)
-	errs.Add(err)
+	errs.AddLater(err)
 	if err == nil {
 		e.Generators, err = s.generators(t.Generators, e.Factors)
-		errs.Add(err)
+		errs.AddLater(err)
 	}
 	if err == nil {
 		e.Questions, err = s.questions(t.Questions, e.Factors)
-		errs.Add(err)
+		errs.AddLater(err)
 	}
 	if t.Budget < 0 {
-		errs.Add(s.Errorf("experiment.budget", "must be > 0, got %s", t.Budget))
+		errs.AddLater(s.Errorf("experiment.budget", "must be > 0, got %s", t.Budget))
 	}
-	errs.Add(s.checkUntil(&e))
+	errs.AddLater(s.checkUntil(&e))
+	// The design points follow from these keys; a mistake elsewhere in
+	// [experiment] (its name, its order) leaves them known.
+	var designErr error
 	switch {
-	case errs.Len() > 0:
+	case errs.foundAt("experiment.design", "experiment.factors", "experiment.generators"):
+		s.designUnknown = true
 	case e.Design == "fractional" && len(e.Generators) == 0:
-		errs.Add(s.Errorf("experiment.design", "a fractional design needs [experiment.generators], e.g. D = \"ABC\""))
+		designErr = s.Errorf("experiment.design", "a fractional design needs [experiment.generators], e.g. D = \"ABC\"")
 	case e.Design == "full" && len(e.Generators) > 0:
-		errs.Add(s.Errorf("experiment.generators", "generators need design = \"fractional\""))
+		designErr = s.Errorf("experiment.generators", "generators need design = \"fractional\"")
+	case errs.foundAt("experiment.repetitions", "experiment.max_runs"):
+		// The points are known, and checked if they are not too many
+		// by default: the run count is these keys' to say, once right.
+		bound := e
+		bound.Repetitions, bound.MaxRuns = 1, DefaultMaxRuns
+		s.designUnknown = s.checkRunCount(bound) != nil
 	default:
-		errs.Add(s.checkRunCount(e))
+		designErr = s.checkRunCount(e)
+	}
+	if designErr != nil {
+		s.designUnknown = true
+		errs.AddLater(designErr)
 	}
 	s.Experiment = e
 	return errs.Err()
 }
+
+// DesignKnown reports whether the design points of s are known for sure:
+// the keys of [experiment] they follow from are right, and there are not
+// too many. Parse may return a spec with an error and its design known
+// (a mistake in [deploy], or in experiment.name): its points can then be
+// checked in the same pass.
+func (s *Spec) DesignKnown() bool { return !s.designUnknown }
 
 // factors reads [experiment.factors] in the order the file writes them.
 func (s *Spec) factors(raw map[string]any) ([]Factor, error) {

@@ -188,6 +188,19 @@ func (es *Errors) Add(err error) {
 	}
 }
 
+// foundAt reports whether an error was added at one of keys, or inside
+// one.
+func (es *Errors) foundAt(keys ...string) bool {
+	for w := range es.wrong {
+		for _, k := range keys {
+			if w == k || under(w, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Len is how many distinct errors were added.
 func (es *Errors) Len() int { return len(es.kept) + es.more }
 

@@ -101,6 +101,9 @@ type Spec struct {
 	// lineShift is subtracted from every line, for a file parsed behind a
 	// table header it does not have (ParseTable).
 	lineShift int
+	// designUnknown: [experiment] has a mistake that the design points
+	// follow from (DesignKnown).
+	designUnknown bool
 }
 
 // App is the [app] table's common part; the rest belongs to the app and is
@@ -816,7 +819,9 @@ func (s *Spec) Tree() map[string]any {
 // the effective spec of one run. Every path must name a key of [app],
 // [deploy] or [load]; errors point at the line of the factor in
 // [experiment.factors]. Decoding into the caller's structs (Decode) then
-// reports values that do not fit.
+// reports values that do not fit. When the point's [deploy] is wrong,
+// With returns its spec with the error, as Parse does, fit only for
+// checking its other tables in the same pass.
 func (s *Spec) With(levels map[string]any) (*Spec, error) {
 	// Levels change only [app], [deploy] and [load]; the rest is shared,
 	// as nothing changes a spec's tree in place (Set replaces it).
@@ -850,9 +855,11 @@ func (s *Spec) With(levels map[string]any) (*Spec, error) {
 		setBy[s.absKey("", parts)] = factorKey
 	}
 	out := &Spec{Path: s.Path, Source: s.Source, Overrides: s.Overrides, tree: tree, index: s.index, setBy: setBy, setByFlag: s.setByFlag, lineShift: s.lineShift,
-		Experiment: s.Experiment}
+		Experiment: s.Experiment, designUnknown: s.designUnknown}
 	if err := out.decodeDeploy(); err != nil {
-		return nil, err
+		// As Parse does: the point's other tables can be checked in the
+		// same pass.
+		return out, err
 	}
 	return out, nil
 }

@@ -432,3 +432,55 @@ func TestFactorUnknownKey(t *testing.T) {
 		})
 	}
 }
+
+// TestDecodeKeepsTheRightKeys: Decode leaves out only the keys that are
+// wrong, however deep, so that a check of the values after it sees every
+// right one: a table of tables with one wrong key keeps its others, and
+// its siblings; a list with one wrong element is left out whole.
+func TestDecodeKeepsTheRightKeys(t *testing.T) {
+	type comp struct {
+		Protocol string   `toml:"protocol"`
+		Calls    []string `toml:"calls"`
+		Timeout  Duration `toml:"timeout"`
+	}
+	type cfg struct {
+		Entry string           `toml:"entry"`
+		Comps map[string]*comp `toml:"components"`
+	}
+	src := `[app]
+name = "exec"
+entry = "a"
+[app.components.a]
+protocol = "htp"
+calls = ["b", 3]
+timeout = "20"
+[app.components.b]
+protocol = "tcp"
+protocl = "tcp"
+`
+	s, err := Parse("x.toml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c cfg
+	err = s.Decode("app", &c)
+	for _, want := range []string{
+		"x.toml:6: app.components.a.calls[1]: must be a string, got 3",
+		`x.toml:7: app.components.a.timeout: needs a unit, e.g. "20s"`,
+		`x.toml:10: app.components.b.protocl: unknown key (did you mean "protocol"?)`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Decode error %v lacks %q", err, want)
+		}
+	}
+	if n := len(Unjoin(err)); n != 3 {
+		t.Errorf("%d errors, want 3: %v", n, err)
+	}
+	a, b := c.Comps["a"], c.Comps["b"]
+	if c.Entry != "a" || a == nil || b == nil {
+		t.Fatalf("decoded %+v, want entry a and components a and b", c)
+	}
+	if a.Protocol != "htp" || a.Calls != nil || a.Timeout != 0 || b.Protocol != "tcp" {
+		t.Errorf("decoded a = %+v, b = %+v; want a's protocol kept and its wrong calls and timeout left out, b's protocol kept", *a, *b)
+	}
+}
