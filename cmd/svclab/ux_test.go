@@ -449,6 +449,7 @@ duration = "3s"
 			`exec.toml:9: app.components.frontend.start_timeout: needs a unit`,
 			`exec.toml:14: deploy.placement: "bogus" would put programs together`,
 			`exec.toml:15: deploy.replicaz: unknown key`,
+			`exec.toml:16: deploy.hosts.vm1: the local deployer runs every group on this machine and has no hosts`,
 			`exec.toml:18: deploy.hosts.vm1.components: unknown key`,
 		},
 	}, {
@@ -608,6 +609,39 @@ ordr = "random"
 			`factors.toml:12: experiment.repetitions: must be between 1 and 10000`,
 			`factors.toml:13: experiment.ordr: unknown key`,
 			`factors.toml:16: experiment.factors."load.rat": unknown key`,
+		},
+	}, {
+		// A fault's time is checked against the load's beside the
+		// mistakes of [deploy] and of the other faults.
+		name: "faults.toml",
+		src: `[app]
+name = "chain"
+hops = 3
+[deploy]
+transport = "grpcc"
+placement = "split"
+[deploy.faults.kill]
+target = "hop9"
+start = "1s"
+[deploy.faults.latency_spike]
+target = "hop2"
+start = "1s"
+duration = "-1s"
+[deploy.faults.reset]
+target = "hop2"
+start = "100s"
+duration = "1s"
+fraction = 0.5
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}, {"run", "--no-report", "--results", results}},
+		want: []string{
+			`faults.toml:5: deploy.transport: unknown transport "grpcc"`,
+			`faults.toml:8: deploy.faults.kill.target: no group or component "hop9"`,
+			`faults.toml:13: deploy.faults.latency_spike.duration: must not be negative`,
+			`faults.toml:16: deploy.faults.reset.start: 1m40s is not before the end of the measurement`,
 		},
 	}, {
 		// A load target on another machine, refused unless

@@ -180,7 +180,10 @@ type Traits struct {
 // the file, line and key, and come together, in file order: every check
 // runs whose input is known, the checks of the topology once its groups
 // are (runtime.ResolvePartly), leaving out what they would say of a key
-// found wrong before them (spec.Errors.AddLater).
+// found wrong before them (spec.Errors.AddLater). With an error, the
+// topology comes back too when its groups are known, for a caller that
+// checks more against it in the same pass (the faults' times against the
+// load's); the deployer does not.
 func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 	var errs spec.Errors
 	d, err := Lookup(s.Deploy.Deployer)
@@ -223,7 +226,7 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		errs.AddLater(t.CheckMachine(s, topo))
 	}
 	if err := errs.Err(); err != nil {
-		return nil, nil, err
+		return nil, topo, err
 	}
 	return d, topo, nil
 }

@@ -26,14 +26,22 @@ type Prepared struct {
 // the load generator, so that every error in any run surfaces before the
 // first one starts.
 func Prepare(s *spec.Spec) (*Prepared, error) {
+	pr, _, err := prepare(s)
+	if err != nil {
+		return nil, err
+	}
+	return pr, nil
+}
+
+// prepare is Prepare that, with its error, returns what it resolved (the
+// topology when its groups are known, the load as it decoded) and the
+// load's own error apart.
+func prepare(s *spec.Spec) (pr *Prepared, loadErr, err error) {
 	// The deployment and the load are checked apart, so that a mistake in
 	// each is reported in one pass.
 	dep, rp, derr := deploy.Resolve(s)
 	lc, lerr := decodeLoad(s)
-	if err := spec.Join(derr, lerr); err != nil {
-		return nil, err
-	}
-	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, nil
+	return &Prepared{Spec: s, Deployer: dep, Runtime: rp, Load: lc}, lerr, spec.Join(derr, lerr)
 }
 
 // decodeLoad decodes and checks s's [load] table, the values that
@@ -71,7 +79,16 @@ func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 		}
 		return false
 	}
-	if _, ok := s.Lookup("load"); ok && sendsLoad && !setByFactor("load") {
+	_, hasLoad := s.Lookup("load")
+	checkLoad := hasLoad && sendsLoad && !setByFactor("load")
+	if checkLoad && !setByFactor("app") && !setByFactor("deploy") {
+		// The deployment and the load, and the faults' times against
+		// the load's, as a design point is checked.
+		_, err := prepareTimed(s, s)
+		es.AddLater(err)
+		return es.Err()
+	}
+	if checkLoad {
 		_, err := decodeLoad(s)
 		es.Add(err)
 	}
@@ -185,17 +202,24 @@ func CheckPlan(ctx context.Context, s *spec.Spec, seed int64) (*Plan, error) {
 
 // prepareTimed prepares one design point and checks that each of its
 // faults acts within the measurement, which experiment.duration sets when
-// it overrides the load's.
+// it overrides the load's, beside the point's other mistakes when the
+// topology and the load's timing are known despite them.
 func prepareTimed(s, rs *spec.Spec) (*Prepared, error) {
-	pr, err := Prepare(rs)
+	pr, loadErr, err := prepare(rs)
 	if err != nil {
-		return nil, noLoad(s, err)
+		err = noLoad(s, err)
 	}
-	measure := pr.Timing().Duration
-	if d := rs.Experiment.Duration; d != nil {
-		measure = d.D()
+	if pr.Runtime != nil && loadErr == nil {
+		measure := pr.Timing().Duration
+		if d := rs.Experiment.Duration; d != nil {
+			measure = d.D()
+		}
+		var es spec.Errors
+		es.Add(err)
+		es.AddLater(pr.Runtime.CheckFaultTimes(pr.Spec, measure))
+		err = es.Err()
 	}
-	if err := pr.Runtime.CheckFaultTimes(pr.Spec, measure); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return pr, nil

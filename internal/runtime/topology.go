@@ -208,7 +208,15 @@ func ResolvePartly(s *spec.Spec) (*Topology, error) {
 		Mesh:         MeshOf(s.Deploy),
 		components:   map[string]Component{},
 	}
-	errs.AddLater(p.resolveTransport(s))
+	if err := p.resolveTransport(s); err != nil {
+		errs.AddLater(err)
+		if p.Transport != inproc.Name && p.Network == "" {
+			// The checks below ask whether calls cross processes: a
+			// transport not known, or not written, would be a network
+			// one, as only inproc is not.
+			p.Network = "tcp"
+		}
+	}
 	placeErr := p.checkPlacement(s)
 	errs.AddLater(placeErr)
 	if appErr != nil || placeErr != nil {

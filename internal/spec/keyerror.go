@@ -127,7 +127,7 @@ func foundWrongBeside(wrong []string, key string) bool {
 
 // foundWrong reports whether key, or a key it is under or one under it,
 // is one of wrong; a whole table (a key with no dot) only when it is one,
-// and so too the table of an error about its name (ofName).
+// and so too a table an error is about as a whole (ofName).
 func foundWrong(wrong []string, key string, ofName bool) bool {
 	if key == "" {
 		return false

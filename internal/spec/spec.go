@@ -52,7 +52,7 @@ type Error struct {
 	// Key names the factor that set it (unknownKey), so that the errors
 	// of later checks at it are left out as at Key (Errors.AddLater).
 	about string
-	// ofName: the error is about the name of the table at Key, not what
+	// ofName: the error is about the table at Key as a whole, not what
 	// it holds (NameErrorf).
 	ofName bool
 }
@@ -727,11 +727,11 @@ func (s *Spec) Errorf(key, format string, args ...any) error {
 	return &Error{File: s.Path, Line: line, Key: key, Flag: flag, Err: fmt.Errorf(format, args...), unwritten: s.unwritten(key)}
 }
 
-// NameErrorf is Errorf for a mistake in the name of the table at key (a
-// group the placement has not), not in what the table holds: a later
-// check's error of this kind is kept though a key inside the table was
-// found wrong before it (Errors.AddLater), as the key does not change
-// the name.
+// NameErrorf is Errorf for a mistake in the table at key as a whole (its
+// name is no group of the placement; the deployer has no such table),
+// not in what it holds: a later check's error of this kind is kept
+// though a key inside the table was found wrong before it
+// (Errors.AddLater), as that key does not make it.
 func (s *Spec) NameErrorf(key, format string, args ...any) error {
 	err := s.Errorf(key, format, args...)
 	err.(*Error).ofName = true

@@ -37,8 +37,10 @@ func checkSpec(s *spec.Spec, _ *runtime.Topology) error {
 	if !ok {
 		return nil
 	}
+	// Errors about the table as a whole, kept beside the mistakes of
+	// its keys.
 	if strings.HasPrefix(key, "deploy.hosts") {
-		return s.Errorf(key, "the %s deployer runs every group on this machine and has no hosts: set deploy.deployer = \"netns\" to emulate them (or \"kube\" to place groups on nodes), or remove [deploy.hosts]", Name)
+		return s.NameErrorf(key, "the %s deployer runs every group on this machine and has no hosts: set deploy.deployer = \"netns\" to emulate them (or \"kube\" to place groups on nodes), or remove [deploy.hosts]", Name)
 	}
-	return s.Errorf(key, "the %s deployer runs every group on this machine and has no links between hosts: set deploy.deployer = \"netns\" to emulate them, or remove [deploy.link] and [deploy.links]", Name)
+	return s.NameErrorf(key, "the %s deployer runs every group on this machine and has no links between hosts: set deploy.deployer = \"netns\" to emulate them, or remove [deploy.link] and [deploy.links]", Name)
 }
