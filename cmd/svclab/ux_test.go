@@ -611,6 +611,45 @@ ordr = "random"
 			`factors.toml:16: experiment.factors."load.rat": unknown key`,
 		},
 	}, {
+		// Tables that a spec does not have, beside the mistakes of
+		// those it has.
+		name: "tables.toml",
+		src: `[app]
+name = "chain"
+hopz = 2
+[deploy]
+transport = "grpcc"
+[lod]
+rate = 1
+[experimnt]
+x = 1
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}, {"up"}},
+		want: []string{
+			`tables.toml:3: app.hopz: unknown key`,
+			`tables.toml:5: deploy.transport: unknown transport "grpcc"`,
+			`tables.toml:6: lod: unknown table`,
+			`tables.toml:8: experimnt: unknown table`,
+		},
+	}, {
+		// Every --set flag's mistake, before the file's.
+		name: "flags.toml",
+		src: `[app]
+name = "chain"
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan", "--set", "lod.rate=3", "--set", "load=3", "--set", "app.hops"}},
+		want: []string{
+			`--set lod.rate=3: lod: unknown table`,
+			`--set "load=3": name a key inside a table`,
+			`--set "app.hops": write key=value`,
+		},
+	}, {
 		// A fault's time is checked against the load's beside the
 		// mistakes of [deploy] and of the other faults.
 		name: "faults.toml",
@@ -698,7 +737,8 @@ target = "http://10.1.2.3:8080"
 					}
 					at += i + len(w)
 				}
-				if n := strings.Count(stderr, tc.name+":"); n != len(tc.want) {
+				// One error a line.
+				if n := len(strings.Split(strings.TrimSpace(stderr), "\n")); n != len(tc.want) {
 					t.Errorf("%d errors, want %d:\n%s", n, len(tc.want), stderr)
 				}
 			})

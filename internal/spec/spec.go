@@ -304,15 +304,26 @@ func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error)
 		s.tree = map[string]any{}
 	}
 	s.index = indexKeys(doc)
+	// Every flag's mistake at once; the file is checked once the
+	// command line is right, as a flag may mend it.
+	var flagErrs Errors
 	for _, a := range sets {
-		if err := s.assign(a); err != nil {
-			return nil, err
-		}
+		flagErrs.Add(s.assign(a))
 	}
-	if err := s.checkTopLevel(); err != nil {
+	if err := flagErrs.Err(); err != nil {
 		return nil, err
 	}
-	if err := s.decodeOwn(); err != nil {
+	topErr := s.checkTopLevel()
+	if topErr != nil {
+		// What is no table of a spec is reported, and the tables are
+		// checked without it.
+		for k, v := range s.tree {
+			if _, ok := v.(map[string]any); !ok || !slices.Contains(Tables, k) {
+				delete(s.tree, k)
+			}
+		}
+	}
+	if err := Join(topErr, s.decodeOwn()); err != nil {
 		// The tree is sound, so the caller may check [app] and [load]
 		// too and report their mistakes with these.
 		return s, err
@@ -320,24 +331,26 @@ func parse(path string, src []byte, lineShift int, sets []string) (*Spec, error)
 	return s, nil
 }
 
+// checkTopLevel refuses every key at the top of the file that is not one
+// of the Tables, or not a table.
 func (s *Spec) checkTopLevel() error {
+	var errs Errors
 	for _, k := range s.index.order {
 		if strings.Contains(k, ".") || strings.Contains(k, "[") {
 			continue
 		}
 		if !slices.Contains(Tables, k) {
-			return s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], ["))
+			errs.Add(s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], [")))
 		}
 	}
-	for k := range s.tree {
+	for _, k := range slices.Sorted(maps.Keys(s.tree)) {
 		if !slices.Contains(Tables, k) {
-			return s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], ["))
-		}
-		if _, ok := s.tree[k].(map[string]any); !ok {
-			return s.Errorf(k, "must be a table, e.g. [%s]", k)
+			errs.Add(s.Errorf(k, "unknown table (a spec has only [%s])", strings.Join(Tables, "], [")))
+		} else if _, ok := s.tree[k].(map[string]any); !ok {
+			errs.Add(s.Errorf(k, "must be a table, e.g. [%s]", k))
 		}
 	}
-	return nil
+	return errs.Err()
 }
 
 // decodeOwn decodes the tables this package owns: [deploy], [experiment],
