@@ -635,6 +635,33 @@ duration = "3s"
 			`tables.toml:8: experimnt: unknown table`,
 		},
 	}, {
+		// Every way a placement's groups are wrong, and each
+		// language's mistake.
+		name: "groups.toml",
+		src: `[app]
+name = "chain"
+hops = 3
+[deploy]
+placement = "two"
+[deploy.placements]
+two = [["hop1", "hop9"], ["hop2", "hop8", "hop3"]]
+three = [["hop1"], ["hop2", "hop2"], ["hop3"]]
+[load]
+rate = 10
+duration = "3s"
+[experiment.factors]
+"deploy.placement" = ["two", "three", "split"]
+"deploy.languages" = [{ hop1 = "cobol", hop2 = "rust" }, {}]
+`,
+		cmds: [][]string{{"plan"}},
+		want: []string{
+			`groups.toml:7: deploy.placements.two: unknown component "hop9"`,
+			`groups.toml:7: deploy.placements.two: unknown component "hop8"`,
+			`groups.toml:8: deploy.placements.three: component "hop2" is listed twice in group 2`,
+			`groups.toml:14: deploy.languages.hop1: unknown language "cobol"`,
+			`groups.toml:14: deploy.languages.hop2: unknown language "rust"`,
+		},
+	}, {
 		// Every --set flag's mistake, before the file's.
 		name: "flags.toml",
 		src: `[app]

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 // names a group or a component of the placement, as a fault's target
 // does, and that the placement has hops between groups for it to act on.
 func (p *Topology) resolveResilienceGroups(s *spec.Spec) error {
+	var errs []error // every table's mistake at once
 	for _, name := range s.Deploy.Resilience.GroupNames() {
 		key := "deploy.resilience.groups." + name
 		if !slices.ContainsFunc(p.Groups, func(g Group) bool { return g.Name == name }) && p.GroupOf(name) < 0 {
@@ -19,13 +21,14 @@ func (p *Topology) resolveResilienceGroups(s *spec.Spec) error {
 			for _, g := range p.Groups {
 				names = append(names, g.Name)
 			}
-			return s.Errorf(key, "no group or component %q in placement %q (groups: %s)", name, p.Placement, strings.Join(names, ", "))
+			errs = append(errs, s.NameErrorf(key, "no group or component %q in placement %q (groups: %s)", name, p.Placement, strings.Join(names, ", ")))
+			continue
 		}
 		if p.InProcess() {
-			return s.Errorf(key, "transport %q has no hop between groups to make resilient; use a network transport", p.Transport)
+			errs = append(errs, s.NameErrorf(key, "transport %q has no hop between groups to make resilient; use a network transport", p.Transport))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // ResilienceProto is deploy.resilience with its per-group policies as the

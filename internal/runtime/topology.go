@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -271,8 +272,12 @@ func (p *Topology) resolveTransport(s *spec.Spec) error {
 // resolveGroups makes the groups of the chosen placement.
 func (p *Topology) resolveGroups(s *spec.Spec) error {
 	groups, key := p.placementGroups(s)
-	if err := p.checkGroups(groups); err != nil {
-		return s.Errorf(key, "%v", err)
+	if errs := p.checkGroups(groups); len(errs) > 0 {
+		out := make([]error, len(errs))
+		for i, err := range errs {
+			out[i] = s.Errorf(key, "%v", err)
+		}
+		return errors.Join(out...)
 	}
 	for _, g := range groups {
 		p.Groups = append(p.Groups, Group{Name: strings.Join(g, "+"), Components: slices.Clone(g)})
@@ -405,26 +410,31 @@ func (p *Topology) placementGroups(s *spec.Spec) ([][]string, string) {
 	return g, "deploy.placement"
 }
 
-// checkGroups checks that groups place every component exactly once.
-func (p *Topology) checkGroups(groups [][]string) error {
+// checkGroups checks that groups place every component exactly once,
+// and returns every way they do not.
+func (p *Topology) checkGroups(groups [][]string) []error {
 	if len(groups) == 0 {
-		return fmt.Errorf("placement %q has no groups", p.Placement)
+		return []error{fmt.Errorf("placement %q has no groups", p.Placement)}
 	}
 	names := p.componentNames()
 	where := map[string]int{}
+	var errs []error
 	for i, g := range groups {
 		if len(g) == 0 {
-			return fmt.Errorf("group %d of placement %q is empty", i+1, p.Placement)
+			errs = append(errs, fmt.Errorf("group %d of placement %q is empty", i+1, p.Placement))
 		}
 		for _, c := range g {
 			if _, ok := p.components[c]; !ok {
-				return fmt.Errorf("unknown component %q (app %s has: %s)", c, p.App.Name, strings.Join(names, ", "))
+				errs = append(errs, fmt.Errorf("unknown component %q (app %s has: %s)", c, p.App.Name, strings.Join(names, ", ")))
+				continue
 			}
 			if j, dup := where[c]; dup {
 				if j == i {
-					return fmt.Errorf("component %q is listed twice in group %d", c, i+1)
+					errs = append(errs, fmt.Errorf("component %q is listed twice in group %d", c, i+1))
+				} else {
+					errs = append(errs, fmt.Errorf("component %q is placed twice, in groups %d and %d", c, j+1, i+1))
 				}
-				return fmt.Errorf("component %q is placed twice, in groups %d and %d", c, j+1, i+1)
+				continue
 			}
 			where[c] = i
 		}
@@ -435,10 +445,11 @@ func (p *Topology) checkGroups(groups [][]string) error {
 			missing = append(missing, n)
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("component(s) %s not placed: every component of app %s must be in exactly one group", strings.Join(missing, ", "), p.App.Name)
+	// An unknown component is likely a placed one misspelt.
+	if len(missing) > 0 && len(errs) == 0 {
+		errs = append(errs, fmt.Errorf("component(s) %s not placed: every component of app %s must be in exactly one group", strings.Join(missing, ", "), p.App.Name))
 	}
-	return nil
+	return errs
 }
 
 // Transports lists the values deploy.transport accepts: inproc and every
