@@ -662,6 +662,29 @@ duration = "3s"
 			`groups.toml:14: deploy.languages.hop2: unknown language "rust"`,
 		},
 	}, {
+		// An unknown deployer hides none of the app's mistakes, and is
+		// said once.
+		name: "deployer.toml",
+		src: `[app]
+name = "exec"
+entry = "frontend"
+[app.components.frontend]
+command = ["./frontend", "{listen}"]
+protocol = "htp"
+[deploy]
+deployer = "moon"
+placement = "bogus"
+[load]
+rate = 10
+duration = "3s"
+`,
+		cmds: [][]string{{"plan"}, {"up"}},
+		want: []string{
+			`deployer.toml:6: app.components.frontend.protocol: unknown protocol "htp"`,
+			`deployer.toml:8: deploy.deployer: unknown deployer "moon"`,
+			`deployer.toml:9: deploy.placement: "bogus" would put programs together`,
+		},
+	}, {
 		// Every --set flag's mistake, before the file's.
 		name: "flags.toml",
 		src: `[app]

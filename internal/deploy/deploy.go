@@ -203,7 +203,7 @@ func Resolve(s *spec.Spec) (Deployer, *runtime.Topology, error) {
 		resolve = d.Traits().Topology
 	}
 	topo, err := resolve(s)
-	errs.Add(err)
+	errs.AddLater(err) // not again at deploy.deployer, which an app may name too
 	if d == nil || topo == nil {
 		return nil, nil, errs.Err()
 	}
