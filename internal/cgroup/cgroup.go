@@ -281,6 +281,9 @@ func (l Limits) quota() *int64 {
 
 func (l Limits) v1() *specs.LinuxResources {
 	r := &specs.LinuxResources{CPU: &specs.LinuxCPU{Cpus: l.CPUs}}
+	if sh := NiceShares(); sh > 0 { // nice.go
+		r.CPU.Shares = &sh
+	}
 	if q := l.quota(); q != nil {
 		p := uint64(Period)
 		r.CPU.Quota, r.CPU.Period = q, &p
@@ -294,6 +297,10 @@ func (l Limits) v1() *specs.LinuxResources {
 
 func (l Limits) v2() *cgroup2.Resources {
 	r := &cgroup2.Resources{CPU: &cgroup2.CPU{Cpus: l.CPUs}}
+	if sh := NiceShares(); sh > 0 { // nice.go
+		w := cgroup2.ConvertCPUSharesToCgroupV2Value(sh)
+		r.CPU.Weight = &w
+	}
 	if q := l.quota(); q != nil {
 		p := uint64(Period)
 		r.CPU.Max = cgroup2.NewCPUMax(q, &p)

@@ -481,3 +481,46 @@ func TestParentRemovedMeanwhile(t *testing.T) {
 		}
 	}
 }
+
+// TestNiceShares: a thread at nice 19 makes groups of about the kernel's
+// weight of nice 19 (15 of nice 0's 1024), one at nice 0 leaves the
+// default, and a group made at nice 19 has those shares.
+func TestNiceShares(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("lowering a thread's nice again needs root")
+	}
+	runtime.LockOSThread() // setpriority of PRIO_PROCESS 0 is the thread's
+	defer runtime.UnlockOSThread()
+	was := Nice()
+	defer syscall.Setpriority(syscall.PRIO_PROCESS, 0, was)
+	for _, tc := range []struct {
+		nice     int
+		min, max uint64
+	}{
+		{0, 0, 0}, {1, 800, 840}, {10, 100, 120}, {19, 12, 18},
+	} {
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, 0, tc.nice); err != nil {
+			t.Fatal(err)
+		}
+		if got := NiceShares(); got < tc.min || got > tc.max {
+			t.Errorf("nice %d: shares %d, want %d to %d", tc.nice, got, tc.min, tc.max)
+		}
+	}
+	m := open(t)
+	g, err := m.New("niced", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Remove()
+	if m.Version() != V1 {
+		return
+	}
+	b, err := os.ReadFile(filepath.Join(Root, "cpu", g.Path(), "cpu.shares"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("a group made at nice 19: cpu.shares %s", strings.TrimSpace(string(b)))
+	if got, want := strings.TrimSpace(string(b)), strconv.FormatUint(NiceShares(), 10); got != want {
+		t.Errorf("group made at nice 19: cpu.shares %s, want %s", got, want)
+	}
+}

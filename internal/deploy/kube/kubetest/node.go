@@ -8,13 +8,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/containerd/cgroups/v3/cgroup2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -460,11 +463,30 @@ func cgroupHierarchies() []string {
 }
 
 // makeCgroupRoot makes the kubelet's cgroup root in every hierarchy: the
-// kubelet refuses a root that does not exist.
+// kubelet refuses a root that does not exist. A harness run at a lower
+// CPU priority (make test runs it at nice 19 beside the timed tests)
+// gives the root the CPU weight of its nice value, as svclab's own groups
+// get (cgroup.NiceShares): the pods run in the kubelet's cgroups, where
+// the harness's nice does not reach.
 func makeCgroupRoot() error {
+	shares := cgroup.NiceShares()
 	for _, h := range cgroupHierarchies() {
-		if err := os.MkdirAll(filepath.Join(h, CgroupRoot), 0o755); err != nil {
+		dir := filepath.Join(h, CgroupRoot)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("kubetest: cgroup root: %w", err)
+		}
+		if shares == 0 {
+			continue
+		}
+		// cgroup v1's cpu hierarchy, or v2's one tree.
+		for file, value := range map[string]uint64{"cpu.shares": shares, "cpu.weight": cgroup2.ConvertCPUSharesToCgroupV2Value(shares)} {
+			p := filepath.Join(dir, file)
+			if _, err := os.Stat(p); err != nil {
+				continue
+			}
+			if err := os.WriteFile(p, []byte(strconv.FormatUint(value, 10)), 0o644); err != nil {
+				return fmt.Errorf("kubetest: cgroup root's CPU weight: %w", err)
+			}
 		}
 	}
 	return nil
