@@ -15,6 +15,8 @@
 package cgroup
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -221,7 +223,22 @@ func (m *Manager) New(name string, l Limits) (*Group, error) {
 	if err := checkNew(name, l); err != nil {
 		return nil, err
 	}
-	return m.create(name, "/"+Parent+"/"+m.owner+"/"+name, l)
+	return m.create(name, "/"+Parent+"/"+m.owner+"/"+dirName(name), l)
+}
+
+// maxDirName bounds a group's directory name below the file system's 255
+// bytes: a group of a 1,000-service monolith is named after its every
+// component.
+const maxDirName = 128
+
+// dirName is the directory of a group named name: the name, or a long
+// name's start and a hash of the whole, which keeps it unique.
+func dirName(name string) string {
+	if len(name) <= maxDirName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	return strings.ToValidUTF8(name[:maxDirName-17], "") + "~" + hex.EncodeToString(sum[:8])
 }
 
 // checkNew checks a new group's name and limits.

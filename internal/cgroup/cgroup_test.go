@@ -524,3 +524,31 @@ func TestNiceShares(t *testing.T) {
 		t.Errorf("group made at nice 19: cpu.shares %s, want %s", got, want)
 	}
 }
+
+// TestLongName: a group named past a file name's 255 bytes (a 1,000
+// service monolith's, after its components) is made, under a shortened
+// directory that two such names do not share.
+func TestLongName(t *testing.T) {
+	m := open(t)
+	long := strings.Repeat("s123+", 1000)
+	a, err := m.New(long+"a", Limits{CPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Remove()
+	b, err := m.New(long+"b", Limits{CPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Remove()
+	if a.Path() == b.Path() || len(filepath.Base(a.Path())) > 255 {
+		t.Errorf("paths %s and %s", a.Path(), b.Path())
+	}
+	dir := filepath.Join(Root, a.Path())
+	if m.Version() == V1 {
+		dir = filepath.Join(Root, "cpu", a.Path())
+	}
+	if _, err := os.Stat(dir); err != nil {
+		t.Error(err)
+	}
+}

@@ -21,7 +21,7 @@ func (g *Group) NewChild(name string, l Limits) (*Group, error) {
 	if g.lim.Memory > 0 && (l.Memory == 0 || l.Memory > g.lim.Memory) {
 		l.Memory = g.lim.Memory
 	}
-	c, err := g.m.create(g.name+"/"+name, g.path+"/"+name, l)
+	c, err := g.m.create(g.name+"/"+name, g.path+"/"+dirName(name), l)
 	if err != nil {
 		return nil, fmt.Errorf("in cgroup %s: %w", g.path, err)
 	}

@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -57,4 +59,21 @@ func init() {
 	hostCmd.Flags().StringVar(&hostFlags.deployment, "deployment", "", "deployment id (a label for ps and /proc scans)")
 	hostCmd.Flags().StringVar(&hostFlags.group, "group", "", "group name (a label; must match the config)")
 	rootCmd.AddCommand(hostCmd)
+}
+
+// hostNote prints which program the hosts run when it is not the lean host
+// binary (hostentry.Describe), for the deployers that start hosts on this
+// machine: their memory is about twice as much then, and a user comparing
+// it should know. experiment.json records the program either way.
+func hostNote(w io.Writer, deployer string) {
+	if deployer != "" && deployer != "local" && deployer != "netns" {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	if _, ok := hostentry.Lean(exe); !ok {
+		fmt.Fprintln(w, hostentry.Describe(exe))
+	}
 }

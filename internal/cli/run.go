@@ -77,6 +77,7 @@ DIR), and exits 0, unless --report asked for the report.`,
 			}
 			opts.Version, opts.Commit = version, commit
 			opts.Log = cmd.ErrOrStderr()
+			hostNote(opts.Log, s.Deploy.Deployer)
 			opts.Live = term.IsTerminal(int(os.Stderr.Fd()))
 			endUI, err := ui.startRun(cmd.Context(), cmd.ErrOrStderr(), s, &opts)
 			if err != nil {

@@ -54,6 +54,7 @@ says which value of each factor's key that is; --set picks a level.`,
 		if err != nil {
 			return err
 		}
+		hostNote(cmd.ErrOrStderr(), deployer.Name())
 		opts := deploy.Options{ReadyTimeout: upFlags.timeout}
 		if upFlags.verbose {
 			opts.Log = os.Stderr

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/tempdir"
@@ -46,6 +47,11 @@ type ExperimentFile struct {
 	Factors       []FactorInfo   `json:"factors"`
 	Response      map[string]any `json:"response"`
 	Runs          []PlannedRun   `json:"runs"`
+	// HostBinary is the program, with its arguments, that the local and
+	// netns deployers start for each host: the lean host binary beside
+	// svclab, or svclab with "host" (hostentry.Command), whose hosts hold
+	// about twice the memory.
+	HostBinary string `json:"host_binary,omitempty"`
 	// Machine keeps the key "host" so stores written before the rename read.
 	Machine Machine `json:"host"`
 	// HostTimer is the host's timer wake-up lateness measured before the
@@ -119,10 +125,11 @@ func experimentHeader(p *Plan, version, commit string, now time.Time) (Experimen
 			Order: e.Order, Repetitions: e.Repetitions,
 			WarmupS: p.Warmup.Seconds(), DurationS: p.Duration.Seconds(), CooldownS: p.Cooldown.Seconds(),
 		},
-		Response: map[string]any{"metric": e.Response, "operation": "total"},
-		Machine:  ReadMachine(),
-		Factors:  []FactorInfo{},
-		Spec:     p.Spec.Tree(),
+		Response:   map[string]any{"metric": e.Response, "operation": "total"},
+		Machine:    ReadMachine(),
+		HostBinary: hostBinary(),
+		Factors:    []FactorInfo{},
+		Spec:       p.Spec.Tree(),
 	}
 	if len(e.Generators) > 0 {
 		ef.Design.Generators = map[string]string{}
@@ -445,4 +452,14 @@ func syncDir(path string) error {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return nil
+}
+
+// hostBinary is experiment.json's host_binary for this svclab.
+func hostBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	path, args := hostentry.Command(exe)
+	return strings.Join(append([]string{path}, args...), " ")
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"runtime/debug"
 	"syscall"
+	"time"
 
 	"github.com/svclab/svclab/internal/runtime"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -40,35 +41,66 @@ func Command(exe string) (path string, args []string) {
 // from the same source: the same module at the same version and commit,
 // with the same Go, and every module it links at the version exe links.
 // When the build info cannot tell two builds of one tree apart (a tree
-// with uncommitted changes, or no version control), it must also be no
-// older than exe: `make build` links it after svclab, and one left from
-// an earlier build is refused. A host binary that runs other code than
-// the deployer's would make a measurement of something else, so in doubt
-// the deployer runs exe itself (more memory, nothing else).
+// with uncommitted changes, or no version control stamp, as `go install`
+// with -buildvcs=false writes), it must also be no older than exe, but
+// for linkSlack: `make build` links it after svclab, and one left from an
+// earlier build is refused. A host binary that runs other code than the
+// deployer's would make a measurement of something else, so in doubt the
+// deployer runs exe itself (more memory, nothing else).
 func Lean(exe string) (string, bool) {
+	path, why := lean(exe)
+	return path, why == ""
+}
+
+// linkSlack is how much older than svclab a host binary of the same
+// unstamped build may be: `go install ./cmd/...` links both at once, and
+// the smaller host binary was written 24 s before svclab.
+const linkSlack = 2 * time.Minute
+
+// lean is Lean, with why the host binary beside exe is not used ("" when
+// it is; errNoLean's text when there is none).
+func lean(exe string) (string, string) {
 	lean := exe + LeanSuffix
 	li, err := os.Stat(lean)
-	if err != nil || !li.Mode().IsRegular() || li.Mode().Perm()&0o111 == 0 {
-		return "", false
+	if err != nil {
+		return "", errNoLean
+	}
+	if !li.Mode().IsRegular() || li.Mode().Perm()&0o111 == 0 {
+		return "", lean + " is not an executable file"
 	}
 	ei, err := os.Stat(exe)
 	if err != nil {
-		return "", false
+		return "", err.Error()
 	}
 	eb, err := buildinfo.ReadFile(exe)
 	if err != nil {
-		return "", false
+		return "", "no build info in " + exe
 	}
 	lb, err := buildinfo.ReadFile(lean)
 	if err != nil || !sameSource(eb, lb) {
-		return "", false
+		return "", lean + " was built from other source than " + exe
 	}
 	if settingOf(eb, "vcs.revision") == "" || settingOf(eb, "vcs.modified") == "true" || eb.Main.Version == "(devel)" || eb.Main.Version == "" {
-		if li.ModTime().Before(ei.ModTime()) {
-			return "", false
+		if li.ModTime().Add(linkSlack).Before(ei.ModTime()) {
+			return "", lean + " is older than " + exe + " (a build of changed source without it)"
 		}
 	}
-	return lean, true
+	return lean, ""
+}
+
+const errNoLean = "no host binary beside it"
+
+// Describe says in a line which program the local and netns deployers
+// start for each host when svclab is exe, and, when it is not the lean
+// host binary, why not and what to do: a host of `svclab host` holds
+// about twice the memory (docs/PERFORMANCE.md, "Synth topologies at
+// scale"), so a user comparing memory should know which ran.
+func Describe(exe string) string {
+	path, why := lean(exe)
+	if why == "" {
+		return "hosts: " + path
+	}
+	return "hosts: " + exe + " host (" + why + "; `make build` or `go install ./cmd/...` builds both)"
 }
 
 // sameSource says whether host, a lean host binary, was built from the

@@ -59,6 +59,15 @@ func TestCommand(t *testing.T) {
 				t.Fatal(err)
 			}
 		}},
+		// go install ./cmd/... links both at once; the smaller host binary
+		// was once written 24 s before svclab.
+		{name: "linked with it", host: func(t *testing.T, exe string) {
+			copyFile(t, self, exe+LeanSuffix, 0o755)
+			early := time.Now().Add(-30 * time.Second)
+			if err := os.Chtimes(exe+LeanSuffix, early, early); err != nil {
+				t.Fatal(err)
+			}
+		}, wantLean: true},
 		{name: "another program", host: func(t *testing.T, exe string) { copyFile(t, gofmt, exe+LeanSuffix, 0o755) }},
 		{name: "not a Go binary", host: func(t *testing.T, exe string) {
 			if err := os.WriteFile(exe+LeanSuffix, []byte("#!/bin/sh\n"), 0o755); err != nil {
@@ -76,6 +85,13 @@ func TestCommand(t *testing.T) {
 			copyFile(t, self, exe, 0o755)
 			tc.host(t, exe)
 			path, args := Command(exe)
+			desc := Describe(exe)
+			if want := "hosts: " + path; tc.wantLean != (desc == want) {
+				t.Errorf("Describe = %q; the lean binary chosen: %v", desc, tc.wantLean)
+			}
+			if !tc.wantLean && !strings.Contains(desc, "make build") {
+				t.Errorf("Describe = %q, which does not say how to build the host binary", desc)
+			}
 			if tc.wantLean {
 				if path != exe+LeanSuffix || len(args) != 0 {
 					t.Errorf("Command = %s %q, want %s and no arguments", path, args, exe+LeanSuffix)
