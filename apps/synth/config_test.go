@@ -1,6 +1,7 @@
 package synth_test
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -291,5 +292,181 @@ paths = ["catalog catalog cart"]`, 1))
 	reqs := topo.Requests()
 	if len(reqs) != 1 || reqs[0].Name != "path1" || reqs[0].Message.(*synthpb.CallRequest).GetPlan().GetCalls()[1].GetTo() != "catalog" {
 		t.Errorf("requests %v", reqs)
+	}
+}
+
+// TestEveryMistakeInOnePass: a spec's mistakes come in one invocation,
+// sorted by line, each once: the values that do not parse and the unknown
+// keys beside the graph's errors (unknown callee, probability, count,
+// response, mode), the cycles, the paths and the topology's size. A check
+// is left out only when it depends on a value found wrong. Each spec
+// once took two or three invocations.
+func TestEveryMistakeInOnePass(t *testing.T) {
+	everyMistake, err := os.ReadFile("testdata/every-mistake.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const graph = `[app]
+name = "synth"
+entry = "s99"
+paths = ["s1(", "s2"]
+[app.graph]
+kind = "barabasi_albert"
+services = 10
+m = 2
+work = { cpu = "exp(100)" }
+probability = "uniform(0.5, 1.5)"
+count = "uniform(1, 2000)"
+mode = "fast"
+`
+	cases := []struct {
+		name string
+		src  string
+		want []string // every line of the error, in order; each a prefix
+	}{{
+		name: "listed services",
+		src:  string(everyMistake),
+		want: []string{
+			`synth.toml:9: app.services.gateway.work.cpu: needs a unit, e.g. "2s"`,
+			`synth.toml:10: app.services.gateway.response: must be 0 or at least 2 bytes`,
+			`synth.toml:12: app.services.gateway.calls[0].to: unknown service "catalgo" (did you mean "catalog"?)`,
+			`synth.toml:13: app.services.gateway.calls[1].probabilty: unknown key (did you mean "probability"?)`,
+			`synth.toml:14: app.services.gateway.calls[2].probability: must be between 0 and 1, got 1.5`,
+			`synth.toml:15: app.services.gateway.calls[3].count: must be between 0 and 1000, got -1`,
+			`synth.toml:17: app.services.gateway.mode: must be "sequential" or "parallel", got "paralel"`,
+			`synth.toml:20: app.services.catalog.work.cpu: not a duration`,
+			`synth.toml:20: app.services.catalog.work.sleep: "exp(2ms": a distribution is name(arguments)`,
+			`synth.toml:21: app.services.catalog.respnse: unknown key (did you mean "response"?)`,
+			`synth.toml:22: app.services.catalog.calls[0].to: calls "gateway", which closes a cycle (gateway → catalog → gateway)`,
+			`synth.toml:25: app.services.cart.work.memory: "gamma(1KiB)": unknown distribution "gamma"`,
+			`synth.toml:25: app.services.cart.work.sleep: must not be negative, got -1ms`,
+			`synth.toml:26: app.services.cart.response: "uniform(3KiB, 1KiB)": max is below min`,
+			`synth.toml:27: app.services.cart.calls[0].to: calls "cart", which closes a cycle (cart → cart)`,
+			`synth.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 argument(s), got 1`,
+		},
+	}, {
+		// The entry is unknown: the cycles are still found, from every
+		// service, and a path's syntax checked; not its calls, which
+		// start at the entry.
+		name: "unknown entry, cycle, paths",
+		src: `[app]
+name = "synth"
+entry = "gw"
+paths = ["a(b", "a b"]
+[app.services.a]
+calls = [{ to = "b" }]
+[app.services.b]
+calls = [
+  { to = "a" },
+  { to = "c" },
+]
+`,
+		want: []string{
+			`synth.toml:3: app.entry: unknown service "gw"`,
+			`synth.toml:4: app.paths[0]: the '(' after a is not closed`,
+			`synth.toml:9: app.services.b.calls[0].to: calls "a", which closes a cycle (a → b → a)`,
+			`synth.toml:10: app.services.b.calls[1].to: unknown service "c"`,
+		},
+	}, {
+		// A path through a call to an unknown service is checked up to
+		// it; beside a wrong mode, a path off the graph is found.
+		name: "paths beside the graph's errors",
+		src: `[app]
+name = "synth"
+entry = "a"
+paths = ["nope(a)", "b(a)"]
+[app.services.a]
+calls = [{ to = "nope" }, { to = "b", probability = -0.5 }]
+[app.services.b]
+mode = "both"
+`,
+		want: []string{
+			`synth.toml:4: app.paths[1]: b does not call a (its calls: none)`,
+			`synth.toml:6: app.services.a.calls[0].to: unknown service "nope"`,
+			`synth.toml:6: app.services.a.calls[1].probability: must be between 0 and 1, got -0.5`,
+			`synth.toml:8: app.services.b.mode: must be "sequential" or "parallel", got "both"`,
+		},
+	}, {
+		// The calls' expected number needs only what is right: a wrong
+		// edge left out, the rest already too many.
+		name: "too many calls beside other mistakes",
+		src: `[app]
+name = "synth"
+entry = "a"
+max_depth = 20
+[app.services.a]
+calls = [{ to = "a", count = 4 }, { to = "b", count = 2000 }]
+[app.services.b]
+response = "1B"
+`,
+		want: []string{
+			`synth.toml:5: app.services.a: a request of a is expected to make more than 100000 calls`,
+			`synth.toml:6: app.services.a.calls[1].count: must be between 0 and 1000, got 2000`,
+			`synth.toml:8: app.services.b.response: must be 0 or at least 2 bytes`,
+		},
+	}, {
+		// A generated graph whose shape is right is generated, and its
+		// entry and paths checked beside its other keys' mistakes.
+		name: "graph",
+		src:  graph,
+		want: []string{
+			`synth.toml:3: app.entry: unknown service "s99" (did you mean "s9"?)`,
+			`synth.toml:4: app.paths[0]: the '(' after s1 is not closed`,
+			`synth.toml:9: app.graph.work.cpu: "exp(100)": needs a unit, e.g. "100s"`,
+			`synth.toml:10: app.graph.probability: must stay within 0 and 1`,
+			`synth.toml:11: app.graph.count: must stay within 0 to 1000 calls an edge`,
+			`synth.toml:12: app.graph.mode: must be "sequential" or "parallel", got "fast"`,
+		},
+	}, {
+		// One whose shape is wrong generates nothing to check the entry
+		// against; the paths' syntax is still checked.
+		name: "graph's shape wrong",
+		src:  strings.Replace(graph, "services = 10\nm = 2", "services = 6000\nm = 0", 1),
+		want: []string{
+			`synth.toml:4: app.paths[0]: the '(' after s1 is not closed`,
+			`synth.toml:7: app.graph.services: must be between 2 and 5000`,
+			`synth.toml:8: app.graph.m: must be at least 1 and below services (6000), got 0`,
+			`synth.toml:9: app.graph.work.cpu: "exp(100)": needs a unit`,
+			`synth.toml:10: app.graph.probability: must stay within 0 and 1`,
+			`synth.toml:11: app.graph.count: must stay within 0 to 1000 calls an edge`,
+			`synth.toml:12: app.graph.mode: must be "sequential" or "parallel", got "fast"`,
+		},
+	}, {
+		// Which services are meant is not known; each table's own
+		// mistakes are.
+		name: "both listed and generated",
+		src: `[app]
+name = "synth"
+[app.services.a]
+calls = [{ to = "b" }]
+[app.graph]
+kind = "barabasi"
+services = 3
+m = 1
+`,
+		want: []string{
+			`synth.toml:4: app.services.a.calls[0].to: unknown service "b"`,
+			`synth.toml:5: app.graph: give either [app.services.<name>] or [app.graph], not both`,
+			`synth.toml:6: app.graph.kind: must be "barabasi_albert", got "barabasi"`,
+		},
+	}}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := resolve(t, tc.src)
+			if err == nil {
+				t.Fatal("resolved; want errors")
+			}
+			got := strings.Split(err.Error(), "\n")
+			for i := range max(len(got), len(tc.want)) {
+				switch {
+				case i >= len(got):
+					t.Errorf("missing line %d: %s", i+1, tc.want[i])
+				case i >= len(tc.want):
+					t.Errorf("unexpected line %d: %s", i+1, got[i])
+				case !strings.HasPrefix(got[i], tc.want[i]):
+					t.Errorf("line %d:\n  got  %s\n  want %s…", i+1, got[i], tc.want[i])
+				}
+			}
+		})
 	}
 }

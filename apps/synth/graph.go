@@ -46,10 +46,14 @@ type Graph struct {
 // graphName names generated service i.
 func graphName(i int) string { return "s" + strconv.Itoa(i) }
 
-// validate checks the generator's keys, each at its own.
-func (g *Graph) validate() []error {
-	var errs []error
+// validate checks the generator's keys, each at its own, and returns
+// the keys found wrong (by their name in [app.graph]), so that the checks
+// of what the graph generates can go on beside these errors where they
+// do not depend on a wrong key.
+func (g *Graph) validate() (errs []error, wrong map[string]bool) {
+	wrong = map[string]bool{}
 	bad := func(key, format string, args ...any) {
+		wrong[key] = true
 		errs = append(errs, svc.KeyErrorf("graph."+key, format, args...))
 	}
 	if g.Kind != KindBarabasiAlbert {
@@ -72,7 +76,13 @@ func (g *Graph) validate() []error {
 	default:
 		bad("mode", "must be %q or %q, got %q", Sequential, Parallel, g.Mode)
 	}
-	return errs
+	return errs, wrong
+}
+
+// shaped reports whether the keys the graph's edges depend on are right,
+// wrong being what validate found: generate can run.
+func shaped(wrong map[string]bool) bool {
+	return !wrong["kind"] && !wrong["services"] && !wrong["m"]
 }
 
 // generate makes the services: a Barabási–Albert graph (gonum's

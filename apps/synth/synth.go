@@ -149,68 +149,94 @@ func (c Call) probability() float64 {
 	return *c.Probability
 }
 
+// countOK and probabilityOK report whether the edge's values are in
+// their ranges.
+func (c Call) countOK() bool {
+	n := c.count()
+	return n >= 0 && n <= 1000
+}
+
+func (c Call) probabilityOK() bool {
+	p := c.probability()
+	return p >= 0 && p <= 1
+}
+
 // serviceName is what a service may be called: it is a component name,
 // which placements join with "+" and the kube deployer makes a DNS label
 // of.
 var serviceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,62}$`)
 
 // Validate checks the config and, for a graph, generates the services.
-// Every problem is reported, each at its key.
+// Every problem is reported, each at its key, in one pass: a check is
+// left out only when it depends on a value found wrong (the cycles run
+// over the calls whose callee is known; a path's calls are checked when
+// the entry is known; a generated graph's entry and paths when its shape
+// is right).
 func (c *Config) Validate() error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
 		errs = append(errs, svc.KeyErrorf(key, format, args...))
 	}
-	if c.MaxDepth < 0 || c.MaxDepth > MaxDepth {
+	depthOK := c.MaxDepth >= 0 && c.MaxDepth <= MaxDepth
+	if !depthOK {
 		bad("max_depth", "must be between 0 (no bound) and %d, got %d", MaxDepth, c.MaxDepth)
 	}
+	for name, s := range c.Services {
+		if s == nil {
+			// The host's JSON may say null for a service with no keys.
+			c.Services[name] = &Service{}
+		}
+	}
+	// c.services stays nil when the services in force are not known.
+	c.services = nil
 	prefix := "services."
+	// drawsOK: the counts and probabilities of the calls are known.
+	drawsOK := true
 	switch {
 	case c.Graph != nil && c.Services != nil:
 		bad("graph", "give either [app.services.<name>] or [app.graph], not both")
-		return errors.Join(errs...)
+		// Which services are meant is not known: each table is checked
+		// on its own.
+		gerrs, _ := c.Graph.validate()
+		errs = append(errs, gerrs...)
+		errs = append(errs, validateServices(c.Services)...)
 	case c.Graph != nil:
-		if gerrs := c.Graph.validate(); len(gerrs) > 0 {
-			return errors.Join(append(errs, gerrs...)...)
+		gerrs, wrong := c.Graph.validate()
+		errs = append(errs, gerrs...)
+		if shaped(wrong) {
+			c.services = c.Graph.generate()
+			drawsOK = !wrong["count"] && !wrong["probability"]
+			if c.EntryName == "" {
+				c.EntryName = graphName(0)
+			}
+			prefix = "graph."
 		}
-		c.services = c.Graph.generate()
-		if c.EntryName == "" {
-			c.EntryName = graphName(0)
-		}
-		prefix = "graph."
 	case len(c.Services) == 0:
 		bad("services", "missing: describe the services under [app.services.<name>], or generate them with [app.graph]")
-		return errors.Join(errs...)
 	default:
 		c.services = c.Services
-	}
-	if len(c.services) > MaxServices {
-		bad(strings.TrimSuffix(prefix, "."), "%d services: at most %d deploy on one machine", len(c.services), MaxServices)
-		return errors.Join(errs...)
-	}
-	names := slices.Sorted(maps.Keys(c.services))
-	for _, name := range names {
-		if c.services[name] == nil {
-			// The host's JSON may say null for a service with no keys.
-			c.services[name] = &Service{}
+		if len(c.services) > MaxServices {
+			bad("services", "%d services: at most %d deploy on one machine", len(c.services), MaxServices)
 		}
+		// A generated service is right by construction from the keys
+		// of [app.graph], and has no key of its own to name: only
+		// listed ones are checked.
+		errs = append(errs, validateServices(c.services)...)
 	}
-	if c.EntryName == "" {
-		bad("entry", "missing: name the service clients call (one of %s)", shortList(names))
-	} else if _, ok := c.services[c.EntryName]; !ok {
-		bad("entry", "unknown service %q%s", c.EntryName, svc.DidYouMean(c.EntryName, names))
-	}
-	for _, name := range names {
-		errs = append(errs, c.services[name].validate("services."+keyPart(name), name, names, c.services)...)
-	}
-	if len(errs) > 0 {
-		return errors.Join(errs...)
+	_, entryOK := c.services[c.EntryName]
+	if c.services != nil {
+		names := slices.Sorted(maps.Keys(c.services))
+		if c.EntryName == "" {
+			bad("entry", "missing: name the service clients call (one of %s)", shortList(names))
+		} else if !entryOK {
+			bad("entry", "unknown service %q%s", c.EntryName, svc.DidYouMean(c.EntryName, names))
+		}
 	}
 	c.order = c.callOrder()
 	c.plans = nil
 	for i, text := range c.Paths {
 		plan, err := parsePath(text)
-		if err == nil {
+		if err == nil && entryOK {
 			err = c.checkPath(c.EntryName, plan)
 		}
 		if err != nil {
@@ -219,19 +245,32 @@ func (c *Config) Validate() error {
 		}
 		c.plans = append(c.plans, plan)
 	}
+	var cycles []error
 	if c.MaxDepth == 0 {
-		errs = append(errs, c.cycles(prefix)...)
+		cycles = c.cycles(prefix)
+		errs = append(errs, cycles...)
 	}
-	if len(errs) == 0 {
-		if c.expectedCalls() > MaxCallsPerRequest {
-			key := "graph"
-			if c.Graph == nil {
-				key = "services." + keyPart(c.EntryName)
-			}
-			bad(key, "a request of %s is expected to make more than %d calls, the most one machine is allowed; lower counts, probabilities or max_depth", c.EntryName, MaxCallsPerRequest)
+	// Calls whose count or probability is wrong, or whose callee is
+	// unknown, are left out of the expectation: what it counts is then
+	// the least a request makes, whatever they are corrected to.
+	if depthOK && entryOK && drawsOK && len(cycles) == 0 && c.expectedCalls() > MaxCallsPerRequest {
+		key := "graph"
+		if c.Graph == nil {
+			key = "services." + keyPart(c.EntryName)
 		}
+		bad(key, "a request of %s is expected to make more than %d calls, the most one machine is allowed; lower counts, probabilities or max_depth", c.EntryName, MaxCallsPerRequest)
 	}
 	return errors.Join(errs...)
+}
+
+// validateServices checks each listed service, by name.
+func validateServices(all map[string]*Service) []error {
+	var errs []error
+	names := slices.Sorted(maps.Keys(all))
+	for _, name := range names {
+		errs = append(errs, all[name].validate("services."+keyPart(name), name, names, all)...)
+	}
+	return errs
 }
 
 // validate checks one service written at key.
@@ -259,11 +298,11 @@ func (s *Service) validate(key, name string, names []string, all map[string]*Ser
 		case !ok:
 			bad(ck+".to", "unknown service %q%s", call.To, svc.DidYouMean(call.To, names))
 		}
-		if n := call.count(); n < 0 || math.IsNaN(n) || n > 1000 {
-			bad(ck+".count", "must be between 0 and 1000, got %g", n)
+		if !call.countOK() {
+			bad(ck+".count", "must be between 0 and 1000, got %g", call.count())
 		}
-		if p := call.probability(); !(p >= 0 && p <= 1) {
-			bad(ck+".probability", "must be between 0 and 1, got %g", p)
+		if !call.probabilityOK() {
+			bad(ck+".probability", "must be between 0 and 1, got %g", call.probability())
 		}
 	}
 	return errs
@@ -297,13 +336,18 @@ func (s *Service) callees() []string {
 }
 
 // callOrder lists the services breadth first from the entry, then the
-// unreachable ones by name.
+// unreachable ones by name. An unknown entry or callee is left out (an
+// error says it is unknown).
 func (c *Config) callOrder() []string {
-	seen := map[string]bool{c.EntryName: true}
-	order := []string{c.EntryName}
+	seen := map[string]bool{}
+	var order []string
+	if _, ok := c.services[c.EntryName]; ok {
+		seen[c.EntryName] = true
+		order = append(order, c.EntryName)
+	}
 	for i := 0; i < len(order); i++ {
 		for _, to := range c.services[order[i]].callees() {
-			if !seen[to] {
+			if _, known := c.services[to]; known && !seen[to] {
 				seen[to] = true
 				order = append(order, to)
 			}
@@ -318,7 +362,8 @@ func (c *Config) callOrder() []string {
 }
 
 // cycles reports every call that closes a cycle, at its key: without
-// app.max_depth a request would go round forever.
+// app.max_depth a request would go round forever. A call to an unknown
+// service closes none (its error says it is unknown).
 func (c *Config) cycles(prefix string) []error {
 	const (
 		unseen = iota
@@ -333,6 +378,9 @@ func (c *Config) cycles(prefix string) []error {
 		state[name] = open
 		path = append(path, name)
 		for i, call := range c.services[name].Calls {
+			if _, known := c.services[call.To]; !known {
+				continue
+			}
 			switch state[call.To] {
 			case unseen:
 				visit(call.To)
@@ -373,6 +421,9 @@ func (c *Config) expectedCalls() float64 {
 		next := map[string]float64{}
 		for name, visits := range level {
 			for _, call := range c.services[name].Calls {
+				if _, known := c.services[call.To]; !known || !call.countOK() || !call.probabilityOK() {
+					continue
+				}
 				n := visits * call.count() * call.probability()
 				if n > 0 {
 					next[call.To] += n

@@ -514,6 +514,38 @@ ordr = "random"
 			`synth.toml:20: experiment.ordr: unknown key`,
 		},
 	}, {
+		// A new user's synth spec of every kind of mistake (apps/synth's
+		// own test reads it too): the values that do not parse and the
+		// unknown keys, the graph's errors and its cycles once took
+		// three invocations.
+		name: "synthall.toml",
+		src: func() string {
+			b, err := os.ReadFile("../../apps/synth/testdata/every-mistake.toml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return string(b)
+		}(),
+		cmds: [][]string{{"plan"}, {"up"}},
+		want: []string{
+			`synthall.toml:9: app.services.gateway.work.cpu: needs a unit`,
+			`synthall.toml:10: app.services.gateway.response: must be 0 or at least 2 bytes`,
+			`synthall.toml:12: app.services.gateway.calls[0].to: unknown service "catalgo"`,
+			`synthall.toml:13: app.services.gateway.calls[1].probabilty: unknown key`,
+			`synthall.toml:14: app.services.gateway.calls[2].probability: must be between 0 and 1, got 1.5`,
+			`synthall.toml:15: app.services.gateway.calls[3].count: must be between 0 and 1000, got -1`,
+			`synthall.toml:17: app.services.gateway.mode: must be "sequential" or "parallel", got "paralel"`,
+			`synthall.toml:20: app.services.catalog.work.cpu: not a duration`,
+			`synthall.toml:20: app.services.catalog.work.sleep: "exp(2ms": a distribution is name(arguments)`,
+			`synthall.toml:21: app.services.catalog.respnse: unknown key`,
+			`synthall.toml:22: app.services.catalog.calls[0].to: calls "gateway", which closes a cycle (gateway → catalog → gateway)`,
+			`synthall.toml:25: app.services.cart.work.memory: "gamma(1KiB)": unknown distribution "gamma"`,
+			`synthall.toml:25: app.services.cart.work.sleep: must not be negative`,
+			`synthall.toml:26: app.services.cart.response: "uniform(3KiB, 1KiB)": max is below min`,
+			`synthall.toml:27: app.services.cart.calls[0].to: calls "cart", which closes a cycle (cart → cart)`,
+			`synthall.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 argument(s)`,
+		},
+	}, {
 		name: "chainnetns.toml",
 		src: `[app]
 name = "chain"
