@@ -234,6 +234,8 @@ def test_hop_caption() -> None:
     t = top_hops(hop_summary(synth_hops(), Factors()), n=2)  # type: ignore[arg-type]
     text = hop_caption(t)
     assert "1 hop(s) marked (parallel)" in text
+    both = t.assign(parallel=0.5)
+    assert "3 hop(s) marked (parallel)" in hop_caption(both)
     assert "the rest are summed into the grey segment, other (1 hops)." in text
     assert hop_caption(top_hops(hop_summary(synth_hops().query("`deploy.transport` == 'grpc'"),
                                             Factors()))) == ""  # type: ignore[arg-type]

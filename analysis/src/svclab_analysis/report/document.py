@@ -704,7 +704,7 @@ def hop_caption(hops: pd.DataFrame) -> str:
         return ""
     out = ""
     shown = hops.drop_duplicates("hop")
-    parallel = hops.loc[hops["parallel"] > 0, "hop"].unique()
+    parallel = list(dict.fromkeys(hops.loc[hops["parallel"] > 0, "hop"]))
     if parallel:
         out += (f" {len(parallel)} hop(s) marked (parallel) ran at the same time as another "
                 "call of the same request at their depth (a synth service's "
@@ -714,7 +714,7 @@ def hop_caption(hops: pd.DataFrame) -> str:
                 "never below zero.")
     other = shown[shown["other"]] if "other" in shown else shown.iloc[:0]
     if not other.empty:
-        out += (f" The {len(shown) - len(other)} hops largest in any configuration have a "
-                f"colour each; the rest are summed into the grey segment, "
-                f"{other['hop'].iloc[0]}.")
+        out += (f" The {len(shown) - len(other)} hops with the largest share of some "
+                "configuration's bar have a colour each; the rest are summed into the grey "
+                f"segment, {other['hop'].iloc[0]}.")
     return out
