@@ -14,12 +14,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter
 
 # Colour-blind-safe (Okabe-Ito), in the order configurations are ranked.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
            "#000000"]
+# The hop figure's colours: the palette and four more as distinct (Paul Tol's
+# wine, olive and indigo, and a brown), so that twelve hops need none twice.
+HOP_PALETTE = [*PALETTE, "#882255", "#999933", "#332288", "#8C564B"]
 INK = "#1f2933"
 MUTED = "#7b8794"
 GRID = "#e4e7eb"
@@ -297,33 +303,65 @@ def hop_breakdown(summary: pd.DataFrame, label_col: str, order: Sequence[str],
     """Where a request's time goes, hop by hop: one stacked bar per
     configuration, a solid segment per hop for the component's own work, a
     hatched one for the wire (encoding, network, TLS) on the way to it, and
-    a cross-hatched one for the proxies on that way (when they emit spans).
+    a cross-hatched one for the proxies on that way (when they emit spans);
+    a diamond at the mean traced request, where request_ms is known.
 
-    summary has one row per configuration and hop: label_col, hop, depth,
-    self_ms, wire_ms and optionally proxy_ms.
+    summary has one row per configuration and hop, in the order to draw:
+    label_col, hop, self_ms, wire_ms, and optionally proxy_ms, parallel (a
+    hop with a share above 0 is named "(parallel)"), other (the row of the
+    hops folded together, drawn grey) and request_ms (one per
+    configuration). At most len(HOP_PALETTE) hops besides `other`.
     """
-    hops = (summary.sort_values(["depth", "hop"])["hop"].drop_duplicates().tolist())
+    hops = summary["hop"].drop_duplicates().tolist()
+    rest = set(summary.loc[summary["other"], "hop"]) if "other" in summary else set()
+    if len(hops) - len(rest) > len(HOP_PALETTE):
+        raise ValueError(f"{len(hops)} hops, more than the {len(HOP_PALETTE)} colours: "
+                         "fold the smallest together first")
+    parallel = (set(summary.loc[summary["parallel"] > 0, "hop"]) if "parallel" in summary
+                else set())
+    proxies = "proxy_ms" in summary and bool((summary["proxy_ms"] > 0).any())
     labels = [lbl for lbl in order if lbl in set(summary[label_col])]
-    fig, ax = plt.subplots(figsize=(7.0, 0.6 + 0.45 * max(len(labels), 1)))
+    entries = len(hops) + 4
+    fig, ax = plt.subplots(figsize=(7.0, max(0.6 + 0.45 * max(len(labels), 1),
+                                             0.8 + 0.2 * entries)))
     left = np.zeros(len(labels))
-    for i, hop in enumerate(hops):
+    handles: list[Artist] = []
+    colours = iter(HOP_PALETTE)
+    for hop in hops:
+        c = MUTED if hop in rest else next(colours)
         sub = summary[summary["hop"] == hop].set_index(label_col).reindex(labels)
         wire = sub["wire_ms"].fillna(0).to_numpy()
         own = sub["self_ms"].fillna(0).to_numpy()
-        ax.barh(labels, wire, left=left, color=colour(i), alpha=0.35, hatch="//",
-                edgecolor=colour(i), linewidth=0.0)
+        ax.barh(labels, wire, left=left, color=c, alpha=0.35, hatch="//",
+                edgecolor=c, linewidth=0.0)
         left += wire
-        if "proxy_ms" in sub:
+        if proxies:
             proxy = sub["proxy_ms"].fillna(0).to_numpy()
-            ax.barh(labels, proxy, left=left, color=colour(i), alpha=0.6, hatch="xx",
-                    edgecolor=colour(i), linewidth=0.0)
+            ax.barh(labels, proxy, left=left, color=c, alpha=0.6, hatch="xx",
+                    edgecolor=c, linewidth=0.0)
             left += proxy
-        ax.barh(labels, own, left=left, color=colour(i), label=hop)
+        ax.barh(labels, own, left=left, color=c)
         left += own
+        handles.append(Patch(color=c, label=f"{hop} (parallel)" if hop in parallel else hop))
+    key: list[Artist] = [Patch(facecolor="white", edgecolor=INK, label="own work"),
+                         Patch(facecolor="white", edgecolor=INK, hatch="//",
+                               label="wire on the way to it")]
+    if proxies:
+        key.append(Patch(facecolor="white", edgecolor=INK, hatch="xx",
+                         label="proxies on the way"))
+    if "request_ms" in summary:
+        took = summary.drop_duplicates(label_col).set_index(label_col)["request_ms"]
+        took = took.reindex(labels)
+        if took.notna().any():
+            ax.plot(took.to_numpy(), labels, linestyle="none", marker="D", markersize=6,
+                    markerfacecolor="white", markeredgecolor=INK, markeredgewidth=1.2)
+            key.append(Line2D([], [], linestyle="none", marker="D", markersize=6,
+                              markerfacecolor="white", markeredgecolor=INK,
+                              markeredgewidth=1.2, label="the traced request (mean)"))
     ax.invert_yaxis()
-    ax.set_xlabel("median time per request (ms): hatched = wire, crossed = proxies, "
-                  "solid = the component's own")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), title="hop")
+    ax.set_xlabel("time per traced request (ms), mean")
+    ax.legend(handles=[*key, Patch(visible=False, label=""), *handles], loc="upper left",
+              bbox_to_anchor=(1.0, 1.0))
     ax.set_title(title)
     return to_png(fig)
 

@@ -66,6 +66,7 @@ class Analysis:
     warnings: list[str] = field(default_factory=list)
     figures: dict[str, bytes] = field(default_factory=dict)
     cdf_source: str = ""
+    hops: pd.DataFrame = field(default_factory=pd.DataFrame)  # figures.top_hops, as drawn
     role_cpu: pd.DataFrame = field(default_factory=pd.DataFrame)  # role_cpu_summary
     flagged: set[str] = field(default_factory=set)  # run_id of the runs flagged_runs() names
 

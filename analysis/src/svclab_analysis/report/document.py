@@ -435,11 +435,16 @@ def build(a: Analysis) -> Document:
                         "interaction.",
         "qq": "Run-level residuals against a normal distribution; points near the line "
               "support the t-based intervals.",
-        "hops": "Median time per traced request in each hop (hops.parquet, deploy.tracing): "
-                "the component's own work, and the wire on the way to it (the caller's "
-                "client span less the server span: encoding, network, TLS). Envoy emits "
-                "spans of its own, shown crossed as the proxies' time; nginx and HAProxy "
-                "emit none, so behind them the proxies' time is part of the wire.",
+        "hops": "Each hop's time per traced request (hops.parquet, deploy.tracing): its "
+                "total over the configuration's traced requests divided by their number, "
+                "so a hop called in 30% of the requests counts 0.3 of its time per call "
+                "and one called twice counts twice, and the hops of calls made one after "
+                "another add up to the request (the diamond: the mean traced request, at "
+                "the entry). Each hop's segment is the component's own work, and the wire "
+                "on the way to it (the caller's client span less the server span: "
+                "encoding, network, TLS). Envoy emits spans of its own, shown crossed as "
+                "the proxies' time; nginx and HAProxy emit none, so behind them the "
+                "proxies' time is part of the wire." + hop_caption(a.hops),
         "roles": "CPU per request of each role (median over runs, resources.parquet): "
                  "the hosts, the proxies beside them or shared by the node, and the "
                  "telemetry backends. CPU is read from /proc in 10 ms ticks, so a short "
@@ -690,3 +695,26 @@ def role_cpu_caption(roles: list[str]) -> str:
             "counts CPU in 10 ms ticks, so short runs give coarse values"
             + (", and a backend's work on spans exported after the window is not counted."
                if "telemetry" in roles else "."))
+
+
+def hop_caption(hops: pd.DataFrame) -> str:
+    """The hop figure's caption's last sentences: the hops it marks as
+    called in parallel, and the hops it folds into one (figures.top_hops)."""
+    if hops.empty:
+        return ""
+    out = ""
+    shown = hops.drop_duplicates("hop")
+    parallel = list(dict.fromkeys(hops.loc[hops["parallel"] > 0, "hop"]))
+    if parallel:
+        out += (f" {len(parallel)} hop(s) marked (parallel) ran at the same time as another "
+                "call of the same request at their depth (a synth service's "
+                "mode = \"parallel\", or calls below such calls): their times overlap, so "
+                "a bar can be longer than the request, and the own work of the component "
+                "that made the calls (its server span less its calls) is understated, "
+                "never below zero.")
+    other = shown[shown["other"]] if "other" in shown else shown.iloc[:0]
+    if not other.empty:
+        out += (f" The {len(shown) - len(other)} hops with the largest share of some "
+                "configuration's bar have a colour each; the rest are summed into the grey "
+                f"segment, {other['hop'].iloc[0]}.")
+    return out

@@ -67,7 +67,8 @@ def figures(a: Analysis) -> dict[str, bytes]:
                                               "each fault, per run")
     hops = hop_summary(load_hops(a.exp), a)
     if not hops.empty:
-        figs["hops"] = plots.hop_breakdown(hops, CONFIG, order,
+        a.hops = top_hops(hops)
+        figs["hops"] = plots.hop_breakdown(a.hops, CONFIG, order,
                                            "Where a request's time goes, hop by hop (traces)")
     if not a.role_cpu.empty and a.role_cpu["role"].nunique() > 1:
         figs["roles"] = plots.role_cpu(a.role_cpu, CONFIG, order,
@@ -136,13 +137,37 @@ def latency_curves(
                     "approximate; `load.raw_samples = true` gives the full curve")
 
 
+# The hops the figure names, each in a colour of its own; the rest share one
+# bar segment (top_hops).
+TOP_HOPS = len(plots.HOP_PALETTE)
+
+# Two calls of one request overlap when one starts more than this before the
+# other's server span ends. Calls made one after another cannot: the next
+# starts after the caller got the last one's reply. Jaeger keeps microseconds.
+OVERLAP_S = 1e-6
+
+
 def hop_summary(hops: pd.DataFrame, a: Analysis) -> pd.DataFrame:
-    """Median own and wire time (ms) of each hop per configuration, over every
-    traced request of its runs (hops.parquet)."""
+    """Each hop's time per traced request (ms) per configuration: its own,
+    wire and proxy time summed over every call of it in the configuration's
+    traced requests (hops.parquet), divided by the number of those requests.
+
+    So a hop called with probability p counts p times its time per call,
+    one called twice counts twice, and the hops of calls made one after
+    another add up to the request's time. One row per configuration and hop,
+    in order of depth: depth, self_ms, wire_ms, proxy_ms, calls (the hop's
+    calls per traced request), parallel (the share of its calls that ran at
+    the same time as another call of the same request and depth: their
+    times overlap, so they add up to more than the request took) and
+    request_ms (the configuration's mean traced request, the entry's server
+    span and its proxy; NaN for hops.parquet written without server_us).
+    """
     if hops.empty:
         return hops
     hops = hops.copy()
     hops[CONFIG] = config_labels(hops, a.factors)
+    if "run_id" not in hops:
+        hops["run_id"] = ""
     # Proxies that emit their own spans (Envoy) take proxy_us of the wire;
     # the rest of it is the legs the proxies do not see. Runs without them
     # (or written before the column existed) have none.
@@ -150,10 +175,73 @@ def hop_summary(hops: pd.DataFrame, a: Analysis) -> pd.DataFrame:
     hops["proxy_us"] = proxy.clip(lower=0)
     hops["legs_us"] = (hops["wire_us"] - hops["proxy_us"]).clip(lower=0)
     hops.loc[hops["wire_us"] <= 0, "legs_us"] = 0.0  # the entry: its client is not traced
+    # self_us is the server span less its client spans; a component whose
+    # calls overlapped had them subtracted more than once, below zero.
+    hops["self_us"] = hops["self_us"].clip(lower=0)
+    hops["overlapped"] = overlapped(hops)
+    requests = hops.drop_duplicates([CONFIG, "run_id", "trace_id"]).groupby(
+        CONFIG, sort=False).size()
     g = hops.groupby([CONFIG, "hop"], sort=False)
-    out = g.agg(depth=("depth", "min"), self_us=("self_us", "median"),
-                wire_us=("legs_us", "median"), proxy_us=("proxy_us", "median")).reset_index()
-    out["self_ms"] = out["self_us"].clip(lower=0) / 1e3
-    out["wire_ms"] = out["wire_us"].clip(lower=0) / 1e3
-    out["proxy_ms"] = out["proxy_us"] / 1e3
-    return out[[CONFIG, "hop", "depth", "self_ms", "wire_ms", "proxy_ms"]]
+    out = g.agg(depth=("depth", "min"), self_us=("self_us", "sum"), wire_us=("legs_us", "sum"),
+                proxy_us=("proxy_us", "sum"), calls=("hop", "size"),
+                parallel=("overlapped", "mean")).reset_index()
+    n = out[CONFIG].map(requests).astype(float)
+    out["self_ms"] = out["self_us"] / n / 1e3
+    out["wire_ms"] = out["wire_us"] / n / 1e3
+    out["proxy_ms"] = out["proxy_us"] / n / 1e3
+    out["calls"] = out["calls"] / n
+    entry = hops[hops["depth"] == 0]
+    if "server_us" in entry:
+        took = (entry["server_us"] + entry["proxy_us"]).groupby(entry[CONFIG]).mean()
+        out["request_ms"] = out[CONFIG].map(took) / 1e3
+    else:
+        out["request_ms"] = np.nan
+    out = out.sort_values(["depth", "hop"], kind="stable").reset_index(drop=True)
+    return out[[CONFIG, "hop", "depth", "self_ms", "wire_ms", "proxy_ms", "calls", "parallel",
+                "request_ms"]]
+
+
+def overlapped(hops: pd.DataFrame) -> pd.Series:
+    """Whether each call (row of hops.parquet) ran at the same time as
+    another call of its traced request at the same depth: calls a component
+    made in parallel, or calls below parallel ones. False where hops.parquet
+    has no start_s and server_us."""
+    if "start_s" not in hops or "server_us" not in hops:
+        return pd.Series(False, index=hops.index)
+    key = ["run_id", "trace_id", "depth"]
+    d = hops[key].assign(start=hops["start_s"], end=hops["start_s"] + hops["server_us"] / 1e6)
+    d = d.sort_values([*key, "start"], kind="stable")
+    g = d.groupby(key, sort=False)
+    # Sorted by start, a call overlaps an earlier one when it starts before
+    # the latest end so far, and a later one when it ends after the next start.
+    before = d.assign(latest=g["end"].cummax()).groupby(key, sort=False)["latest"].shift()
+    after = g["start"].shift(-1)
+    ov = (d["start"] < before - OVERLAP_S) | (d["end"] > after + OVERLAP_S)
+    return ov.reindex(hops.index)
+
+
+def top_hops(summary: pd.DataFrame, n: int = TOP_HOPS) -> pd.DataFrame:
+    """hop_summary with its n largest hops and the others summed into one
+    row per configuration, hop "other (k hops)", last and with `other` set.
+    A hop's size is its largest share of a configuration's bar, so that the
+    hops of a configuration whose hops are all short (a monolith beside a
+    split deployment) are named as well."""
+    summary = summary.assign(other=False)
+    took = summary["self_ms"] + summary["wire_ms"] + summary["proxy_ms"]
+    share = (took / took.groupby(summary[CONFIG]).transform("sum")).fillna(0.0)
+    size = share.groupby(summary["hop"]).max()
+    if len(size) <= n:
+        return summary
+    ranked = size.reset_index(name="size").sort_values(["size", "hop"], ascending=[False, True])
+    keep = set(ranked["hop"].head(n))
+    rest = summary[~summary["hop"].isin(keep)]
+    other = rest.assign(overlapping=rest["parallel"] * rest["calls"]).groupby(
+        CONFIG, sort=False).agg(depth=("depth", "min"), self_ms=("self_ms", "sum"),
+                                wire_ms=("wire_ms", "sum"), proxy_ms=("proxy_ms", "sum"),
+                                calls=("calls", "sum"), overlapping=("overlapping", "sum"),
+                                request_ms=("request_ms", "first")).reset_index()
+    other["parallel"] = other["overlapping"] / other["calls"]
+    other["hop"] = f"other ({len(size) - n} hops)"
+    other["other"] = True
+    return pd.concat([summary[summary["hop"].isin(keep)], other[summary.columns]],
+                     ignore_index=True)
