@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -146,13 +147,9 @@ func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, 
 		r := HopRow{
 			TraceID: s.TraceID, Component: s.Component, Method: s.Name,
 			StartS:   s.Start.Sub(t0).Seconds(),
-			ServerUS: us(s.Duration), SelfUS: us(s.Duration), Error: s.Error,
+			ServerUS: us(s.Duration), Error: s.Error,
 		}
-		for _, k := range kids {
-			if k.Kind == "client" && !k.Proxy {
-				r.SelfUS -= us(k.Duration)
-			}
-		}
+		r.SelfUS = us(s.Duration - callTime(s, kids))
 		caller := "client"
 		p, proxies := appParent(byTrace[s.TraceID], s)
 		for _, px := range proxies {
@@ -177,6 +174,52 @@ func AnalyzeTraces(spans []deploy.Span, sent int64, ratio float64) (TraceCheck, 
 		rows = append(rows, r)
 	}
 	return c, rows
+}
+
+// callTime is how much of server span s its calls (kids' client spans)
+// covered: calls made in parallel overlap, and are counted once, so that
+// the component's own time is what no call of it covered (synth's
+// mode = "parallel"; subtracting each call whole left it below zero).
+func callTime(s *deploy.Span, kids []*deploy.Span) time.Duration {
+	type span struct{ from, to time.Time }
+	var calls []span
+	end := s.Start.Add(s.Duration)
+	for _, k := range kids {
+		if k.Kind != "client" || k.Proxy {
+			continue
+		}
+		from, to := k.Start, k.Start.Add(k.Duration)
+		// Clocks of one host; clipped to the server span all the same.
+		if from.Before(s.Start) {
+			from = s.Start
+		}
+		if to.After(end) {
+			to = end
+		}
+		if to.After(from) {
+			calls = append(calls, span{from, to})
+		}
+	}
+	slices.SortFunc(calls, func(a, b span) int { return a.from.Compare(b.from) })
+	var covered time.Duration
+	var cur span
+	for i, c := range calls {
+		switch {
+		case i == 0:
+			cur = c
+		case !c.from.After(cur.to):
+			if c.to.After(cur.to) {
+				cur.to = c.to
+			}
+		default:
+			covered += cur.to.Sub(cur.from)
+			cur = c
+		}
+	}
+	if len(calls) > 0 {
+		covered += cur.to.Sub(cur.from)
+	}
+	return covered
 }
 
 // depth counts the hosts' server spans above s.

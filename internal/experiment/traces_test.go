@@ -188,3 +188,31 @@ func TestHopStats(t *testing.T) {
 		}
 	}
 }
+
+// TestAnalyzeTracesParallelCalls: a gateway serving 1000 µs calls a (100 to
+// 500 µs) and b (300 to 700 µs) at once, then c (800 to 900 µs): its own
+// time is what no call covered, 1000 - 600 - 100 = 300 µs, where
+// subtracting each call whole said 100.
+func TestAnalyzeTracesParallelCalls(t *testing.T) {
+	t0 := time.Unix(1700000000, 0)
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	spans := []deploy.Span{
+		{TraceID: "t", SpanID: "g", Kind: "server", Component: "gateway", Name: "m", Start: t0, Duration: us(1000)},
+		{TraceID: "t", SpanID: "ca", ParentID: "g", Kind: "client", Peer: "a", Name: "m", Start: t0.Add(us(100)), Duration: us(400)},
+		{TraceID: "t", SpanID: "sa", ParentID: "ca", Kind: "server", Component: "a", Name: "m", Start: t0.Add(us(120)), Duration: us(350)},
+		{TraceID: "t", SpanID: "cb", ParentID: "g", Kind: "client", Peer: "b", Name: "m", Start: t0.Add(us(300)), Duration: us(400)},
+		{TraceID: "t", SpanID: "sb", ParentID: "cb", Kind: "server", Component: "b", Name: "m", Start: t0.Add(us(320)), Duration: us(350)},
+		{TraceID: "t", SpanID: "cc", ParentID: "g", Kind: "client", Peer: "c", Name: "m", Start: t0.Add(us(800)), Duration: us(100)},
+		{TraceID: "t", SpanID: "sc", ParentID: "cc", Kind: "server", Component: "c", Name: "m", Start: t0.Add(us(810)), Duration: us(80)},
+	}
+	_, rows := AnalyzeTraces(spans, 1, 1)
+	want := map[string]float64{"client→gateway": 300, "gateway→a": 350, "gateway→b": 350, "gateway→c": 80}
+	if len(rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(rows), len(want))
+	}
+	for _, r := range rows {
+		if w, ok := want[r.Hop]; !ok || r.SelfUS != w {
+			t.Errorf("%s: self_us %v, want %v", r.Hop, r.SelfUS, w)
+		}
+	}
+}

@@ -709,9 +709,8 @@ def hop_caption(hops: pd.DataFrame) -> str:
         out += (f" {len(parallel)} hop(s) marked (parallel) ran at the same time as another "
                 "call of the same request at their depth (a synth service's "
                 "mode = \"parallel\", or calls below such calls): their times overlap, so "
-                "a bar can be longer than the request, and the own work of the component "
-                "that made the calls (its server span less its calls) is understated, "
-                "never below zero.")
+                "a bar can be longer than the request (the component that made the calls "
+                "has as its own work what none of its calls covered).")
     other = shown[shown["other"]] if "other" in shown else shown.iloc[:0]
     if not other.empty:
         out += (f" The {len(shown) - len(other)} hops with the largest share of some "
