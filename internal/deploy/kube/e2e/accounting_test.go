@@ -43,6 +43,10 @@ func byProcess(rows []experiment.ResourceRow) map[string][]experiment.ResourceRo
 	return out
 }
 
+// The package's longest test (its samples wait on metrics-server's 10 s
+// scrapes) is in the file go test reads first, so that it starts first of
+// the parallel tests, beside the others rather than after them.
+
 // TestPodResourceSamples: with the metrics API, the experiment's resource
 // sampler, fed by the kube deployment, gets rows for every host pod (one
 // process per pod), with a cumulative cpu_s that grows at the rate kwok
