@@ -220,19 +220,19 @@ lint: venv
 ## builds run three at a time. Then the synth CPU test, alone. Then the Go tests that measure time
 ## closely run, with the Python and Kubernetes tests beside them at the
 ## lowest CPU priority (they measure no time, and take only the CPU the
-## others leave). Then the other Go tests: the CLI's (the replication
-## smoke runs a process apart) beside the rest and the fuzz targets.
+## others leave). Then the other Go tests: the CLI's beside the rest and
+## the fuzz targets.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory test-timed-alone
 	@$(MAKE) --no-print-directory -j3 --output-sync=line test-timed test-py test-kube BG_NICE=19
-	@$(MAKE) --no-print-directory -j3 --output-sync=line test-cli test-cli-smoke test-rest-fuzz
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest-fuzz
 
 test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server
 
-## test-go: every Go test (test-timed-alone, test-timed, test-kube, test-cli, test-cli-smoke, test-rest, test-fuzz)
-test-go: test-timed-alone test-timed test-kube test-cli test-cli-smoke test-rest test-fuzz
+## test-go: every Go test (test-timed-alone, test-timed, test-kube, test-cli, test-rest, test-fuzz)
+test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
 
 # Tests that measure time or CPU share closely run alone, one package at a
 # time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
@@ -242,18 +242,12 @@ test-go: test-timed-alone test-timed test-kube test-cli test-cli-smoke test-rest
 # windows timed to a few hundred ms, per-second error shares, and several
 # generators' summed rate within 1%, a stall's length named within half a
 # second (TIMED_CLI). The other CLI tests mostly wait on runs and run four
-# at once (t.Parallel; six at once took no less time), beside the
-# replication smoke runs (CLI_SMOKE), the other packages, two at a time,
-# and the fuzz targets.
+# at once (t.Parallel; six at once took no less time), beside the other
+# packages, two at a time, and the fuzz targets.
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
 TIMED_ALONE := ./apps/synth/...
 TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun|TestRunNamesAStall)$$
-# The replication specs' smoke runs (every study's spec, a few short runs
-# each: 100-160 s) are a process of their own beside the other CLI tests:
-# as one of them they started only when a slot of -parallel freed, and
-# ended the step a minute after the rest.
-CLI_SMOKE := ^TestReplicationSpecsSmoke$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
@@ -276,9 +270,7 @@ test-timed-quiet: test-timed-load
 test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS)
-	$(GO_TEST) -skip '$(TIMED_CLI)|$(CLI_SMOKE)' -parallel 4 ./cmd/svclab
-test-cli-smoke: $(GO_DEPS)
-	$(GO_TEST) -run '$(CLI_SMOKE)' -parallel 4 ./cmd/svclab
+	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
 # The control plane (make kube-tools) and metrics-server (make
 # kube-metrics-server) are built once per machine by test-setup, into the
 # cache beside Jaeger (docs/KUBERNETES.md).

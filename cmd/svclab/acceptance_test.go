@@ -98,6 +98,10 @@ func analysisVenv() string {
 	return ""
 }
 
+// The replication specs' smoke runs are the package's longest test (its
+// four specs 30-100 s each): this file, read first, starts them before
+// the other parallel tests, not when a slot frees after them.
+
 // TestReplicationSpecsSmoke runs a short variant of each replication spec
 // in experiments/ through the whole pipeline (plan, deploy, load, store,
 // report), checks that every run committed ok and that the report names
