@@ -23,18 +23,26 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/svclab/svclab/apps/synth"
+	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/hostentry"
 	"github.com/svclab/svclab/internal/deploy/local"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
+	"github.com/svclab/svclab/internal/tempdir"
 	synthpb "github.com/svclab/svclab/proto/synth"
 )
 
-// TestMain lets the deployer re-execute this test binary as a host.
+// TestMain lets the deployer re-execute this test binary as a host, and
+// at the end removes the process's temp root and cgroup parent, as
+// svclab's commands do (every run of the package left
+// /tmp/svclab-<pid>-*).
 func TestMain(m *testing.M) {
 	hostentry.RunIfChild()
-	os.Exit(m.Run())
+	code := m.Run()
+	_ = tempdir.RemoveOwn()
+	_ = cgroup.RemoveOwn()
+	os.Exit(code)
 }
 
 func up(t *testing.T, ctx context.Context, src string) deploy.Deployment {

@@ -10,14 +10,18 @@ import (
 
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/load"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // TestMain lets this test binary be the sentinel a step starts: run as
 // `capacity.test hostclock --sentinel ...` it is `svclab hostclock
-// --sentinel`, the same hostclock.SentinelMain.
+// --sentinel`, the same hostclock.SentinelMain. At the end it removes the
+// process's temp root, as svclab's commands do (it was left behind).
 func TestMain(m *testing.M) {
 	hostclock.MainIfAsked()
-	os.Exit(m.Run())
+	code := m.Run()
+	_ = tempdir.RemoveOwn()
+	os.Exit(code)
 }
 
 // A capacity step runs the timer loop beside its window, at the step's

@@ -14,7 +14,17 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+
+	"github.com/svclab/svclab/internal/tempdir"
 )
+
+// TestMain removes the process's temp root at the end, as svclab's
+// commands do (the ingress's directories live in it; it was left behind).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	_ = tempdir.RemoveOwn()
+	os.Exit(code)
+}
 
 func TestProxyAndStop(t *testing.T) {
 	if _, err := Find(); err != nil {
