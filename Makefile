@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-rest-fuzz test-fuzz test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-rest-fuzz test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -217,33 +217,38 @@ lint: venv
 
 ## test: every test, Go, Java and Python (the conformance suite runs in test-go).
 ## First the Debian packages the tests need (scripts/system-deps.sh). The
-## builds run three at a time. Then the synth CPU test, alone. Then the Go tests that measure time
-## closely run, with the Python and Kubernetes tests beside them at the
-## lowest CPU priority (they measure no time, and take only the CPU the
-## others leave). Then the other Go tests: the CLI's beside the rest and
-## the fuzz targets.
+## builds run three at a time. Then the synth CPU test beside the capacity
+## search (each leaves the other a core). Then the Go tests that measure
+## time closely, one package at a time, with everything else beside them at
+## the lowest CPU priority: the Python tests first, and once the timed
+## packages are done, the Kubernetes tests, the CLI's tests and the other
+## packages (then the fuzz targets), which take only the CPU the timed CLI
+## tests leave and share it once those end.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
-	@$(MAKE) --no-print-directory test-timed-alone
-	@$(MAKE) --no-print-directory -j3 --output-sync=line test-timed test-py test-kube BG_NICE=19
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-cli test-rest-fuzz
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-alone test-timed-capacity
+	@$(MAKE) --no-print-directory -j5 --output-sync=line test-timed test-py test-kube test-cli test-rest-fuzz BG_NICE=19 BG_AFTER=test-timed-quiet
 
-test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server
+# The test binaries of the timed steps are compiled with the builds, so
+# that their compiles (a core for 10-20 s) do not run beside the synth CPU
+# test they start beside.
+test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server test-compile
+test-compile: $(GO_DEPS)
+	$(GO) test -count=1 -run '^$$' ./apps/synth ./cmd/svclab
 
 ## test-go: every Go test (test-timed-alone, test-timed, test-kube, test-cli, test-rest, test-fuzz)
-test-go: test-timed-alone test-timed test-kube test-cli test-rest test-fuzz
+test-go: test-timed-alone test-timed test-timed-capacity test-kube test-cli test-rest test-fuzz
 
-# Tests that measure time or CPU share closely run alone, one package at a
-# time: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
+# Tests that measure time or CPU share closely run apart from the CPU-heavy
+# ones: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
 # 0.05 core, emulated link latency and jitter (TIMED_PKGS), a synth
-# service's CPU per request against its work (TIMED_ALONE), and in
-# cmd/svclab a capacity found within 15%, the window's host timer, fault
-# windows timed to a few hundred ms, per-second error shares, and several
-# generators' summed rate within 1%, a stall's length named within half a
-# second (TIMED_CLI). The other CLI tests mostly wait on runs and run four
-# at once (t.Parallel; six at once took no less time), beside the other
-# packages, two at a time, and the fuzz targets.
+# service's CPU per request against its work (TIMED_ALONE), a capacity
+# found within 15% (TIMED_CAPACITY), and in cmd/svclab the window's host
+# timer, fault windows timed to a few hundred ms, per-second error shares,
+# several generators' summed rate within 1%, a stall's length named within
+# half a second (TIMED_CLI). The other CLI tests mostly wait on runs and
+# run four at once (t.Parallel; six at once took no less time).
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
 TIMED_ALONE := ./apps/synth/...
@@ -252,38 +257,43 @@ TIMED_CAPACITY := ^TestCapacityFindsKnownCapacity$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
-# A synth service's CPU a request runs with nothing beside it: it is
-# checked within 10% of its configured work plus the transport's cost,
-# and the Go runtime's monitor thread adds 2-8% to the test's works here
-# (more with the real node's pods and the Python tests beside it;
-# docs/PERFORMANCE.md, "Synth work and the process's CPU").
+# BG_NICE is the CPU priority of the tests make test runs beside the timed
+# ones (nice 19: they take what the timed tests leave); BG_AFTER is the
+# step they wait for (the timed packages, in make test; nothing alone).
+BG_NICE ?= 0
+BG_AFTER ?=
+BG_TEST := $(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m
+# A synth service's CPU a request: it is checked within 10% of its
+# configured work plus the transport's cost, and the Go runtime's monitor
+# thread adds 2-8% to the test's works here (more with the real node's
+# pods and the Python tests beside it; docs/PERFORMANCE.md, "Synth work
+# and the process's CPU"). The capacity search beside it takes about 2% of
+# the machine: its service sleeps 250 ms a request.
 test-timed-alone: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_ALONE)
+test-timed-capacity: $(GO_DEPS)
+	$(GO_TEST) -run '$(TIMED_CAPACITY)' ./cmd/svclab
 # The load generator's accuracy tests and the timed packages come next,
 # with only the Python tests beside them: the Kubernetes tests' control
 # plane, even at nice 19, once moved TestAccuracy's p50 by 0.5 ms, and
 # beside the netns tests the real node's start once stalled an unshaped
-# 400 KB transfer for 120 ms (TestBandwidth).
+# 400 KB transfer for 120 ms (TestBandwidth). Beside their start (the
+# control plane, the real node's pods) the capacity search found 29-62 of
+# the known 80/s in three of six make tests on 2026-11-29, so it runs
+# before them.
 test-timed-load: $(GO_DEPS)
 	$(GO_TEST) -p 1 $(TIMED_LOAD)
 test-timed-quiet: test-timed-load
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
-# The capacity search runs before the Kubernetes tests start: beside
-# their start (the control plane, the real node's pods) it found 29-62
-# of the known 80/s in three of six make tests on 2026-11-29, whatever
-# their parallelism and cgroup weights.
-test-timed-capacity: test-timed-quiet
-	$(GO_TEST) -run '$(TIMED_CAPACITY)' ./cmd/svclab
-test-timed: test-timed-capacity
+test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -skip '$(TIMED_CAPACITY)' -parallel 1 ./cmd/svclab
-test-cli: $(GO_DEPS)
-	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
+test-cli: $(GO_DEPS) $(BG_AFTER)
+	$(BG_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
 # The control plane (make kube-tools) and metrics-server (make
 # kube-metrics-server) are built once per machine by test-setup, into the
 # cache beside Jaeger (docs/KUBERNETES.md).
 # The longest packages first, so that two at a time end together.
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
-BG_NICE ?= 0
 # The real node's tests (internal/deploy/kube/e2e/realnode: a kubelet on
 # containerd, pods that run) are among them, as root where Debian's
 # containerd is installed (system-deps' test group), and skip saying why
@@ -292,26 +302,22 @@ BG_NICE ?= 0
 # here), an HPA on the kubelet's metrics (metrics-server) and the
 # kubelet's cgroups, at once, then the node's stop and a killed
 # harness's sweep; about 95 s (docs/KUBERNETES.md, "The real node's tests").
-# They run at go test's default parallelism (two at once): with eight at
-# once the end-to-end package took 140 s instead of 220 s, but the start
-# of that many beside the Python tests twice cut the timed capacity
-# test's finding to 62 and 29 of 80/s, in make test and by hand, though
-# each half of it beside pytest did not.
-test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) test-timed-capacity
-	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m -p 3 ./internal/deploy/kube/...
-test-rest: $(GO_DEPS)
-	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
+# Their tests mostly wait on the control plane and metrics-server's
+# scrapes, four at once.
+test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(BG_AFTER)
+	$(BG_TEST) -p 3 -parallel 4 ./internal/deploy/kube/...
+test-rest: $(GO_DEPS) $(BG_AFTER)
+	$(BG_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
 # Budgets in executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can report its own deadline as a failure when a worker is
 # mid-call as it expires (go.dev/issue/75804, fixed in Go 1.27); a count
 # has no deadline to race. About 5 s each on the reference machine.
 test-fuzz: build
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
-	$(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
-# The fuzz targets follow the other packages in the same job: after the
-# CLI's tests, which end first, they ran beside the other packages' last
-# tests, and two of those failed on the contention (a probe's dial timed
-# out, a sampler's row was late).
+	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
+	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
+# The fuzz targets follow the other packages in the same job: beside
+# their last tests they took the CPU that a probe's dial and a sampler's
+# row needed in time (two failures).
 test-rest-fuzz: test-rest
 	@$(MAKE) --no-print-directory test-fuzz
 
