@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-rest-fuzz test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -219,16 +219,17 @@ lint: venv
 ## First the Debian packages the tests need (scripts/system-deps.sh). The
 ## builds run three at a time. Then the synth CPU test beside the capacity
 ## search (each leaves the other a core). Then the Go tests that measure
-## time closely, one package at a time, with everything else beside them at
-## the lowest CPU priority: the Python tests first, and once the timed
-## packages are done, the Kubernetes tests, the CLI's tests and the other
-## packages (then the fuzz targets), which take only the CPU the timed CLI
-## tests leave and share it once those end.
+## time closely, one package at a time, with the Python tests beside them
+## at nice 19, and the Kubernetes tests too (at nice 19) once the timed
+## packages are done. When the timed CLI tests end, the other packages
+## (and the fuzz targets, at nice 19) start beside the Kubernetes tests'
+## end, and the CLI's tests once those are done.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-alone test-timed-capacity
-	@$(MAKE) --no-print-directory -j5 --output-sync=line test-timed test-py test-kube test-cli test-rest-fuzz BG_NICE=19 BG_AFTER=test-timed-quiet
+	@$(MAKE) --no-print-directory -j5 --output-sync=line test-timed test-py test-kube test-rest test-fuzz test-cli \
+	  BG_NICE=19 KUBE_AFTER=test-timed-quiet REST_AFTER=test-timed CLI_AFTER="test-timed test-kube"
 
 # The test binaries of the timed steps are compiled with the builds, so
 # that their compiles (a core for 10-20 s) do not run beside the synth CPU
@@ -258,10 +259,14 @@ GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
 GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 # BG_NICE is the CPU priority of the tests make test runs beside the timed
-# ones (nice 19: they take what the timed tests leave); BG_AFTER is the
-# step they wait for (the timed packages, in make test; nothing alone).
+# ones (nice 19: they take what the timed tests leave): pytest, the
+# Kubernetes tests and the fuzz targets. KUBE_AFTER, REST_AFTER and
+# CLI_AFTER are the steps that test-kube, test-rest (and test-fuzz) and
+# test-cli wait for in make test; nothing when run alone.
 BG_NICE ?= 0
-BG_AFTER ?=
+KUBE_AFTER ?=
+REST_AFTER ?=
+CLI_AFTER ?=
 BG_TEST := $(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m
 # A synth service's CPU a request: it is checked within 10% of its
 # configured work plus the transport's cost, and the Go runtime's monitor
@@ -287,8 +292,8 @@ test-timed-quiet: test-timed-load
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
 test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -skip '$(TIMED_CAPACITY)' -parallel 1 ./cmd/svclab
-test-cli: $(GO_DEPS) $(BG_AFTER)
-	$(BG_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
+test-cli: $(GO_DEPS) $(CLI_AFTER)
+	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
 # The control plane (make kube-tools) and metrics-server (make
 # kube-metrics-server) are built once per machine by test-setup, into the
 # cache beside Jaeger (docs/KUBERNETES.md).
@@ -304,22 +309,20 @@ LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./ap
 # harness's sweep; about 95 s (docs/KUBERNETES.md, "The real node's tests").
 # Their tests mostly wait on the control plane and metrics-server's
 # scrapes, four at once.
-test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(BG_AFTER)
+test-kube: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KUBE_AFTER)
 	$(BG_TEST) -p 3 -parallel 4 ./internal/deploy/kube/...
-test-rest: $(GO_DEPS) $(BG_AFTER)
-	$(BG_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
+test-rest: $(GO_DEPS) $(REST_AFTER)
+	$(GO_TEST) -p 2 $(LONG_PKGS) $$($(GO) list ./... | grep -v -e /internal/load -e /internal/hostclock -e /internal/cgroup -e /internal/deploy/netns -e /apps/synth -e /internal/deploy/kube -e /cmd/svclab$$ $(patsubst ./%,-e /%$$,$(LONG_PKGS)))
 # Budgets in executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can report its own deadline as a failure when a worker is
 # mid-call as it expires (go.dev/issue/75804, fixed in Go 1.27); a count
 # has no deadline to race. About 5 s each on the reference machine.
-test-fuzz: build
-	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
-	$(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
-# The fuzz targets follow the other packages in the same job: beside
-# their last tests they took the CPU that a probe's dial and a sampler's
-# row needed in time (two failures).
-test-rest-fuzz: test-rest
-	@$(MAKE) --no-print-directory test-fuzz
+# At nice 19 beside the other packages in make test: at their priority,
+# beside their last tests, the fuzz targets took the CPU that a probe's
+# dial and a sampler's row needed in time (two failures).
+test-fuzz: build $(REST_AFTER)
+	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
+	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
 
 test-py: venv build
 	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(BG_NICE) $(VENV)/bin/pytest -q
