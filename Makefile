@@ -220,16 +220,16 @@ lint: venv
 ## builds run three at a time. Then the synth CPU test beside the capacity
 ## search (each leaves the other a core). Then the Go tests that measure
 ## time closely, one package at a time, with the Python tests beside them
-## at nice 19, and the Kubernetes tests too (at nice 19) once the timed
-## packages are done. When the timed CLI tests end, the other packages
-## (and the fuzz targets, at nice 19) start beside the Kubernetes tests'
-## end, and the CLI's tests once those are done.
+## at nice 19, and the Kubernetes tests and the fuzz targets too (at nice
+## 19) once the timed packages are done. When the timed CLI tests end, the
+## CLI's other tests and the other packages start, beside the Kubernetes
+## tests' end.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-alone test-timed-capacity
 	@$(MAKE) --no-print-directory -j5 --output-sync=line test-timed test-py test-kube test-rest test-fuzz test-cli \
-	  BG_NICE=19 KUBE_AFTER=test-timed-quiet REST_AFTER=test-timed CLI_AFTER="test-timed test-kube"
+	  BG_NICE=19 KUBE_AFTER=test-timed-quiet FUZZ_AFTER=test-timed-quiet REST_AFTER=test-timed CLI_AFTER=test-timed
 
 # The test binaries of the timed steps are compiled with the builds, so
 # that their compiles (a core for 10-20 s) do not run beside the synth CPU
@@ -260,11 +260,12 @@ GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 # BG_NICE is the CPU priority of the tests make test runs beside the timed
 # ones (nice 19: they take what the timed tests leave): pytest, the
-# Kubernetes tests and the fuzz targets. KUBE_AFTER, REST_AFTER and
-# CLI_AFTER are the steps that test-kube, test-rest (and test-fuzz) and
-# test-cli wait for in make test; nothing when run alone.
+# Kubernetes tests and the fuzz targets. KUBE_AFTER, FUZZ_AFTER,
+# REST_AFTER and CLI_AFTER are the steps that test-kube, test-fuzz,
+# test-rest and test-cli wait for in make test; nothing when run alone.
 BG_NICE ?= 0
 KUBE_AFTER ?=
+FUZZ_AFTER ?=
 REST_AFTER ?=
 CLI_AFTER ?=
 BG_TEST := $(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m
@@ -317,10 +318,11 @@ test-rest: $(GO_DEPS) $(REST_AFTER)
 # coordinator can report its own deadline as a failure when a worker is
 # mid-call as it expires (go.dev/issue/75804, fixed in Go 1.27); a count
 # has no deadline to race. About 5 s each on the reference machine.
-# At nice 19 beside the other packages in make test: at their priority,
-# beside their last tests, the fuzz targets took the CPU that a probe's
-# dial and a sampler's row needed in time (two failures).
-test-fuzz: build $(REST_AFTER)
+# In make test they run at nice 19 beside the timed CLI tests (pure CPU,
+# which those leave half unused), not beside the other packages' tests: at
+# their priority, beside their last tests, they took the CPU that a
+# probe's dial and a sampler's row needed in time (two failures).
+test-fuzz: build $(FUZZ_AFTER)
 	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
 	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
 
