@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: fuzz system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -320,14 +320,29 @@ test-rest: $(GO_DEPS) $(REST_AFTER)
 # Budgets in executions, not seconds: with a duration, Go 1.26's fuzz
 # coordinator can report its own deadline as a failure when a worker is
 # mid-call as it expires (go.dev/issue/75804, fixed in Go 1.27); a count
-# has no deadline to race. About 5 s each on the reference machine.
-# In make test they run at nice 19 beside the other packages' tests: at
-# their priority, beside those tests' end, they took the CPU that a
-# probe's dial and a sampler's row needed in time (two failures); beside
-# the timed CLI tests, two generators' summed rate fell 2.3% short.
+# has no deadline to race. About 5 s on the reference machine.
+# In make test it runs at nice 19 beside the other packages' tests: at
+# their priority, beside those tests' end, it took the CPU that a probe's
+# dial and a sampler's row needed in time (two failures); beside the
+# timed CLI tests, two generators' summed rate fell 2.3% short. Every
+# fuzz target's seeds and saved inputs (testdata/fuzz) run as tests in
+# make test; make fuzz mutates them all, longer.
 test-fuzz: build $(FUZZ_AFTER)
 	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime 40000x ./internal/load
-	$(BG_TEST) -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime 300x ./internal/cli
+
+## fuzz: every fuzz target, FUZZ_EXECS executions each (a few minutes); make
+## test runs their seeds and saved inputs, and mutates the [load] table's
+## (a fuzzing build compiles every package a target imports again, with
+## coverage counters: svclab load's command line imports 1,138, 150 s of a
+## cold make test)
+FUZZ_EXECS ?= 100000
+fuzz: build
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadTable$$' -fuzztime $(FUZZ_EXECS)x ./internal/load
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadFlags$$' -fuzztime $(FUZZ_EXECS)x ./internal/cli
+	$(GO) test -run '^$$' -fuzz '^FuzzSpec$$' -fuzztime $(FUZZ_EXECS)x ./internal/experiment
+	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshal$$' -fuzztime $(FUZZ_EXECS)x ./internal/runtime/transport/httptransport/pbjson
+	$(GO) test -run '^$$' -fuzz '^FuzzServerConn$$' -fuzztime $(FUZZ_EXECS)x ./internal/runtime/transport/protorpctransport
+	$(GO) test -run '^$$' -fuzz '^FuzzClientConn$$' -fuzztime $(FUZZ_EXECS)x ./internal/runtime/transport/protorpctransport
 
 test-py: venv build
 	cd analysis && SVCLAB_BIN=$(BIN)/svclab nice -n $(BG_NICE) $(VENV)/bin/pytest -q
