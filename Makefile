@@ -56,7 +56,7 @@ UPLOT_TGZ := $(CACHE)/uplot/uplot-$(UPLOT_VERSION).tgz
 LIVE_ASSETS := internal/live/assets
 UPLOT_FILES := $(LIVE_ASSETS)/uPlot.iife.min.js $(LIVE_ASSETS)/uPlot.min.css
 
-.PHONY: fuzz test-kube-kwok test-kube-node system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-alone test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
+.PHONY: fuzz test-kube-kwok test-kube-node system-deps kube-validate envoy uplot all build cluster cluster-stop test test-setup test-go test-timed-synth test-timed-load test-timed-quiet test-timed-capacity test-timed test-kube test-cli test-rest test-fuzz test-compile test-py test-pyimpl lint bench proto venv java pyimpl jaeger kube-tools kube-metrics-server quickstart replicate clean
 
 all: build
 
@@ -227,7 +227,7 @@ lint: venv
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
-	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-alone test-timed-capacity
+	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-synth test-timed-capacity
 	@$(MAKE) --no-print-directory -j7 --output-sync=line test-timed test-py test-kube-kwok test-kube-node test-rest test-fuzz test-cli \
 	  BG_NICE=19 KUBE_AFTER=test-timed-quiet FUZZ_AFTER=test-timed REST_AFTER="test-timed test-kube-node" CLI_AFTER="test-timed test-kube-node"
 
@@ -238,13 +238,13 @@ test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate k
 test-compile: $(GO_DEPS)
 	$(GO) test -count=1 -run '^$$' ./apps/synth ./cmd/svclab
 
-## test-go: every Go test (test-timed-alone, test-timed, test-kube, test-cli, test-rest, test-fuzz)
-test-go: test-timed-alone test-timed test-timed-capacity test-kube test-cli test-rest test-fuzz
+## test-go: every Go test (test-timed-synth, test-timed-capacity, test-timed, test-kube, test-cli, test-rest, test-fuzz)
+test-go: test-timed-synth test-timed test-timed-capacity test-kube test-cli test-rest test-fuzz
 
 # Tests that measure time or CPU share closely run apart from the CPU-heavy
 # ones: the load generator's accuracy, the host timer, a CFS quota's 0.50 ±
 # 0.05 core, emulated link latency and jitter (TIMED_PKGS), a synth
-# service's CPU per request against its work (TIMED_ALONE), a capacity
+# service's CPU per request against its work (TIMED_SYNTH), a capacity
 # found within 15% (TIMED_CAPACITY), and in cmd/svclab the window's host
 # timer, fault windows timed to a few hundred ms, per-second error shares,
 # several generators' summed rate within 1%, a stall's length named within
@@ -252,7 +252,7 @@ test-go: test-timed-alone test-timed test-timed-capacity test-kube test-cli test
 # run four at once (t.Parallel; six at once took no less time).
 TIMED_LOAD := ./internal/load/...
 TIMED_PKGS := ./internal/hostclock/... ./internal/cgroup/... ./internal/deploy/netns/...
-TIMED_ALONE := ./apps/synth/...
+TIMED_SYNTH := ./apps/synth/...
 TIMED_CLI := ^(TestCapacityFindsKnownCapacity|TestRunJudgedAgainstTheWindow|TestRunNetnsHopFaults|TestRunLinkCut|TestRunResetRetries|TestRunResilienceGroupTimeout|TestRunKill|TestRunGenerators|TestRunFaultAfterWarmupCalls|TestRunSidecarDiesMidRun|TestRunNamesAStall)$$
 TIMED_CAPACITY := ^TestCapacityFindsKnownCapacity$$
 GO_TEST_ENV := SVCLAB_BIN=$(BIN)/svclab SVCLAB_VENV=$(VENV)
@@ -275,8 +275,8 @@ BG_TEST := $(GO_TEST_ENV) nice -n $(BG_NICE) $(GO) test -count=1 -timeout 30m
 # pods and the Python tests beside it; docs/PERFORMANCE.md, "Synth work
 # and the process's CPU"). The capacity search beside it takes about 2% of
 # the machine: its service sleeps 250 ms a request.
-test-timed-alone: $(GO_DEPS)
-	$(GO_TEST) -p 1 $(TIMED_ALONE)
+test-timed-synth: $(GO_DEPS)
+	$(GO_TEST) -p 1 $(TIMED_SYNTH)
 test-timed-capacity: $(GO_DEPS)
 	$(GO_TEST) -run '$(TIMED_CAPACITY)' ./cmd/svclab
 # The load generator's accuracy tests and the timed packages come next,
