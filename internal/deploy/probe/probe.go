@@ -7,6 +7,7 @@ package probe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,8 +16,10 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
 )
 
 // Checks other than an HTTP path.
@@ -159,10 +162,11 @@ func (p Probe) Func() func(context.Context) error {
 // ctx's when none ran.
 func (p Probe) Wait(ctx context.Context) error {
 	check := p.Func()
-	// The last check that ctx's end did not cut says why: one cut says
+	// The last answer says why, not a check that time cut: one cut says
 	// only that time ran out (under load, a check begun just before the
 	// deadline ended in "context deadline exceeded" where every earlier
-	// one had been answered 500).
+	// one had been answered 500, and a starved check of a missing socket
+	// said "i/o timeout" where the next said "no such file").
 	var last error
 	for {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -171,7 +175,7 @@ func (p Probe) Wait(ctx context.Context) error {
 		if err == nil {
 			return nil
 		}
-		if ctx.Err() == nil || last == nil {
+		if last == nil || ctx.Err() == nil && (!timedOut(err) || timedOut(last)) {
 			last = err
 		}
 		select {
@@ -180,6 +184,13 @@ func (p Probe) Wait(ctx context.Context) error {
 		case <-time.After(PollEvery):
 		}
 	}
+}
+
+// timedOut says whether err says only that a check ran out of time.
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded ||
+		errors.As(err, &ne) && ne.Timeout()
 }
 
 // grpcHealth asks grpc.health.v1 at p's server whether service is

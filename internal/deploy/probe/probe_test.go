@@ -23,7 +23,7 @@ func TestProbe(t *testing.T) {
 		}
 		http.Error(w, "broken", http.StatusInternalServerError)
 	}))
-	defer web.Close()
+	t.Cleanup(web.Close)
 	h2c := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ProtoMajor != 2 {
 			http.Error(w, "HTTP/2 only", http.StatusHTTPVersionNotSupported)
@@ -32,7 +32,7 @@ func TestProbe(t *testing.T) {
 	h2c.Config.Protocols = new(http.Protocols)
 	h2c.Config.Protocols.SetUnencryptedHTTP2(true)
 	h2c.Start()
-	defer h2c.Close()
+	t.Cleanup(h2c.Close)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestProbe(t *testing.T) {
 	gs := grpc.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
 	go func() { _ = gs.Serve(lis) }()
-	defer gs.Stop()
+	t.Cleanup(gs.Stop)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -65,10 +65,11 @@ func TestProbe(t *testing.T) {
 		{"tcp refused", "connect to " + nobody, Probe{Addr: nobody, Check: TCP}, "refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			if got := tc.p.String(); got != tc.what {
 				t.Errorf("String() = %q, want %q", got, tc.what)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*PollEvery+time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor(tc.want))
 			defer cancel()
 			err := tc.p.Wait(ctx)
 			switch {
@@ -79,6 +80,15 @@ func TestProbe(t *testing.T) {
 			}
 		})
 	}
+}
+
+// waitFor is how long a case waits: one that fails waits to the end, so
+// it leaves room for checks after a first one starved on a busy machine.
+func waitFor(want string) time.Duration {
+	if want == "" {
+		return 2*PollEvery + time.Second
+	}
+	return 2*PollEvery + 2*time.Second
 }
 
 // TestProbeUnixAndDial: each check reaches a server on a unix socket, and
@@ -96,7 +106,7 @@ func TestProbeUnixAndDial(t *testing.T) {
 		}
 	})}
 	go func() { _ = srv.Serve(web) }()
-	defer srv.Close()
+	t.Cleanup(func() { _ = srv.Close() })
 	rpc, err := net.Listen("unix", filepath.Join(dir, "grpc.sock"))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +114,7 @@ func TestProbeUnixAndDial(t *testing.T) {
 	gs := grpc.NewServer()
 	healthpb.RegisterHealthServer(gs, health.NewServer())
 	go func() { _ = gs.Serve(rpc) }()
-	defer gs.Stop()
+	t.Cleanup(gs.Stop)
 	webPath, rpcPath := web.Addr().String(), rpc.Addr().String()
 	for _, tc := range []struct {
 		name string
@@ -118,6 +128,7 @@ func TestProbeUnixAndDial(t *testing.T) {
 		{"no socket", Probe{Network: "unix", Addr: filepath.Join(dir, "none.sock"), Check: TCP}, "no such file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			for _, own := range []bool{false, true} {
 				p, dials := tc.p, 0
 				if own {
@@ -129,7 +140,7 @@ func TestProbeUnixAndDial(t *testing.T) {
 						return d.DialContext(ctx, network, addr)
 					}
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*PollEvery+time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), waitFor(tc.want))
 				err := p.Wait(ctx)
 				cancel()
 				switch {
@@ -173,5 +184,36 @@ func TestWaitKeepsTheLastAnswer(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "answered 500") {
 		t.Errorf("Wait: %v, want the first check's answer (500), not the deadline's cut", err)
+	}
+}
+
+// TestWaitAnswerOverTimeout: a check that ran out of its own second
+// while Wait's time went on (a starved process, a hung server) does not
+// hide the answer a check before it got.
+func TestWaitAnswerOverTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "broken", http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	var dials atomic.Int32
+	p := Probe{Protocol: ProtoHTTP, Addr: srv.Listener.Addr().String(), Check: "/healthz",
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if dials.Add(1) > 1 {
+				<-ctx.Done() // the check's own second ends first
+				return nil, ctx.Err()
+			}
+			var d net.Dialer
+			return d.DialContext(ctx, network, addr)
+		}}
+	// Long enough that the second check ends by its own second, not by
+	// this deadline, and a third begins.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*PollEvery+1300*time.Millisecond)
+	defer cancel()
+	err := p.Wait(ctx)
+	if n := dials.Load(); n < 3 {
+		t.Fatalf("%d dials, want a third check begun after the second timed out", n)
+	}
+	if err == nil || !strings.Contains(err.Error(), "answered 500") {
+		t.Errorf("Wait: %v, want the first check's answer (500), not a timeout", err)
 	}
 }
