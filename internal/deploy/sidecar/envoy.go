@@ -128,6 +128,9 @@ func (envoy) Render(c Config) ([]byte, error) {
 			"address":           envoyAddr(loopback(l.Port)),
 			"traffic_direction": direction,
 			"filter_chains":     []obj{chain},
+			// Envoy sets SO_REUSEPORT by default: a second proxy given
+			// this port would share it and take half its calls, not fail.
+			"enable_reuse_port": false,
 		})
 		cl := obj{
 			"name":            cluster,

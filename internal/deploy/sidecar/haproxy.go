@@ -35,6 +35,9 @@ func (haproxy) Render(c Config) ([]byte, error) {
 	p("global")
 	p("  nbthread %d", max(1, c.Threads))
 	p("  maxconn 8192")
+	// HAProxy sets SO_REUSEPORT by default: a second proxy given a port
+	// this one holds would share it and take half its calls, not fail.
+	p("  noreuseport")
 	p("  log stderr format raw local0 warning")
 	if hasOutbound(c) {
 		sock, err := haproxySocket(c)

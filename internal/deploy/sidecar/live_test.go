@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/credentials/insecure"
 )
 
 // TestLiveUpdate runs each proxy kind, for real, with one outbound
@@ -166,4 +168,61 @@ func startProxyGroup(t *testing.T, k Kind, bin string, c Config) {
 			t.Logf("%s output:\n%s", c.Name, out.String())
 		}
 	})
+}
+
+// TestPortNotShared: a proxy whose port another proxy of its kind holds
+// fails to start. Envoy and HAProxy set SO_REUSEPORT by default, so two
+// of them bound one port and the kernel split connections between them:
+// two deployments in the test suite once drew the same port, and each got
+// the other's calls ("connection reset" on an mTLS handshake).
+func TestPortNotShared(t *testing.T) {
+	for _, name := range []string{"nginx", "haproxy", "envoy"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			k, err := Lookup(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin := binaryOrSkip(t, k)
+			port, err := freePort()
+			if err != nil {
+				t.Fatal(err)
+			}
+			up := startHealthServer(t)
+			config := func(n string) Config {
+				return Config{Name: n + "." + name, Protocol: TCP, Dir: t.TempDir(), Threads: 1, Listeners: []Listener{
+					{Name: "out_0_x", Port: port, Upstreams: []string{up}, Component: "x"},
+				}}
+			}
+			startProxyGroup(t, k, bin, config("first"))
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			for check(ctx, fmt.Sprintf("127.0.0.1:%d", port), insecure.NewCredentials()) != nil {
+				if ctx.Err() != nil {
+					t.Fatal("the first proxy did not serve within 20 s")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			second := config("second")
+			path, err := Write(k, second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.CommandContext(ctx, bin, k.Args(path, second)...)
+			cmd.Dir = second.Dir
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			var out strings.Builder
+			cmd.Stdout, cmd.Stderr = &out, &out
+			err = cmd.Run()
+			if ctx.Err() != nil {
+				t.Fatalf("a second %s on the port the first holds ran until the deadline: it shares the port\n%s", name, out.String())
+			}
+			if err == nil {
+				t.Errorf("a second %s on the port the first holds exited 0", name)
+			}
+			if !strings.Contains(strings.ToLower(out.String()), "address already in use") {
+				t.Errorf("a second %s on a held port said:\n%s\nwant \"address already in use\"", name, out.String())
+			}
+		})
+	}
 }
