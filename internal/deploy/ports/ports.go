@@ -11,7 +11,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // Ports for programs that bind their own listeners (proxies, Java and
@@ -37,6 +39,9 @@ func Listen() (net.Listener, error) {
 	var last error
 	for range pickAttempts {
 		p := pickLow + rand.IntN(high-pickLow)
+		if !recent.take(p, time.Now()) {
+			continue
+		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err == nil {
 			return l, nil
@@ -47,6 +52,38 @@ func Listen() (net.Listener, error) {
 		last = err
 	}
 	return nil, fmt.Errorf("no free port among %d tried below %d: %w", pickAttempts, high, last)
+}
+
+// recent holds the ports this process picked lately. Free releases its
+// ports before their program binds them, and a deployment beside it (the
+// test suite runs many in one process) could draw the same port in that
+// gap; with thousands of picks a run, one did.
+var recent = picks{at: map[int]time.Time{}}
+
+// reserve is how long a picked port is not picked again by this process:
+// longer than any program takes to bind the port it was given.
+const reserve = 5 * time.Minute
+
+type picks struct {
+	mu sync.Mutex
+	at map[int]time.Time
+}
+
+// take records port as picked at now, unless it was picked within
+// reserve; it forgets picks older than that.
+func (r *picks) take(port int, now time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.at[port]; ok && now.Sub(t) < reserve {
+		return false
+	}
+	for p, t := range r.at {
+		if now.Sub(t) >= reserve {
+			delete(r.at, p)
+		}
+	}
+	r.at[port] = now
+	return true
 }
 
 // ephemeralLow is the first port of net.ipv4.ip_local_port_range, or
