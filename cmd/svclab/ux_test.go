@@ -96,6 +96,38 @@ func TestBadInputExitsTwo(t *testing.T) {
 	}
 }
 
+// TestWrongCommandLineExitsTwo: a wrong argument count or an unknown
+// subcommand is bad input, at every level, as a wrong flag is; a group of
+// commands called alone shows its help and succeeds.
+func TestWrongCommandLineExitsTwo(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"bogus"}, 2, `unknown command "bogus" for "svclab"`},
+		{[]string{"rn"}, 2, "did you mean run or up?"},
+		{[]string{"synth", "bogus"}, 2, `unknown command "bogus" for "svclab synth"`},
+		{[]string{"synth", "shw"}, 2, "did you mean show?"},
+		{[]string{"synth", "show"}, 2, "svclab synth show: accepts 1 arg(s), received 0 (see 'svclab synth show --help')"},
+		{[]string{"synth", "import"}, 2, "svclab synth import: accepts 1 arg(s)"},
+		{[]string{"synth", "show", "a.toml", "b.toml"}, 2, "received 2"},
+		{[]string{"run"}, 2, "run takes 1 argument(s), got 0"},
+		{[]string{"synth"}, 0, "Available Commands:"},
+		{[]string{}, 0, "Available Commands:"},
+	} {
+		t.Run(strings.Join(append([]string{"svclab"}, tc.args...), " "), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			stdout, stderr, code := svclab(t, ctx, nil, tc.args...)
+			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
+
 // TestPlanCompactAndSeed: plan shows one line per design point, the
 // effective specs only with --effective, and when it drew the seed from
 // the clock says so with a command that repeats the order, which does.

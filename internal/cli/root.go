@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -71,6 +72,45 @@ func badInput(err error) bool {
 	return errors.As(err, &ue) || errors.As(err, &se)
 }
 
+// argsAreInput makes every wrong argument bad input, which exits
+// exitUsage as a wrong flag does: a command's own check of its arguments
+// (cobra's say nothing of --help), and an unknown subcommand of a command
+// that only groups others, which cobra answers with its help and status 0
+// below the root and with status 1 at it.
+func argsAreInput(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if err := check(cmd, args); err != nil {
+				var ue usageError
+				if errors.As(err, &ue) {
+					return err
+				}
+				return usageError{fmt.Errorf("%s: %w (see '%s --help')", cmd.CommandPath(), err, cmd.CommandPath())}
+			}
+			return nil
+		}
+	}
+	if c.HasSubCommands() && c.Run == nil && c.RunE == nil {
+		c.Args = cobra.ArbitraryArgs
+		c.RunE = func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return cmd.Help()
+			}
+			hint := ""
+			if cmd.SuggestionsMinimumDistance <= 0 {
+				cmd.SuggestionsMinimumDistance = 2 // cobra's own default
+			}
+			if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+				hint = fmt.Sprintf("; did you mean %s?", strings.Join(s, " or "))
+			}
+			return usageError{fmt.Errorf("unknown command %q for %q%s (see '%s --help')", args[0], cmd.CommandPath(), hint, cmd.CommandPath())}
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreInput(sub)
+	}
+}
+
 // Main runs the command line in os.Args. It returns when the command
 // succeeded, and otherwise exits with the status the root command's help
 // describes. The deployers re-execute the running binary as `svclab host`,
@@ -81,6 +121,7 @@ func Main() {
 	rootCmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())}
 	})
+	argsAreInput(rootCmd)
 	if err := rootCmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "svclab:", err)
 		if badInput(err) {
