@@ -119,6 +119,22 @@ paths = ["catalog cart", "cart"]`, 1))
 	if !reflect.DeepEqual(listed.ServicesInForce(), again.ServicesInForce()) || !reflect.DeepEqual(again.Paths, []string{"catalog cart", "cart"}) {
 		t.Errorf("listed services differ after a round trip:\n%s", listed.TOML())
 	}
+	// The first line says what a request makes: with paths, each path's
+	// calls, not the graph's draws.
+	for _, tc := range []struct {
+		c    *synth.Config
+		want string
+	}{
+		{fromSpec(t, issueSpec), "# 3 services; a request of gateway makes 1.3 calls on average.\n"},
+		{listed, "# 3 services; requests of gateway follow 2 paths, of 2, 1 calls (path1, path2, ...); one drawn from the graph would make 1.3 on average.\n"},
+		{fromSpec(t, strings.NewReplacer(`entry = "gateway"`, `entry = "gateway"
+paths = ["catalog cart(catalog)"]`, "[app.services.cart]\n", "[app.services.cart]\ncalls = [{ to = \"catalog\" }]\n").Replace(issueSpec)),
+			"follow 1 path, of 3 calls (path1);"},
+	} {
+		if first, _, _ := strings.Cut(string(tc.c.TOML()), "\n"); !strings.Contains(first+"\n", tc.want) {
+			t.Errorf("first line %q, want %q", first, tc.want)
+		}
+	}
 }
 
 func TestDot(t *testing.T) {

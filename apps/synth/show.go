@@ -9,6 +9,8 @@ import (
 	"gonum.org/v1/gonum/graph/encoding"
 	"gonum.org/v1/gonum/graph/encoding/dot"
 	"gonum.org/v1/gonum/graph/simple"
+
+	synthpb "github.com/svclab/svclab/proto/synth"
 )
 
 // TOML writes the services in force as an [app] table that svclab reads
@@ -16,7 +18,21 @@ import (
 // and edit. Call Validate first.
 func (c *Config) TOML() []byte {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# %d services; a request of %s makes %.4g calls on average.\n", len(c.services), c.EntryName, c.expectedCalls())
+	if len(c.plans) > 0 {
+		// The default requests follow the paths, not the graph's draws.
+		calls := make([]string, len(c.plans))
+		for i, p := range c.plans {
+			calls[i] = strconv.Itoa(planCalls(p))
+		}
+		paths, names := "1 path", "path1"
+		if len(c.plans) > 1 {
+			paths, names = fmt.Sprintf("%d paths", len(c.plans)), "path1, path2, ..."
+		}
+		fmt.Fprintf(&b, "# %d services; requests of %s follow %s, of %s calls (%s); one drawn from the graph would make %.4g on average.\n",
+			len(c.services), c.EntryName, paths, strings.Join(calls, ", "), names, c.expectedCalls())
+	} else {
+		fmt.Fprintf(&b, "# %d services; a request of %s makes %.4g calls on average.\n", len(c.services), c.EntryName, c.expectedCalls())
+	}
 	b.WriteString("[app]\nname = " + strconv.Quote(Name) + "\n")
 	b.WriteString("entry = " + strconv.Quote(c.EntryName) + "\n")
 	if c.Seed != 0 {
@@ -179,3 +195,12 @@ func (e *dotEdge) Attributes() []encoding.Attribute {
 
 // dotQuote makes a Graphviz string of s, keeping its \n line breaks.
 func dotQuote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// planCalls counts the calls a path makes, at every depth.
+func planCalls(p *synthpb.Plan) int {
+	n := 0
+	for _, st := range p.GetCalls() {
+		n += 1 + planCalls(st.GetPlan())
+	}
+	return n
+}
