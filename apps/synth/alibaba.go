@@ -161,8 +161,11 @@ func readRows(r io.Reader) ([]traceRow, *ImportReport, error) {
 	cr.FieldsPerRecord = -1
 	cr.ReuseRecord = true
 	header, err := cr.Read()
+	if errors.Is(err, io.EOF) {
+		return nil, nil, errors.New("no header line: the file is empty, or only comments")
+	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("header: %w", err)
+		return nil, nil, fmt.Errorf("header line: %w", err)
 	}
 	col := map[string]int{}
 	for name, aliases := range columnNames {
@@ -176,6 +179,14 @@ func readRows(r io.Reader) ([]traceRow, *ImportReport, error) {
 		}
 	}
 	width := len(header)
+	// field names a row's field as a person finds it: the header's name
+	// and its place among the fields, and where the line has it.
+	header = slices.Clone(header) // ReuseRecord: the next Read overwrites it
+	field := func(name string) string {
+		i := col[name]
+		_, c := cr.FieldPos(i)
+		return fmt.Sprintf("field %d %q (character %d)", i+1, header[i], c)
+	}
 	var rows []traceRow
 	bad := func(format string, args ...any) {
 		rep.BadRows++
@@ -192,7 +203,7 @@ func readRows(r io.Reader) ([]traceRow, *ImportReport, error) {
 		rep.Rows++
 		var pe *csv.ParseError
 		if errors.As(err, &pe) {
-			bad("line %d, column %d: %v", pe.Line, pe.Column, pe.Err)
+			bad("line %d, character %d: %v", pe.Line, pe.Column, pe.Err)
 			continue
 		}
 		if err != nil {
@@ -204,14 +215,12 @@ func readRows(r io.Reader) ([]traceRow, *ImportReport, error) {
 		}
 		row := traceRow{trace: rec[col["traceid"]], rpcid: rec[col["rpcid"]], um: rec[col["um"]], dm: rec[col["dm"]], line: line}
 		if !rpcidRE.MatchString(row.rpcid) {
-			_, c := cr.FieldPos(col["rpcid"])
-			bad("line %d, column %d (rpcid): %q is not a call path such as 0.1.2", line, c, row.rpcid)
+			bad("line %d, %s: %q is not a call path such as 0.1.2", line, field("rpcid"), row.rpcid)
 			continue
 		}
 		rt, err := strconv.ParseFloat(strings.TrimSpace(rec[col["rt"]]), 64)
 		if err != nil || math.IsNaN(rt) || math.IsInf(rt, 0) {
-			_, c := cr.FieldPos(col["rt"])
-			bad("line %d, column %d (rt): %q is not a number of milliseconds", line, c, rec[col["rt"]])
+			bad("line %d, %s: %q is not a number of milliseconds", line, field("rt"), rec[col["rt"]])
 			continue
 		}
 		row.rt = rt

@@ -66,11 +66,12 @@ func TestImportCleans(t *testing.T) {
 	if rep.BadRows != 3 {
 		t.Errorf("%d bad rows, want 3: %v", rep.BadRows, rep.BadRowErrors)
 	}
-	// The sample's last lines are the bad ones; columns are bytes from 1.
+	// The sample's last lines are the bad ones: a field by its place and
+	// the header's name, then where it starts on the line (bytes from 1).
 	for _, want := range []string{
-		`^line 2220, column 72 \(rt\): "fast" is not a number`,
+		`^line 2220, field 11 "rt" \(character 72\): "fast" is not a number`,
 		`^line 2221: 5 fields, the header has 11`,
-		`^line 2222, column 18 \(rpcid\): "0.x.1" is not a call path`,
+		`^line 2222, field 4 "rpc_id" \(character 18\): "0.x.1" is not a call path`,
 	} {
 		if !slices.ContainsFunc(rep.BadRowErrors, regexp.MustCompile(want).MatchString) {
 			t.Errorf("bad rows lack %s: %q", want, rep.BadRowErrors)
@@ -306,4 +307,22 @@ func edgesOfPath(entry, path string) map[string]int {
 	}
 	flush()
 	return out
+}
+
+// TestImportBadHeader: a file with no header, or a header without a column
+// the schemas have, is refused saying which.
+func TestImportBadHeader(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"empty", "", "no header line: the file is empty, or only comments"},
+		{"only comments", "# a note\n# another\n", "no header line"},
+		{"no rt", "traceid,rpc_id,um,dm\nT,0.1,a,b\n", `lacks column rt`},
+		{"unterminated quote", "traceid,\"rpc_id,um,dm,rt\n", "header line: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := synth.ImportAlibaba(strings.NewReader(tc.src), synth.ImportOptions{CPUShare: 0.5})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("ImportAlibaba: %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
 }
