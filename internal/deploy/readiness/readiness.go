@@ -64,10 +64,12 @@ func (e *NotReadyError) Unwrap() error { return e.Err }
 func (e *NotReadyError) StderrTails() map[string]string { return e.Tails }
 
 // Wait runs the checks of every process in procs until all pass, a
-// process exits (its Exit error, returned as it is), or ctx ends. Any
-// other failure is a *NotReadyError with tails(), the deployment's
-// processes' output.
+// process exits (its Exit error, returned as it is), or ctx ends. When
+// ctx is canceled (not past its deadline) the error says so, with ctx's
+// cause. Any other failure is a *NotReadyError with tails(), the
+// deployment's processes' output.
 func Wait(ctx context.Context, procs []Process, tails func() map[string]string) error {
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -111,6 +113,15 @@ func Wait(ctx context.Context, procs []Process, tails func() map[string]string) 
 	var ee *deploy.ExitError
 	if errors.As(err, &ee) {
 		return err
+	}
+	if parent.Err() != nil && !errors.Is(parent.Err(), context.DeadlineExceeded) {
+		// The caller stopped the start (a user's Ctrl-C): nothing went
+		// wrong with the processes, so their output is not shown as if
+		// something had.
+		mu.Lock()
+		left := len(pending)
+		mu.Unlock()
+		return fmt.Errorf("start stopped with %d of its checks not yet passed: %w", left, context.Cause(parent))
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		// The caller's deadline ended every check at once; name the

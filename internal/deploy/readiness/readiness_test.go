@@ -85,6 +85,27 @@ func TestWait(t *testing.T) {
 	}
 }
 
+// TestWaitStopped: a start the caller stops (a user's Ctrl-C) says so,
+// with the cause, and shows no process's output as a failure would.
+func TestWaitStopped(t *testing.T) {
+	running := make(chan struct{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	interrupted := errors.New("interrupt signal received")
+	time.AfterFunc(50*time.Millisecond, func() { cancel(interrupted) })
+	var tails atomic.Int32
+	err := Wait(ctx, []Process{
+		{Name: "a", Done: running, Checks: []Check{{"x", pass}, {"y", block}}},
+		{Name: "b", Done: running, Checks: []Check{{"z", block}}},
+	}, func() map[string]string { tails.Add(1); return map[string]string{"a": "out"} })
+	var nr *NotReadyError
+	if !errors.Is(err, interrupted) || errors.As(err, &nr) || tails.Load() != 0 {
+		t.Fatalf("Wait = %v (tails read %d times), want the interrupt without tails", err, tails.Load())
+	}
+	if want := "start stopped with 2 of its checks not yet passed: interrupt signal received"; err.Error() != want {
+		t.Errorf("Wait = %q, want %q", err, want)
+	}
+}
+
 // TestLine: the check passes once the tail holds the line, and says what
 // it waited for when its context ends first.
 func TestLine(t *testing.T) {
