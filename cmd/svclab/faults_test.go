@@ -69,9 +69,12 @@ func (r faultRun) errorShare(from, to int64) float64 {
 	return float64(e) / float64(n)
 }
 
-// TestRunLinkCut cuts the hop into hop2 for four seconds of a ten-second
+// TestRunLinkCut cuts the hop into hop2 for four seconds of a twelve-second
 // measurement: the series shows errors in the window and none before it
-// or, a second after it, after it; run.json records the window. Calls
+// or in the last two seconds; run.json records the window. (A second after
+// the cut calls have recovered when the machine is quiet; in one make test
+// of 2026-11-29, beside the real node's start, the run without a breaker
+// took until 3 s after it, so the check leaves those seconds out.) Calls
 // into the partition hang until their 1 s timeout, unless the circuit
 // breaker has opened: then they fail fast. (The series counts a request
 // in the second it ends, so a timed-out call counts a second late.)
@@ -93,7 +96,7 @@ open = "500ms"
 [load]
 rate = 100
 warmup = "500ms"
-duration = "10s"
+duration = "12s"
 [experiment]
 name = "f"
 order = "sequential"
@@ -122,8 +125,8 @@ seed = 1
 		if e := r.errorShare(int64(f.FromS)+1, int64(f.ToS)); e < 0.9 {
 			t.Errorf("breaker failures=%s: %.1f%% errors inside the cut, want nearly all", level, 100*e)
 		}
-		if e := r.errorShare(int64(f.ToS)+2, 10); e > 0.01 {
-			t.Errorf("breaker failures=%s: %.1f%% errors after the cut: no recovery", level, 100*e)
+		if e := r.errorShare(10, 12); e > 0.01 {
+			t.Errorf("breaker failures=%s: %.1f%% errors in the last two seconds, 4 s after the cut: no recovery", level, 100*e)
 		}
 	}
 	// Well inside the cut, the median call waits out its timeout without
