@@ -155,3 +155,44 @@ func TestDot(t *testing.T) {
 		}
 	}
 }
+
+// TestNotices: services that no request reaches are named (runtime.Noter),
+// through calls that can happen, or with app.paths through the paths.
+func TestNotices(t *testing.T) {
+	const services = `
+[app.services.gw]
+calls = [{ to = "a" }, { to = "b", probability = 0 }]
+[app.services.a]
+calls = [{ to = "d", count = 0 }]
+[app.services.b]
+calls = [{ to = "c" }]
+[app.services.c]
+[app.services.d]
+`
+	for _, tc := range []struct{ name, head, want string }{
+		{"calls", `entry = "gw"`, "app.services: no call from the entry gw reaches b, c, d: they start and serve nothing"},
+		{"paths", "entry = \"gw\"\npaths = [\"b(c)\"]", "app.paths: no path calls a, d: they start and serve nothing"},
+		{"all reached", "entry = \"gw\"\npaths = [\"a(d) b(c)\"]", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := fromSpec(t, "[app]\nname = \"synth\"\n"+tc.head+"\n"+services)
+			got := strings.Join(runtime.Notices(c), "\n")
+			if got != tc.want {
+				t.Errorf("Notices = %q, want %q", got, tc.want)
+			}
+		})
+	}
+	// A generated graph reaches every service from s0.
+	if n := runtime.Notices(fromSpec(t, fmt.Sprintf(graphSpec, 30, 2, 3))); len(n) != 0 {
+		t.Errorf("a generated graph's notices: %q", n)
+	}
+	// Many are named up to a bound.
+	var b strings.Builder
+	b.WriteString("[app]\nname = \"synth\"\nentry = \"gw\"\n[app.services.gw]\n")
+	for i := range 12 {
+		fmt.Fprintf(&b, "[app.services.x%02d]\n", i)
+	}
+	if got := runtime.Notices(fromSpec(t, b.String())); len(got) != 1 || !strings.HasSuffix(got[0], "x00, x01, x02, x03, x04, x05, x06, x07 and 4 more: they start and serve nothing") {
+		t.Errorf("Notices of 12 idle services = %q", got)
+	}
+}

@@ -50,7 +50,7 @@ and probability. See docs/APPS.md, "synth".`,
   svclab synth show experiments/synth-graph.toml --format dot | dot -Tsvg > graph.svg`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return synthShow(args[0], sets, format, cmd.OutOrStdout())
+			return synthShow(args[0], sets, format, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	addSetFlag(c, &sets)
@@ -58,7 +58,7 @@ and probability. See docs/APPS.md, "synth".`,
 	return c
 }
 
-func synthShow(path string, sets []string, format string, w io.Writer) error {
+func synthShow(path string, sets []string, format string, w, notes io.Writer) error {
 	if format != synthTOML && format != synthDot {
 		return usageError{fmt.Errorf("--format %q: must be %q or %q", format, synthTOML, synthDot)}
 	}
@@ -69,6 +69,9 @@ func synthShow(path string, sets []string, format string, w io.Writer) error {
 	c, err := synthConfig(s)
 	if err != nil {
 		return err
+	}
+	for _, n := range c.Notices() {
+		fmt.Fprintf(notes, "notice: %s\n", n)
 	}
 	out := c.TOML()
 	if format == synthDot {

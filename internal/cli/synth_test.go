@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,7 @@ response = "uniform(100B, 2KiB)"
 		t.Fatal(err)
 	}
 	var first strings.Builder
-	if err := synthShow(gen, nil, synthTOML, &first); err != nil {
+	if err := synthShow(gen, nil, synthTOML, &first, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	frozen := filepath.Join(dir, "frozen.toml")
@@ -37,7 +38,7 @@ response = "uniform(100B, 2KiB)"
 		t.Fatal(err)
 	}
 	var second strings.Builder
-	if err := synthShow(frozen, nil, synthTOML, &second); err != nil {
+	if err := synthShow(frozen, nil, synthTOML, &second, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if first.String() != second.String() {
@@ -47,13 +48,13 @@ response = "uniform(100B, 2KiB)"
 		t.Errorf("no s11 in:\n%s", first.String())
 	}
 	var dot strings.Builder
-	if err := synthShow(gen, []string{"app.graph.services=3"}, synthDot, &dot); err != nil {
+	if err := synthShow(gen, []string{"app.graph.services=3"}, synthDot, &dot, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(dot.String(), "strict digraph synth {") || !strings.Contains(dot.String(), "s0 -> s1") || strings.Contains(dot.String(), "s3") {
 		t.Errorf("dot of 3 services:\n%s", dot.String())
 	}
-	err := synthShow(gen, []string{"app.graph.m=20"}, synthTOML, &dot)
+	err := synthShow(gen, []string{"app.graph.m=20"}, synthTOML, &dot, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "app.graph.m: must be at least 1 and below services (12), got 20") {
 		t.Errorf("m above services: %v", err)
 	}
@@ -72,7 +73,7 @@ func TestSynthImport(t *testing.T) {
 			t.Errorf("spec lacks %q:\n%s", want, out.String())
 		}
 	}
-	if !strings.Contains(report.String(), "does not parse: line 2220, column 72 (rt)") {
+	if !strings.Contains(report.String(), `does not parse: line 2220, field 11 "rt" (character 72)`) {
 		t.Errorf("report: %s", report.String())
 	}
 	path := filepath.Join(t.TempDir(), "imported.toml")
@@ -80,7 +81,7 @@ func TestSynthImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again strings.Builder
-	if err := synthShow(path, nil, synthTOML, &again); err != nil {
+	if err := synthShow(path, nil, synthTOML, &again, io.Discard); err != nil {
 		t.Fatalf("the imported spec does not read back: %v", err)
 	}
 	err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", synth.ImportOptions{Entry: "MS_404"}, "2KiB", &out, &report)

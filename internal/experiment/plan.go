@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -349,8 +350,9 @@ func addSat(a, b time.Duration) time.Duration {
 	return a + b
 }
 
-// Inert lists what spec.Inert says of each design point, once per saying,
-// with the points (1-based, as `svclab plan` numbers them) it holds for.
+// Inert lists what spec.Inert and the app's notices (runtime.Notices) say
+// of each design point, once per saying, with the points (1-based, as
+// `svclab plan` numbers them) it holds for.
 func (p *Plan) Inert() []string {
 	planned := make(map[int]Run, len(p.Design.Points))
 	for _, r := range p.Runs {
@@ -365,7 +367,12 @@ func (p *Plan) Inert() []string {
 		if !ok {
 			continue
 		}
-		for _, note := range p.SpecOf(r).Inert() {
+		s := p.SpecOf(r)
+		notes := s.Inert()
+		if cfg, err := runtime.DecodeApp(s); err == nil {
+			notes = append(notes, runtime.Notices(cfg)...)
+		}
+		for _, note := range notes {
 			if _, ok := points[note]; !ok {
 				order = append(order, note)
 			}

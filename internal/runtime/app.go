@@ -48,6 +48,21 @@ type Placer interface {
 	Place(s *spec.Spec, valid bool) (*Topology, error)
 }
 
+// Noter is a Config with notices about itself: settings that are not
+// mistakes but that a user should hear of before a run (synth's services
+// that no request reaches). Ask through Notices.
+type Noter interface {
+	Notices() []string
+}
+
+// Notices are cfg's notices (Noter), or none.
+func Notices(cfg Config) []string {
+	if n, ok := cfg.(Noter); ok {
+		return n.Notices()
+	}
+	return nil
+}
+
 // Config is an app's configuration, from which its components follow.
 type Config interface {
 	// Validate checks the values after decoding. Problems with one key are
