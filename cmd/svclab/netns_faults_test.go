@@ -41,7 +41,7 @@ timeout = "1s"
 [load]
 rate = 50
 warmup = "500ms"
-duration = "11s"
+duration = "13s"
 [experiment]
 name = "f"
 seed = 1
@@ -72,7 +72,10 @@ seed = 1
 	p50 := func(s int64) float64 { return r.series[s].P50Ms }
 	// Seconds wholly outside both windows (a call counts in the second it
 	// ends, and one cut off waits out its 1 s timeout): fast and clean.
-	for _, s := range []int64{0, 4, 9, 10} {
+	// After the cut, the last two seconds: a quiet machine is clean two
+	// seconds after it, but beside the Kubernetes tests in make test
+	// recovery has taken up to 3 s (TestRunLinkCut, 2026-11-29).
+	for _, s := range []int64{0, 4, 11, 12} {
 		if e := r.errorShare(s, s+1); e > 0.01 {
 			t.Errorf("second %d: %.1f%% errors outside the faults", s, 100*e)
 		}
