@@ -106,6 +106,9 @@ func ImportAlibaba(r io.Reader, opts ImportOptions) (*Config, *ImportReport, err
 	if err != nil {
 		return nil, nil, err
 	}
+	if len(rows) == 0 {
+		return nil, rep, fmt.Errorf("no row of calls that parses: %d rows after the header", rep.Rows)
+	}
 	traces := map[string][]traceRow{}
 	var order []string
 	for _, row := range rows {
@@ -132,8 +135,8 @@ func ImportAlibaba(r io.Reader, opts ImportOptions) (*Config, *ImportReport, err
 			}
 		}
 	}
-	if entries[rep.Entry] == 0 {
-		return nil, rep, fmt.Errorf("no complete trace has entry %q (entries: %s)", rep.Entry, strings.Join(slices.Sorted(maps.Keys(entries)), ", "))
+	if len(trees) == 0 {
+		return nil, rep, errors.New("no complete trace: every trace lacks its root call or breaks its call tree")
 	}
 	agg := newAggregate()
 	for _, t := range trees {
@@ -144,6 +147,9 @@ func ImportAlibaba(r io.Reader, opts ImportOptions) (*Config, *ImportReport, err
 		}
 		rep.Traces++
 		agg.add(t)
+	}
+	if rep.Traces == 0 {
+		return nil, rep, fmt.Errorf("--entry %s: no complete trace has that entry (entries: %s)", rep.Entry, strings.Join(slices.Sorted(maps.Keys(entries)), ", "))
 	}
 	c := agg.config(opts, rep)
 	if err := c.Validate(); err != nil {
@@ -549,7 +555,9 @@ func (r *ImportReport) Lines() []string {
 	}
 	out := []string{
 		fmt.Sprintf("%d rows read: %d kept, %d that do not parse, %d dropped", r.Rows, kept, r.BadRows, r.Rows-r.BadRows-kept),
-		fmt.Sprintf("entry %s: %d traces imported, %d of other entries left out", r.Entry, r.Traces, r.TracesOther),
+	}
+	if r.Entry != "" {
+		out = append(out, fmt.Sprintf("entry %s: %d traces imported, %d of other entries left out", r.Entry, r.Traces, r.TracesOther))
 	}
 	for _, reason := range slices.Sorted(maps.Keys(r.Dropped)) {
 		if r.Dropped[reason] > 0 {
@@ -562,9 +570,12 @@ func (r *ImportReport) Lines() []string {
 	if n := r.BadRows - len(r.BadRowErrors); n > 0 {
 		out = append(out, fmt.Sprintf("and %s more that do not parse", rowsText(n)))
 	}
-	if r.Unattributed > 0 {
+	switch {
+	case r.Traces == 0:
+		// Nothing imported: no time to attribute.
+	case r.Unattributed > 0:
 		out = append(out, fmt.Sprintf("%.1f%% of the services' response time is not attributed: their callees took longer than they did (calls in parallel, or clocks apart), and own time is clamped at zero", 100*r.Unattributed))
-	} else {
+	default:
 		out = append(out, "all of the services' response time is attributed: no callee took longer than its caller")
 	}
 	if r.PathTraces > 0 {

@@ -126,10 +126,10 @@ paths = ["catalog cart", "cart"]`, 1))
 		want string
 	}{
 		{fromSpec(t, issueSpec), "# 3 services; a request of gateway makes 1.3 calls on average.\n"},
-		{listed, "# 3 services; requests of gateway follow 2 paths, of 2, 1 calls (path1, path2, ...); one drawn from the graph would make 1.3 on average.\n"},
+		{listed, "# 3 services; requests of gateway follow app.paths: path1 makes 2 calls, path2 1; one drawn from the graph would make 1.3 calls on average.\n"},
 		{fromSpec(t, strings.NewReplacer(`entry = "gateway"`, `entry = "gateway"
 paths = ["catalog cart(catalog)"]`, "[app.services.cart]\n", "[app.services.cart]\ncalls = [{ to = \"catalog\" }]\n").Replace(issueSpec)),
-			"follow 1 path, of 3 calls (path1);"},
+			"follow app.paths: path1 makes 3 calls; one drawn"},
 	} {
 		if first, _, _ := strings.Cut(string(tc.c.TOML()), "\n"); !strings.Contains(first+"\n", tc.want) {
 			t.Errorf("first line %q, want %q", first, tc.want)
@@ -172,6 +172,7 @@ calls = [{ to = "c" }]
 	for _, tc := range []struct{ name, head, want string }{
 		{"calls", `entry = "gw"`, "app.services: no call from the entry gw reaches b, c, d: they start and serve nothing"},
 		{"paths", "entry = \"gw\"\npaths = [\"b(c)\"]", "app.paths: no path calls a, d: they start and serve nothing"},
+		{"one", "entry = \"gw\"\npaths = [\"a(d) b\"]", "app.paths: no path calls c: it starts and serves nothing"},
 		{"all reached", "entry = \"gw\"\npaths = [\"a(d) b(c)\"]", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -57,5 +57,9 @@ func (c *Config) Notices() []string {
 	if len(idle) > shown {
 		names += fmt.Sprintf(" and %d more", len(idle)-shown)
 	}
-	return []string{fmt.Sprintf("%s: %s %s: they start and serve nothing", key, what, names)}
+	they := "they start and serve nothing"
+	if len(idle) == 1 {
+		they = "it starts and serves nothing"
+	}
+	return []string{fmt.Sprintf("%s: %s %s: %s", key, what, names, they)}
 }

@@ -20,16 +20,24 @@ func (c *Config) TOML() []byte {
 	var b strings.Builder
 	if len(c.plans) > 0 {
 		// The default requests follow the paths, not the graph's draws.
-		calls := make([]string, len(c.plans))
-		for i, p := range c.plans {
-			calls[i] = strconv.Itoa(planCalls(p))
+		const named = 6
+		var each []string
+		for i, p := range c.plans[:min(len(c.plans), named)] {
+			n := planCalls(p)
+			switch {
+			case i > 0:
+				each = append(each, fmt.Sprintf("path%d %d", i+1, n))
+			case n == 1:
+				each = append(each, "path1 makes 1 call")
+			default:
+				each = append(each, fmt.Sprintf("path1 makes %d calls", n))
+			}
 		}
-		paths, names := "1 path", "path1"
-		if len(c.plans) > 1 {
-			paths, names = fmt.Sprintf("%d paths", len(c.plans)), "path1, path2, ..."
+		if len(c.plans) > named {
+			each = append(each, fmt.Sprintf("and %d more paths", len(c.plans)-named))
 		}
-		fmt.Fprintf(&b, "# %d services; requests of %s follow %s, of %s calls (%s); one drawn from the graph would make %.4g on average.\n",
-			len(c.services), c.EntryName, paths, strings.Join(calls, ", "), names, c.expectedCalls())
+		fmt.Fprintf(&b, "# %d services; requests of %s follow app.paths: %s; one drawn from the graph would make %.4g calls on average.\n",
+			len(c.services), c.EntryName, strings.Join(each, ", "), c.expectedCalls())
 	} else {
 		fmt.Fprintf(&b, "# %d services; a request of %s makes %.4g calls on average.\n", len(c.services), c.EntryName, c.expectedCalls())
 	}

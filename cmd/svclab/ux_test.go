@@ -110,9 +110,10 @@ func TestWrongCommandLineExitsTwo(t *testing.T) {
 		{[]string{"rn"}, 2, "did you mean run or up?"},
 		{[]string{"synth", "bogus"}, 2, `unknown command "bogus" for "svclab synth"`},
 		{[]string{"synth", "shw"}, 2, "did you mean show?"},
-		{[]string{"synth", "show"}, 2, "svclab synth show: accepts 1 arg(s), received 0 (see 'svclab synth show --help')"},
-		{[]string{"synth", "import"}, 2, "svclab synth import: accepts 1 arg(s)"},
-		{[]string{"synth", "show", "a.toml", "b.toml"}, 2, "received 2"},
+		{[]string{"synth", "show"}, 2, "svclab: show takes 1 argument(s), got 0: give the spec file, e.g. svclab synth show experiments/synth-graph.toml"},
+		{[]string{"synth", "import"}, 2, "import takes 1 argument(s), got 0: give the trace's CSV file"},
+		{[]string{"synth", "show", "a.toml", "b.toml"}, 2, "got 2"},
+		{[]string{"image", "extra"}, 2, "svclab: image: unknown command \"extra\" for \"svclab image\" (see 'svclab image --help')"},
 		{[]string{"run"}, 2, "run takes 1 argument(s), got 0"},
 		{[]string{"synth"}, 0, "Available Commands:"},
 		{[]string{}, 0, "Available Commands:"},
@@ -125,6 +126,59 @@ func TestWrongCommandLineExitsTwo(t *testing.T) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and %q", code, stdout, stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestSynthImportInput: a trace that cannot be imported is bad input
+// (exit 2) and leaves -o's file as it was; one that can replaces it, and
+// says which services no request reaches.
+func TestSynthImportInput(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "kept.toml")
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	header := "timestamp,traceid,service,rpc_id,um,uminstanceid,rpctype,interface,dm,dminstanceid,rt\n"
+	for _, tc := range []struct{ name, file, want string }{
+		{"empty", write("empty.csv", ""), "no header line: the file is empty, or only comments"},
+		{"header only", write("hdr.csv", header), "no row of calls that parses: 0 rows after the header"},
+		{"no root call", write("noroot.csv", header+"1,T1,S,0.1.1,A,a,rpc,i,B,b,5\n"), "no complete trace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := os.WriteFile(out, []byte("keep\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, stderr, code := svclab(t, ctx, nil, "synth", "import", tc.file, "-o", out)
+			if code != 2 || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, stderr, tc.want)
+			}
+			if b, _ := os.ReadFile(out); string(b) != "keep\n" {
+				t.Errorf("-o's file after a failed import: %q, want it kept", b)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, ".kept.toml*")); len(left) > 0 {
+				t.Errorf("temporary files left: %v", left)
+			}
+		})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, stderr, code := svclab(t, ctx, nil, "synth", "import", "../../apps/synth/testdata/alibaba-2022-sample.csv", "--paths", "2", "-o", out)
+	if code != 0 || !strings.Contains(stderr, "svclab synth import: notice: app.paths: no path calls ") {
+		t.Fatalf("import of the sample: exit %d, stderr %q; want 0 and a notice of the services no path calls", code, stderr)
+	}
+	if b, _ := os.ReadFile(out); !strings.Contains(string(b), "[app.services.MS_10]") {
+		t.Errorf("-o's file after the import:\n%s", b)
+	}
+	if _, stderr, code := svclab(t, ctx, nil, "synth", "import", "../../apps/synth/testdata/alibaba-2022-sample.csv", "--entry", "ZZ"); code != 2 ||
+		!strings.Contains(stderr, "--entry ZZ: no complete trace has that entry (entries: MS_10, MS_90)") || !strings.Contains(stderr, "0 traces imported, 169 of other entries left out") {
+		t.Errorf("--entry ZZ: exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -41,7 +41,7 @@ drives it with load, and reports what each choice costs.
 
 Start with:
   svclab up experiments/quickstart.toml     deploy one variant and keep it running
-  svclab load --url http://127.0.0.1:8080/  drive any local service with load
+  svclab load --url http://127.0.0.1:8080/ --rate 50  drive any local service with load
   svclab run experiments/quickstart.toml    run a whole experiment and report
 
 Exit status: 0 on success; 1 when the work itself failed (a deployment, a
@@ -85,7 +85,9 @@ func argsAreInput(c *cobra.Command) {
 				if errors.As(err, &ue) {
 					return err
 				}
-				return usageError{fmt.Errorf("%s: %w (see '%s --help')", cmd.CommandPath(), err, cmd.CommandPath())}
+				// main prefixes "svclab: ", so the path goes without it.
+				name := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+				return usageError{fmt.Errorf("%s: %w (see '%s --help')", name, err, cmd.CommandPath())}
 			}
 			return nil
 		}

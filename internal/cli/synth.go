@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/google/renameio/v2"
 	"github.com/spf13/cobra"
 
 	"github.com/svclab/svclab/apps/synth"
@@ -48,7 +50,7 @@ service with its work and response size, an edge per call with its count
 and probability. See docs/APPS.md, "synth".`,
 		Example: `  svclab synth show experiments/synth-graph.toml > frozen.toml
   svclab synth show experiments/synth-graph.toml --format dot | dot -Tsvg > graph.svg`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1, "give the spec file, e.g. svclab synth show experiments/synth-graph.toml"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return synthShow(args[0], sets, format, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -108,18 +110,19 @@ and the share of time that could not be attributed, go to standard error and
 into the spec's first lines. See docs/APPS.md, "synth".`,
 		Example: `  svclab synth import CallGraph_0.csv --entry MS_27421 -o imported.toml
   svclab synth import apps/synth/testdata/alibaba-2022-sample.csv`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs(1, "give the trace's CSV file, e.g. svclab synth import apps/synth/testdata/alibaba-2022-sample.csv"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			w := cmd.OutOrStdout()
-			if out != "" {
-				f, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer f.Close()
-				w = f
+			var spec bytes.Buffer
+			if err := synthImport(args[0], synth.ImportOptions{Entry: entry, CPUShare: cpuShare, Paths: paths}, response, &spec, cmd.ErrOrStderr()); err != nil {
+				return err
 			}
-			return synthImport(args[0], synth.ImportOptions{Entry: entry, CPUShare: cpuShare, Paths: paths}, response, w, cmd.ErrOrStderr())
+			if out == "" {
+				_, err := cmd.OutOrStdout().Write(spec.Bytes())
+				return err
+			}
+			// Only a whole spec replaces the file: a failed import
+			// leaves what was there.
+			return renameio.WriteFile(out, spec.Bytes(), 0o644)
 		},
 	}
 	c.Flags().StringVar(&entry, "entry", "", "the entry service whose traces to import (default: the entry of the most traces)")
@@ -152,7 +155,12 @@ func synthImport(path string, opts synth.ImportOptions, response string, w, repo
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		// The trace is the input, as a spec is: it cannot be imported
+		// as it is.
+		return usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	for _, n := range c.Notices() {
+		fmt.Fprintln(report, "svclab synth import: notice: "+n)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Imported by svclab synth import from %s (--cpu-share %g, --response %s, --paths %d).\n", filepath.Base(path), opts.CPUShare, opts.Response, opts.Paths)

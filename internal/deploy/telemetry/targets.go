@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/google/renameio/v2"
 )
 
 // Prometheus finds the hosts it scrapes in a file (file_sd_configs), not in
@@ -48,12 +49,8 @@ func (p *prometheus) writeTargets(targets []Target) error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(p.dir, targetsFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err != nil {
-		return fmt.Errorf("Prometheus: targets: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	// Prometheus reads the file when it changes: a rename, never half.
+	if err := renameio.WriteFile(filepath.Join(p.dir, targetsFile), b, 0o600); err != nil {
 		return fmt.Errorf("Prometheus: targets: %w", err)
 	}
 	p.targets.Store(int64(len(targets)))
