@@ -14,6 +14,7 @@ from conftest import run_cli
 from synth import make_results
 
 from svclab_analysis.report import build_report
+from svclab_analysis.report.document import _version
 
 SECTIONS = ["The answer", "Design and environment", "Per-metric tables", "Plots",
             "Pairwise comparisons", "Warnings", "Methods"]
@@ -132,7 +133,9 @@ def test_single_configuration(tmp_path: Path) -> None:
     build_report(root)
     md = (root / "report.md").read_text()
     assert "from the HDR histogram logs (latency.hlog)" in md
-    assert "**all runs** has the lowest p99 latency: **3.00 ms**" in md
+    assert ("One configuration, so nothing to rank: the p99 latency of **all runs** "
+            "is **3.00 ms**") in md
+    assert "has the lowest" not in md
     assert "no (one level: grpc)" in md
     assert "Nothing to compare" in md
 
@@ -314,3 +317,17 @@ def test_load_factor_is_not_a_choice(tmp_path: Path) -> None:
                         p99={("grpc",): 2.0, ("http",): 3.0}, failed_cell=None)
     build_report(root)
     assert "sets the load, not the system" not in (root / "report.md").read_text()
+
+
+@pytest.mark.parametrize(
+    ("version", "commit", "want"),
+    [
+        ("v1.2.0", "c55a1aa", "v1.2.0 (c55a1aa)"),
+        ("c55a1aa", "c55a1aa", "c55a1aa"),
+        ("v1.2.0", "", "v1.2.0"),
+        ("", "", "—"),
+    ],
+)
+def test_version_names_the_commit_once(version: str, commit: str, want: str) -> None:
+    """A build of a bare commit is named by it once, not "c55a1aa (c55a1aa)"."""
+    assert _version({"svclab_version": version, "svclab_commit": commit}) == want

@@ -395,7 +395,7 @@ func (o *capacityOptions) finish(ctx context.Context, f *capacity.File, out *cap
 	if f.Settings.Arrival == "" {
 		f.Settings.Arrival = string(load.Constant)
 	}
-	f.Version = version + " (" + commit + ")"
+	f.Version = versionText()
 	f.Ended = time.Now().UTC().Format(time.RFC3339)
 	if f.Overrides == nil {
 		f.Overrides = []string{}

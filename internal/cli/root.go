@@ -30,6 +30,15 @@ var (
 	commit  = "unknown"
 )
 
+// versionText is the version, with the commit where that says more: a
+// build of a bare commit is named by the commit alone.
+func versionText() string {
+	if commit == version {
+		return version
+	}
+	return version + " (" + commit + ")"
+}
+
 // versionPackage is the import path the linker's -X flags name.
 const versionPackage = "github.com/svclab/svclab/internal/cli"
 
@@ -48,7 +57,7 @@ Exit status: 0 on success; 1 when the work itself failed (a deployment, a
 run, the analysis); 2 for bad input, found before anything starts: a bad
 flag or argument, or an error in the spec, whether the file or --set holds
 it; 99 when load.thresholds were broken. Each command's help says more.`,
-	Version:       version + " (" + commit + ")",
+	Version:       versionText(),
 	SilenceUsage:  true,
 	SilenceErrors: true,
 }

@@ -85,7 +85,7 @@ func TestSynthImport(t *testing.T) {
 		t.Fatalf("the imported spec does not read back: %v", err)
 	}
 	err := synthImport("../../apps/synth/testdata/alibaba-2022-sample.csv", synth.ImportOptions{Entry: "MS_404"}, "2KiB", &out, &report)
-	if err == nil || !strings.Contains(err.Error(), `no complete trace has entry "MS_404" (entries: MS_10, MS_90)`) {
+	if err == nil || !strings.Contains(err.Error(), `--entry MS_404: no complete trace has that entry (entries: MS_10, MS_90)`) || !badInput(err) {
 		t.Errorf("unknown entry: %v", err)
 	}
 }

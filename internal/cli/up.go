@@ -47,7 +47,7 @@ says which value of each factor's key that is; --set picks a level.`,
 		if err != nil {
 			return err
 		}
-		if note := factorNote(s); note != "" {
+		if note := factorNote(s, upFlags.sets); note != "" {
 			fmt.Fprintln(cmd.ErrOrStderr(), note)
 		}
 		deployer, topo, err := deploy.Resolve(s)
@@ -83,12 +83,21 @@ func init() {
 
 // factorNote says, for a spec with factors, which value of each factor's
 // key up deploys (the spec's own, or the default), so that no one takes
-// the variant running for one of the levels they listed.
-func factorNote(s *spec.Spec) string {
+// the variant running for one of the levels they listed. A key that sets
+// (--set) gave is left out: its user picked it.
+func factorNote(s *spec.Spec, sets []string) string {
+	picked := map[string]bool{}
+	for _, kv := range sets {
+		k, _, _ := strings.Cut(kv, "=")
+		picked[strings.TrimSpace(k)] = true
+	}
 	var parts []string
 	for _, f := range s.Experiment.Factors {
 		if !strings.HasPrefix(f.Name, "app.") && !strings.HasPrefix(f.Name, "deploy.") {
 			continue // up deploys; it sends no load
+		}
+		if picked[f.Name] {
+			continue
 		}
 		v := "its default"
 		if x, ok := s.Lookup(f.Name); ok {

@@ -27,6 +27,14 @@ from .analysis import (
 from .model import Bullets, Document, Figure, Heading, Para, Section, Table
 
 
+def _version(meta: dict[str, Any]) -> str:
+    """svclab's version, and its commit where that says more (a build from
+    a tag: a build of a bare commit is named by the commit alone)."""
+    version = meta.get("svclab_version") or "—"
+    commit = meta.get("svclab_commit") or ""
+    return version if commit in ("", version) else f"{version} ({commit})"
+
+
 def _levels_phrase(subset: dict[str, tuple[str, str]]) -> str:
     return ", ".join(f"{f.rsplit('.', 1)[-1]}: {lo} vs {hi}" for f, (lo, hi) in subset.items())
 
@@ -198,8 +206,13 @@ def build(a: Analysis) -> Document:
     n_best = int(best["n"])
     spread = (f"{n_best} run{'' if n_best == 1 else 's'}, no interval" if best_ci == "—"
               else f"{center_kind} of {n_best} runs, {conf}% CI {best_ci}")
-    text = (f"**{best[CONFIG]}** has the {better} {a.mlabel}: "
-            f"**{with_unit(best['center'], u)}** ({spread}).")
+    if n_cfg > 1:
+        text = (f"**{best[CONFIG]}** has the {better} {a.mlabel}: "
+                f"**{with_unit(best['center'], u)}** ({spread}).")
+    else:
+        # One configuration: a value, not a ranking of one.
+        text = (f"One configuration, so nothing to rank: the {a.mlabel} of "
+                f"**{best[CONFIG]}** is **{with_unit(best['center'], u)}** ({spread}).")
     text += tradeoff.winner_errors(a.ranked, a.metric)
     if a.factors and all(f.startswith("load.") for f in a.factors):
         text += (f" Every factor ({', '.join(a.factors)}) sets the load, not the system: "
@@ -305,8 +318,8 @@ def build(a: Analysis) -> Document:
     mem_gib = with_unit(float(host.get("memory_bytes") or math.nan) / 2**30, "GiB")
     items = [
         f"Experiment **{meta.get('name') or exp.path.name}**, started "
-        f"{meta.get('created') or '—'}, svclab {meta.get('svclab_version') or '—'} "
-        f"({meta.get('svclab_commit') or '—'}), spec {meta.get('spec_path') or '—'}.",
+        f"{meta.get('created') or '—'}, svclab {_version(meta)}, "
+        f"spec {meta.get('spec_path') or '—'}.",
         f"Design: {d.get('kind') or 'full'} factorial, run order {d.get('order') or '—'} "
         f"(seed {meta.get('seed', '—')}), {d.get('repetitions', '—')} repetitions; "
         f"warm-up {seconds(d.get('warmup_s'))}, measurement "
