@@ -223,17 +223,16 @@ lint: venv
 ## builds run three at a time. Then the synth CPU test beside the capacity
 ## search (each leaves the other a core). Then the Go tests that measure
 ## time closely, one package at a time, with the Python tests beside them
-## at nice 19, and the real node's tests too (at nice 19) once the timed
+## at nice 19, and the Kubernetes tests too (at nice 19) once the timed
 ## packages are done. When the timed CLI tests and the real node's tests
 ## end, the CLI's other tests and the other packages start, two at a
-## time, beside the kwok tests (at nice 19, from the timed CLI tests'
-## end), and the fuzz target at nice 19.
+## time, beside the kwok tests' end, and the fuzz target at nice 19.
 test:
 	$(call system_deps,test)
 	@$(MAKE) --no-print-directory -j3 --output-sync=target test-setup
 	@$(MAKE) --no-print-directory -j2 --output-sync=line test-timed-synth test-timed-capacity
 	@$(MAKE) --no-print-directory -j7 --output-sync=line test-timed test-py test-kube-kwok test-kube-node test-rest test-fuzz test-cli \
-	  BG_NICE=19 KUBE_AFTER=test-timed-quiet KWOK_AFTER=test-timed FUZZ_AFTER=test-timed REST_AFTER="test-timed test-kube-node" CLI_AFTER="test-timed test-kube-node"
+	  BG_NICE=19 KUBE_AFTER=test-timed-quiet FUZZ_AFTER=test-timed REST_AFTER="test-timed test-kube-node" CLI_AFTER="test-timed test-kube-node"
 
 # The test binaries of the timed steps are compiled with the builds, so
 # that their compiles (a core for 10-20 s) do not run beside the synth CPU
@@ -264,17 +263,11 @@ GO_TEST := $(GO_TEST_ENV) $(GO) test -count=1 -timeout 30m
 GO_DEPS := build java pyimpl envoy jaeger kube-validate venv
 # BG_NICE is the CPU priority of the tests make test runs beside the timed
 # ones (nice 19: they take what the timed tests leave): pytest, the
-# Kubernetes tests and the fuzz targets. KUBE_AFTER (the real node's
-# package), KWOK_AFTER, FUZZ_AFTER, REST_AFTER and CLI_AFTER are the steps
-# that test-kube-node, test-kube-kwok, test-fuzz, test-rest and test-cli
-# wait for in make test; nothing when run alone. The kwok packages start
-# after the timed CLI tests: with them, four control planes started at
-# once beside those tests' first seconds, the machine 93-100% busy for
-# 50 s, and TestRunLinkCut's fault window ended up to 1.6 s late in three
-# make tests in a row (2026-11-29); they end beside the other packages.
+# Kubernetes tests and the fuzz targets. KUBE_AFTER, FUZZ_AFTER,
+# REST_AFTER and CLI_AFTER are the steps that test-kube, test-fuzz,
+# test-rest and test-cli wait for in make test; nothing when run alone.
 BG_NICE ?= 0
 KUBE_AFTER ?=
-KWOK_AFTER ?=
 FUZZ_AFTER ?=
 REST_AFTER ?=
 CLI_AFTER ?=
@@ -328,7 +321,7 @@ LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./ap
 # wait on the control plane's own timers, and end beside them.
 KUBE_NODE_PKG := ./internal/deploy/kube/e2e/realnode
 test-kube: test-kube-kwok test-kube-node
-test-kube-kwok: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KWOK_AFTER)
+test-kube-kwok: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KUBE_AFTER)
 	$(BG_TEST) -p 3 -parallel 4 $$($(GO) list ./internal/deploy/kube/... | grep -v -e '$(patsubst ./%,/%,$(KUBE_NODE_PKG))$$')
 test-kube-node: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KUBE_AFTER)
 	$(BG_TEST) -parallel 4 $(KUBE_NODE_PKG)
