@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/experiment"
 )
 
@@ -44,12 +45,15 @@ func startExternalNginx(t *testing.T, dir string) *externalNginx {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (the setup script polls nginx with it)")
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	ap, err := netip.ParseAddrPort(addrs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := int(ap.Port())
 	user := ""
 	if os.Geteuid() == 0 {
 		// Its workers would run as nobody, who cannot read the test's

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
@@ -24,6 +23,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/load"
 )
 
@@ -270,12 +270,11 @@ func TestUILoad(t *testing.T) {
 // freeAddr is a loopback address with a port free a moment ago.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := ports.Free(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs[0]
 }
 
 // TestUIMetricsScrapedByPrometheus: Debian's Prometheus scrapes /metrics

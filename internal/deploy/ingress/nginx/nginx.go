@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -117,12 +118,11 @@ func start(ctx context.Context, bin, upstream string) (_ *Server, err error) {
 		}
 	}()
 	// nginx binds the port itself; take a free one and hand it over.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := ports.Free(1)
 	if err != nil {
 		return nil, fmt.Errorf("choose a port: %w", err)
 	}
-	s.addr = l.Addr().String()
-	l.Close()
+	s.addr = addrs[0]
 	path := filepath.Join(dir, "nginx.conf")
 	f, err := os.Create(path)
 	if err != nil {

@@ -19,8 +19,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,6 +39,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -169,12 +170,49 @@ type Options struct {
 	// NodeWait is how long to wait for another harness's real node to
 	// stop (one machine runs one); then Start fails with ErrNodeBusy.
 	NodeWait time.Duration
+
+	// pickPorts picks the cluster's ports (freePorts when nil): a test's
+	// way to hand a start a port that is taken.
+	pickPorts func(n int) ([]int, error)
 }
 
 // Start starts a control plane with nodes kwok nodes (and the real node
 // with opts.Node) and returns once the nodes are Ready and the
 // controllers run. On error nothing is left.
-func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error) {
+func Start(ctx context.Context, nodes int, opts Options) (*Cluster, error) {
+	var err error
+	for range startAttempts {
+		var c *Cluster
+		if c, err = startOnce(ctx, nodes, opts); !errors.Is(err, errPortTaken) {
+			return c, err
+		}
+	}
+	return nil, err
+}
+
+// errPortTaken marks a start that failed because a port picked for one of
+// its servers was bound by another process before the server bound it.
+// The servers take port numbers, not listeners, so the gap between the
+// pick and their bind cannot be closed; the test packages start several
+// clusters at once beside other deployments, and in CI one lost that
+// race. Such a start is tried again with other ports.
+var errPortTaken = errors.New("a port it was given was taken")
+
+// startAttempts bounds the starts Start tries when a port was taken.
+const startAttempts = 3
+
+// exitErr is the error of process p, which has exited, with its log's
+// last lines.
+func (p *process) exitErr() error {
+	t := tail(p.log)
+	err := fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), t)
+	if strings.Contains(t, "address already in use") {
+		return fmt.Errorf("%w (%w)", err, errPortTaken)
+	}
+	return err
+}
+
+func startOnce(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error) {
 	tools, err := ToolsDir()
 	if err != nil {
 		return nil, err
@@ -210,9 +248,13 @@ func Start(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error)
 	// etcd's client and peer ports, the API server's, kwok's (its nodes'
 	// kubelet port) and metrics-server's; the real node's kubelet, and
 	// kube-proxy's health and metrics.
-	ports, err := freePorts(8)
+	pick := opts.pickPorts
+	if pick == nil {
+		pick = freePorts
+	}
+	ports, err := pick(8)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kubetest: %w", err)
 	}
 	c.Server = "https://127.0.0.1:" + strconv.Itoa(ports[2])
 	f, err := c.writeFiles()
@@ -449,7 +491,7 @@ func (c *Cluster) waitHTTP(ctx context.Context, name, url string, hc *http.Clien
 		}
 		select {
 		case <-p.c.Done():
-			return fmt.Errorf("kubetest: %s exited (%v) before ready:\n%s", name, p.c.Err(), tail(p.log))
+			return p.exitErr()
 		case <-ctx.Done():
 			return fmt.Errorf("kubetest: %s not ready at %s within %s (last: %s):\n%s", name, url, startTimeout, last, tail(p.log))
 		case <-time.After(200 * time.Millisecond):
@@ -570,7 +612,7 @@ func (c *Cluster) exited() error {
 	for _, p := range c.procs {
 		select {
 		case <-p.c.Done():
-			return fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), tail(p.log))
+			return p.exitErr()
 		default:
 		}
 	}
@@ -606,23 +648,21 @@ func tail(path string) string {
 	return strings.Join(lines, "\n")
 }
 
-// freePorts returns n loopback ports free now. Another process could take
-// one before the server binds it; the servers then fail to start, loudly.
+// freePorts returns n loopback ports free now, from below the kernel's
+// ephemeral range (package ports), so no connection of this machine's
+// many is handed one of them before its server binds it.
 func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	addrs, err := ports.Free(n)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(addrs))
+	for i, a := range addrs {
+		ap, err := netip.ParseAddrPort(a)
 		if err != nil {
-			return nil, fmt.Errorf("kubetest: free port: %w", err)
+			return nil, err
 		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
+		out[i] = int(ap.Port())
 	}
 	return out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/image"
 )
 
@@ -170,13 +172,42 @@ func TestNoRBACForbidden(t *testing.T) {
 }
 
 // TestStopLeavesNothing: a second cluster's processes and files are gone
-// after Stop.
+// after Stop. Its first start is given an API server port another
+// listener holds: Start tries again with other ports, and the first
+// try's etcd is gone.
 func TestStopLeavesNothing(t *testing.T) {
 	Get(t)
 	t.Parallel() // beside TestMetricsAPI's wait
-	c, err := Start(context.Background(), 1, Options{})
+	held, err := ports.Listen()
 	if err != nil {
 		t.Fatal(err)
+	}
+	defer held.Close()
+	heldPort := held.Addr().(*net.TCPAddr).Port
+	var picks [][]int
+	pick := func(n int) ([]int, error) {
+		p, err := freePorts(n)
+		if err == nil && len(picks) == 0 {
+			p[2] = heldPort
+		}
+		picks = append(picks, p)
+		return p, err
+	}
+	c, err := Start(context.Background(), 1, Options{pickPorts: pick})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(picks) != 2 {
+		t.Errorf("Start picked ports %d times, want 2 (the first try's API server port was taken)", len(picks))
+	}
+	if strings.HasSuffix(c.Server, ":"+strconv.Itoa(heldPort)) {
+		t.Errorf("the API server is at %s, the port held by the test", c.Server)
+	}
+	if len(picks) > 0 {
+		first := "--listen-client-urls=http://127.0.0.1:" + strconv.Itoa(picks[0][0])
+		if pid := processWith(t, first); pid != 0 {
+			t.Errorf("the first try's etcd (pid %d, %s) still runs", pid, first)
+		}
 	}
 	pids, dir := c.PIDs(), c.Dir
 	if err := c.Stop(); err != nil {
@@ -190,6 +221,26 @@ func TestStopLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("%s still there after Stop (%v)", dir, err)
 	}
+}
+
+// processWith returns a process whose command line has arg, or 0.
+func processWith(t *testing.T, arg string) int {
+	t.Helper()
+	cmdlines, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // exited since the glob
+		}
+		if slices.Contains(strings.Split(string(b), "\x00"), arg) {
+			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+			return pid
+		}
+	}
+	return 0
 }
 
 // TestKubeletResourceMetrics: kwok serves each node's kubelet

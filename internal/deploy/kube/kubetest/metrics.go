@@ -142,7 +142,7 @@ func (c *Cluster) waitMetricsAPI(ctx context.Context, dyn dynamic.Interface, gvr
 		}
 		select {
 		case <-p.c.Done():
-			return fmt.Errorf("kubetest: metrics-server exited (%v):\n%s", p.c.Err(), tail(p.log))
+			return p.exitErr()
 		case <-ctx.Done():
 			return fmt.Errorf("kubetest: the metrics API not available within %s (%s):\n%s", startTimeout, last, tail(p.log))
 		case <-time.After(200 * time.Millisecond):

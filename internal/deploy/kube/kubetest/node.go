@@ -504,7 +504,7 @@ func (c *Cluster) waitSocket(ctx context.Context, name, sock string) error {
 		}
 		select {
 		case <-p.c.Done():
-			return fmt.Errorf("kubetest: %s exited (%v) before ready:\n%s", name, p.c.Err(), tail(p.log))
+			return p.exitErr()
 		case <-ctx.Done():
 			return fmt.Errorf("kubetest: %s not listening on %s within %s:\n%s", name, sock, startTimeout, tail(p.log))
 		case <-time.After(100 * time.Millisecond):
