@@ -114,6 +114,7 @@ seed = 1
 			t.Fatalf("breaker failures=%s: faults %+v", level, r.file.Faults)
 		}
 		f := r.file.Faults[0]
+		t.Logf("breaker failures=%s: window %.2f–%.2f s", level, f.FromS, f.ToS)
 		if f.FromS < 1.8 || f.FromS > 2.3 || f.ToS-f.FromS < 3.9 || f.ToS-f.FromS > 4.3 {
 			t.Errorf("breaker failures=%s: window %.2f–%.2f s, want about 2–6 s", level, f.FromS, f.ToS)
 		}
