@@ -10,11 +10,18 @@ import (
 // The timed tests check a run's timing within a few hundred ms: a fault
 // window, the seconds that fail inside it and recover after it, the
 // requests several generators send. On this 2-core machine, beside the
-// Kubernetes tests' start, the host has woken a run's processes up to
-// 0.7 s late (make test, 2026-11-29), and such a check then measures the
-// machine, not svclab. svclab's own self-audit says so: a bare timer loop
-// beside the generator woke late (run.json's host_late warning, docs/LOAD.md
-// "The generator's self-audit"). Only then is an attempt tried once more.
+// Kubernetes tests (four control planes starting, the real node's
+// containerd, CNI, iptables and cgroups set up and torn down), a run's
+// processes have been woken up to 0.7 s late, some seconds of a run
+// answered in 250 ms instead of 1 ms, and a fault window ended 0.6 s late
+// (make test, 2026-11-28 and 29); alone, or beside the same tests started
+// by hand, the same checks passed every time. svclab's self-audit names
+// some of these (host_late: a bare timer loop beside the generator woke
+// late) but not those that delay only the system under test. So an
+// attempt whose timing checks fail runs once more, and the test fails when
+// the second fails too: a wrong window, share or count in svclab fails
+// both. What the first attempt found is logged, with the host_late
+// warnings of its runs.
 
 // hostLate returns a run's host_late warnings, joined; "" when its
 // self-audit found the host on time.
@@ -30,8 +37,7 @@ func hostLate(ws []warn.Warning) string {
 
 // timedAttempts runs attempt, which returns what its timing checks found
 // wrong and the host_late warnings of its runs, at most twice: again only
-// when its checks failed and the host was late. What the last attempt
-// found wrong fails t.
+// when its checks failed. What the second attempt finds wrong fails t.
 func timedAttempts(t *testing.T, attempt func() (problems []string, late string)) {
 	t.Helper()
 	for i := range 2 {
@@ -39,13 +45,15 @@ func timedAttempts(t *testing.T, attempt func() (problems []string, late string)
 		if len(problems) == 0 {
 			return
 		}
-		if i == 0 && late != "" {
-			t.Logf("attempt 1 failed its timing checks with the host late, so it runs again: %s\n%s", late, strings.Join(problems, "\n"))
+		if i == 0 {
+			if late == "" {
+				late = "none"
+			}
+			t.Logf("attempt 1 failed its timing checks, so it runs again (the host_late warnings of its runs: %s):\n%s", late, strings.Join(problems, "\n"))
 			continue
 		}
 		for _, p := range problems {
 			t.Error(p)
 		}
-		return
 	}
 }
