@@ -16,6 +16,12 @@ LDFLAGS := -X github.com/svclab/svclab/internal/cli.version=$(VERSION) -X github
 # clone reuses what another clone compiled (`go build` of svclab in a fresh
 # clone with a warm cache: 34 s without it).
 export GOFLAGS := $(filter-out -trimpath,$(GOFLAGS)) -trimpath
+# And without cgo, which nothing here needs: svclab, its host binary, the
+# tests, vet and the images of the real node's pods (static binaries, as
+# `svclab image` builds them) then share one compile of every package.
+# With cgo, a cold make test compiled most of svclab's packages twice
+# more: for the host binary and for the image.
+export CGO_ENABLED := 0
 
 # Heavy downloads (the Maven repository) live in a per-user cache, so fresh
 # clones on this machine reuse them.
@@ -38,10 +44,9 @@ KUBE_VALIDATE := $(CACHE)/kubernetes-validate/$(KUBE_VALIDATE_VERSION)/venv/bin/
 
 JAEGER_VERSION := v1.76.0
 JAEGER := $(CACHE)/jaeger-$(JAEGER_VERSION)/jaeger
-KUBE_VERSION := v1.35.4
+KUBE_VERSION := v1.36.3
 KUBE_DIR := $(CACHE)/kube-$(KUBE_VERSION)
-METRICS_SERVER_VERSION := v0.9.0
-KUBE_TOOLS := $(KUBE_DIR)/etcd $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler $(KUBE_DIR)/kwok $(KUBE_DIR)/kubelet $(KUBE_DIR)/kube-proxy
+KUBE_TOOLS := $(addprefix $(KUBE_DIR)/,etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kwok metrics-server)
 BUF_VERSION := v1.75.0
 PROTOC_GEN_GO_VERSION := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
@@ -74,7 +79,7 @@ system-deps:
 ## build: compile the svclab binary into bin/svclab, and the lean host binary its deployers start beside it
 build: uplot
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN)/svclab ./cmd/svclab
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/svclab-host ./cmd/svclab-host
+	$(GO) build -o $(BIN)/svclab-host ./cmd/svclab-host
 
 ## uplot: uPlot $(UPLOT_VERSION) from the npm registry (integrity checked), into $(LIVE_ASSETS)
 uplot: $(UPLOT_FILES)
@@ -151,50 +156,39 @@ test-pyimpl: pyimpl
 jaeger: $(JAEGER)
 $(JAEGER):
 	mkdir -p $(dir $@)
-	cd tools/jaeger && $(GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
+	cd tools/jaeger && $(TOOL_GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $@.tmp github.com/jaegertracing/jaeger/cmd/jaeger
 	mv $@.tmp $@
 
-## kube-tools: the control plane internal/deploy/kube/kubetest starts (etcd,
-## kube-apiserver, kube-controller-manager, kube-scheduler, kwok; tools/kube)
-## and the real node's kubelet and kube-proxy, built once per machine into
-## $(KUBE_DIR); make test builds them
+## kube-tools: the Kubernetes parts the tests and make cluster run, from
+## tools/kube/kubernetes: the control plane internal/deploy/kube/kubetest
+## starts (etcd, kube-apiserver, kube-controller-manager, kube-scheduler),
+## kwok, metrics-server, and the real node's kubelet and kube-proxy, built
+## once per machine into $(KUBE_DIR); make test builds them
 kube-tools: $(KUBE_TOOLS)
-$(KUBE_DIR)/etcd:
-	mkdir -p $(dir $@)
-	cd tools/kube/etcd && $(GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $@.tmp go.etcd.io/etcd/server/v3
-	mv $@.tmp $@
-# The control plane and the real node's agents (make cluster) come from
-# one tools module, in one go build: two builds at once would each compile
+# One tools module, one go build: two builds at once would each compile
 # the packages they share (go's cache does not share a compile in
-# progress). A cold build of the five: 340 s alone on 2 cores
-# (2026-11-29). Tools are linked without their symbol tables (-s -w: a
-# link takes a third of the time, a binary a third less space; stack
-# traces keep their function names). metrics-server stays in a module of
-# its own: v0.9.0 needs the Kubernetes libraries of v0.36, and v0.8.0,
-# built at the control plane's v0.35.4, panics at its start (its OpenAPI
-# models are named as kube-openapi no longer finds them).
+# progress), and tools of separate modules compile their own versions of
+# them. A cold build of the eight: 390 s on 2 cores, 742 CPU-seconds
+# (2026-11-29; built in four modules, 1,020). Tools are linked without
+# their symbol tables (-s -w: a link takes a third of the time, a binary a
+# third less space; stack traces keep their function names). go build
+# names etcd's binary after its package's directory, server.
 TOOL_LDFLAGS := -s -w
-KUBE_CP := $(KUBE_DIR)/kube-apiserver $(KUBE_DIR)/kube-controller-manager $(KUBE_DIR)/kube-scheduler
-KUBE_NODE := $(KUBE_DIR)/kubelet $(KUBE_DIR)/kube-proxy
-$(KUBE_CP) $(KUBE_NODE) &:
+# The tools keep go's own cgo default (on where a C compiler is, as here):
+# they are other projects' programs, built as they build them.
+TOOL_GO := env -u CGO_ENABLED $(GO)
+KUBE_PKGS := go.etcd.io/etcd/server/v3 $(addprefix k8s.io/kubernetes/cmd/,kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy) \
+  sigs.k8s.io/kwok/cmd/kwok sigs.k8s.io/metrics-server/cmd/metrics-server
+$(KUBE_TOOLS) &:
 	rm -rf $(KUBE_DIR)/k8s.tmp && mkdir -p $(KUBE_DIR)/k8s.tmp
-	cd tools/kube/kubernetes && $(GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $(KUBE_DIR)/k8s.tmp/ \
-	  $(patsubst $(KUBE_DIR)/%,k8s.io/kubernetes/cmd/%,$(KUBE_CP) $(KUBE_NODE))
+	cd tools/kube/kubernetes && $(TOOL_GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $(KUBE_DIR)/k8s.tmp/ $(KUBE_PKGS)
+	mv $(KUBE_DIR)/k8s.tmp/server $(KUBE_DIR)/k8s.tmp/etcd
 	mv $(KUBE_DIR)/k8s.tmp/* $(KUBE_DIR)/ && rmdir $(KUBE_DIR)/k8s.tmp
-$(KUBE_DIR)/kwok:
-	mkdir -p $(dir $@)
-	cd tools/kube/kwok && $(GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $@.tmp sigs.k8s.io/kwok/cmd/kwok
-	mv $@.tmp $@
 
-## kube-metrics-server: metrics-server $(METRICS_SERVER_VERSION) (tools/kube/metrics-server),
-## the metrics API of the test control planes (kwok's fake usage, the real
-## node's kubelet) and of make cluster; make test builds it
-KUBE_METRICS_SERVER := $(CACHE)/metrics-server-$(METRICS_SERVER_VERSION)/metrics-server
-kube-metrics-server: $(KUBE_METRICS_SERVER)
-$(KUBE_METRICS_SERVER):
-	mkdir -p $(dir $@)
-	cd tools/kube/metrics-server && $(GO) build -trimpath -ldflags='$(TOOL_LDFLAGS)' -o $@.tmp sigs.k8s.io/metrics-server/cmd/metrics-server
-	mv $@.tmp $@
+## kube-metrics-server: metrics-server, the metrics API of the test control
+## planes (kwok's fake usage, the real node's kubelet) and of make cluster;
+## one of kube-tools
+kube-metrics-server: kube-tools
 
 ## cluster: a one-node Kubernetes cluster on this machine (as root): the
 ## control plane, a kubelet on containerd with kube-proxy, cluster DNS and
@@ -202,7 +196,7 @@ $(KUBE_METRICS_SERVER):
 ## beside a stand-in postgres image of Debian's PostgreSQL (the key to name
 ## it is printed); left running, its last line `export KUBECONFIG=...`
 ## (docs/KUBERNETES.md)
-cluster: kube-tools $(KUBE_METRICS_SERVER)
+cluster: kube-tools
 	$(GO) build -o $(BIN)/svclab-cluster ./internal/deploy/kube/kubetest/cluster
 	@$(BIN)/svclab-cluster start --tag svclab:$(subst +,-,$(VERSION))
 ## cluster-stop: stop make cluster's cluster, leaving nothing of it
@@ -237,7 +231,7 @@ test:
 # The test binaries of the timed steps are compiled with the builds, so
 # that their compiles (a core for 10-20 s) do not run beside the synth CPU
 # test they start beside.
-test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools kube-metrics-server test-compile
+test-setup: build venv lint java pyimpl test-pyimpl envoy jaeger kube-validate kube-tools test-compile
 test-compile: $(GO_DEPS)
 	$(GO) test -count=1 -run '^$$' ./apps/synth ./cmd/svclab
 
@@ -298,9 +292,8 @@ test-timed: test-timed-quiet
 	$(GO_TEST) -run '$(TIMED_CLI)' -skip '$(TIMED_CAPACITY)' -parallel 1 ./cmd/svclab
 test-cli: $(GO_DEPS) $(CLI_AFTER)
 	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
-# The control plane (make kube-tools) and metrics-server (make
-# kube-metrics-server) are built once per machine by test-setup, into the
-# cache beside Jaeger (docs/KUBERNETES.md).
+# The Kubernetes parts (make kube-tools) are built once per machine by
+# test-setup, into the cache beside Jaeger (docs/KUBERNETES.md).
 # The longest packages first, so that two at a time end together.
 LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./apps/shop ./internal/deploy/backing/postgres
 # The real node's tests (internal/deploy/kube/e2e/realnode: a kubelet on
@@ -321,9 +314,9 @@ LONG_PKGS := ./internal/conformance ./internal/deploy/local ./apps/boutique ./ap
 # wait on the control plane's own timers, and end beside them.
 KUBE_NODE_PKG := ./internal/deploy/kube/e2e/realnode
 test-kube: test-kube-kwok test-kube-node
-test-kube-kwok: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KUBE_AFTER)
+test-kube-kwok: $(GO_DEPS) kube-tools $(KUBE_AFTER)
 	$(BG_TEST) -p 3 -parallel 4 $$($(GO) list ./internal/deploy/kube/... | grep -v -e '$(patsubst ./%,/%,$(KUBE_NODE_PKG))$$')
-test-kube-node: $(GO_DEPS) kube-tools $(KUBE_METRICS_SERVER) $(KUBE_AFTER)
+test-kube-node: $(GO_DEPS) kube-tools $(KUBE_AFTER)
 	$(BG_TEST) -parallel 4 $(KUBE_NODE_PKG)
 # Two tests of a package at once (go test's default here): with three,
 # the local deployer's 29 parallel tests ended 70 s sooner warm, but in a

@@ -45,7 +45,7 @@ import (
 
 // Version is the Kubernetes version of the control plane `make kube-tools`
 // builds; the cache directory is named after it.
-const Version = "v1.35.4"
+const Version = "v1.36.3"
 
 // ToolsEnv names the directory of the binaries; `make test` sets it, and a
 // missing binary is then an error rather than a skip.
@@ -87,17 +87,26 @@ var stages []byte
 // caller did not ask for them (ToolsEnv unset): tests skip.
 var ErrNoTools = errors.New("kubetest: the control plane is not built")
 
-// ToolsDir returns the directory holding every binary of Binaries:
-// $SVCLAB_KUBE_TOOLS, or ${XDG_CACHE_HOME:-~/.cache}/svclab/kube-<Version>.
+// toolsPath is the directory of the binaries: $SVCLAB_KUBE_TOOLS, or
+// ${XDG_CACHE_HOME:-~/.cache}/svclab/kube-<Version>; "" without a cache
+// directory.
+func toolsPath() string {
+	if dir := os.Getenv(ToolsEnv); dir != "" {
+		return dir
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(cache, "svclab", "kube-"+Version)
+}
+
+// ToolsDir returns toolsPath when it holds every binary of Binaries.
 func ToolsDir() (string, error) {
-	dir := os.Getenv(ToolsEnv)
-	asked := dir != ""
-	if !asked {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			return "", fmt.Errorf("%w: no cache directory: %v", ErrNoTools, err)
-		}
-		dir = filepath.Join(cache, "svclab", "kube-"+Version)
+	asked := os.Getenv(ToolsEnv) != ""
+	dir := toolsPath()
+	if dir == "" {
+		return "", fmt.Errorf("%w: no cache directory", ErrNoTools)
 	}
 	var missing []string
 	for _, b := range Binaries {

@@ -19,10 +19,6 @@ import (
 	"k8s.io/client-go/dynamic"
 )
 
-// MetricsServerVersion is the metrics-server `make kube-metrics-server`
-// builds (tools/kube/metrics-server); its cache directory is named after it.
-const MetricsServerVersion = "v0.9.0"
-
 // The usage kwok reports for every container (metrics.yaml), which the
 // metrics API then serves.
 var (
@@ -42,18 +38,9 @@ const (
 //go:embed metrics.yaml
 var metricsConfig []byte
 
-// MetricsServerPath is the metrics-server binary: in $SVCLAB_KUBE_TOOLS
-// when set, else ${XDG_CACHE_HOME:-~/.cache}/svclab/metrics-server-<version>.
-func MetricsServerPath() string {
-	if dir := os.Getenv(ToolsEnv); dir != "" {
-		return filepath.Join(dir, "metrics-server")
-	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(cache, "svclab", "metrics-server-"+MetricsServerVersion, "metrics-server")
-}
+// MetricsServerPath is the metrics-server binary `make kube-tools` builds
+// beside the control plane (toolsPath).
+func MetricsServerPath() string { return filepath.Join(toolsPath(), "metrics-server") }
 
 // metricsResolution is metrics-server's scrape period: its minimum.
 const metricsResolution = 10 * time.Second
@@ -68,7 +55,7 @@ const metricsResolution = 10 * time.Second
 func (c *Cluster) startMetrics(ctx context.Context, port int) error {
 	bin := MetricsServerPath()
 	if st, err := os.Stat(bin); err != nil || st.Mode()&0o111 == 0 {
-		c.NoMetrics = fmt.Sprintf("no metrics API: metrics-server missing at %s; `make kube-metrics-server` builds it", bin)
+		c.NoMetrics = fmt.Sprintf("no metrics API: metrics-server missing at %s; `make kube-tools` builds it", bin)
 		return nil
 	}
 	if err := c.start(filepath.Dir(bin), filepath.Base(bin),

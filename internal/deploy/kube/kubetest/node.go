@@ -252,7 +252,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
 `, cniNetwork, bridgeName, podSubnet, gatewayIP, filepath.Join(NodeDir, "cni-ipam"))
 	kubelet := fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-# This machine mounts cgroup v1, which kubelet 1.35 refuses by default.
+# This machine mounts cgroup v1, which kubelets from 1.35 refuse by default.
+# containerd 1.6 has no RuntimeConfig call: the kubelet falls back to
+# cgroupDriver here (until 1.38, KEP-4033).
 failCgroupV1: false
 cgroupDriver: cgroupfs
 cgroupRoot: /%[1]s

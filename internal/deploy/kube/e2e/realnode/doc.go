@@ -15,7 +15,7 @@
 // node's stop (TestRealNode). They skip, saying why, where the machine
 // cannot run the node: not root, Debian's containerd, runc or CNI
 // plugins missing, or the kubelet not built (make kube-tools); the HPA
-// test without metrics-server (make kube-metrics-server), the shop's
+// test without metrics-server (make kube-tools), the shop's
 // without PostgreSQL. The kwok tests (package e2e) keep what one node
 // cannot show: placement over several nodes, and the fault states kwok
 // stages.
