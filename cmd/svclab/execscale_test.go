@@ -44,15 +44,18 @@ sync_period = "500ms"
 [load]
 rate = 20
 warmup = "200ms"
-duration = "6s"
+duration = "9s"
 [load.request]
 path = "/"
 [experiment]
 name = "xs"
 `
-	// 6 s: the replica the autoscaler adds after its first periods must
-	// live through a few of the sampler's seconds, on a busy machine too
-	// (at 3 s, beside the other CLI tests, it was added too late once).
+	// 9 s: the replica the autoscaler adds after its first periods must
+	// start (a Python interpreter) and live through a few of the
+	// sampler's seconds, on a busy machine too: at 3 s, beside the other
+	// CLI tests, it was added too late once; at 6 s, in a make test whose
+	// last step also compiled, the decision was made but the replica was
+	// not up before the window ended (2026-11-29).
 	runs, _ := runExperiment(t, "xs", src, 1)
 	run := runs[0]
 	var rf struct {

@@ -2,12 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -279,12 +281,28 @@ func TestRunWithoutAnalysis(t *testing.T) {
 			defer cancel()
 			mark := marker(t)
 			results := filepath.Join(dir, "results-"+strings.Trim(tc.name, "-"))
-			cmd := exec.CommandContext(ctx, bin, append(append([]string{"run", "--results", results}, tc.args...), specPath)...)
-			cmd.Dir = dir
-			cmd.Env = append(os.Environ(), mark, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SVCLAB_VENV="+filepath.Join(dir, "no-venv"))
+			var cmd *exec.Cmd
 			var stdout, stderr strings.Builder
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			err := cmd.Run()
+			var err error
+			// The copy was just written: a process this test binary
+			// forks meanwhile holds its descriptor until its exec, and
+			// exec then fails with ETXTBSY (go.dev/issue/22315); it is
+			// free again a moment later.
+			for range 20 {
+				cmd = exec.CommandContext(ctx, bin, append(append([]string{"run", "--results", results}, tc.args...), specPath)...)
+				cmd.Dir = dir
+				cmd.Env = append(os.Environ(), mark, "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "SVCLAB_VENV="+filepath.Join(dir, "no-venv"))
+				stdout.Reset()
+				stderr.Reset()
+				cmd.Stdout, cmd.Stderr = &stdout, &stderr
+				if err = cmd.Start(); !errors.Is(err, syscall.ETXTBSY) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if err == nil {
+				err = cmd.Wait()
+			}
 			waitNoProcesses(t, mark, 5*time.Second)
 			if code := cmd.ProcessState.ExitCode(); code != tc.code {
 				t.Fatalf("exit %d (%v), want %d\n%s\n%s", code, err, tc.code, stdout.String(), stderr.String())

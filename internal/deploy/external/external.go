@@ -144,7 +144,7 @@ func (d *deployment) start(ctx context.Context) error {
 	if err := waitReady(ctx, d.keys, timeout); err != nil {
 		return err
 	}
-	procs, err := findProcesses(d.keys.Processes)
+	procs, err := findWithin(ctx, d.keys.Processes, processWait)
 	if err != nil {
 		return err
 	}

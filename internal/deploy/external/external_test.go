@@ -2,9 +2,12 @@ package external
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -251,5 +254,34 @@ func TestDescribe(t *testing.T) {
 		if strings.Contains(out, not) {
 			t.Errorf("description speaks of a %s:\n%s", not, out)
 		}
+	}
+}
+
+// TestFindWithinWaitsForExec: a process whose command line comes to hold
+// the pattern only after a delay (a shell that execs its server later, as
+// a setup's `server &` does) is found when the wait outlasts the delay,
+// and not without a wait.
+func TestFindWithinWaitsForExec(t *testing.T) {
+	d := fmt.Sprintf("7.%d", time.Now().UnixNano()%1_000_000)
+	pattern := "sleep " + d
+	// The shell's own command line holds d, not the pattern.
+	cmd := exec.Command("sh", "-c", `sleep 0.5; exec sleep "$1"`, "sh", d)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	named := []Named{{Pattern: pattern}}
+	if _, err := findWithin(context.Background(), named, 0); !errors.Is(err, errNoMatch) {
+		t.Fatalf("without a wait, before the exec: %v, want %v", err, errNoMatch)
+	}
+	procs, err := findWithin(context.Background(), named, processWait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(procs) != 1 || procs[0].info.PID != cmd.Process.Pid {
+		t.Fatalf("found %d processes, want the shell's pid %d", len(procs), cmd.Process.Pid)
 	}
 }

@@ -2,6 +2,7 @@ package external
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -42,6 +43,33 @@ func (p *process) ended(status string) {
 		p.exit = &deploy.ExitError{Process: p.info, Status: status}
 		close(p.done)
 	})
+}
+
+// errNoMatch is findProcesses' error for a pattern no process matches.
+var errNoMatch = errors.New("no process's command line holds")
+
+// processWait bounds how long findWithin waits for a pattern's process:
+// a setup that starts its server in the background (`server &`) can
+// return before the server's exec, and until then the process's command
+// line is the shell's. Seen on a busy machine: `sleep 2.96 &` not yet
+// matched when its setup had returned.
+const processWait = 3 * time.Second
+
+// findWithin is findProcesses, listed again every 100 ms while a pattern
+// matches nothing, for up to wait.
+func findWithin(ctx context.Context, named []Named, wait time.Duration) ([]*process, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		procs, err := findProcesses(named)
+		if !errors.Is(err, errNoMatch) || time.Now().After(deadline) {
+			return procs, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // findProcesses resolves the named processes: each PID, and every process
@@ -115,7 +143,7 @@ func findProcesses(named []Named) ([]*process, error) {
 			}
 		}
 		if !matched {
-			return nil, fmt.Errorf("deploy.external.processes: no process's command line holds %q", n.Pattern)
+			return nil, fmt.Errorf("deploy.external.processes: %w %q", errNoMatch, n.Pattern)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *process) int { return a.info.PID - b.info.PID })
