@@ -94,6 +94,6 @@ name = "xs"
 		t.Error("the added replica web#1 was not sampled in resources.parquet")
 	}
 	if sum := readSummary(t, run); sum.Operations[0].Errors != 0 {
-		t.Errorf("%d of %d calls failed while web scaled", sum.Operations[0].Errors, sum.Operations[0].Count)
+		t.Errorf("%d of %d calls failed while web scaled; the first of each kind: %v", sum.Operations[0].Errors, sum.Operations[0].Count, sum.Operations[0].ErrorExamples)
 	}
 }
