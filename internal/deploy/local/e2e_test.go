@@ -320,10 +320,20 @@ func checkDeadline(t *testing.T, d deploy.Deployment, app string, conn transport
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	err := conn.Invoke(ctx, sc.method, sc.req, sc.resp())
 	cancel()
-	if code := status.Code(err); code != codes.DeadlineExceeded {
-		t.Errorf("slow call with a 500ms deadline: %v (code %s), want DeadlineExceeded", err, code)
+	el := time.Since(start)
+	// A server that holds the propagated deadline resets the stream when
+	// it passes (grpcio sends RST_STREAM CANCEL); on a busy machine that
+	// reset can reach the client before its own timer fires, and the
+	// call then ends Canceled. Either is right when it comes at the
+	// deadline (as in checkProxiedDeadline).
+	switch code := status.Code(err); {
+	case code == codes.DeadlineExceeded:
+	case code == codes.Canceled && el >= 450*time.Millisecond:
+		t.Logf("slow call: %v after %s: the server's reset at the deadline came first", err, el)
+	default:
+		t.Errorf("slow call with a 500ms deadline: %v (code %s) after %s, want DeadlineExceeded", err, code, el)
 	}
-	if el := time.Since(start); el > 3*time.Second {
+	if el > 3*time.Second {
 		t.Errorf("slow call took %s despite a 500ms deadline", el)
 	}
 	checkSleeperSawDeadline(t, d, app)
