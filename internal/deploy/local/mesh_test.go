@@ -88,11 +88,7 @@ func testMTLS(t *testing.T, tr, sidecar string) {
 	} else if got, want := resp.(*chainpb.CallResponse).GetText(), chain.Expected(3, chain.Large); got != want {
 		t.Errorf("large payload: %d characters, want %d", len(got), len(want))
 	}
-	if sidecar == "none" {
-		checkDeadline(t, d, "chain", conn)
-	} else {
-		checkProxiedDeadline(t, d, conn)
-	}
+	checkDeadline(t, d, "chain", conn)
 	// The gateway stays plaintext HTTP.
 	for _, r := range p.Requests() {
 		if err := postGateway(ctx, d.GatewayURL(), r); err != nil {
