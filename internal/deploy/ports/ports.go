@@ -6,9 +6,11 @@ package ports
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,7 +25,8 @@ import (
 // machine (many deployments at once, as in the test suite) it was: an
 // Envoy sidecar failed with "address already in use". So these ports come
 // from below the kernel's ephemeral range, which it never assigns by
-// itself; only another program picking at random there could collide.
+// itself; only another program picking at random there could collide,
+// and svclab's own processes do not (recent).
 const (
 	pickLow      = 20000 // the lowest port picked
 	pickAttempts = 64
@@ -39,7 +42,11 @@ func Listen() (net.Listener, error) {
 	var last error
 	for range pickAttempts {
 		p := pickLow + rand.IntN(high-pickLow)
-		if !recent.take(p, time.Now()) {
+		ok, err := recent.take(p, time.Now())
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
 			continue
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
@@ -54,36 +61,57 @@ func Listen() (net.Listener, error) {
 	return nil, fmt.Errorf("no free port among %d tried below %d: %w", pickAttempts, high, last)
 }
 
-// recent holds the ports this process picked lately. Free releases its
-// ports before their program binds them, and a deployment beside it (the
-// test suite runs many in one process) could draw the same port in that
-// gap; with thousands of picks a run, one did.
-var recent = picks{at: map[int]time.Time{}}
+// recent holds the ports picked lately by any svclab process on this
+// machine. Free releases its ports before their program binds them, and
+// a deployment beside it could draw the same port in that gap: with
+// thousands of picks a run, one in this process did, and later one in
+// another test process did (a Python host's "address already in use").
+// So each pick is reserved by an abstract unix socket named for the port:
+// other processes see it, and the kernel drops it when this one exits,
+// leaving no file behind.
+var recent = reservations{name: "svclab-port-", max: maxHeld}
 
-// reserve is how long a picked port is not picked again by this process:
+// reserve is how long a picked port is not picked again by svclab:
 // longer than any program takes to bind the port it was given.
-const reserve = 5 * time.Minute
+// maxHeld bounds the sockets one process holds for that.
+const (
+	reserve = 5 * time.Minute
+	maxHeld = 4096
+)
 
-type picks struct {
-	mu sync.Mutex
-	at map[int]time.Time
+type reservations struct {
+	name string // the abstract sockets' prefix
+	max  int    // the most held at once
+	mu   sync.Mutex
+	held []reservation // oldest first
 }
 
-// take records port as picked at now, unless it was picked within
-// reserve; it forgets picks older than that.
-func (r *picks) take(port int, now time.Time) bool {
+type reservation struct {
+	c  io.Closer
+	at time.Time
+}
+
+// take reserves port as picked at now, unless some svclab process
+// reserved it within reserve. It first drops this process's reservations
+// older than that, and the oldest beyond max.
+func (r *reservations) take(port int, now time.Time) (bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if t, ok := r.at[port]; ok && now.Sub(t) < reserve {
-		return false
+	n := 0
+	for n < len(r.held) && (now.Sub(r.held[n].at) >= reserve || len(r.held)-n >= r.max) {
+		r.held[n].c.Close()
+		n++
 	}
-	for p, t := range r.at {
-		if now.Sub(t) >= reserve {
-			delete(r.at, p)
-		}
+	r.held = slices.Delete(r.held, 0, n)
+	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: "@" + r.name + strconv.Itoa(port), Net: "unixgram"})
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return false, nil
 	}
-	r.at[port] = now
-	return true
+	if err != nil {
+		return false, fmt.Errorf("reserve port %d: %w", port, err)
+	}
+	r.held = append(r.held, reservation{c: c, at: now})
+	return true, nil
 }
 
 // ephemeralLow is the first port of net.ipv4.ip_local_port_range, or
