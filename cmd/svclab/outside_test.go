@@ -45,11 +45,13 @@ func TestOutsideModule(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "orderslab")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, ".")
 	build.Dir = mod
-	// -mod=mod lets go fill in what the copy's go.sum lacks; GOWORK=off
-	// keeps a go.work above the temp dir out, as for any outside module.
-	build.Env = append(os.Environ(), "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"), "GOWORK=off")
+	// -mod=readonly, as a user's copy builds: a go.mod or go.sum that
+	// lacks what svclab now needs fails here (it once did for a user,
+	// while -mod=mod here filled it in). GOWORK=off keeps a go.work above
+	// the temp dir out, as for any outside module.
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=readonly", "GOWORK=off")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build in %s (a copy of %s): %v\n%s", mod, exampleDir, err, out)
+		t.Fatalf("go build in %s (a copy of %s): %v\n%s\n(if go.mod or go.sum lacks an entry: cd %s && GOFLAGS=-mod=mod go mod tidy)", mod, exampleDir, err, out, exampleDir)
 	}
 
 	mark := marker(t)
