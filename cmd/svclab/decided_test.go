@@ -101,9 +101,17 @@ margin = 1.10
 		}
 	}
 
-	_, stderr, code = svclab(t, ctx, []string{mark}, "run", "--no-report", "--resume", stores[0], specPath)
-	if code != 0 || !strings.Contains(stderr, "stopped before, after") {
-		t.Errorf("resume of a stopped experiment: exit %d:\n%s", code, stderr)
+	// A resume of a stopped experiment runs nothing, counts the runs it
+	// keeps and writes the report again.
+	stdout, stderr, code := svclab(t, ctx, []string{mark, "SVCLAB_VENV=" + venv}, "run", "--resume", stores[0], specPath)
+	kept := fmt.Sprintf("%d runs: 0 ok, 0 failed, %d kept from before", len(ef.Runs), st.Runs)
+	if code != 0 || !strings.Contains(stderr, "stopped before, after") || !strings.Contains(stderr, kept) {
+		t.Errorf("resume of a stopped experiment: exit %d, want 0 and %q:\n%s", code, kept, stderr)
+	}
+	if !strings.Contains(stdout, "report: ") {
+		t.Errorf("the resume wrote no report:\n%s", stdout)
+	} else if _, err := os.Stat(filepath.Join(stores[0], "report.md")); err != nil {
+		t.Errorf("the resume's report: %v", err)
 	}
 	if again, _ := filepath.Glob(filepath.Join(stores[0], "runs", "r*")); len(again) != len(runs) {
 		t.Errorf("the resume ran %d runs more", len(again)-len(runs))

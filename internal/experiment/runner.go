@@ -231,6 +231,7 @@ func execute(ctx context.Context, st *Store, p *Plan, backed []*runtime.Topology
 	defer x.seq.outcome(x.out)
 	for i, r := range p.Runs {
 		if stop, err := x.seq.before(ctx, i); stop || err != nil {
+			x.keep(p.Runs[i:])
 			x.prog.done()
 			return x.out, err
 		}
@@ -293,6 +294,18 @@ func (x *execution) run(ctx context.Context, r Run) error {
 	x.prog.finish(rf)
 	x.count(r, rf)
 	return x.stopAfter(r, rf, pr.Load.Thresholds)
+}
+
+// keep counts the runs committed before among runs, which this
+// invocation will not reach: a sequential experiment that stopped, now or
+// before, still has them for its analysis (a resume of one that stopped
+// decided runs nothing and writes the report again).
+func (x *execution) keep(runs []Run) {
+	for _, r := range runs {
+		if x.committed[r.ID] {
+			x.out.Resumed++
+		}
+	}
 }
 
 // prepare prepares run r's point again, with the experiment's backing
