@@ -100,8 +100,24 @@ func Describe(exe string) string {
 	if why == "" {
 		return "hosts: " + path
 	}
+	if why == errNoLean && !svclabBuild(exe) {
+		return "hosts: " + exe + " host (a binary of your own module runs its hosts itself)"
+	}
 	return "hosts: " + exe + " host (" + why + "; `make build` or `go install ./cmd/...` builds both)"
 }
+
+// svclabBuild says whether exe is a build of svclab's own module, which
+// has a lean host binary to build (cmd/svclab-host), rather than of a
+// module of the user's (docs/YOUR-SYSTEM.md), which has none.
+func svclabBuild(exe string) bool {
+	bi, err := buildinfo.ReadFile(exe)
+	if err != nil {
+		return true
+	}
+	return bi.Main.Path == svclabModule
+}
+
+const svclabModule = "github.com/svclab/svclab"
 
 // sameSource says whether host, a lean host binary, was built from the
 // source exe was.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,43 @@ func TestCommand(t *testing.T) {
 				t.Errorf("Command = %s %q, want %s host", path, args, exe)
 			}
 		})
+	}
+}
+
+// TestDescribeOwnModule: a binary of the user's own module has no lean
+// host binary to build, and Describe does not tell its user to build one;
+// svclab's own (this test binary) does.
+func TestDescribeOwnModule(t *testing.T) {
+	if bi, ok := debug.ReadBuildInfo(); !ok || bi.Main.Path != svclabModule {
+		t.Fatalf("this test binary's module is not %s: %+v", svclabModule, bi)
+	}
+	own := filepath.Join(t.TempDir(), "orderslab")
+	mod := t.TempDir()
+	for name, body := range map[string]string{
+		"go.mod":  "module example.com/orders\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {}\n",
+	} {
+		if err := os.WriteFile(filepath.Join(mod, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	build := exec.Command("go", "build", "-o", own, ".")
+	build.Dir = mod
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	if d := Describe(own); strings.Contains(d, "make build") || !strings.Contains(d, "your own module") {
+		t.Errorf("Describe(own module's binary) = %q", d)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(t.TempDir(), "svclab")
+	copyFile(t, self, exe, 0o755)
+	if d := Describe(exe); !strings.Contains(d, "make build") {
+		t.Errorf("Describe(svclab without its host binary) = %q", d)
 	}
 }
 
