@@ -37,9 +37,11 @@ def mean_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class Interval:
-    """A centre with its interval and how it was computed.
+    """A centre, or the ratio of two (`center_ratio`), with its interval and
+    how it was computed.
 
     `method` is "log-t" (geometric mean; Student's t on ln y, back-transformed),
+    "log-welch" (a ratio of geometric means; Welch's t on ln a − ln b),
     "bca" or "percentile" (the mean; bootstrap over runs), "t" (the mean;
     Student's t, for values that can be negative) or "none" (fewer than two
     values: no interval).
@@ -49,7 +51,7 @@ class Interval:
     low: float
     high: float
     method: str
-    kind: str  # what `center` is: "geometric mean" or "mean"
+    kind: str  # what `center` is (or is a ratio of): "geometric mean" or "mean"
 
 
 # The rule for an interval over runs (docs/ANALYSIS.md, "Intervals the data
@@ -95,6 +97,55 @@ def run_interval(
         if math.isfinite(lo) and math.isfinite(hi):
             return Interval(center, lo, hi, method.lower(), kind)
     return Interval(center, math.nan, math.nan, "none", kind)
+
+
+def center_ratio(
+    a: np.ndarray, b: np.ndarray, confidence: float = 0.95, positive: bool | None = None,
+    n_resamples: int = 4999, seed: int = 0,
+) -> Interval:
+    """The ratio of a's centre to b's, the centres `run_interval` gives, with
+    its interval over the two groups' runs.
+
+    Geometric means (`positive`, by default when every value of both is):
+    Welch's t on ln a − ln b (scipy's ttest_ind with unequal variances),
+    back-transformed, method "log-welch". Means: a bootstrap of mean(a)/mean(b)
+    over runs (BCa, percentile when BCa degenerates). No interval ("none")
+    with fewer than two runs in either group, or a zero mean of b."""
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[np.isfinite(a)], b[np.isfinite(b)]
+    if positive is None:
+        positive = bool(len(a) and len(b) and np.all(a > 0) and np.all(b > 0))
+    kind = "geometric mean" if positive else "mean"
+    if len(a) == 0 or len(b) == 0:
+        return Interval(math.nan, math.nan, math.nan, "none", kind)
+    centre = stats.gmean if positive else np.mean
+    ca, cb = float(centre(a)), float(centre(b))
+    ratio = ca / cb if cb != 0 else math.nan
+    if len(a) < 2 or len(b) < 2 or not math.isfinite(ratio):
+        return Interval(ratio, math.nan, math.nan, "none", kind)
+    if positive:
+        if all(np.ptp(x) <= 1e-12 * np.max(x) for x in (a, b)):
+            return Interval(ratio, ratio, ratio, "log-welch", kind)  # no spread: no doubt
+        iv = stats.ttest_ind(np.log(a), np.log(b), equal_var=False).confidence_interval(
+            confidence_level=confidence)
+        return Interval(ratio, math.exp(float(iv.low)), math.exp(float(iv.high)),
+                        "log-welch", kind)
+
+    def of_means(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean(x, axis=axis) / np.mean(y, axis=axis)
+
+    for method in ("BCa", "percentile"):
+        with warnings.catch_warnings():
+            # Two or three runs make BCa degenerate; percentile is the fallback.
+            warnings.simplefilter("ignore")
+            res = stats.bootstrap((a, b), of_means, vectorized=True, paired=False,
+                                  confidence_level=confidence, n_resamples=n_resamples,
+                                  method=method, rng=np.random.default_rng(seed))
+        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        if math.isfinite(lo) and math.isfinite(hi):
+            return Interval(ratio, lo, hi, method.lower(), kind)
+    return Interval(ratio, math.nan, math.nan, "none", kind)
 
 
 def median_ci(x: np.ndarray, confidence: float = 0.95) -> tuple[float, float]:

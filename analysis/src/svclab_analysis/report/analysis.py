@@ -19,9 +19,9 @@ from ..questions import Answer, experiment_answers, is_sequential
 from ..results import BOTTLENECK, RESOURCES, Experiment, load_role_cpu, response_table
 from ..stats import (
     cell_residuals,
+    center_ratio,
     compare,
     describe,
-    mann_whitney,
     marginal_means,
     marginal_ratios,
     replicated,
@@ -118,6 +118,52 @@ def flagged_runs(exp: Experiment) -> set[str]:
     return {str(r) for r in runs.loc[bad, "run_id"]}
 
 
+# How a configuration stands against the best (Analysis.ranked's vs_best).
+BEST, WORSE, TIED, UNDETERMINED = "best", "worse", "tied", "undetermined"
+
+
+def rank_configurations(tm: pd.DataFrame, m: str, cells: pd.DataFrame, ascending: bool,
+                        confidence: float) -> pd.DataFrame:
+    """`describe`'s rows per configuration (`cells`), best first by the centre
+    the tables show (the geometric mean of a positive metric, stats.run_interval's
+    rule), with each one's ratio to the best by that same centre: ratio_to_best
+    (so ≥ 1 below the best of a lower-is-better metric, ≤ 1 of a higher-is-better
+    one), its interval ratio_ci_low/high and method ratio_method
+    (stats.center_ratio), and vs_best: "best", "worse" (the interval excludes
+    1), "tied" (it includes 1: the runs cannot tell the two apart) or
+    "undetermined" (no interval: too few runs)."""
+    ranked = cells.sort_values("center", ascending=ascending, kind="stable").reset_index(
+        drop=True)
+    best = ranked.iloc[0]
+    positive = str(best["center_kind"]) == "geometric mean"
+    best_vals = tm.loc[tm[CONFIG] == best[CONFIG], m].to_numpy(dtype=float)
+    ratio, low, high, method, vs = [], [], [], [], []
+    for i, r in enumerate(ranked.itertuples()):
+        if i == 0:
+            ratio.append(1.0)
+            low.append(math.nan)
+            high.append(math.nan)
+            method.append("none")
+            vs.append(BEST)
+            continue
+        iv = center_ratio(tm.loc[tm[CONFIG] == getattr(r, CONFIG), m].to_numpy(dtype=float),
+                          best_vals, confidence, positive=positive,
+                          n_resamples=BOOTSTRAP_RESAMPLES)
+        # The point is the ratio of the centres shown, so that it never
+        # crosses 1 against the order: the same numbers, divided.
+        ratio.append(float(r.center) / float(best["center"]) if best["center"] != 0
+                     else math.nan)
+        low.append(iv.low)
+        high.append(iv.high)
+        method.append(iv.method)
+        if not (math.isfinite(iv.low) and math.isfinite(iv.high)):
+            vs.append(UNDETERMINED)
+        else:
+            vs.append(TIED if iv.low <= 1.0 <= iv.high else WORSE)
+    return ranked.assign(ratio_to_best=ratio, ratio_ci_low=low, ratio_ci_high=high,
+                         ratio_method=method, vs_best=vs)
+
+
 def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Analysis:
     """Every number the report shows. Pure computation: no plotting."""
     m = exp.response_metric
@@ -138,22 +184,7 @@ def analyse(exp: Experiment, log: bool = False, confidence: float = 0.95) -> Ana
 
     cells = describe(tm, [m], by=[CONFIG], confidence=confidence)
     asc = lower_is_better(m)
-    # Ranked by the centre the tables show: the geometric mean of a positive
-    # metric (stats.run_interval's rule).
-    ranked = cells.sort_values("center", ascending=asc, kind="stable").reset_index(drop=True)
-    best = ranked[CONFIG].iloc[0]
-    best_vals = tm.loc[tm[CONFIG] == best, m].to_numpy()
-    ratios = []
-    for c in ranked[CONFIG]:
-        if c == best:
-            ratios.append((1.0, math.nan, math.nan))
-            continue
-        r = mann_whitney(tm.loc[tm[CONFIG] == c, m].to_numpy(), best_vals, confidence,
-                         BOOTSTRAP_RESAMPLES)
-        ratios.append((r["ratio"], r["ratio_ci_low"], r["ratio_ci_high"]))
-    ranked["ratio_to_best"] = [r[0] for r in ratios]
-    ranked["ratio_ci_low"] = [r[1] for r in ratios]
-    ranked["ratio_ci_high"] = [r[2] for r in ratios]
+    ranked = rank_configurations(tm, m, cells, asc, confidence)
     err = table.groupby(CONFIG, observed=True)["error_rate_pct"].mean()
     ranked["error_rate_pct"] = ranked[CONFIG].map(err)
     flagged = flagged_runs(exp)

@@ -21,6 +21,8 @@ from .analysis import (
     MIN_RUNS,
     ROLE_LABELS,
     TARGET_ERROR_PCT,
+    TIED,
+    UNDETERMINED,
     Analysis,
     term_significant,
 )
@@ -184,6 +186,63 @@ def interval_rule(kind: str) -> str:
     return "the mean's CI is a BCa bootstrap over runs (a run's value is zero)."
 
 
+def ratio_rule(kind: str) -> str:
+    """The caption's words for the ratio to the best (stats.center_ratio)."""
+    how = ("Welch's t on the log scale" if kind == "geometric mean" else "a bootstrap")
+    return (f"The ratio to the best is of the {kind}s the ranking uses; its CI is {how} "
+            "over the two configurations' runs, and where it includes 1 the runs cannot "
+            "tell that configuration from the best.")
+
+
+def ratio_interval(r: Any, conf: int) -> str:
+    """`95% CI 0.610–1.85×` for a row of Analysis.ranked; "no interval"."""
+    iv = ci(r["ratio_ci_low"], r["ratio_ci_high"], "×")
+    return "no interval" if iv == "—" else f"{conf}% CI {iv}"
+
+
+def _names(labels: list[str]) -> str:
+    """`**a**`, `**a** and **b**`, `**a**, **b** and **c**`."""
+    b = [f"**{x}**" for x in labels]
+    return b[0] if len(b) == 1 else ", ".join(b[:-1]) + " and " + b[-1]
+
+
+def winner_text(a: Analysis, better: str, spread: str) -> str:
+    """The answer's first sentences: the best configuration, or the group the
+    runs cannot tell from it (its ratio's interval includes 1), or that the
+    ranking is not determinable where no interval exists (Analysis.ranked's
+    vs_best)."""
+    conf = round(100 * a.confidence)
+    r = a.ranked
+    best = r.iloc[0]
+    value = f"**{with_unit(best['center'], a.unit)}** ({spread})"
+    tied = r[r["vs_best"] == TIED]
+    unknown = r[r["vs_best"] == UNDETERMINED]
+    # Too few runs is the usual reason for no interval (a zero mean is the other).
+    few = (", which needs two or more runs of each"
+           if min([int(best["n"]), *unknown["n"].astype(int)]) < 2 else "")
+    if len(unknown) == len(r) - 1:
+        why = ("with one run per configuration there is no interval to tell it from the "
+               "others" if not a.replicated else
+               f"no other configuration's ratio to it has an interval{few}")
+        return (f"**{best[CONFIG]}** has the {better} {a.mlabel}: {value}, but the ranking "
+                f"is not determinable: {why}.")
+    if tied.empty:
+        text = f"**{best[CONFIG]}** has the {better} {a.mlabel}: {value}."
+    else:
+        each = [f"{num(t['ratio_to_best'])}×, {ratio_interval(t, conf)}"
+                for _, t in tied.iterrows()]
+        ratios = (f"ratio {each[0]}" if len(each) == 1 else
+                  "ratios to the first, in that order: " + "; ".join(each))
+        text = (f"{_names([best[CONFIG], *tied[CONFIG]])} have the {better} {a.mlabel}; "
+                f"the runs cannot tell them apart ({ratios}). **{best[CONFIG]}** ranks "
+                f"first: {value}.")
+    if not unknown.empty:
+        one = len(unknown) == 1
+        text += (f" Against {_names(list(unknown[CONFIG]))} the ranking is not determinable: "
+                 f"{'its' if one else 'their'} ratio to the best has no interval{few}.")
+    return text
+
+
 def build(a: Analysis) -> Document:
     """The report's sections, in reading order, from an analysis and its figures."""
     u = a.unit
@@ -207,8 +266,7 @@ def build(a: Analysis) -> Document:
     spread = (f"{n_best} run{'' if n_best == 1 else 's'}, no interval" if best_ci == "—"
               else f"{center_kind} of {n_best} runs, {conf}% CI {best_ci}")
     if n_cfg > 1:
-        text = (f"**{best[CONFIG]}** has the {better} {a.mlabel}: "
-                f"**{with_unit(best['center'], u)}** ({spread}).")
+        text = winner_text(a, better, spread)
     else:
         # One configuration: a value, not a ranking of one.
         text = (f"One configuration, so nothing to rank: the {a.mlabel} of "
@@ -218,12 +276,11 @@ def build(a: Analysis) -> Document:
         text += (f" Every factor ({', '.join(a.factors)}) sets the load, not the system: "
                  "its levels are conditions the system meets, not choices to rank, so "
                  "read the order as how it responds to them.")
-    if n_cfg > 1:
-        worst = a.ranked.iloc[-1]
+    worst = a.ranked.iloc[-1]
+    if n_cfg > 1 and worst["vs_best"] != TIED:  # a tied one's ratio is in the tie's words
         text += (f" The {'highest' if better == 'lowest' else 'lowest'}, {worst[CONFIG]}, "
-                 f"has {with_unit(worst['center'], u)}: its median is "
-                 f"{num(worst['ratio_to_best'])}× the best's "
-                 f"({conf}% CI {ci(worst['ratio_ci_low'], worst['ratio_ci_high'], '×')}).")
+                 f"has {with_unit(worst['center'], u)}: its {center_kind} is "
+                 f"{num(worst['ratio_to_best'])}× the best's ({ratio_interval(worst, conf)}).")
     terms = None
     if a.main is not None:
         terms = a.main.terms
@@ -273,11 +330,11 @@ def build(a: Analysis) -> Document:
         ["rank", *a.cfg_headers(),
          f"{center_kind} ({u})" if a.metric.startswith("mean")
          else f"{center_kind} {a.metric.removesuffix('_ms')} ({u})",
-         f"{conf}% CI ({u})", f"median ({u})", f"median ÷ best (×, {conf}% CI)",
+         f"{conf}% CI ({u})", f"median ({u})", f"{center_kind} ÷ best (×, {conf}% CI)",
          "errors (%)", "runs"],
         rows, caption=f"Operation {a.operation!r}. One value per run; "
-        f"{interval_rule(center_kind)} "
-        "The ratio's CI is a bootstrap over runs." + flagged_note(a), highlight_first=True))
+        f"{interval_rule(center_kind)} {ratio_rule(center_kind)}" + flagged_note(a),
+        highlight_first=True))
     if "influence" in a.figures:
         s.blocks.append(Figure("influence", "Share of the variation in the headline metric "
                                "that each factor, each interaction and the run-to-run error "
@@ -606,6 +663,12 @@ def methods_text(a: Analysis) -> list[str]:
         "scale over runs, so no interval reaches below zero; one that is zero in some run "
         "(an error rate) its mean with a BCa bootstrap over runs; one run gets no interval. "
         "Per factor level, the marginal mean weights the design's configurations equally. "
+        "The ranking and each configuration's ratio to the best use the same centre: a "
+        "ratio of geometric means gets Welch's t on the log scale over the two "
+        "configurations' runs (a ratio of means, a bootstrap). Each such interval is for its "
+        "pair alone: one configuration is named best only when every other's interval "
+        "excludes 1; those whose interval includes 1 are named with it, as runs that cannot "
+        "be told apart. "
         "The median's interval is distribution-free, from order statistics; ratios of "
         "medians use a bootstrap (BCa, percentile when BCa degenerates) over runs. Without "
         "replication there is no error term: no interval, no test, and no share of "
