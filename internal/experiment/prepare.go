@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -62,45 +63,64 @@ func decodeLoad(s *spec.Spec) (load.Config, error) {
 // [experiment] table, the mistakes of the rest, so that one invocation
 // reports them all: the deployment (deploy.Resolve: [app], the
 // deployer's tables, the placement, this machine), and [load] for a
-// command that sends load, as the spec writes them, each unless a factor
-// sets a key of it (its levels are not known for sure while [experiment]
-// is wrong); what the deployment's checks would say of a key found wrong
-// here is left out (spec.Errors.AddLater).
+// command that sends load, with the faults' times against the load's,
+// as a design point is checked. The design points are not known for
+// sure while [experiment] is wrong, so each factor's key is set to its
+// first level as written (spec.Spec.AtFirstLevels): a factor whose name
+// is no key is refused at its line, and every key no factor sets is
+// checked as the spec writes it. What the checks say of a key a factor
+// sets is left out, as its levels are not known for sure either, and so
+// is what they would say of a key found wrong before them
+// (spec.Errors.AddLater).
 func Check(s *spec.Spec, ownErr error, sendsLoad bool) error {
 	var es spec.Errors
 	es.Add(ownErr)
-	factors, _ := s.Lookup("experiment.factors")
-	setByFactor := func(table string) bool {
-		m, _ := factors.(map[string]any)
-		for name := range m {
-			if name == table || strings.HasPrefix(name, table+".") {
-				return true
+	at, atErr := s.AtFirstLevels()
+	var later []error
+	route := func(err error) {
+		for _, e := range flatten(err) {
+			var se *spec.Error
+			switch {
+			case !errors.As(e, &se):
+				later = append(later, e)
+			case at.SetByFactor(se.Key):
+				// About a level, not known to be one.
+			case strings.HasPrefix(se.Key, "experiment.factors."):
+				// A factor that names no key: that mistake of the
+				// factor's, beside any other ownErr has of it.
+				es.Add(e)
+			default:
+				later = append(later, e)
 			}
 		}
-		return false
 	}
-	_, hasLoad := s.Lookup("load")
-	checkLoad := hasLoad && sendsLoad && !setByFactor("load")
-	if checkLoad && !setByFactor("app") && !setByFactor("deploy") {
-		// The deployment and the load, and the faults' times against
-		// the load's, as a design point is checked.
-		_, err := prepareTimed(s, s)
-		es.AddLater(err)
-		return es.Err()
+	route(atErr)
+	_, hasLoad := at.Lookup("load")
+	var err error
+	if hasLoad && sendsLoad {
+		_, err = prepareTimed(s, at)
+	} else {
+		_, _, err = deploy.Resolve(at)
 	}
-	if checkLoad {
-		_, err := decodeLoad(s)
-		es.Add(err)
-	}
-	switch {
-	case setByFactor("app"):
-	case !setByFactor("deploy"):
-		_, _, err := deploy.Resolve(s)
-		es.AddLater(err)
-	case deploysApp(s):
-		es.Add(runtime.CheckApp(s))
-	}
+	route(err)
+	es.AddLater(errors.Join(later...))
 	return es.Err()
+}
+
+// flatten lists the errors err joins, however deep.
+func flatten(err error) []error {
+	if err == nil {
+		return nil
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return []error{err}
+	}
+	var out []error
+	for _, e := range j.Unwrap() {
+		out = append(out, flatten(e)...)
+	}
+	return out
 }
 
 // CheckDesign is Check for a command that expands the design (run, plan,
@@ -117,16 +137,6 @@ func CheckDesign(ctx context.Context, s *spec.Spec, ownErr error) error {
 	_, err := CheckPlan(ctx, s, 1)
 	es.AddLater(err)
 	return es.Err()
-}
-
-// deploysApp reports whether the deployer s names deploys the app [app]
-// names, rather than driving a system of its own (Traits.Topology: the
-// external deployer's), which has no [app] to check (deploy.Resolve
-// refuses one). A deployer that is not known is taken to deploy an app:
-// its name is [deploy]'s mistake, and [app]'s are reported beside it.
-func deploysApp(s *spec.Spec) bool {
-	d, err := deploy.Lookup(s.Deploy.Deployer)
-	return err != nil || d.Traits().Topology == nil
 }
 
 // DeployOptions are the options a prepared run is deployed with under

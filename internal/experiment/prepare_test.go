@@ -246,3 +246,174 @@ duration = 5
 		})
 	}
 }
+
+// TestFactorMistakesHideNoOthers checks specs with a mistake under
+// [experiment.factors], which leaves the design points unknown, through
+// the path `svclab plan` and `run` take (spec.Parse, then CheckDesign):
+// the mistakes of [deploy], [load], the questions and the factors are
+// all reported at once, each at its file, line and key, and nothing
+// else; a factor's key, and only that, is not checked at its base value;
+// a factor that names no key is an error of its own.
+func TestFactorMistakesHideNoOthers(t *testing.T) {
+	type want struct {
+		line int
+		key  string
+		text string
+	}
+	for _, tc := range []struct {
+		name string
+		src  string
+		want []want
+	}{{
+		name: "the new user's spec",
+		src: `[app]
+name = "chain"
+[deploy]
+placement = "monolit"
+[load]
+rate = -5
+[experiment.factors]
+"deploy.transport" = ["grpc"]
+"load.rat" = [1, 2]
+`,
+		want: []want{
+			{4, "deploy.placement", `unknown placement "monolit"`},
+			{6, "load.rate", "must be > 0, got -5"},
+			{8, `experiment.factors."deploy.transport"`, "a factor needs at least two levels, got 1"},
+			{9, `experiment.factors."load.rat"`, `unknown key (did you mean "load.rate"?)`},
+		},
+	}, {
+		name: "every table, the factors and the questions",
+		src: `[app]
+name = "chain"
+hopz = 3
+[deploy]
+placement = "monolit"
+network = "udp"
+[load]
+rate = -5
+max_inflight = -1
+rte = 3
+[experiment]
+order = "sideways"
+[experiment.factors]
+"deploy.transport" = ["grpc"]
+"load.rat" = [1, 2]
+"deploy.transprot" = ["grpc", "http"]
+"load.duration" = ["1s", "1s"]
+mesh = [ { "deploy.mtlz" = false }, { "deploy.mtlz" = true } ]
+[[experiment.questions]]
+effect = "deploy.transport"
+margin = 1.0
+metric = "p42"
+[[experiment.questions]]
+effect = "nope"
+`,
+		want: []want{
+			{3, "app.hopz", `did you mean "hops"?`},
+			{5, "deploy.placement", `unknown placement "monolit"`},
+			{6, "deploy.network", `got "udp"`},
+			{8, "load.rate", "must be > 0"},
+			{9, "load.max_inflight", "must be >= 0"},
+			{10, "load.rte", `did you mean "rate"?`},
+			{12, "experiment.order", `got "sideways"`},
+			{14, `experiment.factors."deploy.transport"`, "at least two levels"},
+			{15, `experiment.factors."load.rat"`, `unknown key (did you mean "load.rate"?)`},
+			{16, `experiment.factors."deploy.transprot"`, `unknown key (did you mean "deploy.transport"?)`},
+			{17, `experiment.factors."load.duration"`, `level "1s" is listed twice`},
+			{18, `experiment.factors.mesh[0]."deploy.mtlz"`, `unknown key (did you mean "deploy.mtls"?)`},
+			{21, "experiment.questions[0].margin", "a margin is a ratio above 0 other than 1"},
+			{22, "experiment.questions[0].metric", `unknown metric "p42"`},
+			{24, "experiment.questions[1].effect", `"nope" is not a factor of this experiment`},
+		},
+	}, {
+		// The base values of the keys the factors set are no run's:
+		// rate and placement are not checked, the keys beside them are.
+		name: "a factor's key is not checked at its base value",
+		src: `[app]
+name = "chain"
+[deploy]
+placement = "nowhere"
+transport = "pigeon"
+[load]
+rate = -5
+max_inflight = -1
+[experiment.factors]
+"load.rate" = [100, 200]
+"deploy.placement" = ["monolith", "split"]
+"load.duration" = ["5s"]
+`,
+		want: []want{
+			{5, "deploy.transport", `unknown transport "pigeon"`},
+			{8, "load.max_inflight", "must be >= 0"},
+			{12, `experiment.factors."load.duration"`, "at least two levels"},
+		},
+	}, {
+		name: "a key only a factor gives is not missing",
+		src: `[app]
+name = "chain"
+[load]
+duration = "5s"
+[experiment.factors]
+"load.rate" = [100]
+`,
+		want: []want{
+			{6, `experiment.factors."load.rate"`, "at least two levels"},
+		},
+	}, {
+		name: "a factor that is no key of a table",
+		src: `[app]
+name = "chain"
+[load]
+rate = 10
+[experiment.factors]
+rate = [1, 2]
+"experiment.seed" = [1]
+`,
+		want: []want{
+			{6, "experiment.factors.rate", "a factor must be a key of [app], [deploy] or [load]"},
+			{7, `experiment.factors."experiment.seed"`, "at least two levels"},
+			{7, `experiment.factors."experiment.seed"`, "a factor must be a key of [app], [deploy] or [load]"},
+		},
+	}, {
+		name: "a good spec",
+		src: `[app]
+name = "chain"
+[load]
+rate = 10
+duration = "1s"
+[experiment.factors]
+"deploy.transport" = ["grpc", "http"]
+"load.rate" = [10, 20]
+[[experiment.questions]]
+effect = "deploy.transport"
+margin = 1.1
+`,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := spec.Parse("bad.toml", []byte(tc.src))
+			switch {
+			case err != nil && s != nil:
+				err = CheckDesign(ctx, s, spec.Join(err, s.CheckFactorsNotSet()))
+			case err == nil:
+				_, err = CheckPlan(ctx, s, 1)
+			}
+			got := spec.Unjoin(err)
+			if err == nil {
+				got = nil
+			}
+			for _, w := range tc.want {
+				prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
+				if !slices.ContainsFunc(got, func(e error) bool {
+					return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
+				}) {
+					t.Errorf("no error %q...%q in\n%v", prefix, w.text, err)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("%d errors, want %d:\n%v", len(got), len(tc.want), err)
+			}
+		})
+	}
+}

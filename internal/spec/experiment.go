@@ -175,14 +175,23 @@ func (s *Spec) decodeExperiment() error {
 	var err error
 	e.Factors, err = s.factors(t.Factors)
 	errs.AddLater(err)
-	if err == nil {
+	// The factors' names and letters are known whatever is wrong with
+	// their levels, and they are all that the generators and the
+	// questions are checked against: a mistake in a factor hides none of
+	// theirs. Past 26 factors there are no letters, and the questions
+	// are checked against the names as written.
+	named := e.Factors
+	if len(named) == len(t.Factors) {
 		e.Generators, err = s.generators(t.Generators, e.Factors)
 		errs.AddLater(err)
+	} else {
+		named = nil
+		for _, name := range s.orderedChildren("experiment.factors", t.Factors) {
+			named = append(named, Factor{Name: name})
+		}
 	}
-	if err == nil {
-		e.Questions, err = s.questions(t.Questions, e.Factors)
-		errs.AddLater(err)
-	}
+	e.Questions, err = s.questions(t.Questions, named)
+	errs.AddLater(err)
 	if t.Budget < 0 {
 		errs.AddLater(s.Errorf("experiment.budget", "must be > 0, got %s", t.Budget))
 	}
@@ -220,6 +229,80 @@ func (s *Spec) decodeExperiment() error {
 // (a mistake in [deploy], or in experiment.name): its points can then be
 // checked in the same pass.
 func (s *Spec) DesignKnown() bool { return !s.designUnknown }
+
+// AtFirstLevels returns s with each factor's key set to the factor's
+// first level as written, as a design point sets it, and the errors of
+// that setting: for checking [app], [deploy] and [load] while the design
+// points are not known (DesignKnown). A factor whose name is no key is
+// then refused at its line, as at a design point: a name that is no
+// dotted key of [app], [deploy] or [load] here (With), one that is no
+// key of its table by the table's owner when it decodes it, with the key
+// it likely meant (unknownKey). Such a factor sets nothing, and neither
+// does one with no level to take (none written, or a linked factor's
+// levels wrong). The keys no factor sets keep their values, and are
+// checked as written; what a check says of a key a factor sets
+// (SetByFactor) is about a level that may not be one, and is to be left
+// out. The error also holds what With says of the point's [deploy].
+func (s *Spec) AtFirstLevels() (*Spec, error) {
+	raw, _ := s.Lookup("experiment.factors")
+	factors, _ := raw.(map[string]any)
+	at, levels := s, map[string]any{}
+	var errs Errors
+	var pointErr error
+	for _, name := range s.orderedChildren("experiment.factors", factors) {
+		level, ok := s.firstLevel(name, factors[name])
+		if !ok {
+			continue
+		}
+		levels[name] = level
+		p, err := s.With(levels)
+		if p == nil {
+			// The factor names no key a level can set; the others
+			// are set without it.
+			errs.Add(err)
+			delete(levels, name)
+			continue
+		}
+		at, pointErr = p, err
+	}
+	errs.Add(pointErr)
+	return at, errs.Err()
+}
+
+// firstLevel is the first level of the factor name, whose levels are
+// written as raw: the first of its levels when they are right; when not,
+// the first value written (or the value, if it is no list) for a factor
+// that is one key. ok is false when there is none to take.
+func (s *Spec) firstLevel(name string, raw any) (level any, ok bool) {
+	if i := slices.IndexFunc(s.Experiment.Factors, func(f Factor) bool { return f.Name == name }); i >= 0 {
+		if f := s.Experiment.Factors[i]; len(f.Levels) > 0 {
+			return f.Levels[0], true
+		}
+	}
+	if !isKeyFactor(name) {
+		// Linked or not, its levels are wrong: which keys it sets is
+		// not known.
+		return nil, false
+	}
+	if l, isList := raw.([]any); isList {
+		if len(l) == 0 {
+			return nil, false
+		}
+		return l[0], true
+	}
+	return raw, raw != nil
+}
+
+// SetByFactor reports whether a factor's level set the value of key, or
+// of a table around it (With).
+func (s *Spec) SetByFactor(key string) bool {
+	for k := key; k != ""; k = parentKey(k) {
+		if _, ok := s.setBy[k]; ok {
+			return true
+		}
+	}
+	return false
+}
 
 // factors reads [experiment.factors] in the order the file writes them.
 func (s *Spec) factors(raw map[string]any) ([]Factor, error) {
