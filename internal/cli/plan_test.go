@@ -1,8 +1,16 @@
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/svclab/svclab/internal/spec"
 )
 
 // TestParseDecision reads svclab-analysis decide's JSON (docs/ANALYSIS.md)
@@ -25,5 +33,113 @@ func TestParseDecision(t *testing.T) {
 	}
 	if _, err := parseDecision([]byte("decided")); err == nil {
 		t.Error("no error for an answer that is not JSON")
+	}
+}
+
+// TestPlanExternalAllAtOnce: svclab plan reports every mistake of an
+// external spec together, each at its file, line and key: a url on
+// another machine is refused without --allow-remote, beside the rest
+// rather than instead of it; a good spec plans.
+func TestPlanExternalAllAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "setup.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const bad = `[deploy]
+deployer = "external"
+placement = "split"
+
+[deploy.external]
+url = "%s"
+setup = ["./nosuch.sh", "{deploy.external.replica}"]
+teardwon = ["./reset.sh"]
+processes = [999999]
+replicas = 2
+
+[app]
+name = "chain"
+
+[load]
+rate = 10
+duration = "5s"
+
+[experiment.factors]
+"load.rate" = [10, 20]
+`
+	rest := []string{
+		"3 deploy.placement",
+		"7 deploy.external.setup", // ./nosuch.sh
+		"7 deploy.external.setup", // {deploy.external.replica}
+		"8 deploy.external.teardwon",
+		"9 deploy.external.processes",
+		"10 deploy.external.replicas",
+		"12 app",
+		"15 load",
+	}
+	good := fmt.Sprintf(`[deploy]
+deployer = "external"
+[deploy.external]
+url = "%%s"
+setup = ["./setup.sh", "{deploy.external.replicas}"]
+processes = [%d]
+replicas = 1
+[load]
+rate = 10
+duration = "5s"
+[load.request]
+path = "/"
+[experiment.factors]
+"deploy.external.replicas" = [1, 2]
+`, os.Getpid())
+	for _, tc := range []struct {
+		name, src string
+		args      []string
+		want      []string // "line key", one per error, in file order
+	}{
+		{name: "remote url beside the rest", src: fmt.Sprintf(bad, "http://192.0.2.1:8080"),
+			want: append([]string{rest[0], "6 deploy.external.url"}, rest[1:]...)},
+		{name: "remote url allowed", args: []string{"--allow-remote"}, src: fmt.Sprintf(bad, "http://192.0.2.1:8080"), want: rest},
+		{name: "loopback url", src: fmt.Sprintf(bad, "http://127.0.0.1:8080"), want: rest},
+		{name: "remote url of a good spec", src: fmt.Sprintf(good, "http://192.0.2.1:8080"), want: []string{"4 deploy.external.url"}},
+		{name: "good", src: fmt.Sprintf(good, "http://127.0.0.1:8080")},
+		{name: "good, remote allowed", args: []string{"--allow-remote"}, src: fmt.Sprintf(good, "http://192.0.2.1:8080")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".toml")
+			if err := os.WriteFile(path, []byte(tc.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := newPlanCmd()
+			var out bytes.Buffer
+			c.SetOut(&out)
+			c.SetErr(&out)
+			c.SetArgs(append(tc.args, path))
+			err := c.ExecuteContext(context.Background())
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("plan: %v", err)
+				}
+				return
+			}
+			if !badInput(err) {
+				t.Errorf("plan: %v, want bad input", err)
+			}
+			var ue usageError
+			if errors.As(err, &ue) {
+				err = ue.err
+			}
+			var got []string
+			for _, e := range spec.Unjoin(err) {
+				var se *spec.Error
+				if !errors.As(e, &se) || se.File != path {
+					t.Errorf("not located in %s: %v", path, e)
+					continue
+				}
+				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("%d errors at\n%s\nwant %d at\n%s\nerrors:\n%v", len(got), strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"), err)
+			}
+		})
 	}
 }

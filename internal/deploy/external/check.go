@@ -50,13 +50,12 @@ var refused = []struct{ key, why string }{
 }
 
 // checkSpec is Traits.CheckSpec: what a design point asks of the external
-// deployer, every mistake at once, each at its key. Keys' own values are
-// KeysOf's (DecodeKeys), which Resolve has checked before.
+// deployer, every mistake at once, each at its key. The errors of Keys'
+// own values are KeysOf's (DecodeKeys), which Resolve has added before:
+// every check here runs beside them, and only what reads a value KeysOf
+// refused (Keys.failed) leaves out what it would say of it.
 func checkSpec(s *spec.Spec, _ *runtime.Topology) error {
-	k, err := KeysOf(s)
-	if err != nil {
-		return err
-	}
+	k, _ := KeysOf(s) // its errors are DecodeKeys'
 	var errs []error
 	if _, written := s.Lookup("app"); written {
 		errs = append(errs, s.Errorf("app", "does not apply to deploy.deployer = %q, which deploys no app: svclab drives the system at deploy.external.url; remove [app]", Name))
@@ -83,10 +82,22 @@ func checkURL(s *spec.Spec, k *Keys) error {
 	if k.URL != "" {
 		return nil
 	}
-	if _, ok := s.Lookup(Table + ".url"); ok {
-		return nil // KeysOf said what is wrong with it
+	raw, _ := s.Lookup(Table)
+	t, isTable := raw.(map[string]any)
+	if _, written := t["url"]; written || (raw != nil && !isTable) {
+		return nil // KeysOf said what is wrong with it, or with the table
 	}
-	return s.Errorf(Table, "needs url, where the system answers, e.g. url = \"http://127.0.0.1:8080\"")
+	const msg = "needs url, where the system answers, e.g. url = \"http://127.0.0.1:8080\""
+	for name := range t {
+		if nearKnown(name, []string{"url"}) != "" {
+			// Likely the url misspelt, which KeysOf refused if it
+			// is not a scalar: a later check leaves this out then.
+			return s.Errorf(Table, msg)
+		}
+	}
+	// No key of the table stands for the url: the table misses it
+	// whatever else is wrong in it.
+	return s.NameErrorf(Table, msg)
 }
 
 // checkLoad checks that [load] says what to send, to the url, in its
@@ -103,6 +114,10 @@ func checkLoad(s *spec.Spec, k *Keys) error {
 		}
 		errs = append(errs, s.Errorf(at, "the external system's requests are not svclab's to know: describe them in [load.request] or [load.flow] (docs/LOAD.md)"))
 	}
+	if k.protocol == "" {
+		// No url, or one KeysOf refused: its protocol is not known.
+		return errors.Join(errs...)
+	}
 	want := k.Protocol()
 	if v, ok := s.Lookup("load.protocol"); ok {
 		if got, _ := v.(string); got != want && !(want == protoHTTP && got == protoH2C) {
@@ -115,7 +130,8 @@ func checkLoad(s *spec.Spec, k *Keys) error {
 }
 
 // checkCommands expands setup and teardown with the design point's
-// levels and checks that their programs can run.
+// levels and checks that their programs can run: every template that
+// names no key, and the program whatever its arguments' templates say.
 func checkCommands(s *spec.Spec, k *Keys) []error {
 	dir, err := filepath.Abs(filepath.Dir(s.Path))
 	if err != nil {
@@ -126,15 +142,17 @@ func checkCommands(s *spec.Spec, k *Keys) []error {
 		key  string
 		argv []string
 	}{{"setup", k.Setup}, {"teardown", k.Teardown}} {
-		if len(c.argv) == 0 {
-			continue
-		}
-		argv, err := expand(s, c.argv)
-		if err == nil {
-			err = lookCommand(argv[0], dir)
-		}
-		if err != nil {
-			errs = append(errs, s.Errorf(Table+"."+c.key, "%v", err))
+		key := Table + "." + c.key
+		for i, a := range c.argv {
+			arg, bad := expandArg(s, i, a)
+			for _, err := range bad {
+				errs = append(errs, s.Errorf(key, "%v", err))
+			}
+			if i == 0 && len(bad) == 0 {
+				if err := lookCommand(arg, dir); err != nil {
+					errs = append(errs, s.Errorf(key, "%v", err))
+				}
+			}
 		}
 	}
 	return errs
@@ -143,6 +161,9 @@ func checkCommands(s *spec.Spec, k *Keys) []error {
 // checkUserKeys refuses a key of the user's that no template names: it
 // would change nothing, and is most likely a known key misspelt.
 func checkUserKeys(s *spec.Spec, k *Keys) []error {
+	if k.failed["setup"] || k.failed["teardown"] {
+		return nil // the templates of the one refused are not known
+	}
 	named := map[string]bool{}
 	for _, r := range append(refs(k.Setup), refs(k.Teardown)...) {
 		named[r] = true
@@ -153,7 +174,7 @@ func checkUserKeys(s *spec.Spec, k *Keys) []error {
 		if named[key] {
 			continue
 		}
-		hint := spec.DidYouMean(name, known)
+		hint := nearKnown(name, known)
 		if hint == "" {
 			hint = fmt.Sprintf(" (name it in setup as {%s} to pass it on)", key)
 		}

@@ -285,3 +285,126 @@ func TestFindWithinWaitsForExec(t *testing.T) {
 		t.Fatalf("found %d processes, want the shell's pid %d", len(procs), cmd.Process.Pid)
 	}
 }
+
+// TestCheckAllAtOnce: deploy.Resolve reports every mistake of an
+// external spec in one pass, each at its file, line and key: a value of
+// [deploy.external] that KeysOf refuses hides neither the keys that do
+// not apply nor the other checks (templates, programs, PIDs, [load]);
+// only what reads the refused value is left out. A good spec passes.
+func TestCheckAllAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "setup.sh"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pid := os.Getpid()
+	for _, tc := range []struct {
+		name, src string
+		want      []string // "line key", one per error
+	}{
+		{name: "good", src: fmt.Sprintf(`[deploy]
+deployer = "external"
+[deploy.external]
+url = "http://127.0.0.1:1"
+setup = ["./setup.sh", "{deploy.external.replicas}"]
+teardown = ["sh", "-c", "true"]
+processes = [%d, "nginx: master"]
+replicas = 2
+[load]
+rate = 10
+[load.request]
+path = "/"
+`, pid)},
+		{name: "every mistake", src: `[deploy]
+deployer = "external"
+placement = "split"
+[deploy.external]
+url = "http://127.0.0.1:1"
+setup = ["./nosuch.sh", "{deploy.external.replica}"]
+teardwon = ["./reset.sh"]
+processes = [999999]
+replicas = 2
+[app]
+name = "chain"
+[load]
+rate = 10
+`, want: []string{
+			"3 deploy.placement",
+			"6 deploy.external.setup", // ./nosuch.sh
+			"6 deploy.external.setup", // {deploy.external.replica}
+			"7 deploy.external.teardwon",
+			"8 deploy.external.processes",
+			"9 deploy.external.replicas",
+			"10 app",
+			"12 load",
+		}},
+		{name: "a refused url hides no other key", src: `[deploy]
+deployer = "external"
+sidecar = "envoy"
+[deploy.external]
+url = "https://127.0.0.1:1"
+setup = ["./setup.sh", "{deploy.external.nope}", "{deploy.external}"]
+teardown = ["./gone.sh"]
+setup_timeout = "soon"
+[load]
+protocol = "grpc"
+target = "http://127.0.0.1:2"
+`, want: []string{
+			"3 deploy.sidecar",
+			"5 deploy.external.url", // https; load.protocol is not compared with it
+			"6 deploy.external.setup",
+			"6 deploy.external.setup",
+			"7 deploy.external.teardown",
+			"8 deploy.external.setup_timeout",
+			"9 load",
+			"11 load.target",
+		}},
+		{name: "a refused setup leaves the keys it may name unjudged", src: `[deploy]
+deployer = "external"
+[deploy.external]
+setup = "./setup.sh {deploy.external.replicas}"
+teardown = ["./gone.sh"]
+replicas = 2
+processes = [999999]
+[load.request]
+path = "/"
+`, want: []string{
+			"3 deploy.external", // needs url: teardwon is no url misspelt
+			"4 deploy.external.setup",
+			"5 deploy.external.teardown",
+			"7 deploy.external.processes",
+		}},
+		{name: "the url misspelt", src: `[deploy]
+deployer = "external"
+[deploy.external]
+ulr = ["http://127.0.0.1:1"]
+[load.request]
+path = "/"
+`, want: []string{
+			`4 deploy.external.ulr`, // and not "needs url" too
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, tc.name+".toml")
+			s, err := spec.Parse(path, []byte(tc.src))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = deploy.Resolve(s)
+			var got []string
+			for _, e := range spec.Unjoin(err) {
+				if e == nil {
+					continue
+				}
+				var se *spec.Error
+				if !errors.As(e, &se) || se.File != path {
+					t.Errorf("not located in %s: %v", path, e)
+					continue
+				}
+				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("%d errors at\n%s\nwant %d at\n%s\nerrors:\n%v", len(got), strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"), err)
+			}
+		})
+	}
+}

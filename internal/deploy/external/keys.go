@@ -68,6 +68,10 @@ type Keys struct {
 	User map[string]any
 
 	scheme, protocol, hostport string
+	// failed are the keys of the table ("setup") whose values KeysOf
+	// refused: the checks that read them (checkSpec) leave out what
+	// they would say of the value they did not get.
+	failed map[string]bool
 }
 
 // Named is one entry of deploy.external.processes: a PID or a pattern.
@@ -91,7 +95,7 @@ var known = []string{"url", "setup", "teardown", "setup_timeout", "ready", "proc
 // beyond the known keys, so spec.Decode, which refuses keys it has no
 // field for, is not used.
 func KeysOf(s *spec.Spec) (*Keys, error) {
-	k := &Keys{SetupTimeout: DefaultSetupTimeout, User: map[string]any{}, Ready: readyTCP}
+	k := &Keys{SetupTimeout: DefaultSetupTimeout, User: map[string]any{}, Ready: readyTCP, failed: map[string]bool{}}
 	raw, written := s.Lookup(Table)
 	if !written {
 		return k, nil
@@ -102,6 +106,7 @@ func KeysOf(s *spec.Spec) (*Keys, error) {
 	}
 	var errs []error
 	bad := func(key, format string, args ...any) {
+		k.failed[key] = true
 		errs = append(errs, s.Errorf(Table+"."+key, format, args...))
 	}
 	for _, name := range slices.Sorted(maps.Keys(t)) {
@@ -177,7 +182,7 @@ func KeysOf(s *spec.Spec) (*Keys, error) {
 			_, isTable := v.(map[string]any)
 			_, isList := v.([]any)
 			if isTable || isList {
-				if hint := spec.DidYouMean(name, known); hint != "" {
+				if hint := nearKnown(name, known); hint != "" {
 					bad(name, "unknown key%s", hint)
 				} else {
 					bad(name, "a key of your own must be a scalar that setup can be given in a template, got %s", spec.Echo(v))
@@ -193,6 +198,15 @@ func KeysOf(s *spec.Spec) (*Keys, error) {
 		bad("ready", "want an HTTP path on %s such as \"/healthz\", or \"tcp\" for a connect, got %q", k.URL, k.Ready)
 	}
 	return k, errors.Join(errs...)
+}
+
+// nearKnown is spec.DidYouMean's hint when one of known is near name
+// ("teardwon"), else "".
+func nearKnown(name string, known []string) string {
+	if hint := spec.DidYouMean(name, known); strings.HasPrefix(hint, " (did you mean") {
+		return hint
+	}
+	return ""
 }
 
 // argvOf reads a command, a TOML array of strings.

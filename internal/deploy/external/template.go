@@ -1,6 +1,7 @@
 package external
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -16,31 +17,39 @@ var ref = regexp.MustCompile(`\{([A-Za-z_][A-Za-z0-9_-]*(?:\.[A-Za-z_][A-Za-z0-9
 
 // expand replaces every template of argv with its key's value in s, the
 // run's effective spec, so that a factor's level reaches the command.
-// Errors say which element names which key.
+// Errors say which element names which key, every one of them.
 func expand(s *spec.Spec, argv []string) ([]string, error) {
 	out := make([]string, len(argv))
+	var errs []error
 	for i, a := range argv {
-		var err error
-		out[i] = ref.ReplaceAllStringFunc(a, func(m string) string {
-			key := m[1 : len(m)-1]
-			v, ok := s.Lookup(key)
-			if !ok {
-				if err == nil {
-					err = fmt.Errorf("element %d: %s names no key of the spec%s", i+1, m, hint(s, key))
-				}
-				return m
-			}
-			str, serr := scalar(v)
-			if serr != nil && err == nil {
-				err = fmt.Errorf("element %d: %s is %w", i+1, m, serr)
-			}
-			return str
-		})
-		if err != nil {
-			return nil, err
-		}
+		var err []error
+		out[i], err = expandArg(s, i, a)
+		errs = append(errs, err...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// expandArg expands the templates of a, argv[i], with an error for each
+// that names no key or no scalar.
+func expandArg(s *spec.Spec, i int, a string) (string, []error) {
+	var errs []error
+	out := ref.ReplaceAllStringFunc(a, func(m string) string {
+		key := m[1 : len(m)-1]
+		v, ok := s.Lookup(key)
+		if !ok {
+			errs = append(errs, fmt.Errorf("element %d: %s names no key of the spec%s", i+1, m, hint(s, key)))
+			return m
+		}
+		str, err := scalar(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("element %d: %s is %w", i+1, m, err))
+		}
+		return str
+	})
+	return out, errs
 }
 
 // hint suggests a key of [deploy.external] for a template that names

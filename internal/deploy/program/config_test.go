@@ -2,6 +2,7 @@ package program
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,5 +269,61 @@ func TestExpand(t *testing.T) {
 		if got := a.Expand(in); got != want {
 			t.Errorf("Expand(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestEntryHidesNoCommand: with app.entry wrong or missing there is no
+// topology, and so no CheckMachine; the programs' commands and
+// directories are checked all the same, beside the entry's mistake, for
+// the deployers that run them here.
+func TestEntryHidesNoCommand(t *testing.T) {
+	const front = `[app.components.front]
+command = ["./nope.sh", "--listen", "{listen}"]
+protocol = "http"
+[app.components.back]
+command = ["sh", "-c", "true"]
+protocol = "http"
+dir = "nowhere"
+`
+	for _, tc := range []struct {
+		name, head string
+		want       []string // "line key"
+	}{
+		{name: "entry misspelt", head: "[app]\nname = \"exec\"\nentry = \"frnt\"\n", want: []string{
+			"3 app.entry", "5 app.components.front.command", "10 app.components.back.dir",
+		}},
+		{name: "entry missing", head: "[app]\nname = \"exec\"\n\n", want: []string{
+			"1 app.entry", "5 app.components.front.command", "10 app.components.back.dir",
+		}},
+		{name: "entry misspelt, kube", head: "[deploy]\ndeployer = \"kube\"\n[app]\nname = \"exec\"\nentry = \"frnt\"\n", want: []string{
+			// No command is looked for here: the programs run from images.
+			"5 app.entry", "6 app.components.front", "9 app.components.back",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "t.toml")
+			s, err := spec.Parse(path, []byte(tc.head+front))
+			if err != nil {
+				t.Fatal(err)
+			}
+			topo, err := runtime.ResolvePartly(s)
+			if topo != nil {
+				t.Errorf("a topology without an entry")
+			}
+			var got []string
+			for _, e := range spec.Unjoin(err) {
+				var se *spec.Error
+				if !errors.As(e, &se) || se.File != path {
+					t.Errorf("not located in %s: %v", path, e)
+					continue
+				}
+				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
+			}
+			slices.Sort(got)
+			slices.Sort(tc.want)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("%d errors at %q, want %d at %q:\n%v", len(got), got, len(tc.want), tc.want, err)
+			}
+		})
 	}
 }

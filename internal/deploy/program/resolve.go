@@ -52,6 +52,13 @@ func (cfg *Config) Place(s *spec.Spec, valid bool) (*runtime.Topology, error) {
 	all.Add(errors.Join(errs...))
 	entry := cfg.Programs[cfg.EntryName]
 	if entry == nil {
+		// No topology, so no CheckMachine after this: the programs'
+		// commands and directories, which do not depend on the entry,
+		// are checked here for the deployers that run them on this
+		// machine, beside the entry's mistake.
+		if s.Deploy.Deployer == "local" || s.Deploy.Deployer == "netns" {
+			all.Add(checkPrograms(s, cfg))
+		}
 		return nil, all.Err()
 	}
 	topo := &runtime.Topology{
@@ -180,6 +187,11 @@ func CheckMachine(s *spec.Spec, topo *runtime.Topology) error {
 	if cfg == nil {
 		return nil
 	}
+	return checkPrograms(s, cfg)
+}
+
+// checkPrograms is CheckMachine's check of cfg's programs.
+func checkPrograms(s *spec.Spec, cfg *Config) error {
 	specDir, err := filepath.Abs(filepath.Dir(s.Path))
 	if err != nil {
 		return fmt.Errorf("the spec's directory: %w", err)
@@ -187,13 +199,16 @@ func CheckMachine(s *spec.Spec, topo *runtime.Topology) error {
 	var errs []error
 	for _, name := range cfg.Names() {
 		p := cfg.Programs[name]
+		if p == nil {
+			continue
+		}
 		key := "app.components." + name + "."
 		dir := p.WorkDir(specDir)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			errs = append(errs, s.Errorf(key+"dir", "%s is not a directory (dir is relative to the spec's directory, %s)", dir, specDir))
 			continue
 		}
-		if len(p.Command) == 0 || templateRE.MatchString(p.Command[0]) {
+		if len(p.Command) == 0 || p.Command[0] == "" || templateRE.MatchString(p.Command[0]) {
 			continue
 		}
 		if _, err := lookCommand(p.Command[0], dir); err != nil {
