@@ -69,15 +69,26 @@ func Listen() (net.Listener, error) {
 // So each pick is reserved by an abstract unix socket named for the port:
 // other processes see it, and the kernel drops it when this one exits,
 // leaving no file behind.
-var recent = reservations{name: "svclab-port-", max: maxHeld}
+var recent = reservations{name: "svclab-port-", max: heldAtMost()}
 
 // reserve is how long a picked port is not picked again by svclab:
 // longer than any program takes to bind the port it was given.
-// maxHeld bounds the sockets one process holds for that.
+// maxHeld bounds the sockets one process holds for that (heldAtMost).
 const (
 	reserve = 5 * time.Minute
 	maxHeld = 4096
 )
+
+// heldAtMost is maxHeld, or a quarter of the process's file descriptor
+// limit when that is less, so that reservations never take the
+// descriptors the process's own work needs.
+func heldAtMost() int {
+	var l syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l); err == nil && l.Cur/4 < maxHeld {
+		return max(int(l.Cur/4), 1)
+	}
+	return maxHeld
+}
 
 type reservations struct {
 	name string // the abstract sockets' prefix

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -170,4 +171,29 @@ func (r *reservations) drop() {
 		h.c.Close()
 	}
 	r.held = nil
+}
+
+// TestHeldWithinTheLimit: with a low file descriptor limit, reservations
+// take at most a quarter of it.
+func TestHeldWithinTheLimit(t *testing.T) {
+	var old syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &old); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
+	for _, tc := range []struct {
+		cur  uint64
+		want int
+	}{{400, 100}, {2, 1}, {1 << 20, maxHeld}} {
+		if tc.cur > old.Max {
+			continue
+		}
+		l := syscall.Rlimit{Cur: tc.cur, Max: old.Max}
+		if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l); err != nil {
+			t.Fatal(err)
+		}
+		if got := heldAtMost(); got != tc.want {
+			t.Errorf("limit %d: heldAtMost() = %d, want %d", tc.cur, got, tc.want)
+		}
+	}
 }
