@@ -7,6 +7,7 @@ package chain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -53,13 +54,14 @@ type Config struct {
 
 // Validate checks the config.
 func (c *Config) Validate() error {
+	var errs []error
 	if c.Hops < 1 || c.Hops > MaxHops {
-		return svc.KeyErrorf("hops", "must be between 1 and %d, got %d", MaxHops, c.Hops)
+		errs = append(errs, svc.KeyErrorf("hops", "must be between 1 and %d, got %d", MaxHops, c.Hops))
 	}
 	if c.Payload != Small && c.Payload != Large {
-		return svc.KeyErrorf("payload", "must be %q or %q, got %q", Small, Large, c.Payload)
+		errs = append(errs, svc.KeyErrorf("payload", "must be %q or %q, got %q", Small, Large, c.Payload))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // HopName is the component name of hop i (1-based).

@@ -9,6 +9,7 @@ package rpcops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -67,13 +68,14 @@ type Config struct {
 
 // Validate checks the config.
 func (c *Config) Validate() error {
+	var errs []error
 	if c.Op != OpAll && !slices.Contains(Ops, c.Op) {
-		return svc.KeyErrorf("op", "must be one of %s or %q, got %q", strings.Join(Ops, ", "), OpAll, c.Op)
+		errs = append(errs, svc.KeyErrorf("op", "must be one of %s or %q, got %q", strings.Join(Ops, ", "), OpAll, c.Op))
 	}
 	if c.StringLen < MinStringLen || c.StringLen > MaxStringLen {
-		return svc.KeyErrorf("string_len", "must be between %d and %d, got %d", MinStringLen, MaxStringLen, c.StringLen)
+		errs = append(errs, svc.KeyErrorf("string_len", "must be between %d and %d, got %d", MinStringLen, MaxStringLen, c.StringLen))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Entry is the frontend.
