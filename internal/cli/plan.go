@@ -161,7 +161,7 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 		fmt.Fprintf(w, "experiment %s: %s design, %d design points x %d repetitions = %d runs, order %s (seed %d)\n",
 			e.Name, d.Kind, len(d.Points), e.Repetitions, len(p.Runs), e.Order, p.Seed)
 	}
-	if detail.drawnSeed && e.Order == "random" && len(p.Runs) > 1 {
+	if detail.drawnSeed && p.Shuffled() && len(p.Runs) > 1 {
 		fmt.Fprintf(w, "seed %d was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed %d %s (or set experiment.seed)\n",
 			p.Seed, p.Seed, shellJoin([]string{p.Spec.Path}))
 	}

@@ -272,6 +272,14 @@ func runID(index int, levels map[string]any, rep int) string {
 	return fmt.Sprintf("r%03d-%s", index, hex.EncodeToString(h[:3]))
 }
 
+// Shuffled says whether the seed drew the plan's order: a random order,
+// or a blocked one (each repetition's points shuffled), as a sequential
+// design's is.
+func (p *Plan) Shuffled() bool {
+	o := p.Spec.Experiment.Order
+	return o == "random" || o == "blocked"
+}
+
 // ClockSeed returns seed, or one from the clock when it is zero, so every
 // plan has a seed to record. It stays below 2^53, exact as a JSON number.
 func ClockSeed(seed int64) int64 {

@@ -60,12 +60,12 @@ func newProgress(w io.Writer, live bool, p *Plan, start time.Time) *progress {
 }
 
 // header names the experiment, its size and its order, with the seed a
-// random order was drawn with, so that a log alone is enough to repeat it.
+// shuffled order was drawn with, so that a log alone is enough to repeat it.
 func (pg *progress) header() {
 	p := pg.plan
 	e := p.Spec.Experiment
 	line := fmt.Sprintf("experiment %s: %d runs, order %s", e.Name, len(p.Runs), e.Order)
-	if e.Order == "random" {
+	if p.Shuffled() {
 		line += fmt.Sprintf(" (seed %d", p.Seed)
 		if e.Seed == nil {
 			line += fmt.Sprintf("; --seed %d repeats this order", p.Seed)

@@ -35,6 +35,19 @@ func TestProgressNotTerminal(t *testing.T) {
 			wantLabel: " transport=",
 			wantSeed:  "order random (seed 3),",
 		},
+		{
+			// A blocked order (a sequential design's) is drawn too.
+			name:      "blocked, seed drawn",
+			src:       "[experiment]\nrepetitions = 2\norder = \"blocked\"\n",
+			wantLabel: "",
+			wantSeed:  "order blocked (seed 7; --seed 7 repeats this order)",
+		},
+		{
+			name:      "sequential: no seed orders it",
+			src:       "[experiment]\nrepetitions = 2\norder = \"sequential\"\n",
+			wantLabel: "",
+			wantSeed:  "order sequential, estimated",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
