@@ -221,8 +221,9 @@ type Progress struct {
 	LateSends int64
 	Dropped   int64
 	// Latency is the last second's latency histogram of every request
-	// (µs, as the result's), nil in warm-up: a live view merges the
-	// generators' seconds exactly from it, as Merge merges their logs.
+	// (µs, as the result's): a live view merges the generators' measured
+	// seconds exactly from it, as Merge merges their logs, and shows a
+	// warm-up second's percentiles from its own.
 	Latency *hdr.Histogram `json:"-"`
 	// ErrorClasses counts the measurement's errors so far by class.
 	ErrorClasses map[string]int64 `json:",omitempty"`
@@ -285,10 +286,11 @@ func fmtMs(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6
 // flushWarmup ends one second of warm-up and reports it.
 func (r *recorder) flushWarmup(elapsed time.Duration, length float64) Progress {
 	r.mu.Lock()
-	p := Progress{Elapsed: elapsed, Warmup: true, Requests: r.wcount, Errors: r.werrors,
-		P50: time.Duration(r.wlat.ValueAtQuantile(50)) * time.Microsecond,
-		P99: time.Duration(r.wlat.ValueAtQuantile(99)) * time.Microsecond}
-	r.wlat.Reset()
+	h := r.wlat
+	r.wlat = newHist()
+	p := Progress{Elapsed: elapsed, Warmup: true, Requests: r.wcount, Errors: r.werrors, Latency: h,
+		P50: time.Duration(h.ValueAtQuantile(50)) * time.Microsecond,
+		P99: time.Duration(h.ValueAtQuantile(99)) * time.Microsecond}
 	r.wcount, r.werrors = 0, 0
 	r.mu.Unlock()
 	if length > 0 {

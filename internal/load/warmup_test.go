@@ -195,3 +195,35 @@ func TestMeasuringAfterTimedWarmup(t *testing.T) {
 		t.Errorf("window reported at %v, before the run could have warmed up", measuring[0].Sub(before))
 	}
 }
+
+// TestWarmupSecondsHaveTheirHistogram: a warm-up second carries its own
+// latency histogram, so a live view shows its p90 and max, not only the
+// p50 and p99 (they were 0 on the page's event stream).
+func TestWarmupSecondsHaveTheirHistogram(t *testing.T) {
+	srv := newCountingServer(t, 0, 0)
+	cfg := Config{Target: srv.URL, Rate: 50, Warmup: Duration(2500 * time.Millisecond), Duration: Duration(300 * time.Millisecond)}
+	var warm []Progress
+	run(t, cfg, Options{Progress: func(p Progress) {
+		if p.Warmup {
+			warm = append(warm, p)
+		}
+	}})
+	if len(warm) < 2 {
+		t.Fatalf("%d warm-up seconds reported, want at least 2", len(warm))
+	}
+	for i, p := range warm {
+		if p.Latency == nil || p.Latency.TotalCount() != p.Requests || p.Requests == 0 {
+			t.Fatalf("warm-up second %d: %d requests, histogram %v", i, p.Requests, p.Latency)
+		}
+		if p.Latency.Max() < p.Latency.ValueAtQuantile(90) || p.Latency.ValueAtQuantile(90) < p.Latency.ValueAtQuantile(50) {
+			t.Errorf("warm-up second %d: p50 %d, p90 %d, max %d µs", i, p.Latency.ValueAtQuantile(50), p.Latency.ValueAtQuantile(90), p.Latency.Max())
+		}
+		if got := time.Duration(p.Latency.ValueAtQuantile(99)) * time.Microsecond; got != p.P99 {
+			t.Errorf("warm-up second %d: P99 %v, its histogram's %v", i, p.P99, got)
+		}
+	}
+	// Each second's histogram is its own: the first's count is not the sum.
+	if warm[1].Latency == warm[0].Latency {
+		t.Error("two warm-up seconds share one histogram")
+	}
+}
