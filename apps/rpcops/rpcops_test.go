@@ -1,7 +1,6 @@
 package rpcops
 
 import (
-	"errors"
 	"slices"
 	"testing"
 
@@ -19,26 +18,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Op: "nope", StringLen: MinStringLen}, []string{"op"}},
 		{Config{Op: Ops[0], StringLen: MinStringLen}, nil},
 	} {
-		if got := errorKeys(tc.c.Validate()); !slices.Equal(got, tc.keys) {
+		if got := spec.ErrorKeys(tc.c.Validate()); !slices.Equal(got, tc.keys) {
 			t.Errorf("%+v: errors about %v, want %v", tc.c, got, tc.keys)
 		}
 	}
-}
-
-// errorKeys are the keys err's KeyErrors name, in order.
-func errorKeys(err error) []string {
-	if err == nil {
-		return nil
-	}
-	errs := []error{err}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	}
-	var keys []string
-	for _, e := range errs {
-		if ke := (*spec.KeyError)(nil); errors.As(e, &ke) {
-			keys = append(keys, ke.Key)
-		}
-	}
-	return keys
 }

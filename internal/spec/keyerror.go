@@ -58,6 +58,22 @@ func Unjoin(err error) []error {
 	return []error{err}
 }
 
+// ErrorKeys are the keys of the KeyErrors in err, an errors.Join or one
+// error, in order: what an app's Validate reported, to compare in tests
+// and to tell which keys a check refused.
+func ErrorKeys(err error) []string {
+	if err == nil {
+		return nil
+	}
+	var keys []string
+	for _, e := range Unjoin(err) {
+		if ke := (*KeyError)(nil); errors.As(e, &ke) {
+			keys = append(keys, ke.Key)
+		}
+	}
+	return keys
+}
+
 // MaxErrors bounds how many problems one check of a spec reports: enough
 // to fix a file in one pass, few enough to read.
 const MaxErrors = 50
