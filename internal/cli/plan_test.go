@@ -128,15 +128,7 @@ path = "/"
 			if errors.As(err, &ue) {
 				err = ue.err
 			}
-			var got []string
-			for _, e := range spec.Unjoin(err) {
-				var se *spec.Error
-				if !errors.As(e, &se) || se.File != path {
-					t.Errorf("not located in %s: %v", path, e)
-					continue
-				}
-				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
-			}
+			got := spec.ErrorLines(err, path)
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("%d errors at\n%s\nwant %d at\n%s\nerrors:\n%v", len(got), strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"), err)
 			}

@@ -75,15 +75,10 @@ rate = 10
 // and nothing else: no mistake hides another, and none is made up from
 // a default that stood in for a wrong key.
 func TestAllErrorsInOnePass(t *testing.T) {
-	type want struct {
-		line int
-		key  string
-		text string
-	}
 	for _, tc := range []struct {
 		name string
 		src  string
-		want []want
+		want []wantError
 	}{{
 		name: "app key, app value, deploy value and load value",
 		src: `[app]
@@ -95,7 +90,7 @@ transport = "pigeon"
 [load]
 rate = -5
 `,
-		want: []want{
+		want: []wantError{
 			{3, "app.hopz", `unknown key (did you mean "hops"?)`},
 			{4, "app.payload", `got "medium"`},
 			{6, "deploy.transport", `unknown transport "pigeon"`},
@@ -115,7 +110,7 @@ rate = 10
 [experiment.factors]
 "load.rate" = [20]
 `,
-		want: []want{
+		want: []wantError{
 			{5, "load", "the external system's requests are not svclab's to know"},
 			{8, `experiment.factors."load.rate"`, "a factor needs at least two levels, got 1"},
 		},
@@ -128,7 +123,7 @@ rate = 10
 [experiment.factors]
 "load.rate" = [20]
 `,
-		want: []want{
+		want: []wantError{
 			{0, "app.name", "missing: name the app"},
 			{6, `experiment.factors."load.rate"`, "a factor needs at least two levels, got 1"},
 		},
@@ -142,7 +137,7 @@ placement = "nowhere"
 [load]
 rate = 10
 `,
-		want: []want{
+		want: []wantError{
 			{3, "app.hops", "must be"},
 			{5, "deploy.placement", `unknown placement "nowhere"`},
 		},
@@ -158,7 +153,7 @@ colour = "red"
 [load]
 rate = 10
 `,
-		want: []want{
+		want: []wantError{
 			{4, "deploy.network", `got "udp"`},
 			{5, "deploy.start_timeout", "must be positive"},
 			{6, "deploy.http_codec", `got "xml"`},
@@ -177,7 +172,7 @@ hop9 = "java"
 [load]
 rate = 10
 `,
-		want: []want{
+		want: []wantError{
 			{4, "deploy.transport", `unknown transport "pigeon"`},
 			{5, "deploy.resources.nowhere", `"nowhere" is no group`},
 			{8, "deploy.languages.hop9", `no component "hop9"`},
@@ -190,7 +185,7 @@ name = "chain"
 rate = "fast"
 max_inflight = -1
 `,
-		want: []want{
+		want: []wantError{
 			{4, "load.rate", "must be a number"},
 			{5, "load.max_inflight", "must be >= 0"},
 		},
@@ -202,7 +197,7 @@ paylod = "large"
 [load]
 rte = 10
 `,
-		want: []want{
+		want: []wantError{
 			{3, "app.paylod", `did you mean "payload"?`},
 			{5, "load.rte", `did you mean "rate"?`},
 		},
@@ -216,7 +211,7 @@ start_timeout = "soon"
 rate = 10
 duration = 5
 `,
-		want: []want{
+		want: []wantError{
 			{4, "deploy.start_timeout", "not a duration"},
 			{7, "load.duration", "needs a unit"},
 		},
@@ -228,22 +223,40 @@ duration = 5
 			} else if err == nil {
 				_, _, err = PlanRun(context.Background(), s, 1)
 			}
-			got := spec.Unjoin(err)
-			for _, w := range tc.want {
-				prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
-				if w.line == 0 { // a key the file does not write, nor any table around it
-					prefix = fmt.Sprintf("bad.toml: %s: ", w.key)
-				}
-				if !slices.ContainsFunc(got, func(e error) bool {
-					return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
-				}) {
-					t.Errorf("no error %q...%q in\n%v", prefix, w.text, err)
-				}
-			}
-			if len(got) != len(tc.want) {
-				t.Errorf("%d errors, want %d:\n%v", len(got), len(tc.want), err)
-			}
+			checkErrors(t, err, tc.want)
 		})
+	}
+}
+
+// wantError is an error a test expects of bad.toml: at its line (0: a
+// key the file does not write, nor any table around it) and key, with
+// text in its message.
+type wantError struct {
+	line int
+	key  string
+	text string
+}
+
+// checkErrors checks that err holds each of want and nothing else.
+func checkErrors(t *testing.T, err error, want []wantError) {
+	t.Helper()
+	var got []error
+	if err != nil {
+		got = spec.Unjoin(err)
+	}
+	for _, w := range want {
+		prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
+		if w.line == 0 {
+			prefix = fmt.Sprintf("bad.toml: %s: ", w.key)
+		}
+		if !slices.ContainsFunc(got, func(e error) bool {
+			return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
+		}) {
+			t.Errorf("no error %q...%q in\n%v", prefix, w.text, err)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d errors, want %d:\n%v", len(got), len(want), err)
 	}
 }
 
@@ -255,15 +268,10 @@ duration = 5
 // else; a factor's key, and only that, is not checked at its base value;
 // a factor that names no key is an error of its own.
 func TestFactorMistakesHideNoOthers(t *testing.T) {
-	type want struct {
-		line int
-		key  string
-		text string
-	}
 	for _, tc := range []struct {
 		name string
 		src  string
-		want []want
+		want []wantError
 	}{{
 		name: "the new user's spec",
 		src: `[app]
@@ -276,7 +284,7 @@ rate = -5
 "deploy.transport" = ["grpc"]
 "load.rat" = [1, 2]
 `,
-		want: []want{
+		want: []wantError{
 			{4, "deploy.placement", `unknown placement "monolit"`},
 			{6, "load.rate", "must be > 0, got -5"},
 			{8, `experiment.factors."deploy.transport"`, "a factor needs at least two levels, got 1"},
@@ -309,7 +317,7 @@ metric = "p42"
 [[experiment.questions]]
 effect = "nope"
 `,
-		want: []want{
+		want: []wantError{
 			{3, "app.hopz", `did you mean "hops"?`},
 			{5, "deploy.placement", `unknown placement "monolit"`},
 			{6, "deploy.network", `got "udp"`},
@@ -343,7 +351,7 @@ max_inflight = -1
 "deploy.placement" = ["monolith", "split"]
 "load.duration" = ["5s"]
 `,
-		want: []want{
+		want: []wantError{
 			{5, "deploy.transport", `unknown transport "pigeon"`},
 			{8, "load.max_inflight", "must be >= 0"},
 			{12, `experiment.factors."load.duration"`, "at least two levels"},
@@ -357,7 +365,7 @@ duration = "5s"
 [experiment.factors]
 "load.rate" = [100]
 `,
-		want: []want{
+		want: []wantError{
 			{6, `experiment.factors."load.rate"`, "at least two levels"},
 		},
 	}, {
@@ -370,7 +378,7 @@ rate = 10
 rate = [1, 2]
 "experiment.seed" = [1]
 `,
-		want: []want{
+		want: []wantError{
 			{6, "experiment.factors.rate", "a factor must be a key of [app], [deploy] or [load]"},
 			{7, `experiment.factors."experiment.seed"`, "at least two levels"},
 			{7, `experiment.factors."experiment.seed"`, "a factor must be a key of [app], [deploy] or [load]"},
@@ -399,21 +407,7 @@ margin = 1.1
 			case err == nil:
 				_, err = CheckPlan(ctx, s, 1)
 			}
-			got := spec.Unjoin(err)
-			if err == nil {
-				got = nil
-			}
-			for _, w := range tc.want {
-				prefix := fmt.Sprintf("bad.toml:%d: %s: ", w.line, w.key)
-				if !slices.ContainsFunc(got, func(e error) bool {
-					return strings.HasPrefix(e.Error(), prefix) && strings.Contains(e.Error(), w.text)
-				}) {
-					t.Errorf("no error %q...%q in\n%v", prefix, w.text, err)
-				}
-			}
-			if len(got) != len(tc.want) {
-				t.Errorf("%d errors, want %d:\n%v", len(got), len(tc.want), err)
-			}
+			checkErrors(t, err, tc.want)
 		})
 	}
 }

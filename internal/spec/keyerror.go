@@ -74,6 +74,24 @@ func ErrorKeys(err error) []string {
 	return keys
 }
 
+// ErrorLines are the errors in err, an errors.Join or one error, as "LINE
+// KEY" for each located in file and as their text otherwise, in order:
+// where a check put each mistake, to compare in tests.
+func ErrorLines(err error, file string) []string {
+	var out []string
+	for _, e := range Unjoin(err) {
+		if e == nil {
+			continue
+		}
+		if se := (*Error)(nil); errors.As(e, &se) && se.File == file {
+			out = append(out, fmt.Sprintf("%d %s", se.Line, se.Key))
+		} else {
+			out = append(out, e.Error())
+		}
+	}
+	return out
+}
+
 // MaxErrors bounds how many problems one check of a spec reports: enough
 // to fix a file in one pass, few enough to read.
 const MaxErrors = 50

@@ -390,18 +390,7 @@ path = "/"
 				t.Fatal(err)
 			}
 			_, _, err = deploy.Resolve(s)
-			var got []string
-			for _, e := range spec.Unjoin(err) {
-				if e == nil {
-					continue
-				}
-				var se *spec.Error
-				if !errors.As(e, &se) || se.File != path {
-					t.Errorf("not located in %s: %v", path, e)
-					continue
-				}
-				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
-			}
+			got := spec.ErrorLines(err, path)
 			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 				t.Errorf("%d errors at\n%s\nwant %d at\n%s\nerrors:\n%v", len(got), strings.Join(got, "\n"), len(tc.want), strings.Join(tc.want, "\n"), err)
 			}

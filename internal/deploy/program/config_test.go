@@ -2,7 +2,6 @@ package program
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -310,15 +309,7 @@ dir = "nowhere"
 			if topo != nil {
 				t.Errorf("a topology without an entry")
 			}
-			var got []string
-			for _, e := range spec.Unjoin(err) {
-				var se *spec.Error
-				if !errors.As(e, &se) || se.File != path {
-					t.Errorf("not located in %s: %v", path, e)
-					continue
-				}
-				got = append(got, fmt.Sprintf("%d %s", se.Line, se.Key))
-			}
+			got := spec.ErrorLines(err, path)
 			slices.Sort(got)
 			slices.Sort(tc.want)
 			if !slices.Equal(got, tc.want) {
