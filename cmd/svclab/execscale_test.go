@@ -13,7 +13,7 @@ import (
 )
 
 // TestExecRunAutoscale: [deploy.autoscale] over a program that keeps a
-// core busy scales it out behind its front during `svclab run`, as it
+// thread busy scales it out behind its front during `svclab run`, as it
 // does svclab's own hosts: the decisions are in scaling.parquet, the
 // replica it added is in run.json and sampled in resources.parquet, and
 // the load's calls go on without errors.
@@ -39,7 +39,7 @@ protocol = "http"
 [deploy.autoscale.web]
 min = 1
 max = 2
-cpu_target = 20
+cpu_target = 1
 sync_period = "500ms"
 [load]
 rate = 20
@@ -56,6 +56,11 @@ name = "xs"
 	// CLI tests, it was added too late once; at 6 s, in a make test whose
 	// last step also compiled, the decision was made but the replica was
 	// not up before the window ended (2026-11-29).
+	// cpu_target 1%, as the other autoscale tests have: a busy thread's
+	// share of a core depends on the machine, and CI's, beside the other
+	// tests, once gave it 6–19% against a target of 20 (2026-11-29), so
+	// the group never left the tolerance. At 1% any share above 1.1%
+	// scales it out, and the thread keeps the share above that.
 	runs, _ := runExperiment(t, "xs", src, 1)
 	run := runs[0]
 	var rf struct {
