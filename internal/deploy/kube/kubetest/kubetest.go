@@ -647,14 +647,33 @@ func (c *Cluster) Log(name string) string {
 	return ""
 }
 
-// tail returns the last lines of a log file.
+// tail returns the last lines of a log file. A Go program's crash
+// prints its cause first and its stack after, which the last lines may
+// not reach: the cause ("panic: ..." or "fatal error: ...") and the
+// lines that follow it, up to the crashing frame, come first then.
 func tail(path string) string {
 	b, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
+	return tailOf(string(b))
+}
+
+const (
+	tailLines  = 20 // the log's last lines
+	causeLines = 8  // a crash's cause and the frames after it
+)
+
+func tailOf(log string) string {
+	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	if len(lines) <= tailLines {
+		return strings.Join(lines, "\n")
 	}
-	return strings.Join(lines, "\n")
+	last := lines[len(lines)-tailLines:]
+	for i, l := range lines[:len(lines)-tailLines] {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			cause := lines[i:min(i+causeLines, len(lines)-tailLines)]
+			return strings.Join(cause, "\n") + "\n...\n" + strings.Join(last, "\n")
+		}
+	}
+	return strings.Join(last, "\n")
 }
 
 // freePorts returns n loopback ports free now, from below the kernel's
