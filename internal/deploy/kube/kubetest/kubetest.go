@@ -192,7 +192,12 @@ func Start(ctx context.Context, nodes int, opts Options) (*Cluster, error) {
 	var err error
 	for range startAttempts {
 		var c *Cluster
-		if c, err = startOnce(ctx, nodes, opts); !errors.Is(err, errPortTaken) {
+		c, err = startOnce(ctx, nodes, opts)
+		switch {
+		case errors.Is(err, errFakeCrashed):
+			// Said, not hidden: a test's output shows every crash.
+			fmt.Fprintf(os.Stderr, "kubetest: starting again: %v\n", err)
+		case !errors.Is(err, errPortTaken):
 			return c, err
 		}
 	}
@@ -207,18 +212,45 @@ func Start(ctx context.Context, nodes int, opts Options) (*Cluster, error) {
 // race. Such a start is tried again with other ports.
 var errPortTaken = errors.New("a port it was given was taken")
 
-// startAttempts bounds the starts Start tries when a port was taken.
+// errFakeCrashed marks a start that failed because kwok, the fake of the
+// nodes and no part of what the tests test, crashed as it started: once
+// in a make test (kwok v0.8.0, a Go crash in building its metrics' CEL
+// environment, 2026-11-29). Its next start is a new process, so Start
+// tries again, and says so.
+var errFakeCrashed = errors.New("kwok crashed as it started")
+
+// startAttempts bounds the starts Start tries when a port was taken or
+// kwok crashed.
 const startAttempts = 3
 
 // exitErr is the error of process p, which has exited, with its log's
 // last lines.
 func (p *process) exitErr() error {
-	t := tail(p.log)
-	err := fmt.Errorf("kubetest: %s exited (%v):\n%s", p.name, p.c.Err(), t)
-	if strings.Contains(t, "address already in use") {
+	b, _ := os.ReadFile(p.log)
+	return exitErrOf(p.name, p.c.Err(), string(b))
+}
+
+func exitErrOf(name string, exit error, log string) error {
+	t := tailOf(log)
+	err := fmt.Errorf("kubetest: %s exited (%v):\n%s", name, exit, t)
+	switch {
+	case strings.Contains(t, "address already in use"):
 		return fmt.Errorf("%w (%w)", err, errPortTaken)
+	case name == "kwok" && goCrash(log):
+		return fmt.Errorf("%w (%w)", err, errFakeCrashed)
 	}
 	return err
+}
+
+// goCrash tells whether a Go program's log ends in its crash: a panic or
+// a fatal error, followed by its stack.
+func goCrash(log string) bool {
+	for _, l := range strings.Split(log, "\n") {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			return true
+		}
+	}
+	return false
 }
 
 func startOnce(ctx context.Context, nodes int, opts Options) (_ *Cluster, err error) {
@@ -668,7 +700,7 @@ func tailOf(log string) string {
 	}
 	last := lines[len(lines)-tailLines:]
 	for i, l := range lines[:len(lines)-tailLines] {
-		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+		if goCrash(l) {
 			cause := lines[i:min(i+causeLines, len(lines)-tailLines)]
 			return strings.Join(cause, "\n") + "\n...\n" + strings.Join(last, "\n")
 		}

@@ -1,6 +1,7 @@
 package kubetest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -43,6 +44,35 @@ func TestTailKeepsACrashsCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got, want := tailOf(tc.log), strings.Join(tc.want, "\n"); got != want {
 				t.Errorf("tail:\n%s\nwant:\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestStartTriesAgain: a start is tried again when a port it was given
+// was taken, or when kwok (a fake, not a part under test) crashed; not
+// when anything else exited, nor when kwok exited without a crash.
+func TestStartTriesAgain(t *testing.T) {
+	crash := "I1129 starting\npanic: runtime error: invalid memory address\n\ngoroutine 1 [running]:\nmain.main()\n"
+	for _, tc := range []struct {
+		name, proc, log string
+		want            error
+	}{
+		{"kwok crashed", "kwok", crash, errFakeCrashed},
+		{"kwok fatal error", "kwok", "fatal error: concurrent map writes\n", errFakeCrashed},
+		{"kwok exited", "kwok", "E1129 unable to load config\n", nil},
+		{"API server crashed", "kube-apiserver", crash, nil},
+		{"port taken", "etcd", "listen tcp 127.0.0.1:2379: bind: address already in use\n", errPortTaken},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := exitErrOf(tc.proc, errors.New("exit status 2"), tc.log)
+			for _, sentinel := range []error{errFakeCrashed, errPortTaken} {
+				if got := errors.Is(err, sentinel); got != (sentinel == tc.want) {
+					t.Errorf("errors.Is(%v, %v) = %v", err, sentinel, got)
+				}
+			}
+			if !strings.Contains(err.Error(), tc.proc+" exited") {
+				t.Errorf("%v does not name %s", err, tc.proc)
 			}
 		})
 	}
