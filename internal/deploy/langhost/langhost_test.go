@@ -6,8 +6,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/svclab/svclab/internal/runtime"
 )
@@ -106,3 +109,80 @@ func TestListenersDistinct(t *testing.T) {
 		seen[addr] = true
 	}
 }
+
+// TestJavaClassDataArchive: the Java host's command maps its classes from
+// the archive make java trains beside the jar when the archive is at
+// least as new as the jar, and not when it is missing or older; and the
+// built tree's command does load the host's classes from it.
+func TestJavaClassDataArchive(t *testing.T) {
+	dir := t.TempDir()
+	jar := filepath.Join(dir, "svclab-java.jar")
+	archive := filepath.Join(dir, "svclab-java.jsa")
+	if err := os.WriteFile(jar, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	for _, tc := range []struct {
+		name    string
+		archive *time.Time // its modification time; nil: none
+		want    bool
+	}{
+		{"none", nil, false},
+		{"empty: its training failed", ptr(now.Add(time.Minute)), false},
+		{"older than the jar", ptr(now.Add(-time.Minute)), false},
+		{"as new as the jar", ptr(now), true},
+		{"newer", ptr(now.Add(time.Minute)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(archive)
+			if tc.archive != nil {
+				var content []byte
+				if !strings.HasPrefix(tc.name, "empty") {
+					content = []byte("an archive")
+				}
+				if err := os.WriteFile(archive, content, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(archive, *tc.archive, *tc.archive); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Chtimes(jar, now, now); err != nil {
+				t.Fatal(err)
+			}
+			got := classDataArchive(jar)
+			if has := slices.Contains(got, "-XX:SharedArchiveFile="+archive); has != tc.want {
+				t.Errorf("options %v: archive used %v, want %v", got, has, tc.want)
+			}
+		})
+	}
+
+	t.Run("built", func(t *testing.T) {
+		if _, err := exec.LookPath("java"); err != nil {
+			t.Skip("java not on PATH")
+		}
+		root, err := implRoot(builds[runtime.LangJava].artifact)
+		if err != nil {
+			t.Skipf("the Java host is not built (make java): %v", err)
+		}
+		built := filepath.Join(root, builds[runtime.LangJava].artifact)
+		if classDataArchive(built) == nil {
+			t.Skipf("no class-data archive beside %s as new as it: make java trains one where the JVM can", built)
+		}
+		argv, err := command(runtime.LangJava)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The host's Main loads, finds a bad flag and exits 2.
+		argv = slices.Insert(argv, 1, "-Xlog:class+load=info")
+		out, _ := exec.Command(argv[0], append(argv[1:], "--no-such-flag")...).CombinedOutput()
+		if !regexp.MustCompile(`(?m)com\.github\.svclab\.impl\.Main source: shared objects file`).Match(out) {
+			t.Errorf("%s: the host's Main was not loaded from the archive:\n%s", strings.Join(argv, " "), out)
+		}
+		if strings.Contains(string(out), "[warning]") {
+			t.Errorf("the JVM warned:\n%s", out)
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
