@@ -22,6 +22,7 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	_ "github.com/svclab/svclab/apps/all" // the apps the Go host runs
+	"github.com/svclab/svclab/internal/deploy/langhost"
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // every transport
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -112,13 +113,15 @@ var impls = []impl{
 			}
 		}
 		makeTarget(t, "java")
-		jar := filepath.Join(repoRoot(t), "impl", "java", "target", "svclab-java.jar")
-		if _, err := os.Stat(jar); err != nil {
-			t.Fatalf("java: make java left no %s: %v", jar, err)
+		jar, err := filepath.EvalSymlinks(filepath.Join(repoRoot(t), "impl", "java", "target", "svclab-java.jar"))
+		if err != nil {
+			t.Fatalf("java: make java left no jar: %v", err)
 		}
 		// C1 only and the serial collector: JVMs start faster on this
-		// suite's two cores; the wire is the same.
-		return []string{"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m", "-jar", jar}
+		// suite's two cores; the wire is the same. The class-data archive
+		// too, as the deployer starts Java hosts.
+		argv := []string{"java", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m"}
+		return append(append(argv, langhost.ClassDataArchive(jar)...), "-jar", jar)
 	}},
 	{lang: "python", argv: func(t testing.TB) []string {
 		if _, err := exec.LookPath("python3"); err != nil {

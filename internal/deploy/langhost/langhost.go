@@ -109,20 +109,20 @@ func command(lang string) ([]string, error) {
 			path = real
 		}
 		java, _ := exec.LookPath("java")
-		return append(append([]string{java}, classDataArchive(path)...), "-jar", path), nil
+		return append(append([]string{java}, ClassDataArchive(path)...), "-jar", path), nil
 	default:
 		return []string{path, "-m", "svclab_impl"}, nil
 	}
 }
 
-// classDataArchive is the JVM's options that map the Java host's classes
+// ClassDataArchive is the JVM's options that map the Java host's classes
 // from the archive `make java` trains beside the jar (scripts/java-cds.sh):
 // a start takes about 40% less CPU with it. None when the archive is
 // missing, empty (its training failed) or older than the jar, which it was
 // not made from. A JVM that
 // cannot use it anyway (another JDK build, the tree moved) starts without
 // it, and its warning is switched off: the host's output is the run's.
-func classDataArchive(jar string) []string {
+func ClassDataArchive(jar string) []string {
 	archive := strings.TrimSuffix(jar, ".jar") + ".jsa"
 	a, err := os.Stat(archive)
 	if err != nil || a.Size() == 0 { // empty: its training failed

@@ -150,7 +150,7 @@ func TestJavaClassDataArchive(t *testing.T) {
 			if err := os.Chtimes(jar, now, now); err != nil {
 				t.Fatal(err)
 			}
-			got := classDataArchive(jar)
+			got := ClassDataArchive(jar)
 			if has := slices.Contains(got, "-XX:SharedArchiveFile="+archive); has != tc.want {
 				t.Errorf("options %v: archive used %v, want %v", got, has, tc.want)
 			}
@@ -166,7 +166,7 @@ func TestJavaClassDataArchive(t *testing.T) {
 			t.Skipf("the Java host is not built (make java): %v", err)
 		}
 		built := filepath.Join(root, builds[runtime.LangJava].artifact)
-		if classDataArchive(built) == nil {
+		if ClassDataArchive(built) == nil {
 			t.Skipf("no class-data archive beside %s as new as it: make java trains one where the JVM can", built)
 		}
 		argv, err := command(runtime.LangJava)
