@@ -38,12 +38,16 @@ sync_period = "200ms"
 [load]
 rate = 100
 warmup = "200ms"
-duration = "4s"
+duration = "8s"
 
 [experiment]
 name = "sm"
 seed = 1
 `
+	// 8 s: the added replica must start, join the endpoint set, be
+	// found by Prometheus and scraped with calls served, within the
+	// window; in 4 s, beside make test's last step (both cores busy), it
+	// once was not (2026-11-29).
 	runs, stderr := runExperimentWith(t, "sm", src, e2eRun{timeout: 120 * time.Second})
 	if !regexp.MustCompile(`run 1/1 \S+: prometheus http://127\.0\.0\.1:\d+\n`).MatchString(stderr) {
 		t.Errorf("svclab run did not say where the run's Prometheus is:\n%s", stderr)
