@@ -751,7 +751,7 @@ seed = 1
 	if ids := rows(t, ctx); len(ids) != 1 || ids[0] != keptID {
 		t.Errorf("runs table on resuming %v, want the kept %s", ids, keptID)
 	}
-	if got := text(t, ctx, "#design"); !strings.Contains(got, "2 runs") || !strings.Contains(got, "1 runs kept from before") || !strings.Contains(got, "order sequential") {
+	if got := text(t, ctx, "#design"); !strings.Contains(got, "2 runs") || !strings.Contains(got, "1 run kept from before") || !strings.Contains(got, "order sequential") {
 		t.Errorf("header %q, want the plan's design and order and the kept run", got)
 	}
 	if got := text(t, ctx, fmt.Sprintf(`#runs tr[data-id=%q] td.run-status`, keptID)); got != "ok (kept from before)" {

@@ -326,7 +326,7 @@ func TestRunWithoutAnalysis(t *testing.T) {
 				t.Fatalf("no deploying line naming run 1/1 by ID:\n%s", log)
 			}
 			for _, want := range []string{
-				"experiment one: 1 runs, order random (seed ",
+				"experiment one: 1 run, order random (seed ",
 				"run 1/1 " + id[1] + " warm-up",
 				"run 1/1 " + id[1] + " measuring ",
 				"run 1/1 " + id[1] + ": ok | ",

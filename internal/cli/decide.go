@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/experiment"
 )
 
@@ -64,10 +65,10 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 		if q.Decided {
 			state = "decided"
 		}
-		line := fmt.Sprintf("%s: %s (%d runs, %d complete blocks", q.Name, state, q.Runs, q.Blocks)
+		line := fmt.Sprintf("%s: %s (%s, %s", q.Name, state, english.Count(q.Runs, "run"), english.Count(q.Blocks, "complete block"))
 		if q.Flagged > 0 {
 			// A block holding a flagged run is not complete: say why.
-			line += fmt.Sprintf("; %d flagged runs left out: the load generator was their bottleneck", q.Flagged)
+			line += fmt.Sprintf("; %s left out: the load generator was their bottleneck", english.Count(q.Flagged, "flagged run"))
 		}
 		d.Lines = append(d.Lines, line+")")
 		for _, r := range q.Ratios {

@@ -13,6 +13,7 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/cobra"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -155,11 +156,11 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 		if e.Budget > 0 {
 			budget += fmt.Sprintf(", budget %s", e.Budget)
 		}
-		fmt.Fprintf(w, "experiment %s: %s design, %d design points, run in blocks until every question is decided: at most %d blocks = %d runs (%s), each block every point once in a fresh order (seed %d)\n",
-			e.Name, d.Kind, len(d.Points), p.Repetitions, len(p.Runs), budget, p.Seed)
+		fmt.Fprintf(w, "experiment %s: %s design, %s, run in blocks until every question is decided: at most %s = %s (%s), each block every point once in a fresh order (seed %d)\n",
+			e.Name, d.Kind, english.Count(len(d.Points), "design point"), english.Count(p.Repetitions, "block"), english.Count(len(p.Runs), "run"), budget, p.Seed)
 	} else {
-		fmt.Fprintf(w, "experiment %s: %s design, %d design points x %d repetitions = %d runs, order %s (seed %d)\n",
-			e.Name, d.Kind, len(d.Points), e.Repetitions, len(p.Runs), e.Order, p.Seed)
+		fmt.Fprintf(w, "experiment %s: %s design, %s x %s = %s, order %s (seed %d)\n",
+			e.Name, d.Kind, english.Count(len(d.Points), "design point"), english.Count(e.Repetitions, "repetition"), english.Count(len(p.Runs), "run"), e.Order, p.Seed)
 	}
 	if detail.drawnSeed && p.Shuffled() && len(p.Runs) > 1 {
 		fmt.Fprintf(w, "seed %d was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed %d %s (or set experiment.seed)\n",

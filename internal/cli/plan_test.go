@@ -24,7 +24,7 @@ func TestParseDecision(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"mesh cost: undecided (8 runs, 2 complete blocks; 1 flagged runs left out: the load generator was their bottleneck)",
+		"mesh cost: undecided (8 runs, 2 complete blocks; 1 flagged run left out: the load generator was their bottleneck)",
 		"  deploy.transport=grpc: 1.23× (? to ?) undecided",
 		"  2 complete block(s): the confidence sequence needs 4 or more for a finite interval",
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -86,7 +87,7 @@ DIR), and exits 0, unless --report asked for the report.`,
 			out, err := experiment.Execute(cmd.Context(), s, opts)
 			endUI(err)
 			if out != nil && out.Dir != "" {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%d runs: %d ok, %d failed, %d kept from before\n", out.Runs, out.OK, out.Failed, out.Resumed)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: %d ok, %d failed, %d kept from before\n", english.Count(out.Runs, "run"), out.OK, out.Failed, out.Resumed)
 				if out.Bottlenecked > 0 {
 					advice := "give it its own CPUs (experiment.isolation) or a lower rate"
 					if out.Isolated {

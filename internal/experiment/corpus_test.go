@@ -211,7 +211,7 @@ var badSpecs = []badSpec{
 	{name: "level of a factor set by flag", src: okSpec, sets: []string{`experiment.factors."load.rate"=[1, "x"]`}, key: "load.rate", flag: `--set experiment.factors."load.rate"=[1, "x"]`, want: `must be a number, got "x"`},
 
 	// Bounded plans.
-	{name: "twenty two-level factors", src: okSpec + factorsOf(20, 2), key: "experiment.factors", at: "[experiment.factors]", want: "1048576 runs (1048576 design points × 1 repetitions) are more than experiment.max_runs = 10000; use a fractional design"},
+	{name: "twenty two-level factors", src: okSpec + factorsOf(20, 2), key: "experiment.factors", at: "[experiment.factors]", want: "1048576 runs (1048576 design points × 1 repetition) are more than experiment.max_runs = 10000; use a fractional design"},
 	{name: "three factors of a hundred levels", src: okSpec + factorsOf(3, 100), key: "experiment.factors", at: "[experiment.factors]", want: "levels of app.f0 (100) × app.f1 (100) × app.f2 (100)"},
 	{name: "repetitions past the cap", src: okSpec + "[experiment]\nrepetitions = 10000\n" + factorsOf(1, 2), key: "experiment.factors", at: "[experiment.factors]", want: "20000 runs (2 design points × 10000 repetitions)"},
 	{name: "a lowered cap", src: okSpec + "[experiment]\nmax_runs = 3\n" + factorsOf(2, 2), key: "experiment.factors", at: "[experiment.factors]", want: "more than experiment.max_runs = 3"},

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/load"
 	"github.com/svclab/svclab/internal/spec"
 	"github.com/svclab/svclab/internal/warn"
@@ -64,7 +65,7 @@ func newProgress(w io.Writer, live bool, p *Plan, start time.Time) *progress {
 func (pg *progress) header() {
 	p := pg.plan
 	e := p.Spec.Experiment
-	line := fmt.Sprintf("experiment %s: %d runs, order %s", e.Name, len(p.Runs), e.Order)
+	line := fmt.Sprintf("experiment %s: %s, order %s", e.Name, english.Count(len(p.Runs), "run"), e.Order)
 	if p.Shuffled() {
 		line += fmt.Sprintf(" (seed %d", p.Seed)
 		if e.Seed == nil {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/svclab/svclab/internal/english"
 )
 
 // Experiment is the [experiment] table: which factors vary, how the runs are
@@ -454,8 +456,8 @@ func (s *Spec) checkRunCount(e Experiment) error {
 		key = FactorKey(e.Factors[0].Name) // set by --set, which the error then names
 	}
 	// The advice comes before the list of factors, which may be long.
-	return s.Errorf(key, "%s runs (%s design points × %d repetitions) are more than experiment.max_runs = %d; use a fractional design (design = \"fractional\" with [experiment.generators]), fewer factors, levels or repetitions, or raise experiment.max_runs; design points: %s",
-		runs, points, e.Repetitions, e.MaxRuns, factors)
+	return s.Errorf(key, "%s runs (%s design points × %s) are more than experiment.max_runs = %d; use a fractional design (design = \"fractional\" with [experiment.generators]), fewer factors, levels or repetitions, or raise experiment.max_runs; design points: %s",
+		runs, points, english.Count(e.Repetitions, "repetition"), e.MaxRuns, factors)
 }
 
 // orderedChildren lists the keys of the table at path in file order; keys

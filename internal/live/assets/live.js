@@ -88,7 +88,7 @@
       if (e.order) parts.push("order " + e.order + (e.seed ? " (seed " + e.seed + ")" : ""));
       if (e.duration_ns) parts.push("each run " + (e.warmup_ns ? clock(e.warmup_ns / 1e6) + " warm-up + " : "") + clock(e.duration_ns / 1e6) + " measured");
       if (e.estimate_ns) parts.push("estimated " + clock(e.estimate_ns / 1e6));
-      if (e.kept) parts.push(e.kept + " runs kept from before (--resume)");
+      if (e.kept) parts.push(e.kept + (e.kept === 1 ? " run" : " runs") + " kept from before (--resume)");
       $("design").textContent = parts.join(" · ");
       $("status").textContent = "running"; $("status").className = "status running";
       progress();

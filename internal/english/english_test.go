@@ -1,0 +1,22 @@
+package english
+
+import "testing"
+
+func TestCount(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		noun string
+		want string
+	}{
+		{0, "run", "0 runs"},
+		{1, "run", "1 run"},
+		{2, "run", "2 runs"},
+		{1, "design point", "1 design point"},
+		{12, "repetition", "12 repetitions"},
+		{-1, "block", "-1 blocks"},
+	} {
+		if got := Count(tc.n, tc.noun); got != tc.want {
+			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)
+		}
+	}
+}
