@@ -164,6 +164,11 @@ type Traits struct {
 	// experiment.CheckRemote holds to this machine as it does
 	// load.target, unless --allow-remote.
 	Targets []string
+	// RunOverhead is what deploying and tearing down one run takes with
+	// this deployer beyond the local deployer's (a cluster's pods to be
+	// scheduled and ready, its namespace to be deleted), for `svclab
+	// plan`'s time estimate only.
+	RunOverhead time.Duration
 	// Sweep removes what dead svclab processes left outside themselves
 	// when killed with -9 (network namespaces) and says what it removed;
 	// `svclab clean` calls every registered deployer's. Nil for none.

@@ -96,7 +96,7 @@ const (
 // deployOverhead is the expected deployment and teardown of a run of rs
 // whose load is t.
 func deployOverhead(rs *spec.Spec, t Timing) time.Duration {
-	d := time.Duration(perRunOverhead)
+	d := addSat(perRunOverhead, deployerTraits(rs).RunOverhead)
 	if rs.Deploy.Tracing > 0 {
 		traced := t.Requests * min(rs.Deploy.Tracing, 1) * float64(tracedRequestCost)
 		d = addSat(d, addSat(tracingOverhead, time.Duration(min(traced, float64(maxDuration/2)))))

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -564,5 +565,32 @@ by = ["deploy.transport"]
 				}
 			}
 		})
+	}
+}
+
+// A deployer that takes longer to deploy and tear down a run than the
+// local one (the kube deployer: pods, a namespace to delete) adds its
+// Traits.RunOverhead to each run's estimate.
+func TestEstimateCountsTheDeployer(t *testing.T) {
+	kube, err := deploy.Lookup("kube")
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra := kube.Traits().RunOverhead
+	if extra <= 0 {
+		t.Fatalf("the kube deployer's RunOverhead is %v; a cluster's run takes longer than a local one", extra)
+	}
+	for _, tc := range []struct {
+		deployer string
+		want     time.Duration
+	}{
+		{"local", perRunOverhead},
+		{"netns", perRunOverhead},
+		{"kube", perRunOverhead + extra},
+	} {
+		s := mustParse(t, fmt.Sprintf("[deploy]\ndeployer = %q\n", tc.deployer))
+		if got := deployOverhead(s, Timing{}); got != tc.want {
+			t.Errorf("%s: deployOverhead = %v, want %v", tc.deployer, got, tc.want)
+		}
 	}
 }
