@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # java-cds.sh JAR ARCHIVE
+# java-cds.sh --config DIR   (writes DIR/config.json, the training host's
+#                             config, for scripts/bench/java-start.sh)
 #
 # Writes ARCHIVE, a dynamic class-data sharing archive (JEP 350) of the
 # Java host in JAR: one training start of the host, with an http listener
@@ -15,6 +17,24 @@
 # leaves an empty ARCHIVE, which langhost does not use and make does not
 # train again until the jar changes; the build goes on.
 set -uo pipefail
+# config DIR writes DIR/config.json. Unix sockets: no port to race for.
+# The peer is never called: the one call fails at the frontend's first
+# step, which still loads the request path's classes.
+config() {
+  cat >"$1/config.json" <<EOF
+{"deployment": "cds", "app": "select", "configJson": "{}", "group": "frontend",
+ "components": ["frontend"], "entry": "frontend", "transport": "http",
+ "listeners": {"frontend": {"endpoint": {"transport": "http", "network": "unix", "addr": "$1/frontend.sock"}}},
+ "gateway": {"endpoint": {"transport": "http", "network": "unix", "addr": "$1/gateway.sock"}},
+ "peers": {"selector": {"endpoints": [{"transport": "http", "network": "tcp", "addr": "127.0.0.1:9"}]}},
+ "control": {"endpoint": {"transport": "grpc", "network": "unix", "addr": "$1/control.sock"}}}
+EOF
+}
+if [ "${1:-}" = --config ]; then
+  config "$2"
+  exit 0
+fi
+
 # The JVM uses the archive only with the class path it was made with, and
 # internal/deploy/langhost names the jar by its absolute path.
 jar=$(realpath "$1") archive=$2
@@ -27,17 +47,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Unix sockets: no port to race for. The peer is never called: the one
-# call fails at the frontend's first step, which still loads the request
-# path's classes.
-cat >"$dir/config.json" <<EOF
-{"deployment": "cds", "app": "select", "configJson": "{}", "group": "frontend",
- "components": ["frontend"], "entry": "frontend", "transport": "http",
- "listeners": {"frontend": {"endpoint": {"transport": "http", "network": "unix", "addr": "$dir/frontend.sock"}}},
- "gateway": {"endpoint": {"transport": "http", "network": "unix", "addr": "$dir/gateway.sock"}},
- "peers": {"selector": {"endpoints": [{"transport": "http", "network": "tcp", "addr": "127.0.0.1:9"}]}},
- "control": {"endpoint": {"transport": "grpc", "network": "unix", "addr": "$dir/control.sock"}}}
-EOF
+config "$dir"
 java -XX:ArchiveClassesAtExit="$dir/archive.jsa" -jar "$jar" --config "$dir/config.json" >"$dir/log" 2>&1 &
 pid=$!
 fail() {

@@ -19,14 +19,7 @@ archive=impl/java/target/svclab-java.jsa
 
 tmp=$(mktemp -d)
 trap 'pkill -KILL -f "^java .*$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
-cat >"$tmp/config.json" <<EOF
-{"deployment": "bench", "app": "select", "configJson": "{}", "group": "frontend",
- "components": ["frontend"], "entry": "frontend", "transport": "http",
- "listeners": {"frontend": {"endpoint": {"transport": "http", "network": "unix", "addr": "$tmp/frontend.sock"}}},
- "gateway": {"endpoint": {"transport": "http", "network": "unix", "addr": "$tmp/gateway.sock"}},
- "peers": {"selector": {"endpoints": [{"transport": "http", "network": "tcp", "addr": "127.0.0.1:9"}]}},
- "control": {"endpoint": {"transport": "grpc", "network": "unix", "addr": "$tmp/control.sock"}}}
-EOF
+scripts/java-cds.sh --config "$tmp"
 
 # start LABEL [JVM OPTION...]: one start and stop; appends "LABEL ready cpu".
 start() {
