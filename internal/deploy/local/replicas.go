@@ -109,7 +109,9 @@ func (d *Deployment) callers(g int) []int {
 }
 
 // pushPeers sends every live replica of every group calling group g the
-// endpoint sets of g's live replicas.
+// endpoint sets of g's live replicas. Each answers once its calls in flight
+// to replicas left out have finished (internal/runtime/balancer, Update),
+// so when pushPeers returns they can be stopped without refusing a call.
 func (d *Deployment) pushPeers(ctx context.Context, g int) error {
 	// One push at a time, each computed from the state at its turn: a
 	// death reported while a scale pushes cannot overwrite a newer set

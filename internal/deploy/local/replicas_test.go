@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/local"
@@ -37,12 +38,52 @@ func served(t *testing.T, p deploy.Process) int {
 	return 0
 }
 
+// loadResult is what callLoad saw: calls ok and failed, and the first
+// few failures' errors (status code and message), for the report.
+type loadResult struct {
+	ok, failed int64
+
+	mu   sync.Mutex
+	errs []string
+}
+
+// maxLoadErrs bounds the errors a loadResult keeps.
+const maxLoadErrs = 5
+
+func (r *loadResult) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed++
+	if len(r.errs) < maxLoadErrs {
+		st := status.Convert(err)
+		r.errs = append(r.errs, fmt.Sprintf("%s %s: %s", time.Now().Format("15:04:05.000"), st.Code(), st.Message()))
+	}
+}
+
+// String reports the counts and, when some failed, the first errors.
+func (r *loadResult) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s := fmt.Sprintf("%d calls ok, %d failed", r.ok, r.failed)
+	if len(r.errs) > 0 {
+		s += "; first errors:\n  " + strings.Join(r.errs, "\n  ")
+	}
+	return s
+}
+
 // callLoad calls the entry's first default request from workers concurrent
 // callers until stop is closed; it returns calls ok and failed.
 func callLoad(p *runtime.Topology, conn grpc.ClientConnInterface, workers int, stop <-chan struct{}) (ok, failed int64) {
+	res := load(p, conn, workers, stop)
+	return res.ok, res.failed
+}
+
+// load is callLoad that also keeps the first few errors.
+func load(p *runtime.Topology, conn grpc.ClientConnInterface, workers int, stop <-chan struct{}) *loadResult {
 	r := p.Requests()[0]
 	var wg sync.WaitGroup
-	var nOK, nFail atomic.Int64
+	var nOK atomic.Int64
+	res := &loadResult{}
 	for range workers {
 		wg.Add(1)
 		go func() {
@@ -57,7 +98,7 @@ func callLoad(p *runtime.Topology, conn grpc.ClientConnInterface, workers int, s
 				_, err := r.Invoke(ctx, conn)
 				cancel()
 				if err != nil {
-					nFail.Add(1)
+					res.fail(err)
 				} else {
 					nOK.Add(1)
 				}
@@ -65,7 +106,8 @@ func callLoad(p *runtime.Topology, conn grpc.ClientConnInterface, workers int, s
 		}()
 	}
 	wg.Wait()
-	return nOK.Load(), nFail.Load()
+	res.ok = nOK.Load()
+	return res
 }
 
 func groupProcs(d *local.Deployment, group string) []deploy.Process {
@@ -143,13 +185,13 @@ func TestReplicaKilled(t *testing.T) {
 				_ = syscall.Kill(victim.Info().PID, syscall.SIGKILL)
 			})
 			time.AfterFunc(1500*time.Millisecond, func() { close(stop) })
-			ok, failed := callLoad(p, conn, workers, stop)
-			t.Logf("%d calls ok, %d failed", ok, failed)
-			if failed > workers {
-				t.Errorf("%d calls failed, want at most %d (those in flight to the killed replica)", failed, workers)
+			res := load(p, conn, workers, stop)
+			t.Log(res)
+			if res.failed > workers {
+				t.Errorf("%s; want at most %d failed (those in flight to the killed replica)", res, workers)
 			}
-			if ok < 100 {
-				t.Errorf("only %d calls ok", ok)
+			if res.ok < 100 {
+				t.Errorf("only %d calls ok", res.ok)
 			}
 			select {
 			case ex := <-d.Exited():
@@ -192,12 +234,12 @@ func TestScale(t *testing.T) {
 				scaleErr <- d.Scale(ctx, "hop2", 1)
 				time.Sleep(300 * time.Millisecond)
 			}()
-			ok, failed := callLoad(p, conn, 4, stop)
+			res := load(p, conn, 4, stop)
 			if err := <-scaleErr; err != nil {
 				t.Fatal(err)
 			}
-			if failed > 0 || ok < 50 {
-				t.Errorf("%d calls ok, %d failed while scaling; want none failed", ok, failed)
+			if res.failed > 0 || res.ok < 50 {
+				t.Errorf("while scaling: %s; want none failed", res)
 			}
 			if n, _ := d.Replicas("hop2"); n != 1 || len(groupProcs(d, "hop2")) != 1 {
 				t.Errorf("hop2 has %d live replicas, %d processes; want 1", n, len(groupProcs(d, "hop2")))

@@ -144,7 +144,10 @@ func (d *Deployment) scaleUp(ctx context.Context, g, k int) (err error) {
 // scaleDown takes the replicas out of every caller's endpoint set, so
 // that no new call reaches them, then stops each over its control channel:
 // it refuses new calls, finishes those in flight (for as long as the stop
-// timeout allows) and exits.
+// timeout allows) and exits. A caller answers the new set once the calls
+// it had already given a victim have finished (balancer.Update), not only
+// once it picks no victim: a call picked just before, still on its way,
+// would otherwise reach a victim that refuses it.
 func (d *Deployment) scaleDown(ctx context.Context, g int, victims []*process) error {
 	for _, p := range victims {
 		p.retired.Store(true)

@@ -12,7 +12,11 @@
 //
 // An update swaps the set without disturbing calls in flight: a call keeps
 // the SubConn it was given, and a SubConn dropped from the set is closed once
-// its calls in flight have finished.
+// its calls in flight have finished. Update returns once those calls have
+// finished too (for at most Options.RetireWait), so that whoever pushed the
+// set knows the dropped endpoints get nothing more from this balancer and
+// may stop them: a call picked just before the update may still be on its
+// way, and a server that stopped admitting calls would refuse it.
 package balancer
 
 import (
@@ -69,13 +73,23 @@ type Options struct {
 	// sick endpoint (health.go); zero means DefaultProbeMin and
 	// DefaultProbeMax.
 	ProbeMin, ProbeMax time.Duration
+	// RetireWait bounds how long Update waits for the calls in flight on
+	// the endpoints it drops; zero means DefaultRetireWait.
+	RetireWait time.Duration
 }
+
+// DefaultRetireWait is Options.RetireWait's default: longer than a call
+// takes from its pick to its server on a loaded machine, short enough that
+// a long call (or a stream) in flight to a dropped endpoint does not hold
+// up its deployer for long; its server drains it.
+const DefaultRetireWait = 2 * time.Second
 
 // Balancer is a grpc.ClientConnInterface over a dynamic set of endpoints.
 type Balancer struct {
-	name    string
-	builder PickerBuilder
-	probe   [2]time.Duration
+	name       string
+	builder    PickerBuilder
+	probe      [2]time.Duration
+	retireWait time.Duration
 
 	mu     sync.Mutex // serialises Update and Close
 	subs   map[string]*SubConn
@@ -97,22 +111,48 @@ func New(name string, opts Options) *Balancer {
 		b.builder = RoundRobin
 	}
 	b.probe = [2]time.Duration{cmp.Or(opts.ProbeMin, DefaultProbeMin), cmp.Or(opts.ProbeMax, DefaultProbeMax)}
+	b.retireWait = cmp.Or(opts.RetireWait, DefaultRetireWait)
 	b.picked.Store(&pickState{})
 	return b
 }
 
 // Update replaces the set with addrs. SubConns of addresses listed before
 // are kept, with their connections; those not listed any more take no new
-// calls and are closed once their calls in flight finish. An address listed
-// twice is an error, and then nothing changes.
+// calls and are closed once their calls in flight finish. Update returns
+// once no call is in flight on them, or after Options.RetireWait: new calls
+// go to the new set at once, and those already given a dropped endpoint,
+// even if not yet sent, have been answered. An address listed twice is an
+// error, and then nothing changes.
 func (b *Balancer) Update(addrs []Address) error {
+	retired, err := b.swap(addrs)
+	if err != nil {
+		return err
+	}
+	if len(retired) == 0 {
+		return nil
+	}
+	wait := time.NewTimer(b.retireWait)
+	defer wait.Stop()
+	for _, sc := range retired {
+		select {
+		case <-sc.calls.Done():
+		case <-wait.C:
+			return nil // those left are their servers' to drain
+		}
+	}
+	return nil
+}
+
+// swap publishes the picker of addrs and retires the SubConns it drops,
+// which it returns.
+func (b *Balancer) swap(addrs []Address) ([]*SubConn, error) {
 	if err := Check(addrs); err != nil {
-		return fmt.Errorf("peer %s: %w", b.name, err)
+		return nil, fmt.Errorf("peer %s: %w", b.name, err)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return fmt.Errorf("peer %s: balancer is closed", b.name)
+		return nil, fmt.Errorf("peer %s: balancer is closed", b.name)
 	}
 	next := make(map[string]*SubConn, len(addrs))
 	list := make([]*SubConn, 0, len(addrs))
@@ -131,13 +171,15 @@ func (b *Balancer) Update(addrs []Address) error {
 	// Publish before retiring, so a call that picked a retired SubConn
 	// finds the new set when it tries again.
 	b.picked.Store(st)
+	var retired []*SubConn
 	for addr, sc := range b.subs {
 		if next[addr] == nil {
 			sc.retire()
+			retired = append(retired, sc)
 		}
 	}
 	b.subs = next
-	return nil
+	return retired, nil
 }
 
 // Check reports what Update would refuse in addrs: an address listed twice.

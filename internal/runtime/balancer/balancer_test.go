@@ -179,7 +179,8 @@ func TestUpdateWhileCalling(t *testing.T) {
 	for _, tr := range networkTransports(t) {
 		t.Run(tr.Name(), func(t *testing.T) {
 			a, bb, c := startServer(t, tr), startServer(t, tr), startServer(t, tr)
-			b := balancer.New("echo", balancer.Options{})
+			// Updates wait for the held calls, however slow the machine.
+			b := balancer.New("echo", balancer.Options{RetireWait: time.Minute})
 			defer b.Close()
 			update(t, b, a, bb)
 			ctx := context.Background()
@@ -217,11 +218,19 @@ func TestUpdateWhileCalling(t *testing.T) {
 				}()
 			}
 			waitCalls(t, a, a.calls.Load()+10)
-			update(t, b, bb, c)
+			// Each update gives new calls the new set at once, and returns
+			// once the calls on the endpoints it dropped have finished:
+			// here, when the held calls are released.
+			updated := make(chan error, 2)
+			go func() { updated <- b.Update(addresses(bb, c)) }()
 			waitCalls(t, c, 20)
-			update(t, b, c)
-			frozenA, frozenB := a.calls.Load(), bb.calls.Load()
+			go func() { updated <- b.Update(addresses(c)) }()
 			waitCalls(t, c, c.calls.Load()+50)
+			select {
+			case err := <-updated:
+				t.Fatalf("an update returned (%v) while a call was in flight on an endpoint it dropped", err)
+			default:
+			}
 			for name, s := range map[string]*server{"a": a, "b": bb} {
 				if n := s.closes.Load(); n != 0 {
 					t.Errorf("%s's connection closed with a call in flight", name)
@@ -234,17 +243,23 @@ func TestUpdateWhileCalling(t *testing.T) {
 					t.Errorf("call in flight on a dropped endpoint: %v", err)
 				}
 			}
+			for range 2 {
+				if err := <-updated; err != nil {
+					t.Fatal(err)
+				}
+			}
+			// No call reaches a dropped endpoint once its update returned.
+			frozenA, frozenB := a.calls.Load(), bb.calls.Load()
+			waitCalls(t, c, c.calls.Load()+50)
 			close(stop)
 			wg.Wait()
 
 			if n := failed.Load(); n > 0 {
 				t.Errorf("%d calls failed while the set changed; first: %v", n, firstErr.Load())
 			}
-			// Each caller may have had one call on its way to an endpoint
-			// when the update came.
 			for name, got := range map[string][2]int64{"a": {frozenA, a.calls.Load()}, "b": {frozenB, bb.calls.Load()}} {
-				if got[1]-got[0] > callers {
-					t.Errorf("%s got %d calls after it left the set", name, got[1]-got[0])
+				if got[1] != got[0] {
+					t.Errorf("%s got %d calls after the update that dropped it returned", name, got[1]-got[0])
 				}
 			}
 			for name, s := range map[string]*server{"a": a, "b": bb} {
@@ -254,6 +269,33 @@ func TestUpdateWhileCalling(t *testing.T) {
 				t.Errorf("c's connection, still in the set, closed %d times", n)
 			}
 		})
+	}
+}
+
+// TestUpdateRetireWait checks that Update waits for a call in flight on an
+// endpoint it drops for at most Options.RetireWait, and that the call goes
+// on.
+func TestUpdateRetireWait(t *testing.T) {
+	tr, err := transport.Lookup("http")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, s2 := startServer(t, tr), startServer(t, tr)
+	const wait = 200 * time.Millisecond
+	b := balancer.New("echo", balancer.Options{RetireWait: wait})
+	defer b.Close()
+	update(t, b, s)
+	held := make(chan error, 1)
+	go func() { held <- call(context.Background(), b, hold) }()
+	waitActive(t, s, 1)
+	start := time.Now()
+	update(t, b, s2)
+	if took := time.Since(start); took < wait || took > wait+5*time.Second {
+		t.Errorf("Update took %s with a call held on the endpoint it dropped, want about %s", took, wait)
+	}
+	close(s.release)
+	if err := <-held; err != nil {
+		t.Errorf("the held call: %v", err)
 	}
 }
 
