@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -22,6 +24,25 @@ import (
 // the second fails too: a wrong window, share or count in svclab fails
 // both. What the first attempt found is logged, with the host_late
 // warnings of its runs.
+
+// RetriesEnv names a file that each timed test that runs again appends
+// its first attempt's findings to: make test prints it after the timed
+// step, as go test shows a passing test's log only with -v.
+const RetriesEnv = "SVCLAB_TIMED_RETRIES"
+
+func noteRetry(t *testing.T, msg string) {
+	path := os.Getenv(RetriesEnv)
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Logf("%s: %v", RetriesEnv, err)
+		return
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "%s: %s\n", t.Name(), msg)
+}
 
 // hostLate returns a run's host_late warnings, joined; "" when its
 // self-audit found the host on time.
@@ -49,11 +70,29 @@ func timedAttempts(t *testing.T, attempt func() (problems []string, late string)
 			if late == "" {
 				late = "none"
 			}
-			t.Logf("attempt 1 failed its timing checks, so it runs again (the host_late warnings of its runs: %s):\n%s", late, strings.Join(problems, "\n"))
+			msg := fmt.Sprintf("attempt 1 failed its timing checks, so it runs again (the host_late warnings of its runs: %s):\n%s", late, strings.Join(problems, "\n"))
+			t.Log(msg)
+			noteRetry(t, msg)
 			continue
 		}
 		for _, p := range problems {
 			t.Error(p)
 		}
+	}
+}
+
+// TestNoteRetry: each retry is appended to the file SVCLAB_TIMED_RETRIES
+// names, under the test's name, for make test to print.
+func TestNoteRetry(t *testing.T) {
+	path := t.TempDir() + "/retries.txt"
+	t.Setenv(RetriesEnv, path)
+	noteRetry(t, "window 2.6–6.1 s")
+	noteRetry(t, "0.0% errors inside the cut")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "TestNoteRetry: window 2.6–6.1 s\nTestNoteRetry: 0.0% errors inside the cut\n"; string(b) != want {
+		t.Errorf("retries file:\n%s\nwant:\n%s", b, want)
 	}
 }
