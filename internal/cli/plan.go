@@ -253,7 +253,12 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 		runs[k] = append(runs[k], fmt.Sprint(r.Index))
 	}
 	if len(d.Factors) == 0 {
-		fmt.Fprintf(w, "design point 1: the spec as written (no factors), runs %s\n", strings.Join(runs[fmt.Sprint(d.Points[0])], ","))
+		idx := runs[fmt.Sprint(d.Points[0])]
+		noun := "runs"
+		if len(idx) == 1 {
+			noun = "run"
+		}
+		fmt.Fprintf(w, "design point 1: the spec as written (no factors), %s %s\n", noun, strings.Join(idx, ","))
 		return nil
 	}
 	fmt.Fprintln(w, "design points (--effective prints each one's whole spec):")

@@ -135,3 +135,46 @@ path = "/"
 		})
 	}
 }
+
+// TestPlanCountsInEnglish: svclab plan counts one run, design point or
+// repetition in the singular and more in the plural.
+func TestPlanCountsInEnglish(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, experiment string
+		want, not        []string
+	}{
+		{"one run", "repetitions = 1\n",
+			[]string{"1 design point x 1 repetition = 1 run,", "design point 1: the spec as written (no factors), run 1\n"},
+			[]string{"1 runs", "1 repetitions", "1 design points", "runs 1\n"}},
+		{"two runs", "repetitions = 2\n",
+			[]string{"1 design point x 2 repetitions = 2 runs,", "design point 1: the spec as written (no factors), runs 1,2\n"},
+			[]string{"1 design points"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".toml")
+			src := "[app]\nname = \"chain\"\n[load]\nrate = 10\nduration = \"1s\"\n[experiment]\nname = \"x\"\n" + tc.experiment
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c := newPlanCmd()
+			var out bytes.Buffer
+			c.SetOut(&out)
+			c.SetErr(&out)
+			c.SetArgs([]string{path})
+			if err := c.ExecuteContext(context.Background()); err != nil {
+				t.Fatalf("plan: %v\n%s", err, out.String())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out.String(), w) {
+					t.Errorf("plan's output lacks %q:\n%s", w, out.String())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out.String(), n) {
+					t.Errorf("plan's output says %q:\n%s", n, out.String())
+				}
+			}
+		})
+	}
+}

@@ -6,8 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +93,12 @@ const (
 	tracedRequestCost = 8 * time.Millisecond
 	metricsOverhead   = 6500 * time.Millisecond
 	sidecarOverhead   = 1200 * time.Millisecond
+	// A Java host's start: the JVM and Spring, ready in 1.6 s from the
+	// class-data archive and 2.7 s without it (docs/PERFORMANCE.md, "A
+	// Java host's start"); the select app with a Java selector ran 1.75 s
+	// a run longer than the local estimate (2026-11-29). The hosts start
+	// together, so one start counts, however many Java components.
+	javaOverhead = 2 * time.Second
 )
 
 // deployOverhead is the expected deployment and teardown of a run of rs
@@ -106,6 +114,9 @@ func deployOverhead(rs *spec.Spec, t Timing) time.Duration {
 	}
 	if rs.Deploy.Sidecar != "" && rs.Deploy.Sidecar != "none" {
 		d = addSat(d, sidecarOverhead)
+	}
+	if slices.Contains(slices.Collect(maps.Values(rs.Deploy.Languages)), runtime.LangJava) {
+		d = addSat(d, javaOverhead)
 	}
 	return d
 }

@@ -570,7 +570,8 @@ by = ["deploy.transport"]
 
 // A deployer that takes longer to deploy and tear down a run than the
 // local one (the kube deployer: pods, a namespace to delete) adds its
-// Traits.RunOverhead to each run's estimate.
+// Traits.RunOverhead to each run's estimate, and a Java host's start
+// counts once, however many Java components.
 func TestEstimateCountsTheDeployer(t *testing.T) {
 	kube, err := deploy.Lookup("kube")
 	if err != nil {
@@ -581,16 +582,20 @@ func TestEstimateCountsTheDeployer(t *testing.T) {
 		t.Fatalf("the kube deployer's RunOverhead is %v; a cluster's run takes longer than a local one", extra)
 	}
 	for _, tc := range []struct {
-		deployer string
-		want     time.Duration
+		deploy string
+		want   time.Duration
 	}{
-		{"local", perRunOverhead},
-		{"netns", perRunOverhead},
-		{"kube", perRunOverhead + extra},
+		{"deployer = \"local\"\n", perRunOverhead},
+		{"deployer = \"netns\"\n", perRunOverhead},
+		{"deployer = \"kube\"\n", perRunOverhead + extra},
+		{"[deploy.languages]\nselector = \"python\"\n", perRunOverhead},
+		{"[deploy.languages]\nselector = \"java\"\n", perRunOverhead + javaOverhead},
+		{"[deploy.languages]\nfrontend = \"java\"\nselector = \"java\"\n", perRunOverhead + javaOverhead},
+		{"deployer = \"kube\"\n[deploy.languages]\nselector = \"java\"\n", perRunOverhead + extra + javaOverhead},
 	} {
-		s := mustParse(t, fmt.Sprintf("[deploy]\ndeployer = %q\n", tc.deployer))
+		s := mustParse(t, "[deploy]\n"+tc.deploy)
 		if got := deployOverhead(s, Timing{}); got != tc.want {
-			t.Errorf("%s: deployOverhead = %v, want %v", tc.deployer, got, tc.want)
+			t.Errorf("%q: deployOverhead = %v, want %v", tc.deploy, got, tc.want)
 		}
 	}
 }
