@@ -254,11 +254,7 @@ func printPoints(w io.Writer, p *experiment.Plan) error {
 	}
 	if len(d.Factors) == 0 {
 		idx := runs[fmt.Sprint(d.Points[0])]
-		noun := "runs"
-		if len(idx) == 1 {
-			noun = "run"
-		}
-		fmt.Fprintf(w, "design point 1: the spec as written (no factors), %s %s\n", noun, strings.Join(idx, ","))
+		fmt.Fprintf(w, "design point 1: the spec as written (no factors), %s %s\n", english.Noun(len(idx), "run"), strings.Join(idx, ","))
 		return nil
 	}
 	fmt.Fprintln(w, "design points (--effective prints each one's whole spec):")

@@ -4,10 +4,16 @@ package english
 
 import "strconv"
 
-// Count is n and noun, the noun plural unless n is 1.
+// Count is n and noun, the noun as n needs it (Noun).
 func Count(n int, noun string) string {
+	return strconv.Itoa(n) + " " + Noun(n, noun)
+}
+
+// Noun is noun for one of it, its plural for any other count: "run 1"
+// but "runs 1,2" where a list follows.
+func Noun(n int, noun string) string {
 	if n == 1 {
-		return "1 " + noun
+		return noun
 	}
-	return strconv.Itoa(n) + " " + noun + "s"
+	return noun + "s"
 }

@@ -20,3 +20,11 @@ func TestCount(t *testing.T) {
 		}
 	}
 }
+
+func TestNoun(t *testing.T) {
+	for n, want := range map[int]string{0: "runs", 1: "run", 2: "runs", 12: "runs"} {
+		if got := Noun(n, "run"); got != want {
+			t.Errorf("Noun(%d, run) = %q, want %q", n, got, want)
+		}
+	}
+}
