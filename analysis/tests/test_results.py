@@ -173,3 +173,19 @@ def test_num_prints_a_tie_alike_from_either_side(tie: float) -> None:
     assert below < tie < above
     assert num(below) == num(tie) == num(above)
     assert num(below, 3) == num(above, 3)
+
+
+def test_window_cpu_reads_the_counters_at_the_windows_edges() -> None:
+    # Samples half a second off the window's edges, as a sampler ticking
+    # from its own start took them: the window is 3 s at 0.1 CPU-s a second,
+    # not the 4 s from the last sample before 0 to the last one after 3.
+    t = np.array([-0.5, 0.5, 1.5, 2.5, 3.5])
+    steady = pd.DataFrame({"process": "a", "pid": 1, "t_s": t, "cpu_s": 2.0 + 0.1 * t})
+    assert window_cpu_seconds(steady, 3.0) == pytest.approx(0.3)
+    # Started in the window (first sample at 0.5) and exited in it (last at
+    # 2.5): counted between its own samples, nothing invented beyond them.
+    short = pd.DataFrame({"process": "b", "pid": 2, "t_s": t[1:4], "cpu_s": [0.0, 0.4, 0.8]})
+    assert window_cpu_seconds(short, 3.0) == pytest.approx(0.8)
+    # Sampled only long after the window: not in it.
+    late = pd.DataFrame({"process": "c", "pid": 3, "t_s": [5.0, 6.0], "cpu_s": [1.0, 2.0]})
+    assert window_cpu_seconds(pd.concat([steady, late]), 3.0) == pytest.approx(0.3)

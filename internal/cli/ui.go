@@ -181,17 +181,29 @@ func eachSecond(ctx context.Context, f func(now time.Time)) {
 type cpuRates map[string]cpuSample
 
 type cpuSample struct {
-	at  time.Time
-	cpu float64
+	at    time.Time
+	cpu   float64
+	cores float64 // the rate shown at this sample
 }
+
+// minRateSpan is the shortest span a rate is read over: the run's sampler
+// also samples as the measurement ends, often a few milliseconds after a
+// tick, and /proc counts CPU in 10 ms ticks, so a rate over so short a span
+// would show a spike or a drop that no process had.
+const minRateSpan = 200 * time.Millisecond
 
 func (r cpuRates) cores(key string, at time.Time, cpu float64) float64 {
 	last, ok := r[key]
-	r[key] = cpuSample{at, cpu}
+	if ok && at.After(last.at) && at.Sub(last.at) < minRateSpan {
+		return last.cores
+	}
 	if !ok || !at.After(last.at) {
+		r[key] = cpuSample{at: at, cpu: cpu}
 		return 0
 	}
-	return max(0, (cpu-last.cpu)/at.Sub(last.at).Seconds())
+	c := max(0, (cpu-last.cpu)/at.Sub(last.at).Seconds())
+	r[key] = cpuSample{at: at, cpu: cpu, cores: c}
+	return c
 }
 
 // loadFinished ends the view of a load run with its result.

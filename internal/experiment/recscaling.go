@@ -62,3 +62,18 @@ func (r *scalingRecorder) Finish(end *Ended) ([]warn.Warning, error) {
 	}
 	return nil, nil
 }
+
+// every calls f now and then every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func(now time.Time)) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	f(time.Now())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			f(now)
+		}
+	}
+}

@@ -81,27 +81,52 @@ func (rs *ResourceSampler) Start(ctx context.Context, zero time.Time) {
 			})
 		})
 	}
-	rs.running.Go(func() { every(ctx, rs.interval, func(now time.Time) { rs.sample(ctx, now) }) })
+	rs.running.Go(func() { rs.sampleAround(ctx, zero) })
+}
+
+// finalSampleWait bounds the sample taken as the measurement ends.
+const finalSampleWait = 2 * time.Second
+
+// sampleAround samples now, then on every whole interval counted from
+// zero, so that a sample falls at the measurement's start rather than up
+// to an interval before it, and once more as ctx ends, so that one falls
+// at its end: a window's CPU is then read between samples that bracket
+// it, not over a window up to an interval longer than the one whose
+// requests it is divided by.
+func (rs *ResourceSampler) sampleAround(ctx context.Context, zero time.Time) {
+	rs.sample(ctx, time.Now())
+	t := time.NewTimer(time.Until(nextTick(time.Now(), zero, rs.interval)))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			// The processes outlive the measurement's context; the last
+			// sample needs one of its own.
+			fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalSampleWait)
+			rs.sample(fctx, time.Now())
+			cancel()
+			return
+		case now := <-t.C:
+			rs.sample(ctx, now)
+			t.Reset(time.Until(nextTick(time.Now(), zero, rs.interval)))
+		}
+	}
+}
+
+// nextTick is the first time after now that is a whole number of d from
+// phase, before or after it.
+func nextTick(now, phase time.Time, d time.Duration) time.Time {
+	k := now.Sub(phase) / d // truncated toward zero
+	next := phase.Add(k * d)
+	for !next.After(now) { // at most twice: k was truncated, never rounded up
+		next = next.Add(d)
+	}
+	return next
 }
 
 // Wait returns once the sampling that Start began has ended with its
 // context, so that a sample taken as the run stopped is in Rows.
 func (rs *ResourceSampler) Wait() { rs.running.Wait() }
-
-// every calls f now and then every d until ctx ends.
-func every(ctx context.Context, d time.Duration, f func(now time.Time)) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	f(time.Now())
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			f(now)
-		}
-	}
-}
 
 // SetZero moves the origin of t_s, for when the measurement starts after
 // sampling began (warm-up gets negative times).

@@ -149,6 +149,7 @@ func TestResourceSampler(t *testing.T) {
 	}
 	time.Sleep(120 * time.Millisecond) // one more sample after the burn
 	cancel()
+	rs.Wait() // the sample taken as the context ended is in
 	rows := rs.Rows()
 	if len(rows) < 4 {
 		t.Fatalf("%d samples in %s at 50 ms", len(rows), time.Since(start))
@@ -273,6 +274,68 @@ func TestPlannedStoreWritesTheSameFile(t *testing.T) {
 			got, _ := os.ReadFile(filepath.Join(b.Dir, "experiment.json"))
 			if string(got) != string(want) || len(whole.Runs) != n {
 				t.Errorf("run by run (%d bytes) differs from at once (%d bytes, %d runs listed of %d):\n%s\nwant\n%s", len(got), len(want), len(whole.Runs), n, got, want)
+			}
+		})
+	}
+}
+
+// TestResourceSamplerBracketsTheWindow: the sampler ticks on whole
+// intervals from the measurement's start, not from its own, and samples
+// once more as its context ends, so the window's CPU is read between
+// samples at its edges.
+func TestResourceSamplerBracketsTheWindow(t *testing.T) {
+	proc, err := procstat.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := NewResourceSampler([]Sampled{
+		{Process: deploy.ProcessInfo{Name: "self", PID: os.Getpid()}, Source: proc.Process(os.Getpid())},
+	}, time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Ticking from its own start, the sampler would sample at -0.5 s and
+	// 0.5 s of the window: none near 0.
+	zero := time.Now().Add(500 * time.Millisecond)
+	rs.Start(ctx, zero)
+	time.Sleep(time.Until(zero.Add(1300 * time.Millisecond)))
+	end := time.Since(zero).Seconds()
+	cancel()
+	rs.Wait()
+	rows := rs.Rows()
+	var ts []float64
+	for _, r := range rows {
+		ts = append(ts, r.TS)
+	}
+	// A timer never fires early; a busy machine may wake it late.
+	if !slices.ContainsFunc(ts, func(t float64) bool { return t >= 0 && t < 0.3 }) {
+		t.Errorf("samples at t_s %v: none in [0, 0.3) s, at the measurement's start", ts)
+	}
+	if !slices.ContainsFunc(ts, func(t float64) bool { return t >= 1 && t < 1.3 }) {
+		t.Errorf("samples at t_s %v: none in [1, 1.3) s, a whole interval after the start", ts)
+	}
+	if last := ts[len(ts)-1]; last < end {
+		t.Errorf("samples at t_s %v: the last is before the context ended at %.3f s", ts, end)
+	}
+}
+
+func TestNextTick(t *testing.T) {
+	phase := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name string
+		now  time.Duration // from phase
+		want time.Duration
+	}{
+		{"long before the phase", -2500 * time.Millisecond, -2 * time.Second},
+		{"just before", -time.Nanosecond, 0},
+		{"on a tick", 0, time.Second},
+		{"between ticks", 1500 * time.Millisecond, 2 * time.Second},
+		{"on a later tick", 3 * time.Second, 4 * time.Second},
+		{"a whole interval before", -time.Second, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := nextTick(phase.Add(c.now), phase, time.Second)
+			if want := phase.Add(c.want); !got.Equal(want) {
+				t.Errorf("nextTick(phase%+v) = phase%+v, want phase%+v", c.now, got.Sub(phase), c.want)
 			}
 		})
 	}

@@ -213,9 +213,15 @@ def cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
 def window_cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
     """CPU seconds the processes of `resources` used in the measurement window.
 
-    `cpu_s` is cumulative per process, so the window's use is the last sample
-    in [0, duration] minus the last sample at or before 0. Keyed by pid too: a
-    restarted or replicated process is a separate counter.
+    `cpu_s` is cumulative per process and sampled about once a second, so
+    each process's counter is read at the window's edges, 0 and duration, by
+    linear interpolation between the samples around each edge: not from the
+    last sample before 0 to the last one after the end, which could make the
+    window up to two sampling intervals longer than the one whose requests it
+    is divided by. A process sampled only after 0 (started in the window)
+    counts from its first sample, and one sampled last before the end (it
+    exited, or an older store without a sample at the end) up to its last.
+    Keyed by pid too: a restarted or replicated process is a separate counter.
     """
     need = {"t_s", "process", "cpu_s"}
     if resources.empty or not need <= set(resources.columns):
@@ -226,12 +232,12 @@ def window_cpu_seconds(resources: pd.DataFrame, duration_s: float) -> float:
     total = 0.0
     for _, g in df.groupby(keys, sort=False):
         g = g.sort_values("t_s")
-        inside = g[(g["t_s"] >= 0) & (g["t_s"] <= end + 0.5)]
-        if inside.empty:
+        t, cpu = g["t_s"].to_numpy(dtype=float), g["cpu_s"].to_numpy(dtype=float)
+        if not ((t >= 0) & (t <= end + 0.5)).any():
             continue
-        before = g[g["t_s"] <= 0]
-        start = before["cpu_s"].iloc[-1] if not before.empty else inside["cpu_s"].iloc[0]
-        total += float(inside["cpu_s"].iloc[-1] - start)
+        # np.interp holds the edge values beyond the samples.
+        hi = float(np.interp(end, t, cpu)) if math.isfinite(end) else float(cpu[-1])
+        total += hi - float(np.interp(0.0, t, cpu))
     return total
 
 
