@@ -41,7 +41,7 @@ var layers = [][]string{
 	{"internal/runtime/transport"},
 	{"internal/cgroup"},
 	{"internal/spec", "internal/inprocgen", "internal/jsongen", "internal/registry", "internal/tempdir", "internal/pki", "internal/hostclock", "internal/autoscale", "internal/image", "internal/warn", "internal/live"},
-	{"internal/english"},
+	{"internal/english", "internal/procgroup"},
 }
 
 // part returns the layer index and the part (the prefix of layers that

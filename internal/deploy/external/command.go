@@ -42,7 +42,7 @@ func run(ctx context.Context, what string, argv []string, dir string, timeout ti
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = out, out
 	started := time.Now()
-	c, err := child.Start(cmd)
+	c, err := child.Start(cmd, child.KeepLeftovers())
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", what, quote(argv), err)
 	}
