@@ -35,6 +35,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // BinaryPath is where the binary lives in the image, and the entrypoint.
@@ -65,12 +67,18 @@ func Build(ctx context.Context, dir, pkg string, platform v1.Platform, ldflags, 
 		cmd.Env = append(cmd.Env, "GOARM="+strings.TrimPrefix(platform.Variant, "v"))
 	}
 	// The build dies with svclab, and a cancelled one takes its
-	// compilers along: they share its process group.
+	// compilers along: they share its process group, which is signalled
+	// only until the build is reaped (Cancel may run after that).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	group := procgroup.New(cmd)
+	cmd.Cancel = func() error { return group.Signal(syscall.SIGKILL) }
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	if err := cmd.Run(); err != nil {
+	err := cmd.Start()
+	if err == nil {
+		err = group.Wait()
+	}
+	if err != nil {
 		return "", fmt.Errorf("image: go build %s in %s for %s: %w\n%s", pkg, dir, platform, err, strings.TrimSpace(stderr.String()))
 	}
 	return out, nil

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -114,7 +115,7 @@ func RunGenerators(ctx context.Context, cfg Config, opt GeneratorsOptions) (*Res
 		go func() {
 			defer wg.Done()
 			g.readProgress(agg)
-			g.err = g.cmd.Wait()
+			g.err = g.group.Wait()
 			close(g.done)
 			if g.err != nil {
 				failed <- g
@@ -170,8 +171,11 @@ wait:
 
 // generatorProc is one running `svclab load --shard I/N`.
 type generatorProc struct {
-	shard  Shard
-	cmd    *exec.Cmd
+	shard Shard
+	cmd   *exec.Cmd
+	// group signals the generator's process group until it is reaped,
+	// and reaps it; what it leaves in its group ends with it.
+	group  *procgroup.Leader
 	stdout io.ReadCloser
 	tail   *tailBuffer
 	done   chan struct{}
@@ -187,7 +191,8 @@ func startGenerator(opt GeneratorsOptions, s Shard, file, dir, target string, st
 	// Its own process group, killed with svclab: a generator must never
 	// outlive the run that started it, even one ended by kill -9.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	g := &generatorProc{shard: s, cmd: cmd, tail: &tailBuffer{max: 4096}, done: make(chan struct{})}
+	g := &generatorProc{shard: s, cmd: cmd, group: procgroup.New(cmd), tail: &tailBuffer{max: 4096}, done: make(chan struct{})}
+	g.group.EndGroup()
 	cmd.Stderr = g.tail
 	var err error
 	if g.stdout, err = cmd.StdoutPipe(); err != nil {
@@ -214,16 +219,16 @@ func (g *generatorProc) readProgress(sum *progressSum) {
 }
 
 // stop ends the generator: SIGTERM to its group, SIGKILL if it is still
-// there two seconds later. Safe to call more than once and after it ended.
+// there two seconds later. Safe to call more than once and after it
+// ended: a reaped generator's group gets nothing (procgroup).
 func (g *generatorProc) stop() {
 	g.once.Do(func() {
-		pid := g.cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		_ = g.group.Signal(syscall.SIGTERM)
 		go func() {
 			select {
 			case <-g.done:
 			case <-time.After(2 * time.Second):
-				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = g.group.Signal(syscall.SIGKILL)
 			}
 		}()
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/svclab/svclab/internal/hostclock"
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // The sentinel's client side: an open-loop run starts `svclab hostclock
@@ -29,6 +30,7 @@ const sentinelGrace = 3 * time.Second
 // sentinelProc is one running sentinel.
 type sentinelProc struct {
 	cmd      *exec.Cmd
+	group    *procgroup.Leader // signals its process group until it is reaped
 	out, err bytes.Buffer
 	done     chan struct{}
 	waitErr  error
@@ -82,8 +84,9 @@ func (r *runner) startSentinel(ctx context.Context) *sentinelProc {
 		close(p.done)
 		return p
 	}
+	p.group = procgroup.New(p.cmd)
 	go func() {
-		p.waitErr = p.cmd.Wait()
+		p.waitErr = p.group.Wait()
 		close(p.done)
 	}()
 	// A canceled run ends its sentinel at once; its window is then
@@ -120,7 +123,7 @@ func (p *sentinelProc) result(windowEnd time.Time, early bool) (*hostclock.Calib
 	select {
 	case <-p.done:
 	case <-t.C:
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.group.Signal(syscall.SIGKILL)
 		<-p.done
 		return nil, 0, fmt.Errorf("the sentinel did not report within %v of the window's end", sentinelGrace)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/child"
 	"github.com/svclab/svclab/internal/deploy/procstat"
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -39,7 +40,10 @@ type process struct {
 	cg      *cgroup.Group // nil when the process has no limits
 	oom     bool          // the OOM killer ended it
 
-	cmd      *exec.Cmd
+	cmd *exec.Cmd
+	// leader signals its process group and reaps it (procgroup): every
+	// exit of the process ends what is left of its group.
+	leader   *procgroup.Leader
 	tail     *ring
 	readDone chan struct{}
 	done     chan struct{}
@@ -152,6 +156,8 @@ func (d *Deployment) launch(cmd *exec.Cmd, c launchOpts, p *process) error {
 	}
 	p.info.PID = cmd.Process.Pid
 	p.cmd = cmd
+	p.leader = procgroup.New(cmd)
+	p.leader.EndGroup()
 	p.tail = newRing(d.opts.TailLines)
 	p.readDone, p.done = make(chan struct{}), make(chan struct{})
 	p.res = d.proc.Process(p.info.PID)
@@ -206,10 +212,11 @@ func writeLine(w io.Writer, s string) {
 	_, _ = io.WriteString(w, s)
 }
 
-// wait reaps the child, then waits (briefly) for its output to drain, so
-// that an exit error carries the child's last words.
+// wait reaps the child, once what it left in its group is killed, then
+// waits (briefly) for its output to drain, so that an exit error carries
+// the child's last words.
 func (p *process) wait() {
-	p.waitErr = p.cmd.Wait()
+	p.waitErr = p.leader.Wait()
 	p.oom = killedBy(p.waitErr, syscall.SIGKILL) && outOfMemory(p.cg)
 	select {
 	case <-p.readDone:
@@ -255,13 +262,10 @@ func (p *process) exited() bool {
 }
 
 // signalGroup signals the process group p leads, unless p has been reaped:
-// its id may then belong to someone else.
+// its id may then belong to someone else. p.done closes only some time
+// after the reap, so the reap itself is what is checked (procgroup).
 func signalGroup(p *process, sig syscall.Signal) {
-	select {
-	case <-p.done:
-	default:
-		_ = syscall.Kill(-p.info.PID, sig)
-	}
+	_ = p.leader.Signal(sig)
 }
 
 func killedBy(err error, sig syscall.Signal) bool {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -98,7 +99,9 @@ func (d *deployment) Kill(group, replica int) (deploy.ProcessInfo, error) {
 	}
 	p := live[replica]
 	p.retired.Store(true)
-	if err := syscall.Kill(-p.info.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	// A program already reaped (on its way out of live) gets nothing:
+	// its group's id may be another's by now.
+	if err := p.c.SignalGroup(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return p.info, fmt.Errorf("deploy.faults.kill: %s: %w", p.info, err)
 	}
 	select {

@@ -12,6 +12,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/jaegerapi"
 	"github.com/svclab/svclab/internal/deploy/ports"
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // jaeger is the tracing program of a deployment with deploy.tracing: a
@@ -19,6 +20,7 @@ import (
 // nobody else uses, with its log in the deployment's directory.
 type jaeger struct {
 	cmd   *exec.Cmd
+	group *procgroup.Leader
 	done  chan struct{}
 	log   string
 	otlp  string // OTLP/gRPC host:port
@@ -84,7 +86,7 @@ func (t *Telemetry) startJaeger(ctx context.Context) (_ *jaeger, err error) {
 	}
 	j := &jaeger{log: filepath.Join(t.cfg.Dir, "jaeger.log"), otlp: addrs[2], query: "http://" + addrs[0], start: time.Now()}
 	j.cmd = niceCommand(t.cfg.JaegerPath, "--config", "file:"+conf)
-	if j.done, err = t.startProgram(ctx, "Jaeger", j.cmd, j.log, j.ready); err != nil {
+	if j.group, j.done, err = t.startProgram(ctx, "Jaeger", j.cmd, j.log, j.ready); err != nil {
 		return nil, err
 	}
 	return j, nil
@@ -105,7 +107,7 @@ func (j *jaeger) ready(ctx context.Context) bool {
 
 func (j *jaeger) stop() {
 	if j != nil {
-		stopGroup(j.cmd, j.done)
+		stopGroup(j.group, j.done)
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/ports"
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // tailLines is how many of a program's last log lines an error carries,
@@ -51,6 +52,7 @@ var EnvoyStats = map[string]string{
 // prometheus is the metrics program of a deployment with deploy.metrics.
 type prometheus struct {
 	cmd     *exec.Cmd
+	group   *procgroup.Leader
 	done    chan struct{}
 	log     string
 	web     string // base URL
@@ -89,13 +91,13 @@ func (t *Telemetry) startPrometheus(ctx context.Context, targets []Target) (_ *p
 	p.cmd = exec.Command(bin, "--config.file="+confPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addrs[0], "--log.level=warn")
 	ready := func(ctx context.Context) bool { return httpOK(ctx, p.web+"/-/ready") }
-	if p.done, err = t.startProgram(ctx, "Prometheus", p.cmd, p.log, ready); err != nil {
+	if p.group, p.done, err = t.startProgram(ctx, "Prometheus", p.cmd, p.log, ready); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *prometheus) stop() { stopGroup(p.cmd, p.done) }
+func (p *prometheus) stop() { stopGroup(p.group, p.done) }
 
 // scraping waits until Prometheus has scraped every target once, or ctx
 // ends: Prometheus hands its scrapers their targets some seconds after it
@@ -327,17 +329,18 @@ func logTail(path string) string {
 }
 
 // stopGroup ends a program's process group (SIGTERM, SIGKILL after a
-// grace) and waits for it.
-func stopGroup(cmd *exec.Cmd, done <-chan struct{}) {
-	if cmd == nil || cmd.Process == nil {
+// grace) and waits for it. A program that has exited already is reaped,
+// or about to be, and gets nothing: its group's id may be another's.
+func stopGroup(g *procgroup.Leader, done <-chan struct{}) {
+	if g == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	_ = g.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
 		return
 	case <-time.After(3 * time.Second):
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = g.Signal(syscall.SIGKILL)
 	<-done
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/procstat"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // Config says what telemetry a deployment has and where its programs run.
@@ -354,12 +355,13 @@ func (t *Telemetry) Lines() []string {
 // startProgram starts cmd, a telemetry program, with its output in
 // logPath, in a process group that dies with svclab, and waits until ready
 // says it serves or ctx ends. what names it in errors ("Jaeger").
-// done is closed when it exits; on error nothing is left running and the
-// error carries its log.
-func (t *Telemetry) startProgram(ctx context.Context, what string, cmd *exec.Cmd, logPath string, ready func(context.Context) bool) (done chan struct{}, err error) {
+// It returns the Leader that signals its group (its exit ends what it
+// left there, if anything) and done, closed once it has exited and been
+// reaped; on error nothing is left running and the error carries its log.
+func (t *Telemetry) startProgram(ctx context.Context, what string, cmd *exec.Cmd, logPath string, ready func(context.Context) bool) (_ *procgroup.Leader, done chan struct{}, err error) {
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer logf.Close() // the child holds its own copy
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -367,27 +369,29 @@ func (t *Telemetry) startProgram(ctx context.Context, what string, cmd *exec.Cmd
 	var startErr error
 	t.cfg.Spawn(func() { startErr = cmd.Start() })
 	if startErr != nil {
-		return nil, fmt.Errorf("%s: start %s: %w", what, programName(cmd), startErr)
+		return nil, nil, fmt.Errorf("%s: start %s: %w", what, programName(cmd), startErr)
 	}
+	leader := procgroup.New(cmd)
+	leader.EndGroup()
 	done = make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	go func() { _ = leader.Wait(); close(done) }()
 	if err := t.group.add(t.cfg.ID, cmd.Process.Pid); err != nil {
-		stopGroup(cmd, done)
-		return nil, fmt.Errorf("%s: %w", what, err)
+		stopGroup(leader, done)
+		return nil, nil, fmt.Errorf("%s: %w", what, err)
 	}
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !ready(ctx) {
 		select {
 		case <-done:
-			return nil, fmt.Errorf("%s %s exited at start (%s); its log:\n%s", what, programName(cmd), cmd.ProcessState, logTail(logPath))
+			return nil, nil, fmt.Errorf("%s %s exited at start (%s); its log:\n%s", what, programName(cmd), cmd.ProcessState, logTail(logPath))
 		case <-ctx.Done():
-			stopGroup(cmd, done)
-			return nil, fmt.Errorf("%s %s not ready: %w; its log:\n%s", what, programName(cmd), context.Cause(ctx), logTail(logPath))
+			stopGroup(leader, done)
+			return nil, nil, fmt.Errorf("%s %s not ready: %w; its log:\n%s", what, programName(cmd), context.Cause(ctx), logTail(logPath))
 		case <-tick.C:
 		}
 	}
-	return done, nil
+	return leader, done, nil
 }
 
 // cpuGroup is the control group of a deployment's telemetry programs
