@@ -13,6 +13,10 @@
 // ends what is left of its group while the zombie still holds the id,
 // when asked to, and reaps it only then; Leader.Signal does nothing once
 // the reap has begun.
+//
+// A process svclab did not start (a dead svclab's, that a sweep finds)
+// has no zombie of svclab's to hold its numbers: KillChecked holds it
+// otherwise.
 package procgroup
 
 import (

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -39,25 +39,32 @@ func Sweep() ([]string, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		env, err := os.ReadFile(path)
-		if err != nil {
-			continue // gone, or not ours to read
-		}
-		owner, ok := ownerOf(env)
-		if !ok || owner.Alive() {
+		owner, ok := deadOwner(pid)
+		if !ok {
 			continue
 		}
 		// Its group, when it leads one (each program does), takes what it
-		// forked that cleared its environment (nginx's workers).
-		target := pid
-		if pgid, err := syscall.Getpgid(pid); err == nil && pgid == pid {
-			target = -pid
-		}
-		if err := syscall.Kill(target, syscall.SIGKILL); err == nil {
+		// forked that cleared its environment (nginx's workers); the
+		// owner is read again as it is killed (procgroup.KillChecked).
+		if procgroup.KillChecked(pid, pid, func(pid int) bool { o, ok := deadOwner(pid); return ok && o == owner }) {
 			removed = append(removed, fmt.Sprintf("program pid %d (started by svclab %s, which is gone)", pid, owner))
 		}
 	}
 	return removed, nil
+}
+
+// deadOwner is the svclab that started process pid, when its environment
+// has the mark and that svclab is gone.
+func deadOwner(pid int) (tempdir.Owner, bool) {
+	env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		return tempdir.Owner{}, false // gone, or not ours to read
+	}
+	owner, ok := ownerOf(env)
+	if !ok || owner.Alive() {
+		return tempdir.Owner{}, false
+	}
+	return owner, true
 }
 
 // ownerOf reads OwnerEnv from a /proc/PID/environ.

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // nginx follows endpoint changes by a graceful reload: Update rewrites the
@@ -42,7 +44,10 @@ func (n nginx) Update(c Config, _ []Listener) error {
 	if err := writeAtomic(filepath.Join(c.Dir, n.ConfigFile()), text); err != nil {
 		return fmt.Errorf("reload: %w", err)
 	}
-	if err := syscall.Kill(master, syscall.SIGHUP); err != nil {
+	// The PID is the pid file's: the signal goes to it only while it is
+	// the master running in c.Dir (SIGHUP ends a process that does not
+	// catch it).
+	if err := procgroup.SignalChecked(master, syscall.SIGHUP, func(pid int) bool { return runsIn(pid, c.Dir) }); err != nil {
 		return fmt.Errorf("reload: signal the master (pid %d): %w", master, err)
 	}
 	// Done once a new worker runs and the old ones have left: until its
@@ -90,4 +95,15 @@ func workers(master int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// runsIn reports whether process pid's working directory is dir: every
+// nginx svclab starts runs in its proxy's directory.
+func runsIn(pid int, dir string) bool {
+	cwd, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid), "cwd"))
+	if err != nil {
+		return false
+	}
+	d, err := os.Stat(dir)
+	return err == nil && os.SameFile(cwd, d)
 }

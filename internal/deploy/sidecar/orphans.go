@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/svclab/svclab/internal/procgroup"
 )
 
 // DeathSignal is the parent-death signal a deployer gives k's program:
@@ -50,31 +52,64 @@ type Orphan struct {
 // master a group leader). A process counts only when both agree, so
 // neither a recycled PID nor a shell left in that directory is killed; and
 // the kernel gives no new process the ID of a group that still has
-// members.
+// members, so the group is killed through one of them, checked again and
+// held as it is (procgroup.KillChecked).
 func KillOrphans(dir string) []Orphan {
 	procs, _ := procfs.AllProcs()
-	groups := map[int]string{}
+	type group struct {
+		dir     string
+		members []int
+	}
+	groups := map[int]*group{}
 	for _, p := range procs {
-		cwd, err := p.Cwd()
-		if err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+		cwd, master, ok := orphanOf(p, dir)
+		if !ok {
 			continue
 		}
-		master, err := masterPID(cwd)
-		if err != nil {
-			continue
+		g := groups[master]
+		if g == nil {
+			g = &group{dir: cwd}
+			groups[master] = g
 		}
-		if st, err := p.Stat(); err == nil && st.PGRP == master {
-			groups[master] = cwd
-		}
+		g.members = append(g.members, p.PID)
 	}
 	var out []Orphan
-	for pgid, d := range groups {
-		if err := syscall.Kill(-pgid, syscall.SIGKILL); err == nil {
-			out = append(out, Orphan{PGID: pgid, Dir: d})
+	for pgid, g := range groups {
+		for _, pid := range g.members {
+			still := func(pid int) bool {
+				p, err := procfs.NewProc(pid)
+				if err != nil {
+					return false
+				}
+				_, master, ok := orphanOf(p, dir)
+				return ok && master == pgid
+			}
+			if procgroup.KillChecked(pid, pgid, still) {
+				out = append(out, Orphan{PGID: pgid, Dir: g.dir})
+				break
+			}
 		}
 	}
 	slices.SortFunc(out, func(a, b Orphan) int { return a.PGID - b.PGID })
 	return out
+}
+
+// orphanOf reports whether p is an nginx process of a proxy directory
+// under dir, with that directory and its master's PID: p runs there, and
+// is in the process group of the master the pid file there names.
+func orphanOf(p procfs.Proc, dir string) (cwd string, master int, ok bool) {
+	cwd, err := p.Cwd()
+	if err != nil || !strings.HasPrefix(cwd, dir+string(filepath.Separator)) {
+		return "", 0, false
+	}
+	if master, err = masterPID(cwd); err != nil {
+		return "", 0, false
+	}
+	st, err := p.Stat()
+	if err != nil || st.PGRP != master {
+		return "", 0, false
+	}
+	return cwd, master, true
 }
 
 // nginxPIDFile is where, in its proxy's directory, nginx's master writes

@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -382,23 +383,22 @@ func (s *Server) Stop(ctx context.Context) error {
 type Removed = tempdir.Removed
 
 // Sweep removes the cluster directories in $TMPDIR whose svclab is dead,
-// after killing a postmaster (with its backends) that still serves one.
-// Clusters of live processes are never touched.
+// after killing a postmaster (with its process group) that still serves
+// one; its backends exit when it is gone. Clusters of live processes are
+// never touched.
 func Sweep() ([]Removed, error) {
 	return tempdir.SweepPrefix(os.TempDir(), DirPrefix, func(dir string) int {
-		pm := postmaster(filepath.Join(dir, "data"))
-		if pm > 0 {
-			_ = syscall.Kill(-pm, syscall.SIGKILL)
-			_ = syscall.Kill(pm, syscall.SIGKILL)
+		data := filepath.Join(dir, "data")
+		pm := postmasterPID(data)
+		if pm > 0 && procgroup.KillChecked(pm, pm, func(pid int) bool { return isPostmaster(pid, data) }) {
+			return pm
 		}
-		return pm
+		return 0
 	})
 }
 
-// postmaster returns the PID of a live postmaster serving data, from its
-// postmaster.pid, or 0. The process must be a postgres whose command line
-// names data, so a recycled PID is never killed.
-func postmaster(data string) int {
+// postmasterPID is the PID data's postmaster.pid names, or 0.
+func postmasterPID(data string) int {
 	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
 	if err != nil {
 		return 0
@@ -408,13 +408,16 @@ func postmaster(data string) int {
 	if err != nil || pid <= 0 {
 		return 0
 	}
+	return pid
+}
+
+// isPostmaster reports whether process pid is a postgres whose command
+// line names data, so that a recycled PID is never taken for it.
+func isPostmaster(pid int, data string) bool {
 	cl, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 	if err != nil {
-		return 0
+		return false
 	}
 	args := strings.Split(string(cl), "\x00")
-	if len(args) == 0 || filepath.Base(args[0]) != "postgres" || !slices.Contains(args, data) {
-		return 0
-	}
-	return pid
+	return len(args) > 0 && filepath.Base(args[0]) == "postgres" && slices.Contains(args, data)
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // childEnv makes the test binary start a server, print its directory and
@@ -217,5 +219,97 @@ func TestSweepSparesLiveOwner(t *testing.T) {
 	}
 	if !alive(s.PID()) {
 		t.Fatal("Sweep killed a live process's postmaster")
+	}
+}
+
+// TestSweepChecksThePostmaster: Sweep kills what a dead run's
+// postmaster.pid names only while that PID is a postgres of that data
+// directory, and then its process group too; a PID given since to another
+// process is spared. A shell stands for the postmaster (named postgres,
+// its command line naming the directory) and its background sleep for
+// what shares its group.
+func TestSweepChecksThePostmaster(t *testing.T) {
+	bin := t.TempDir()
+	if err := os.Symlink("/bin/sh", filepath.Join(bin, "postgres")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		argv0  string
+		killed bool
+	}{
+		{"the dead run's postmaster", filepath.Join(bin, "postgres"), true},
+		{"a recycled PID", "/bin/sh", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp)
+			dir := filepath.Join(tmp, fmt.Sprintf("%s%d-test", DirPrefix, os.Getpid()))
+			data := filepath.Join(dir, "data")
+			if err := os.MkdirAll(data, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			// This process with another start time: an owner that is gone.
+			if err := os.WriteFile(filepath.Join(dir, tempdir.OwnerFile), fmt.Appendf(nil, "%d 1\n", os.Getpid()), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(c.argv0, "-c", `sleep 60 >/dev/null & echo $!; wait`, data)
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			out, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			var bg int
+			_, scanErr := fmt.Fscan(out, &bg)
+			waited := make(chan error, 1)
+			go func() { waited <- cmd.Wait() }()
+			defer func() {
+				if bg > 0 && alive(bg) {
+					_ = syscall.Kill(bg, syscall.SIGKILL) // running: its PID is its own
+				}
+				_ = cmd.Process.Kill()
+				<-waited
+			}()
+			if scanErr != nil {
+				t.Fatalf("the shell printed no PID: %v", scanErr)
+			}
+			pm := cmd.Process.Pid
+			if err := os.WriteFile(filepath.Join(data, "postmaster.pid"), fmt.Appendf(nil, "%d\n%s\n", pm, data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			removed, err := Sweep()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := 0
+			if c.killed {
+				want = pm
+			}
+			if len(removed) != 1 || removed[0].Path != dir || removed[0].Killed != want {
+				t.Errorf("Sweep: %+v, want %s removed with Killed %d", removed, dir, want)
+			}
+			select {
+			case err := <-waited:
+				waited <- err
+				if !c.killed {
+					t.Errorf("the process of the recycled PID ended: %v", err)
+				} else if err == nil || err.Error() != "signal: killed" {
+					t.Errorf("the postmaster ended with %v, want signal: killed", err)
+				}
+			case <-time.After(2 * time.Second):
+				if c.killed {
+					t.Error("the postmaster outlived Sweep")
+				}
+			}
+			for deadline := time.Now().Add(5 * time.Second); c.killed && alive(bg) && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if alive(bg) == c.killed {
+				t.Errorf("the process in the postmaster's group: running %v, want %v", alive(bg), !c.killed)
+			}
+		})
 	}
 }

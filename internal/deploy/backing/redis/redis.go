@@ -26,6 +26,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/svclab/svclab/internal/deploy/child"
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/tempdir"
 )
 
@@ -225,34 +226,39 @@ func Sweep() ([]Removed, error) {
 	return tempdir.SweepPrefix(os.TempDir(), DirPrefix, func(dir string) int {
 		killed := 0
 		for _, srv := range serversIn(dir) {
-			_ = syscall.Kill(srv, syscall.SIGKILL)
-			killed = srv
+			// Checked again through a pidfd as it is killed.
+			if procgroup.KillChecked(srv, 0, func(pid int) bool { return serverIn(pid, dir) }) {
+				killed = srv
+			}
 		}
 		return killed
 	})
 }
 
 // serversIn returns the PIDs of redis-server processes whose working
-// directory is dir. Redis rewrites its command line, so the working
-// directory (set at Start) is what identifies a server of ours; a
-// recycled PID running something else is never killed.
+// directory is dir.
 func serversIn(dir string) []int {
 	procs, _ := os.ReadDir("/proc")
 	var out []int
 	for _, p := range procs {
 		pid, err := strconv.Atoi(p.Name())
-		if err != nil {
-			continue
+		if err == nil && serverIn(pid, dir) {
+			out = append(out, pid)
 		}
-		cwd, err := os.Readlink(filepath.Join("/proc", p.Name(), "cwd"))
-		if err != nil || cwd != dir {
-			continue
-		}
-		exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe"))
-		if err != nil || !strings.HasPrefix(filepath.Base(exe), "redis-") {
-			continue
-		}
-		out = append(out, pid)
 	}
 	return out
+}
+
+// serverIn reports whether process pid is a redis-server whose working
+// directory is dir. Redis rewrites its command line, so the working
+// directory (set at Start) is what identifies a server of ours; a
+// recycled PID running something else is never killed.
+func serverIn(pid int, dir string) bool {
+	p := filepath.Join("/proc", strconv.Itoa(pid))
+	cwd, err := os.Readlink(filepath.Join(p, "cwd"))
+	if err != nil || cwd != dir {
+		return false
+	}
+	exe, err := os.Readlink(filepath.Join(p, "exe"))
+	return err == nil && strings.HasPrefix(filepath.Base(exe), "redis-")
 }
