@@ -23,6 +23,7 @@ import (
 
 	_ "github.com/svclab/svclab/apps/all" // the apps the Go host runs
 	"github.com/svclab/svclab/internal/deploy/langhost"
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/runtime"
 	_ "github.com/svclab/svclab/internal/runtime/transport/all" // every transport
 	hostv1 "github.com/svclab/svclab/proto/host/v1"
@@ -180,6 +181,7 @@ func repoRoot(t testing.TB) string {
 type proc struct {
 	name  string
 	cmd   *exec.Cmd
+	group *procgroup.Leader // signals the host's group until it is reaped
 	out   *lines
 	done  chan struct{}
 	err   error // Wait's result, once done is closed
@@ -284,7 +286,7 @@ func spawnRaw(argv []string, config string, env []string) (*proc, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
-	p := &proc{name: "host", cmd: cmd, out: newLines(), done: make(chan struct{})}
+	p := &proc{name: "host", cmd: cmd, group: procgroup.New(cmd), out: newLines(), done: make(chan struct{})}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %v: %w", argv, err)
 	}
@@ -299,7 +301,7 @@ func spawnRaw(argv []string, config string, env []string) (*proc, error) {
 		io.Copy(io.Discard, pr)
 	}()
 	go func() {
-		p.err = cmd.Wait()
+		p.err = p.group.Wait()
 		pw.Close()
 		// The last lines are in p.out before done says the host ended:
 		// a host that failed at once was read as saying nothing.
@@ -339,7 +341,7 @@ func (p *proc) stop(t testing.TB) {
 			t.Errorf("host %s: after SIGTERM: %v, want exit status 0; output:\n%s", p.name, p.err, p.out)
 		}
 	case <-time.After(stopTimeout):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		_ = p.group.Signal(syscall.SIGKILL)
 		<-p.done
 		t.Errorf("host %s: still running %s after SIGTERM (killed); output:\n%s", p.name, stopTimeout, p.out)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/deploy/sidecar"
+	"github.com/svclab/svclab/internal/procgroup"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/spec"
 )
@@ -287,12 +288,15 @@ func TestSweep(t *testing.T) {
 	cmd := exec.Command("sh", "-c", `trap "" TERM; sleep 60 & wait`)
 	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%d:1", OwnerEnv, dead.Process.Pid))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The group is killed at cleanup only if the sweep failed to: once
+	// reaped, its id may be another test's.
+	g := procgroup.New(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	t.Cleanup(func() { _ = g.Signal(syscall.SIGKILL) })
 	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	go func() { waited <- g.Wait() }()
 	removed, err := Sweep()
 	if err != nil {
 		t.Fatal(err)

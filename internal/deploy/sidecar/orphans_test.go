@@ -53,9 +53,13 @@ func startNginx(t *testing.T, parent string, deathsig syscall.Signal) (*exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		// A master the test has reaped already leaves its group's id
+		// free: another test's, maybe, by now.
+		if cmd.ProcessState == nil {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+		}
 		close(release)
-		_ = cmd.Wait()
 	})
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		ws, _ := workers(cmd.Process.Pid)
