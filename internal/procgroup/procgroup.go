@@ -8,7 +8,8 @@
 // member of its group is left, the number is free, and with pid_max at
 // 32768 and thousands of forks a minute (make test) another process group
 // has it within minutes, so that a kill(-pid) sent after the reap may end
-// a stranger (another test's Jaeger died of it). Leader.Wait therefore
+// a stranger (as it likely did another test's Jaeger, killed 0.2 s after
+// it started, with no OOM kill). Leader.Wait therefore
 // waits for the leader's exit without reaping it (waitid with WNOWAIT),
 // ends what is left of its group while the zombie still holds the id,
 // when asked to, and reaps it only then; Leader.Signal does nothing once
