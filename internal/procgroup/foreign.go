@@ -49,13 +49,16 @@ func KillChecked(pid, pgid int, ours func(pid int) bool) bool {
 	if !ours(pid) {
 		return false
 	}
+	inGroup := false
 	if pgid != 0 {
 		if unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0) != nil {
 			return false // it ended after ours read /proc/pid
 		}
 		if g, err := unix.Getpgid(pid); err == nil && g == pgid {
-			_ = kill(-pgid, syscall.SIGKILL)
+			inGroup = kill(-pgid, syscall.SIGKILL) == nil
 		}
 	}
-	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil
+	// Killed with its group, pid may be reaped already (by its parent, or
+	// init), and the pidfd's signal then fails: it was killed all the same.
+	return unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil || inGroup
 }

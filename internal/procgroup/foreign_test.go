@@ -122,3 +122,33 @@ func TestSignalChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestKillCheckedReportsAGroupsLeader: a leader killed with its group is
+// reported killed even when its parent reaps it before the pidfd's own
+// SIGKILL, which then fails (program's TestSweep once missed the shell it
+// killed so, under make test's load). The group's kill here returns only
+// once the shell is reaped, which makes that order certain.
+func TestKillCheckedReportsAGroupsLeader(t *testing.T) {
+	cmd, l, bg := startShell(t, `sleep 60 >/dev/null & echo $!; wait`)
+	defer bg.kill()
+	waited := make(chan error, 1)
+	go func() { waited <- l.Wait() }()
+	var reaped error
+	kill = func(pid int, sig syscall.Signal) error {
+		err := syscall.Kill(pid, sig)
+		if pid == -cmd.Process.Pid {
+			reaped = <-waited
+		}
+		return err
+	}
+	defer func() { kill = syscall.Kill }()
+	if !KillChecked(cmd.Process.Pid, cmd.Process.Pid, func(int) bool { return true }) {
+		t.Errorf("KillChecked reported the shell %d not killed", cmd.Process.Pid)
+	}
+	if reaped == nil || reaped.Error() != "signal: killed" {
+		t.Errorf("the shell ended with %v, want signal: killed", reaped)
+	}
+	if !bg.gone() {
+		t.Errorf("the background process %d is still running", bg.pid)
+	}
+}
