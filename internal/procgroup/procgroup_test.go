@@ -253,16 +253,7 @@ func TestReusedPID(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid := cmd.Process.Pid
-	stranger, err := procgrouptest.StartAs(pid, 50, func() *exec.Cmd { return exec.Command("sleep", "60") })
-	if errors.Is(err, procgrouptest.ErrUnsupported) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- stranger.Wait() }()
-	defer func() { _ = stranger.Process.Kill(); <-done }()
+	done := procgrouptest.Stranger(t, pid)
 	if err := l.Signal(syscall.SIGKILL); !errors.Is(err, os.ErrProcessDone) {
 		t.Errorf("Signal after the reap: %v, want os.ErrProcessDone", err)
 	}
@@ -278,7 +269,6 @@ func TestReusedPID(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		done <- err
 		if err == nil || err.Error() != "signal: killed" {
 			t.Errorf("the stranger ended with %v, want signal: killed", err)
 		}

@@ -111,16 +111,7 @@ func TestStopAfterReuse(t *testing.T) {
 	}
 	<-ch.Done()
 	pid := ch.Process.Pid
-	stranger, err := procgrouptest.StartAs(pid, 50, func() *exec.Cmd { return exec.Command("sleep", "60") })
-	if errors.Is(err, procgrouptest.ErrUnsupported) {
-		t.Skip(err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- stranger.Wait() }()
-	defer func() { _ = stranger.Process.Kill(); <-done }()
+	done := procgrouptest.Stranger(t, pid)
 	if err := ch.Stop(context.Background(), syscall.SIGTERM, time.Second); err != nil {
 		t.Errorf("Stop: %v", err)
 	}

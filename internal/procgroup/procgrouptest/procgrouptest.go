@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"syscall"
+	"testing"
 )
 
 // lastPID is where Linux keeps the PID it gave last in this PID
@@ -57,4 +58,24 @@ func StartAs(pid, tries int, newCmd func() *exec.Cmd) (*exec.Cmd, error) {
 		_ = cmd.Wait()
 	}
 	return nil, fmt.Errorf("procgrouptest: PID %d not won in %d tries (taken, or the machine forks too much)", pid, tries)
+}
+
+// Stranger starts `sleep 60` as process pid (StartAs), a stranger that
+// took the number of a process the test has reaped, and returns the
+// channel its exit arrives on. The test is skipped where PIDs cannot be
+// chosen; the stranger is killed and reaped when the test ends.
+func Stranger(t testing.TB, pid int) <-chan error {
+	t.Helper()
+	cmd, err := StartAs(pid, 50, func() *exec.Cmd { return exec.Command("sleep", "60") })
+	if errors.Is(err, ErrUnsupported) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan error, 1)
+	go func() { err := cmd.Wait(); done <- err; exited <- err }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	return done
 }
