@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import pandas as pd
 
 from . import __version__
+from .english import count
 from .errors import AnalysisError
 from .formatting import num
 
@@ -234,10 +235,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
                           "questions": [answer_record(a) for a in answers]}, indent=1))
         return 0
     for a in answers:
-        blocks = f", {a.blocks} blocks" if a.method == "sequential" else ""
+        blocks = f", {count(a.blocks, 'block')}" if a.method == "sequential" else ""
         state = "decided" if a.decided else "undecided"
         flagged = f", {a.flagged} flagged left out" if a.flagged else ""
-        print(f"{a.question.name}: {state} ({a.runs} runs{blocks}{flagged})")
+        print(f"{a.question.name}: {state} ({count(a.runs, 'run')}{blocks}{flagged})")
         for r in a.ratios:
             where = " ".join(f"{f}={v}" for f, v in r.by)
             print(f"  {where or 'all'}: {_fmt(r.ratio)}x ({_fmt(r.low)} to {_fmt(r.high)}) "

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..design import Factorial, factorial
+from ..english import count
 from ..errors import AnalysisError
 from ..formatting import est, md_table, num
 from .common import (
@@ -182,7 +183,7 @@ def render(r: S2) -> Section:
             row = [f"{rate} req/s, {payload}", num(S2_PAPER_DEFAULT.get(key, math.nan))]
             for tr in r.transports:
                 s = r.means[(rate, payload, tr)]
-                row.append(f"{summary_cell(s)}, {s.n} runs")
+                row.append(f"{summary_cell(s)}, {count(s.n, 'run')}")
             row += [num(S2_PAPER_OBSERVABILITY.get(key, math.nan)),
                     num(S2_PAPER_MTLS.get(key, math.nan))]
             rows.append(row)

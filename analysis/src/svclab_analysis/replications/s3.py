@@ -11,6 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from ..design import Factorial, factorial
+from ..english import count
 from ..errors import AnalysisError
 from ..formatting import est, md_table, num, pval
 from .common import (
@@ -210,7 +211,7 @@ def render(r: S3) -> Section:
             med, sd = S3_PAPER[(label, size)]
             s = r.medians[(tr, size)]
             row += [f"{num(med * 1e3)} ({num(sd * 1e3)})",
-                    f"{summary_cell(s)}, sd {num(s.sd)}, {s.n} runs"]
+                    f"{summary_cell(s)}, sd {num(s.sd)}, {count(s.n, 'run')}"]
         rows.append(row)
     for tr, _ in TRANSPORTS:
         label = "Java/" + STYLE_LABEL[tr]
@@ -219,7 +220,7 @@ def render(r: S3) -> Section:
             med, sd = S3_PAPER[(label, size)]
             j = r.java_medians.get((tr, size))
             row += [f"{num(med * 1e3)} ({num(sd * 1e3)})",
-                    f"{summary_cell(j)}, sd {num(j.sd)}, {j.n} runs" if j is not None
+                    f"{summary_cell(j)}, sd {num(j.sd)}, {count(j.n, 'run')}" if j is not None
                     else "not run (no Java runs in these results)"]
         rows.append(row)
     out.append(md_table(["implementation", "StdSize, paper", "StdSize, svclab",

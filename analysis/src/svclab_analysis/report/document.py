@@ -9,6 +9,7 @@ import pandas as pd
 
 from .. import __version__
 from ..design import Factorial
+from ..english import count
 from ..formatting import ci, integer, num, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
 from ..questions import Answer, Margin, level_label
@@ -125,11 +126,11 @@ def question_sentence(ans: Answer) -> str:
         said = {True: "a difference", False: "no difference shown", None: "undecided"}[i.differs]
         text += (f"; the ratio is {num(i.ratio)}× as large with {_where(i.by)} as with "
                  f"{_where(i.base_by)} ({iv}: {said})")
-    blocks = f" in {ans.blocks} blocks" if ans.method == "sequential" else ""
-    text += (f" — **{'decided' if ans.decided else 'not decided'}** after {ans.runs} "
-             f"run{'' if ans.runs == 1 else 's'}{blocks}")
+    blocks = f" in {count(ans.blocks, 'block')}" if ans.method == "sequential" else ""
+    text += (f" — **{'decided' if ans.decided else 'not decided'}** after "
+             f"{count(ans.runs, 'run')}{blocks}")
     if ans.flagged:
-        text += (f", leaving out {ans.flagged} run{'' if ans.flagged == 1 else 's'} the load "
+        text += (f", leaving out {count(ans.flagged, 'run')} the load "
                  "generator flagged")
     text += "."
     if ans.notes:
@@ -742,7 +743,7 @@ def isolation_line(iso: dict) -> str:
     """How many cores the load generator and the system under test had
     (experiment.json's "isolation")."""
     def cores(n: object, cpus: object) -> str:
-        return f"{n} core{'s' if n != 1 else ''} (CPU {cpus or '—'})"
+        return f"{count(n, 'core')} (CPU {cpus or '—'})"
     gen = cores(iso.get("loadgen_cores"), iso.get("loadgen_cpus"))
     sut = cores(iso.get("sut_cores"), iso.get("sut_cpus"))
     if iso.get("mode") == "cpuset":
