@@ -148,6 +148,14 @@ type planDetail struct {
 	effective bool // and the effective spec of every design point
 }
 
+// designSize is plan p's design and its size, as svclab plan and the
+// live view's header say it: "full design, 4 design points x 3
+// repetitions = 12 runs".
+func designSize(p *experiment.Plan) string {
+	return fmt.Sprintf("%s design, %s x %s = %s", p.Design.Kind, english.Count(len(p.Design.Points), "design point"),
+		english.Count(p.Spec.Experiment.Repetitions, "repetition"), english.Count(len(p.Runs), "run"))
+}
+
 func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 	e := p.Spec.Experiment
 	d := p.Design
@@ -159,8 +167,7 @@ func printPlan(w io.Writer, p *experiment.Plan, detail planDetail) error {
 		fmt.Fprintf(w, "experiment %s: %s design, %s, run in blocks until every question is decided: at most %s = %s (%s), each block every point once in a fresh order (seed %d)\n",
 			e.Name, d.Kind, english.Count(len(d.Points), "design point"), english.Count(p.Repetitions, "block"), english.Count(len(p.Runs), "run"), budget, p.Seed)
 	} else {
-		fmt.Fprintf(w, "experiment %s: %s design, %s x %s = %s, order %s (seed %d)\n",
-			e.Name, d.Kind, english.Count(len(d.Points), "design point"), english.Count(e.Repetitions, "repetition"), english.Count(len(p.Runs), "run"), e.Order, p.Seed)
+		fmt.Fprintf(w, "experiment %s: %s, order %s (seed %d)\n", e.Name, designSize(p), e.Order, p.Seed)
 	}
 	if detail.drawnSeed && p.Shuffled() && len(p.Runs) > 1 {
 		fmt.Fprintf(w, "seed %d was drawn from the clock, as experiment.seed is not set; svclab run draws its own, so to run this order: svclab run --seed %d %s (or set experiment.seed)\n",

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/experiment"
 	"github.com/svclab/svclab/internal/live"
 	"github.com/svclab/svclab/internal/load"
@@ -41,9 +40,8 @@ func runHeader(ctx context.Context, s *spec.Spec, opts *experiment.Options) live
 // were done before.
 func planHeader(p *experiment.Plan, kept int) live.Experiment {
 	s := p.Spec
-	d := p.Design
 	e := live.Experiment{Command: "run", Name: s.Experiment.Name, Kept: kept}
-	e.Design = fmt.Sprintf("%s design, %s x %s = %s", d.Kind, english.Count(len(d.Points), "design point"), english.Count(s.Experiment.Repetitions, "repetition"), english.Count(len(p.Runs), "run"))
+	e.Design = designSize(p)
 	e.Order, e.Seed = s.Experiment.Order, p.Seed
 	e.Estimate, e.Duration, e.Warmup = p.Estimate(), p.Duration, p.Warmup
 	for _, r := range p.Runs {
