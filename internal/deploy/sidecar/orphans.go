@@ -75,15 +75,16 @@ func KillOrphans(dir string) []Orphan {
 	}
 	var out []Orphan
 	for pgid, g := range groups {
-		for _, pid := range g.members {
-			still := func(pid int) bool {
-				p, err := procfs.NewProc(pid)
-				if err != nil {
-					return false
-				}
-				_, master, ok := orphanOf(p, dir)
-				return ok && master == pgid
+		// A member is still one of this group's when /proc says so again.
+		still := func(pid int) bool {
+			p, err := procfs.NewProc(pid)
+			if err != nil {
+				return false
 			}
+			_, master, ok := orphanOf(p, dir)
+			return ok && master == pgid
+		}
+		for _, pid := range g.members {
 			if procgroup.KillChecked(pid, pgid, still) {
 				out = append(out, Orphan{PGID: pgid, Dir: g.dir})
 				break
