@@ -116,9 +116,11 @@ func (rs *ResourceSampler) sampleAround(ctx context.Context, zero time.Time) {
 // nextTick is the first time after now that is a whole number of d from
 // phase, before or after it.
 func nextTick(now, phase time.Time, d time.Duration) time.Time {
-	k := now.Sub(phase) / d // truncated toward zero
+	// Truncated toward zero, k lands on the tick at or before now when now
+	// is after phase, and on the tick at or after now when it is before.
+	k := now.Sub(phase) / d
 	next := phase.Add(k * d)
-	for !next.After(now) { // at most twice: k was truncated, never rounded up
+	if !next.After(now) {
 		next = next.Add(d)
 	}
 	return next
