@@ -19,6 +19,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/svclab/svclab/internal/deploy"
 	"github.com/svclab/svclab/internal/experiment"
 )
 
@@ -173,6 +174,11 @@ func TestExecRun(t *testing.T) {
 		for _, row := range rows {
 			if row.RSSBytes > 0 {
 				seen[row.Process] = true
+			} else if row.Role == deploy.RoleHost {
+				// The last sample, as the measurement ends, is taken before
+				// the deployment stops: a process read as it exits has
+				// no memory left.
+				t.Errorf("%s: %s sampled at t_s %.3f with no memory, as it exited", r, row.Process, row.TS)
 			}
 		}
 		for _, p := range []string{"frontend", "cart", "static"} {

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/svclab/svclab/internal/deploy"
@@ -41,6 +42,11 @@ type Recording struct {
 
 	gens *generators // the load's generator processes, which the sampler follows
 	sent *callCounter
+	// ending holds what a recorder still does as the measurement ends (a
+	// sampler's last sample): the runner waits for it before it stops
+	// the deployment, whose processes would otherwise be read as they
+	// exit.
+	ending sync.WaitGroup
 }
 
 // Ended is a run as its recorders see it once its deployment has stopped.

@@ -56,6 +56,7 @@ func (r *resourceRecorder) Start(ctx context.Context, rec *Recording) error {
 		r.sampler.Follow(rec.gens.follow(dep, autoscaled(dep)))
 	}
 	r.sampler.Start(ctx, time.Now().Add(rec.Warmup))
+	rec.ending.Go(r.sampler.Wait)
 	return nil
 }
 

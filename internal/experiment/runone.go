@@ -130,6 +130,7 @@ func (tr *trialRun) measure(ctx context.Context) (loaded bool, err error) {
 	}
 	faults := tr.runLoad(target)
 	stopRecording()
+	rec.ending.Wait()
 	if ctx.Err() != nil {
 		if tr.res != nil {
 			tr.res.Close()
