@@ -12,3 +12,4 @@ def test_count(n: int, want: str) -> None:
 def test_noun_for_a_list() -> None:
     assert noun(1, "block") == "block"
     assert noun(3, "block") == "blocks"
+    assert noun(3, "process") == "processes"

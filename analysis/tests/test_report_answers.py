@@ -271,7 +271,7 @@ def test_flagged_runs_are_marked_and_left_out_of_the_answers(tmp_path: Path) -> 
     assert [v for k, v in rows.items() if k != "grpc/mtls=true, tracing=1"] == ["3"] * 3
     assert ("1 run the load generator flagged is counted here and marked in the runs "
             "column and the plots") in answer
-    assert "The answers to the questions leave them out." in answer
+    assert "The answers to the questions leave it out." in answer
     assert "A run the load generator flagged is drawn as ×." in section(md, "Plots")
     q = section(md, "Answers to the questions")
     assert "after 11 runs, leaving out 1 run the load generator flagged" in q

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/svclab/svclab/internal/english"
 )
 
 // Foreground writes where everything of d runs and a ready-to-paste curl
@@ -84,11 +86,11 @@ func Describe(w io.Writer, d Deployment) {
 			ps = append(ps, name+" ("+proto+")")
 		}
 		slices.Sort(ps)
-		fmt.Fprintf(w, "deployment %s: app %s, programs %s, %d process(es)\n",
-			d.ID(), topo.App.Name, strings.Join(ps, ", "), len(procs))
+		fmt.Fprintf(w, "deployment %s: app %s, programs %s, %s\n",
+			d.ID(), topo.App.Name, strings.Join(ps, ", "), english.Count(len(procs), "process"))
 	} else {
-		fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %d process(es)\n",
-			d.ID(), topo.App.Name, topo.Placement, topo.Transport, len(procs))
+		fmt.Fprintf(w, "deployment %s: app %s, placement %s, transport %s, %s\n",
+			d.ID(), topo.App.Name, topo.Placement, topo.Transport, english.Count(len(procs), "process"))
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  GROUP\tPID\tLISTENERS")
@@ -143,8 +145,8 @@ type Describer interface {
 // where its entry is, and the processes sampled for it.
 func describeSystem(w io.Writer, d Deployment, procs []Process) {
 	topo := d.Topology()
-	fmt.Fprintf(w, "deployment %s: a system svclab did not start (deployer %s), over %s, %d process(es) sampled\n",
-		d.ID(), topo.App.Name, topo.Transport, len(procs))
+	fmt.Fprintf(w, "deployment %s: a system svclab did not start (deployer %s), over %s, %s sampled\n",
+		d.ID(), topo.App.Name, topo.Transport, english.Count(len(procs), "process"))
 	for _, proc := range procs {
 		info := proc.Info()
 		fmt.Fprintf(w, "  %s\tpid %d\n", info.Name, info.PID)

@@ -1,8 +1,12 @@
 // Package english says counts of things as English does: "1 run",
-// "2 runs", "0 runs". Every noun svclab counts in its output takes -s.
+// "2 runs", "0 runs". Every noun svclab counts in its output is regular:
+// -es after s, x, ch or sh ("processes"), -s after anything else.
 package english
 
-import "strconv"
+import (
+	"strconv"
+	"strings"
+)
 
 // Count is n and noun, the noun as n needs it (Noun).
 func Count(n int, noun string) string {
@@ -14,6 +18,11 @@ func Count(n int, noun string) string {
 func Noun(n int, noun string) string {
 	if n == 1 {
 		return noun
+	}
+	for _, end := range []string{"s", "x", "ch", "sh"} {
+		if strings.HasSuffix(noun, end) {
+			return noun + "es"
+		}
 	}
 	return noun + "s"
 }

@@ -14,6 +14,9 @@ func TestCount(t *testing.T) {
 		{1, "design point", "1 design point"},
 		{12, "repetition", "12 repetitions"},
 		{-1, "block", "-1 blocks"},
+		{1, "process", "1 process"},
+		{3, "process", "3 processes"},
+		{2, "core", "2 cores"},
 	} {
 		if got := Count(tc.n, tc.noun); got != tc.want {
 			t.Errorf("Count(%d, %q) = %q, want %q", tc.n, tc.noun, got, tc.want)

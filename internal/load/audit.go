@@ -12,6 +12,7 @@ import (
 
 	hdr "github.com/HdrHistogram/hdrhistogram-go"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/hostclock"
 	"github.com/svclab/svclab/internal/warn"
 )
@@ -195,7 +196,7 @@ func judge(g *Generator, in auditInput) (warnings []warn.Warning) {
 		reasons, lagOK = append(reasons, lr...), len(lr) == 0
 	}
 	if in.cpuPercent > 90*float64(in.cores) {
-		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %d core(s) it may use", in.cpuPercent, in.cores))
+		reasons = append(reasons, fmt.Sprintf("the generator used %.0f%% CPU of the %s it may use", in.cpuPercent, english.Count(in.cores, "core")))
 	}
 	if in.wall > 0 && in.gcPause > in.wall/20 {
 		reasons = append(reasons, fmt.Sprintf("GC paused the generator for %.0f ms (%.1f%% of the run)", g.GCPauseTotalMs, 100*float64(in.gcPause)/float64(in.wall)))
@@ -331,7 +332,7 @@ func lagReasons(g *Generator, in auditInput) []string {
 // ownWork lists what the generator did over the window that can delay a
 // send: its CPU, how long its threads waited for a CPU, its GC pauses.
 func ownWork(in auditInput) string {
-	parts := []string{fmt.Sprintf("CPU %.0f%% of %d core(s)", in.cpuPercent, max(in.cores, 1))}
+	parts := []string{fmt.Sprintf("CPU %.0f%% of %s", in.cpuPercent, english.Count(max(in.cores, 1), "core"))}
 	if in.wall > 0 {
 		parts = append(parts, fmt.Sprintf("its threads waited %.0f ms for a CPU over %.1f s", float64(in.runWait)/1e6, in.wall.Seconds()))
 	}

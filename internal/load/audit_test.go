@@ -110,7 +110,7 @@ func TestJudge(t *testing.T) {
 		{name: "floor without a histogram", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: &hostclock.Calibration{P99Ms: 0.2, P999Ms: 0.5}, total: Operation{Latency: quiet}}, late: 30,
 			verdict: VerdictBottleneck, reason: "the floor's lateness histogram is not known"},
 		{name: "CPU saturated", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, cpuPercent: 195, cores: 2, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "195% CPU of the 2 core(s)"},
+			verdict: VerdictBottleneck, reason: "195% CPU of the 2 cores"},
 		{name: "dropped", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, dropped: 7, maxInflight: 100, total: Operation{Latency: quiet}},
 			verdict: VerdictBottleneck, reason: "7 arrivals were dropped"},
 		{name: "GC over 5% of the run", in: auditInput{sends: 2000, lag: lagOf(2000, 0, 10, 0), floor: floor, wall: time.Second, gcPause: 60 * time.Millisecond, total: Operation{Latency: quiet}},
@@ -121,7 +121,7 @@ func TestJudge(t *testing.T) {
 		// lag beyond it cannot be pinned on the host or the generator:
 		// the reason says so, with the generator's own figures.
 		{name: "experiment floor only", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, wall: time.Second, runWait: 300 * time.Millisecond, cpuPercent: 12, cores: 1, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "no timer loop ran beside the run, so whether the host or the generator's own work (CPU 12% of 1 core(s), its threads waited 300 ms for a CPU over 1.0 s, GC paused it 0 ms) made it late is not known",
+			verdict: VerdictBottleneck, reason: "no timer loop ran beside the run, so whether the host or the generator's own work (CPU 12% of 1 core, its threads waited 300 ms for a CPU over 1.0 s, GC paused it 0 ms) made it late is not known",
 			nowarn: "other work"},
 		// The window's sentinel woke late too (p99 3 ms): a lag p99 of 2
 		// ms that the experiment's floor would have flagged is the
@@ -131,7 +131,7 @@ func TestJudge(t *testing.T) {
 		// The sentinel woke on time (p99 0.1 ms), the generator did not:
 		// its own work is named, and no host_late.
 		{name: "generator late, host on time", in: auditInput{sends: 2000, lag: lagOf(2000, 30, 10, 2000), floor: floor, window: floorCal(2000, 30, 50, 100), wall: 2 * time.Second, runWait: 500 * time.Millisecond, cpuPercent: 40, cores: 1, gcPause: 3 * time.Millisecond, total: Operation{Latency: quiet}},
-			verdict: VerdictBottleneck, reason: "send lag p99 2.000–2.000 ms lies above this window's host floor (the bare timer loop beside it: p99 0.100–0.100 ms; 95% intervals, 0.05 ms slack); the timer loop on its CPUs woke on time, so the generator's own work delayed its sends (CPU 40% of 1 core(s), its threads waited 500 ms for a CPU over 2.0 s, GC paused it 3 ms)",
+			verdict: VerdictBottleneck, reason: "send lag p99 2.000–2.000 ms lies above this window's host floor (the bare timer loop beside it: p99 0.100–0.100 ms; 95% intervals, 0.05 ms slack); the timer loop on its CPUs woke on time, so the generator's own work delayed its sends (CPU 40% of 1 core, its threads waited 500 ms for a CPU over 2.0 s, GC paused it 3 ms)",
 			nowarn: "host_late"},
 		// Both late, the generator beyond the host's lateness: flagged,
 		// and the reason gives the host its share.

@@ -149,7 +149,7 @@ func TestSystem(t *testing.T) {
 	// the load sends (not the health check's).
 	var desc strings.Builder
 	deploy.Describe(&desc, d)
-	for _, want := range []string{"app exec, programs cart (tcp), frontend (http), static (http), 3 process(es)\n", "\ntry:\n  curl " + d.GatewayURL() + "/\n"} {
+	for _, want := range []string{"app exec, programs cart (tcp), frontend (http), static (http), 3 processes\n", "\ntry:\n  curl " + d.GatewayURL() + "/\n"} {
 		if !strings.Contains(desc.String(), want) {
 			t.Errorf("Describe wrote\n%s\nwant %q in it", desc.String(), want)
 		}

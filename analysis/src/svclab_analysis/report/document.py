@@ -171,9 +171,10 @@ def flagged_note(a: Analysis) -> str:
     n = int(a.ranked["flagged"].sum())
     if not n:
         return ""
-    left_out = " The answers to the questions leave them out." if a.answers else ""
     one = n == 1
-    return (f" {n} run{'' if one else 's'} the load generator flagged "
+    left_out = (f" The answers to the questions leave {'it' if one else 'them'} out."
+                if a.answers else "")
+    return (f" {count(n, 'run')} the load generator flagged "
             f"{'is' if one else 'are'} counted here and marked in the runs column and the "
             f"plots: {'its latency holds' if one else 'their latencies hold'} the "
             "generator's own lag." + left_out)
