@@ -132,7 +132,7 @@ response = "uniform(2KiB, 1KiB)"
 `, []string{
 			`app.services.a.work.cpu: "exp(2ms": a distribution is name(arguments)`,
 			`app.services.a.work.sleep: "gamma(1ms)": unknown distribution "gamma"`,
-			`app.services.a.work.memory: "lognormal(1KiB)": lognormal takes 2 argument(s), got 1`,
+			`app.services.a.work.memory: "lognormal(1KiB)": lognormal takes 2 arguments, got 1`,
 			`synth.toml:6: app.services.a.response: "uniform(2KiB, 1KiB)": max is below min`,
 		}},
 		{"cycle without a depth bound", `[app]
@@ -342,7 +342,7 @@ mode = "fast"
 			`synth.toml:25: app.services.cart.work.sleep: must not be negative, got -1ms`,
 			`synth.toml:26: app.services.cart.response: "uniform(3KiB, 1KiB)": max is below min`,
 			`synth.toml:27: app.services.cart.calls[0].to: calls "cart", which closes a cycle (cart → cart)`,
-			`synth.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 argument(s), got 1`,
+			`synth.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 arguments, got 1`,
 		},
 	}, {
 		// The entry is unknown: the cycles are still found, from every

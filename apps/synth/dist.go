@@ -105,7 +105,12 @@ func parseDist(text string, q quantity) (dist, error) {
 		return dist{}, fmt.Errorf("%q: unknown distribution %q (known: %s)", text, name, strings.Join(distNames, ", "))
 	}
 	if len(args) != want {
-		return dist{}, fmt.Errorf("%q: %s takes %d argument(s), got %d (known: %s)", text, name, want, len(args), strings.Join(distNames, ", "))
+		// An app uses only the public API, so not internal/english.
+		noun := "arguments"
+		if want == 1 {
+			noun = "argument"
+		}
+		return dist{}, fmt.Errorf("%q: %s takes %d %s, got %d (known: %s)", text, name, want, noun, len(args), strings.Join(distNames, ", "))
 	}
 	d := dist{kind: name}
 	var err error

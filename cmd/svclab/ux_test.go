@@ -112,11 +112,11 @@ func TestWrongCommandLineExitsTwo(t *testing.T) {
 		{[]string{"rn"}, 2, "did you mean run or up?"},
 		{[]string{"synth", "bogus"}, 2, `unknown command "bogus" for "svclab synth"`},
 		{[]string{"synth", "shw"}, 2, "did you mean show?"},
-		{[]string{"synth", "show"}, 2, "svclab: show takes 1 argument(s), got 0: give the spec file, e.g. svclab synth show experiments/synth-graph.toml"},
-		{[]string{"synth", "import"}, 2, "import takes 1 argument(s), got 0: give the trace's CSV file"},
+		{[]string{"synth", "show"}, 2, "svclab: show takes 1 argument, got 0: give the spec file, e.g. svclab synth show experiments/synth-graph.toml"},
+		{[]string{"synth", "import"}, 2, "import takes 1 argument, got 0: give the trace's CSV file"},
 		{[]string{"synth", "show", "a.toml", "b.toml"}, 2, "got 2"},
 		{[]string{"image", "extra"}, 2, "svclab: image: unknown command \"extra\" for \"svclab image\" (see 'svclab image --help')"},
-		{[]string{"run"}, 2, "run takes 1 argument(s), got 0"},
+		{[]string{"run"}, 2, "run takes 1 argument, got 0"},
 		{[]string{"synth"}, 0, "Available Commands:"},
 		{[]string{}, 0, "Available Commands:"},
 	} {
@@ -647,7 +647,7 @@ ordr = "random"
 			`synthall.toml:25: app.services.cart.work.sleep: must not be negative`,
 			`synthall.toml:26: app.services.cart.response: "uniform(3KiB, 1KiB)": max is below min`,
 			`synthall.toml:27: app.services.cart.calls[0].to: calls "cart", which closes a cycle (cart → cart)`,
-			`synthall.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 argument(s)`,
+			`synthall.toml:30: app.services.extra.work.cpu: "lognormal(2ms)": lognormal takes 2 arguments`,
 		},
 	}, {
 		name: "chainnetns.toml",

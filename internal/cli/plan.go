@@ -341,7 +341,7 @@ func exactArgs(n int, hint string) cobra.PositionalArgs {
 			if f := cmd.Flags().Lookup("ui"); f != nil && f.Changed && f.Value.String() == f.NoOptDefVal && len(args) > n {
 				hint += fmt.Sprintf("; --ui takes its address after an \"=\" (--ui=%s)", args[0])
 			}
-			return usageError{fmt.Errorf("%s takes %d argument(s), got %d: %s", cmd.Name(), n, len(args), hint)}
+			return usageError{fmt.Errorf("%s takes %s, got %d: %s", cmd.Name(), english.Count(n, "argument"), len(args), hint)}
 		}
 		return nil
 	}
