@@ -295,11 +295,14 @@ test-timed-load: $(GO_DEPS)
 test-timed-quiet: test-timed-load
 	$(GO_TEST) -p 1 $(TIMED_PKGS)
 # A timed CLI test whose first attempt failed its timing checks runs again
-# (cmd/svclab/timed_test.go); the step prints which did, and why.
+# (cmd/svclab/timed_test.go); the step prints which did, and why. Their
+# parallel ones run two at a time: each waits on its fault windows with
+# the machine 10-30% busy, and alone the step took 107 s, two at a time
+# 68-75 s with no test run again in three tries (2026-11-29).
 TIMED_RETRIES := $(BIN)/timed-retries.txt
 test-timed: test-timed-quiet
 	@rm -f $(TIMED_RETRIES)
-	SVCLAB_TIMED_RETRIES=$(TIMED_RETRIES) $(GO_TEST) -run '$(TIMED_CLI)' -skip '$(TIMED_CAPACITY)' -parallel 1 ./cmd/svclab
+	SVCLAB_TIMED_RETRIES=$(TIMED_RETRIES) $(GO_TEST) -run '$(TIMED_CLI)' -skip '$(TIMED_CAPACITY)' -parallel 2 ./cmd/svclab
 	@if [ -s $(TIMED_RETRIES) ]; then echo "timed tests that ran again:"; cat $(TIMED_RETRIES); fi; rm -f $(TIMED_RETRIES)
 test-cli: $(GO_DEPS) $(CLI_AFTER)
 	$(GO_TEST) -skip '$(TIMED_CLI)' -parallel 4 ./cmd/svclab
