@@ -236,9 +236,17 @@ def test_a_flagged_run_drops_its_block_from_its_own_ratio_only(tmp_path: Path) -
     assert got["ratios"][0]["level"] == "mtls=true, tracing=1"
     # Two ratios share 5% (Bonferroni): 97.5% each needs five blocks.
     assert any("needs 5 or more" in n for n in got["notes"])
+    assert [r["confidence"] for r in got["ratios"]] == [pytest.approx(0.975)] * 2
+    assert [i["confidence"] for i in got["interactions"]] == [pytest.approx(0.95)]
     build_report(d)
     q = section((d / "report.md").read_text(), "Answers to the questions")
     assert "**not decided** after 12 runs in 3 blocks, leaving out 6 runs" in q
+    # decide's lines name each interval's level, as the report does.
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["decide", str(d), "--confidence", "0.9"]) == 0
+    lines = [ln for ln in out.getvalue().splitlines() if ln.startswith("  deploy.transport=")]
+    assert len(lines) == 2 and all("(95% CI " in ln for ln in lines), out.getvalue()
 
 
 def test_a_linked_factors_levels_read_as_the_questions_name_them(tmp_path: Path) -> None:

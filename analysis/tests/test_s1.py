@@ -98,7 +98,7 @@ def test_horizontal_overscaling(tmp_path: Path) -> None:
     at = {n: np.array([served[r["id"]] for r in runs if r["levels"][REPLICAS] == n])
           for n in (6, 11)}
     ratio = float(np.median(at[11]) / np.median(at[6]))
-    assert "Throughput peaks at 6 replica(s)" in text
+    assert "Throughput peaks at 6 replicas" in text
     assert f"at 11 it is {ratio:.3g}×" in text
     assert "Verdict on *over-scaling hurts*: **holds**" in text
     assert claims[0].verdict == "holds"

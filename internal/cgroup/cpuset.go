@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/svclab/svclab/internal/english"
 )
 
 // Allowed lists the CPUs the calling process may run on, in order.
@@ -28,7 +30,7 @@ func Allowed() ([]int, error) {
 // for the system. It fails with fewer than two CPUs, which cannot be split.
 func Split(cpus []int) (loadgen, sut []int, err error) {
 	if len(cpus) < 2 {
-		return nil, nil, fmt.Errorf("%d CPU(s) cannot be split between the load generator and the system under test", len(cpus))
+		return nil, nil, fmt.Errorf("%s cannot be split between the load generator and the system under test", english.Count(len(cpus), "CPU"))
 	}
 	n := max(1, len(cpus)/4)
 	return cpus[:n], cpus[n:], nil

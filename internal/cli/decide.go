@@ -47,6 +47,9 @@ type decideJSON struct {
 			Low     *float64          `json:"low"`
 			High    *float64          `json:"high"`
 			Verdict string            `json:"verdict"`
+			// Confidence is the interval's own level (the question's,
+			// shared among its ratios).
+			Confidence *float64 `json:"confidence"`
 		} `json:"ratios"`
 		Notes []string `json:"notes"`
 	} `json:"questions"`
@@ -68,7 +71,11 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 		line := fmt.Sprintf("%s: %s (%s, %s", q.Name, state, english.Count(q.Runs, "run"), english.Count(q.Blocks, "complete block"))
 		if q.Flagged > 0 {
 			// A block holding a flagged run is not complete: say why.
-			line += fmt.Sprintf("; %s left out: the load generator was their bottleneck", english.Count(q.Flagged, "flagged run"))
+			whose := "their"
+			if q.Flagged == 1 {
+				whose = "its"
+			}
+			line += fmt.Sprintf("; %s left out: the load generator was %s bottleneck", english.Count(q.Flagged, "flagged run"), whose)
 		}
 		d.Lines = append(d.Lines, line+")")
 		for _, r := range q.Ratios {
@@ -80,7 +87,11 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 			if where == "" {
 				where = "all"
 			}
-			d.Lines = append(d.Lines, fmt.Sprintf("  %s: %s× (%s to %s) %s", where, num(r.Ratio), num(r.Low), num(r.High), r.Verdict))
+			level := ""
+			if r.Confidence != nil {
+				level = fmt.Sprintf("%.4g%% CI ", 100**r.Confidence)
+			}
+			d.Lines = append(d.Lines, fmt.Sprintf("  %s: %s× (%s%s to %s) %s", where, num(r.Ratio), level, num(r.Low), num(r.High), r.Verdict))
 		}
 		for _, n := range q.Notes {
 			d.Lines = append(d.Lines, "  "+n)

@@ -17,16 +17,18 @@ import (
 // into the runner's lines: a bound the data cannot give yet is "?".
 func TestParseDecision(t *testing.T) {
 	in := `{"decided": false, "sequential": true, "questions": [{"name": "mesh cost", "decided": false, "runs": 8, "blocks": 2, "flagged": 1,
-	  "ratios": [{"by": {"deploy.transport": "grpc"}, "level": "{}", "base": "{}", "ratio": 1.234, "low": null, "high": null, "verdict": "undecided"}],
-	  "notes": ["2 complete block(s): the confidence sequence needs 4 or more for a finite interval"]}]}`
+	  "ratios": [{"by": {"deploy.transport": "grpc"}, "level": "{}", "base": "{}", "ratio": 1.234, "low": null, "high": null, "verdict": "undecided", "confidence": 0.975},
+	    {"by": {"deploy.transport": "http"}, "level": "{}", "base": "{}", "ratio": 1.01, "low": 0.96, "high": 1.07, "verdict": "holds", "confidence": 0.975}],
+	  "notes": ["2 usable blocks for a ratio: the confidence sequence needs 4 or more for a finite interval"]}]}`
 	d, err := parseDecision([]byte(in))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{
-		"mesh cost: undecided (8 runs, 2 complete blocks; 1 flagged run left out: the load generator was their bottleneck)",
-		"  deploy.transport=grpc: 1.23× (? to ?) undecided",
-		"  2 complete block(s): the confidence sequence needs 4 or more for a finite interval",
+		"mesh cost: undecided (8 runs, 2 complete blocks; 1 flagged run left out: the load generator was its bottleneck)",
+		"  deploy.transport=grpc: 1.23× (97.5% CI ? to ?) undecided",
+		"  deploy.transport=http: 1.01× (97.5% CI 0.96 to 1.07) holds",
+		"  2 usable blocks for a ratio: the confidence sequence needs 4 or more for a finite interval",
 	}
 	if d.Decided || strings.Join(d.Lines, "\n") != strings.Join(want, "\n") {
 		t.Errorf("decision %v:\n%s\nwant:\n%s", d.Decided, strings.Join(d.Lines, "\n"), strings.Join(want, "\n"))

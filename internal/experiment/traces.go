@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/warn"
 )
 
@@ -78,16 +79,16 @@ func (c TraceCheck) Problems() []warn.Warning {
 		out = append(out, warn.Warning{Kind: warn.SpansDropped, Text: fmt.Sprintf(format, args...)})
 	}
 	if c.Orphans > 0 {
-		add("%d span(s) lost their parent: spans were dropped", c.Orphans)
+		add("%s: spans were dropped", pick(c.Orphans, "1 span lost its parent", english.Count(c.Orphans, "span")+" lost their parent"))
 	}
 	if c.Unanswered > 0 {
-		add("%d client or proxy span(s) have no server span under them: spans were dropped", c.Unanswered)
+		add("%s: spans were dropped", pick(c.Unanswered, "1 client or proxy span has no server span under it", english.Count(c.Unanswered, "client or proxy span")+" have no server span under them"))
 	}
 	if c.Roots != c.Traces {
-		add("%d trace(s) but %d root span(s)", c.Traces, c.Roots)
+		add("%s but %s", english.Count(c.Traces, "trace"), english.Count(c.Roots, "root span"))
 	}
 	if c.Ratio == 1 && c.Sent >= 0 && int64(c.Traces) != c.Sent {
-		add("%d call(s) sent at sampling 1.0 but %d trace(s) arrived", c.Sent, c.Traces)
+		add("%s sent at sampling 1.0 but %s arrived", english.Count(int(c.Sent), "call"), english.Count(c.Traces, "trace"))
 	}
 	return out
 }
@@ -272,3 +273,11 @@ func spans0(spans []deploy.Span) (t0 time.Time) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// pick is one when n is 1, else many: a sentence whose verb agrees.
+func pick(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

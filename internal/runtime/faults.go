@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/spec"
 )
 
@@ -188,7 +189,7 @@ func (p *Topology) checkFaultTarget(s *spec.Spec, key string, fault *Fault) erro
 	case fault.Link() && !p.calledByGroups(g):
 		return s.Errorf(target, "no other group calls group %s, so its hop carries nothing to fault; target a group another group calls", p.Groups[g].Name)
 	case fault.Kind == spec.FaultKill && fault.Replica >= p.Groups[g].Replicas:
-		return s.Errorf(key+".replica", "group %s has %d replica(s), ordinals from 0 to %d; got %d", p.Groups[g].Name, p.Groups[g].Replicas, p.Groups[g].Replicas-1, fault.Replica)
+		return s.Errorf(key+".replica", "group %s has %s, ordinals from 0 to %d; got %d", p.Groups[g].Name, english.Count(p.Groups[g].Replicas, "replica"), p.Groups[g].Replicas-1, fault.Replica)
 	}
 	return nil
 }

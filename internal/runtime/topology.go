@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/runtime/transport/inproc"
 	"github.com/svclab/svclab/internal/spec"
@@ -447,7 +448,7 @@ func (p *Topology) checkGroups(groups [][]string) []error {
 	}
 	// An unknown component is likely a placed one misspelt.
 	if len(missing) > 0 && len(errs) == 0 {
-		errs = append(errs, fmt.Errorf("component(s) %s not placed: every component of app %s must be in exactly one group", strings.Join(missing, ", "), p.App.Name))
+		errs = append(errs, fmt.Errorf("%s %s not placed: every component of app %s must be in exactly one group", english.Noun(len(missing), "component"), strings.Join(missing, ", "), p.App.Name))
 	}
 	return errs
 }

@@ -22,7 +22,7 @@ import pandas as pd
 from . import __version__
 from .english import count
 from .errors import AnalysisError
-from .formatting import num
+from .formatting import num, percent
 
 PROG = "svclab-analysis"
 
@@ -241,8 +241,10 @@ def cmd_decide(args: argparse.Namespace) -> int:
         print(f"{a.question.name}: {state} ({count(a.runs, 'run')}{blocks}{flagged})")
         for r in a.ratios:
             where = " ".join(f"{f}={v}" for f, v in r.by)
-            print(f"  {where or 'all'}: {_fmt(r.ratio)}x ({_fmt(r.low)} to {_fmt(r.high)}) "
-                  f"{r.verdict}")
+            # The level is each interval's own (the question's, shared
+            # among its ratios), as the report writes it.
+            print(f"  {where or 'all'}: {_fmt(r.ratio)}x ({percent(r.confidence)}% CI "
+                  f"{_fmt(r.low)} to {_fmt(r.high)}) {r.verdict}")
     print("decided" if decided else "undecided")
     return 0
 

@@ -20,6 +20,7 @@ import pandas as pd
 from statsmodels.formula.api import ols
 from statsmodels.stats.anova import anova_lm
 
+from .english import count
 from .errors import AnalysisError
 
 
@@ -66,10 +67,12 @@ def numeric_response(df: pd.DataFrame, response: str) -> pd.Series:
     if bad.any():
         first = col[bad].iloc[0]
         raise AnalysisError(
-            f"response {response!r} is not numeric: {bad.sum()} value(s) such as {first!r}"
+            f"response {response!r} is not numeric: {count(int(bad.sum()), 'value')} "
+            f"such as {first!r}"
         )
     if y.isna().any():
-        raise AnalysisError(f"response {response!r} has {int(y.isna().sum())} empty value(s)")
+        empty = count(int(y.isna().sum()), "empty value")
+        raise AnalysisError(f"response {response!r} has {empty}")
     if len(y) == 0:
         raise AnalysisError(f"response {response!r} has no values")
     return y.astype(float)
@@ -142,7 +145,8 @@ def factorial(
     codings: list[Coding] = []
     for f in factors:
         if data[f].isna().any():
-            raise AnalysisError(f"factor {f!r} has {int(data[f].isna().sum())} empty value(s)")
+            empty = count(int(data[f].isna().sum()), "empty value")
+            raise AnalysisError(f"factor {f!r} has {empty}")
         present = ordered_levels(data[f])
         data[f] = data[f].astype(str)
         if f in levels:
@@ -281,7 +285,8 @@ def anova(
     data = df.copy()
     for f in factors:
         if data[f].isna().any():
-            raise AnalysisError(f"factor {f!r} has {int(data[f].isna().sum())} empty value(s)")
+            empty = count(int(data[f].isna().sum()), "empty value")
+            raise AnalysisError(f"factor {f!r} has {empty}")
         n_levels = data[f].astype(str).nunique()
         if n_levels < 2:
             raise AnalysisError(f"factor {f!r} has only one level; it needs two or more")

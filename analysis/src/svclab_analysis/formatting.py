@@ -85,6 +85,11 @@ def with_unit(v: Any, unit: str) -> str:
     return f"{s}%" if unit == "%" else f"{s} {unit}"
 
 
+def percent(confidence: float) -> str:
+    """95 for 0.95, 97.5 for 0.975: a confidence level, in percent."""
+    return f"{100 * confidence:.4g}"
+
+
 def ci(lo: Any, hi: Any, unit: str = "") -> str:
     """An interval, `1.10–1.40 ms`, or `−0.3 to 0.2` when a bound is negative."""
     if num(lo) == "—" or num(hi) == "—":

@@ -41,6 +41,7 @@ import numpy as np
 import pandas as pd
 
 from . import sequential
+from .english import count
 from .errors import AnalysisError
 from .metrics import METRICS, canonical, lower_is_better
 from .results import Experiment, level_str, response_table
@@ -179,6 +180,9 @@ class Ratio:
     high: float
     verdict: str  # "holds", "fails" (the margin's claim) or "differs"; "undecided"
     blocks: int = 0  # blocks that gave this ratio a value (sequential)
+    # The interval's own confidence: the question's, shared among its ratios
+    # (Bonferroni), so that all hold together at Answer.confidence.
+    confidence: float = math.nan
 
 
 @dataclass(frozen=True)
@@ -193,6 +197,7 @@ class Interaction:
     high: float
     differs: bool | None  # None: no interval
     blocks: int = 0  # blocks that gave this ratio a value (sequential)
+    confidence: float = math.nan  # the interval's own, as Ratio's
 
 
 @dataclass(frozen=True)
@@ -338,7 +343,7 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
                 low = math.exp(lo) if math.isfinite(lo) else math.nan
                 high = math.exp(hi) if math.isfinite(hi) else math.nan
                 ratios.append(Ratio(tuple(cell.items()), lv, eff_levels[0], math.exp(est),
-                                    low, high, judge(low, high, q.margin), nb))
+                                    low, high, judge(low, high, q.margin), nb, conf_each))
                 logs[(i, lv)] = (est, w)
     except AnalysisError as exc:
         notes.append(f"{exc}: the design lacks a configuration the question needs")
@@ -354,7 +359,7 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
             interactions.append(Interaction(
                 tuple(cell.items()), tuple(by_cells[0].items()), lv, math.exp(est),
                 math.exp(lo) if finite else math.nan, math.exp(hi) if finite else math.nan,
-                (lo > 0 or hi < 0) if finite else None, nb))
+                (lo > 0 or hi < 0) if finite else None, nb, conf_int))
 
     n_runs = len(data)
     blocks = 0
@@ -366,9 +371,9 @@ def answer(q: Question, runs: pd.DataFrame, factors: Sequence[str],
         blocks = min((r.blocks for r in ratios), default=0)
         need = blocks_needed(conf_each)
         if blocks < need:
-            notes.append(f"{blocks} usable block(s) for a ratio: the confidence sequence needs "
-                         f"{need} or more for a finite interval; a block is usable for a ratio "
-                         "when none of the runs it compares was lost or flagged")
+            notes.append(f"{count(blocks, 'usable block')} for a ratio: the confidence sequence "
+                         f"needs {need} or more for a finite interval; a block is usable for a "
+                         "ratio when none of the runs it compares was lost or flagged")
     elif cm.dof <= 0:
         notes.append("one run per configuration: no error term, so no interval; run the "
                      "design again (experiment.repetitions ≥ 2, or until = \"decided\")")
@@ -420,10 +425,12 @@ def answer_record(a: Answer) -> dict[str, Any]:
         "blocks": a.blocks, "flagged": a.flagged, "confidence": a.confidence,
         "ratios": [{"by": cell(r.by), "level": r.level, "base": r.base,
                     "ratio": number(r.ratio), "low": number(r.low), "high": number(r.high),
-                    "verdict": r.verdict, "blocks": r.blocks} for r in a.ratios],
+                    "verdict": r.verdict, "blocks": r.blocks, "confidence": r.confidence}
+                   for r in a.ratios],
         "interactions": [{"by": cell(i.by), "base_by": cell(i.base_by), "level": i.level,
                           "ratio": number(i.ratio), "low": number(i.low),
-                          "high": number(i.high), "differs": i.differs, "blocks": i.blocks}
+                          "high": number(i.high), "differs": i.differs, "blocks": i.blocks,
+                          "confidence": i.confidence}
                          for i in a.interactions],
         "notes": list(a.notes),
     }

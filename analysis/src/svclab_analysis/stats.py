@@ -21,6 +21,7 @@ from scipy import stats
 from statsmodels.stats.multitest import multipletests
 
 from .design import numeric_response, ordered_levels
+from .english import count
 from .errors import AnalysisError
 
 
@@ -340,7 +341,8 @@ def compare(
         raise AnalysisError(f"no column {group!r}; columns are: {', '.join(map(str, df.columns))}")
     y = numeric_response(df, response)
     if df[group].isna().any():
-        raise AnalysisError(f"group {group!r} has {int(df[group].isna().sum())} empty value(s)")
+        empty = count(int(df[group].isna().sum()), "empty value")
+        raise AnalysisError(f"group {group!r} has {empty}")
     levels = ordered_levels(df[group])
     if len(levels) < 2:
         only = levels[0] if levels else "none"

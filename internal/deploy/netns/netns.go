@@ -47,6 +47,7 @@ import (
 
 	"github.com/svclab/svclab/internal/cgroup"
 	"github.com/svclab/svclab/internal/deploy"
+	"github.com/svclab/svclab/internal/english"
 	"github.com/svclab/svclab/internal/runtime"
 	"github.com/svclab/svclab/internal/runtime/transport"
 	"github.com/svclab/svclab/internal/spec"
@@ -142,7 +143,7 @@ func (d deployer) Deploy(ctx context.Context, topo *runtime.Topology, opts deplo
 		return nil, fmt.Errorf("deployment %s: client: %w", inner.ID(), err)
 	}
 	if opts.Log != nil {
-		fmt.Fprintf(opts.Log, "deployment %s: %d host(s) in network namespaces %s* (set up in %s)\n", inner.ID(), len(p.machines), n.names.base, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(opts.Log, "deployment %s: %s in network namespaces %s* (set up in %s)\n", inner.ID(), english.Count(len(p.machines), "host"), n.names.base, time.Since(start).Round(time.Millisecond))
 	}
 	return dep, nil
 }

@@ -134,7 +134,7 @@ health = "/h"
 		}},
 		{"faults on the entry's hop, a replica db has not, a target that names nothing", base + "[deploy.faults.latency_spike]\ntarget = \"web\"\ndelay = \"10ms\"\n[deploy.faults.kill]\ntarget = \"db\"\nreplica = 1\n[deploy.faults.reset]\ntarget = \"cache\"\nfraction = 0.5\n", []located{
 			{"deploy.faults.latency_spike.target", 16, "no other group calls group web, so its hop carries nothing to fault"},
-			{"deploy.faults.kill.replica", 20, "group db has 1 replica(s)"},
+			{"deploy.faults.kill.replica", 20, "group db has 1 replica,"},
 			{"deploy.faults.reset.target", 22, `no group or component "cache" in placement "split"`},
 		}},
 	} {

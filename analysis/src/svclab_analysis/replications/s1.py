@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from ..english import count
 from ..formatting import md_table, pval
 from .common import (
     CONFIDENCE,
@@ -198,8 +199,8 @@ def render(r: S1) -> Section:
         v = ratio_verdict(ratio.lo, ratio.hi, expect_above_one=False)
         if peak == top:
             v = "does not hold (throughput peaks at the largest replica count)"
-        out.append(f"Throughput peaks at {peak} replica(s); at {top} it is {ratio_cell(ratio)} "
-                   f"of the peak. Verdict on *over-scaling hurts*: **{v}**.")
+        out.append(f"Throughput peaks at {count(peak, 'replica')}; at {top} it is "
+                   f"{ratio_cell(ratio)} of the peak. Verdict on *over-scaling hurts*: **{v}**.")
         claims.append(Claim("S1", "over-scaling hurts", v,
                             f"{top} ÷ {peak} replicas throughput {ratio_cell(ratio)}",
                             "11 replicas fell back to 1 replica's figures"))

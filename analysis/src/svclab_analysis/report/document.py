@@ -10,7 +10,7 @@ import pandas as pd
 from .. import __version__
 from ..design import Factorial
 from ..english import count
-from ..formatting import ci, integer, num, pval, seconds, with_unit
+from ..formatting import ci, integer, num, percent, pval, seconds, with_unit
 from ..metrics import label_of, lower_is_better, unit_of
 from ..questions import Answer, Margin, level_label
 from ..results import NOT_SUT_ROLES
@@ -71,11 +71,6 @@ def effects_table(fit: Factorial, unit: str) -> Table:
                  f"configuration.{sig}")
 
 
-def _pct(confidence: float) -> str:
-    """95 for 0.95, 97.5 for 0.975."""
-    return f"{100 * confidence:.4g}"
-
-
 def _where(by: tuple[tuple[str, str], ...]) -> str:
     return " · ".join(f"{f.rsplit('.', 1)[-1]}={level_label(v)}" for f, v in by)
 
@@ -101,12 +96,10 @@ def question_sentence(ans: Answer) -> str:
     """One sentence: the ratio per `by` level with its interval and verdict,
     the interaction, and whether the question is decided after how many runs."""
     q = ans.question
-    k = max(len(ans.ratios), 1)
-    conf_each = 1 - (1 - ans.confidence) / k
     levels = list(dict.fromkeys(r.level for r in ans.ratios))
     parts = []
     for r in ans.ratios:
-        iv = (f"{_pct(conf_each)}% CI {ci(r.low, r.high, '×')}" if math.isfinite(r.low)
+        iv = (f"{percent(r.confidence)}% CI {ci(r.low, r.high, '×')}" if math.isfinite(r.low)
               and math.isfinite(r.high) else "no interval")
         lvl = f" for {level_label(r.level)}" if len(levels) > 1 else ""
         where = f" with {_where(r.by)}" if r.by else ""
@@ -119,9 +112,8 @@ def question_sentence(ans: Answer) -> str:
                  + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1])
     else:
         text += " could not be compared"
-    k_int = max(len(ans.interactions), 1)
     for i in ans.interactions:
-        iv = (f"{_pct(1 - (1 - ans.confidence) / k_int)}% CI {ci(i.low, i.high, '×')}"
+        iv = (f"{percent(i.confidence)}% CI {ci(i.low, i.high, '×')}"
               if i.differs is not None else "no interval")
         said = {True: "a difference", False: "no difference shown", None: "undecided"}[i.differs]
         text += (f"; the ratio is {num(i.ratio)}× as large with {_where(i.by)} as with "
