@@ -226,6 +226,14 @@ def test_isolation_line(tmp_path: Path) -> None:
     env = section((root / "report.md").read_text(), "Design and environment")
     assert ("CPU isolation: none (cgroups unavailable); the load generator and the system "
             "under test shared 2 cores (CPU 0-1).") in env
+    meta["isolation"] = {"mode": "none", "reason": "the kube deployer's pods run where the "
+                         "cluster places them", "loadgen_cpus": "", "sut_cpus": "",
+                         "loadgen_cores": 0, "sut_cores": 0}
+    (exp / "experiment.json").write_text(json.dumps(meta))
+    build_report(root)
+    env = section((root / "report.md").read_text(), "Design and environment")
+    assert "CPU isolation: none (the kube deployer's pods run where the cluster places them)." \
+        in env and "shared" not in env.split("CPU isolation")[1].split("\n")[0]
 
 
 def test_answer_cautions_when_the_generator_fell_behind() -> None:

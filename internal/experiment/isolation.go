@@ -22,7 +22,8 @@ type Isolation struct {
 	// Reason says why the mode is "none" when the spec left the key out.
 	Reason string `json:"reason,omitempty"`
 	// LoadgenCPUs and SUTCPUs are CPU lists ("0", "1-3"); under "none"
-	// both are every CPU svclab may use.
+	// both are every CPU svclab may use, and empty (no cores) where a
+	// cluster's pods run the load and the system.
 	LoadgenCPUs string `json:"loadgen_cpus"`
 	SUTCPUs     string `json:"sut_cpus"`
 	// LoadgenCores and SUTCores count them.
@@ -49,9 +50,9 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 	traits := deployerTraits(s)
 	if traits.Remote {
 		// The cluster enforces the limits and runs the load in pods: this
-		// machine's cgroups are neither needed nor meaningful.
-		all.Reason = fmt.Sprintf("the %s deployer runs the load and the system under test elsewhere", s.Deploy.Deployer)
-		return all, nil
+		// machine's cgroups are neither needed nor meaningful, nor are its
+		// CPUs what the pods share, even on a one-node cluster here.
+		return Isolation{Mode: spec.IsolationNone, Reason: fmt.Sprintf("the %s deployer's pods run where the cluster places them, on its nodes' CPUs, under its limits", s.Deploy.Deployer)}, nil
 	}
 	if err := checkCgroups(s); err != nil {
 		return Isolation{}, err

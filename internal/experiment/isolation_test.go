@@ -148,6 +148,9 @@ isolation = "cpuset"
 	if err != nil || iso.Mode != spec.IsolationNone || !strings.Contains(iso.Reason, "test-remote deployer") {
 		t.Errorf("got %+v, %v; want none, the deployer named as the reason", iso, err)
 	}
+	if iso.SUTCores != 0 || iso.LoadgenCores != 0 || iso.SUTCPUs != "" {
+		t.Errorf("got %+v; this machine's CPUs are not what a cluster's pods share", iso)
+	}
 	if log.Len() != 0 {
 		t.Errorf("logged %q; a remote run's isolation is not this machine's", log.String())
 	}

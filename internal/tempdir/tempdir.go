@@ -199,6 +199,26 @@ func Sweep(parent string) ([]Removed, error) { return SweepPrefix(parent, Prefix
 // calls kill, when not nil, to end what still runs there; kill returns
 // that process's PID, or 0.
 func SweepPrefix(parent, prefix string, kill func(dir string) int) ([]Removed, error) {
+	return sweep(parent, prefix, nil, kill)
+}
+
+// SweepOwner removes o's process directories in parent ($TMPDIR when
+// empty) once o is dead: what a process killed with -9 left, found from a
+// record of it that outlived it (the real node's owner, say), without
+// touching other dead processes' directories as Sweep would. Nothing is
+// removed while o lives.
+func SweepOwner(parent string, o Owner) ([]Removed, error) {
+	if o.PID <= 0 || o.Alive() {
+		return nil, nil
+	}
+	return sweep(parent, Prefix, func(dirOwner Owner) bool {
+		return dirOwner.PID == o.PID && (dirOwner.Start == o.Start || dirOwner.Start == 0 || o.Start == 0)
+	}, nil)
+}
+
+// sweep removes the directories named prefix<pid>-<random> in parent
+// whose owner is dead and, when whose is not nil, is one whose accepts.
+func sweep(parent, prefix string, whose func(Owner) bool, kill func(dir string) int) ([]Removed, error) {
 	if parent == "" {
 		parent = os.TempDir()
 	}
@@ -215,7 +235,7 @@ func SweepPrefix(parent, prefix string, kill func(dir string) int) ([]Removed, e
 		}
 		dir := filepath.Join(parent, e.Name())
 		dead, o := Orphaned(dir, pid)
-		if !dead {
+		if !dead || whose != nil && !whose(o) {
 			continue
 		}
 		r := Removed{Path: dir, Owner: o}

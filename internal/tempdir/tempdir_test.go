@@ -170,3 +170,45 @@ func TestDir(t *testing.T) {
 		t.Errorf("RemoveOwn left %s", filepath.Dir(again))
 	}
 }
+
+// TestSweepOwner removes one dead process's directories, those its owner
+// record names, and no other dead process's; nothing while it lives.
+func TestSweepOwner(t *testing.T) {
+	parent := t.TempDir()
+	live, dead, other := liveProcess(t), deadProcess(t), deadProcess(t)
+	mk := func(name string, owner Owner) string {
+		d := filepath.Join(parent, name)
+		if err := os.MkdirAll(filepath.Join(d, "kubetest-1", "etcd"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		rec := fmt.Sprintf("%d %d\n", owner.PID, owner.Start)
+		if err := os.WriteFile(filepath.Join(d, OwnerFile), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	its := mk(Prefix+strconv.Itoa(dead.PID)+"-1", dead)
+	others := mk(Prefix+strconv.Itoa(other.PID)+"-2", other)
+	// The PID reused by a process started later: not the one recorded.
+	reused := mk(Prefix+strconv.Itoa(dead.PID)+"-3", Owner{PID: dead.PID, Start: dead.Start + 1})
+	lives := mk(Prefix+strconv.Itoa(live.PID)+"-4", live)
+
+	if removed, err := SweepOwner(parent, live); err != nil || len(removed) != 0 {
+		t.Errorf("SweepOwner(a live owner) = %v, %v; want nothing removed", removed, err)
+	}
+	removed, err := SweepOwner(parent, dead)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 1 || removed[0].Path != its {
+		t.Errorf("removed %+v, want only %s", removed, its)
+	}
+	if _, err := os.Stat(its); !os.IsNotExist(err) {
+		t.Errorf("%s still exists (%v)", its, err)
+	}
+	for _, d := range []string{others, reused, lives} {
+		if _, err := os.Stat(d); err != nil {
+			t.Errorf("%s: %v; it should be kept", d, err)
+		}
+	}
+}

@@ -744,6 +744,9 @@ def isolation_line(iso: dict) -> str:
         return (f"CPU isolation: cpuset{cg}; the load generator had {gen}, "
                 f"the system under test {sut}, disjoint.")
     why = f" ({iso['reason']})" if iso.get("reason") else ""
+    if not iso.get("sut_cores"):
+        # A cluster's pods: this machine's cores are not what they shared.
+        return f"CPU isolation: none{why}."
     return f"CPU isolation: none{why}; the load generator and the system under test shared {sut}."
 
 

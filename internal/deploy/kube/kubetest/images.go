@@ -73,16 +73,17 @@ func (c *Cluster) prepareImages(ctx context.Context, sandboxOnly bool) *pendingI
 			}
 			return image.Build(ctx, filepath.Join(root, dir), pkg, plat, "", outDir)
 		}
-		program := func(name, dir, pkg string) func() (v1.Image, error) {
-			return func() (v1.Image, error) {
-				bin, err := build(name, dir, pkg)
-				if err != nil {
-					return nil, err
-				}
-				return image.New(bin, image.Options{Platform: plat})
+		// The sandbox's binary is /pause, so that the pods' sandboxes
+		// read as pause in ps, not as svclab.
+		makers := []imageMaker{{PauseImage, func() (v1.Image, error) {
+			bin, err := build("pause", filepath.Join("tools", "kube", "pause"), ".")
+			if err != nil {
+				return nil, err
 			}
-		}
-		makers := []imageMaker{{PauseImage, program("pause", filepath.Join("tools", "kube", "pause"), ".")}}
+			return image.FromFiles([]image.File{{Path: "/pause", Src: bin, Mode: 0o755}},
+				image.Config{Entrypoint: []string{"/pause"}, User: image.NonRoot, WorkingDir: "/"},
+				image.Options{Platform: plat})
+		}}}
 		if sandboxOnly {
 			out.noPostgres = "no stand-in for the postgres image: the node was started with kubetest.Options.SandboxImageOnly"
 		} else {

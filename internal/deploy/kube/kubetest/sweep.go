@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // sweep removes whatever a real node left on the machine: its processes
@@ -26,6 +28,13 @@ import (
 // after a kill. Each step runs even when one before it failed.
 func sweep() error {
 	var errs []error
+	// A harness killed with -9 (make cluster's, a test's) also left its
+	// temp root: etcd's data, the cluster's keys and kubeconfig.
+	if o, alive := NodeOwner(); !alive {
+		if _, err := tempdir.SweepOwner("", o); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if err := killNodeProcs(); err != nil {
 		errs = append(errs, err)
 	}

@@ -7,6 +7,8 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/svclab/svclab/internal/deploy/kube/kubetest"
+	"github.com/svclab/svclab/internal/tempdir"
 )
 
 // childEnv makes the test binary a harness that starts the real node,
@@ -105,6 +108,14 @@ func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 			t.Errorf("nothing of kind %q left by the killed harness: the sweep below shows nothing", want)
 		}
 	}
+	// Its temp root too: etcd's data, the cluster's keys, the kubeconfig.
+	tempRoots := func() []string {
+		m, _ := filepath.Glob(filepath.Join(os.TempDir(), tempdir.Prefix+strconv.Itoa(cmd.Process.Pid)+"-*"))
+		return m
+	}
+	if len(tempRoots()) == 0 {
+		t.Errorf("no temp root of the killed harness (pid %d) in %s: the check after the sweep shows nothing", cmd.Process.Pid, os.TempDir())
+	}
 	start = time.Now()
 	if err := lock.Sweep(); err != nil {
 		t.Fatalf("sweep: %v", err)
@@ -112,6 +123,9 @@ func testStopAndKillLeaveNothing(t *testing.T, c *kubetest.Cluster) {
 	t.Logf("swept in %s", time.Since(start).Round(time.Millisecond))
 	if left := kubetest.NodeLeftovers(); len(left) > 0 {
 		t.Errorf("left after the sweep:\n  %s", strings.Join(left, "\n  "))
+	}
+	if left := tempRoots(); len(left) > 0 {
+		t.Errorf("the killed harness's temp root left after the sweep: %s", strings.Join(left, ", "))
 	}
 	if after := kubetest.Sysctls(); !maps.Equal(after, before) {
 		t.Errorf("sysctls after the sweep %v, want as before the killed harness %v", after, before)
