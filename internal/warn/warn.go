@@ -97,7 +97,7 @@ var (
 	// a merged generator's kindless warning, as Merge named it
 	ofGenerator = regexp.MustCompile(`^generator [0-9]+/[0-9]+: `)
 	prefix      = regexp.MustCompile(`^([a-z][a-z0-9_]*): `)
-	spans       = regexp.MustCompile(`^[0-9]+ (span|client or proxy span|trace|call)\(s\) `)
+	spans       = regexp.MustCompile(`^[0-9]+ (span|client or proxy span|trace|call)(\(s\)|s)? `)
 )
 
 // Parse is the warning of a plain string, as results written before

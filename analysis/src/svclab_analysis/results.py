@@ -84,7 +84,7 @@ class RunWarning:
 
 _OF_GENERATOR = re.compile(r"generator [0-9]+/[0-9]+: ")
 _KIND_PREFIX = re.compile(r"([a-z][a-z0-9_]*): ")
-_SPANS = re.compile(r"[0-9]+ (span|client or proxy span|trace|call)\(s\) ")
+_SPANS = re.compile(r"[0-9]+ (span|client or proxy span|trace|call)(\(s\)|s)? ")
 
 
 def warning_kind(text: str) -> str:
