@@ -71,11 +71,7 @@ func parseDecision(b []byte) (experiment.Decision, error) {
 		line := fmt.Sprintf("%s: %s (%s, %s", q.Name, state, english.Count(q.Runs, "run"), english.Count(q.Blocks, "complete block"))
 		if q.Flagged > 0 {
 			// A block holding a flagged run is not complete: say why.
-			whose := "their"
-			if q.Flagged == 1 {
-				whose = "its"
-			}
-			line += fmt.Sprintf("; %s left out: the load generator was %s bottleneck", english.Count(q.Flagged, "flagged run"), whose)
+			line += fmt.Sprintf("; %s left out: the load generator was %s bottleneck", english.Count(q.Flagged, "flagged run"), english.Agree(q.Flagged, "its", "their"))
 		}
 		d.Lines = append(d.Lines, line+")")
 		for _, r := range q.Ratios {

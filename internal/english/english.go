@@ -26,3 +26,13 @@ func Noun(n int, noun string) string {
 	}
 	return noun + "s"
 }
+
+// Agree is one for one of a thing, other for any other count: the words
+// that agree with the count ("1 span lost its parent", "2 spans lost
+// their parent").
+func Agree(n int, one, other string) string {
+	if n == 1 {
+		return one
+	}
+	return other
+}

@@ -31,3 +31,14 @@ func TestNoun(t *testing.T) {
 		}
 	}
 }
+
+func TestAgree(t *testing.T) {
+	for _, tt := range []struct {
+		n    int
+		want string
+	}{{0, "have"}, {1, "has"}, {2, "have"}} {
+		if got := Agree(tt.n, "has", "have"); got != tt.want {
+			t.Errorf("Agree(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+}

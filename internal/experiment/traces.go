@@ -79,10 +79,10 @@ func (c TraceCheck) Problems() []warn.Warning {
 		out = append(out, warn.Warning{Kind: warn.SpansDropped, Text: fmt.Sprintf(format, args...)})
 	}
 	if c.Orphans > 0 {
-		add("%s: spans were dropped", pick(c.Orphans, "1 span lost its parent", english.Count(c.Orphans, "span")+" lost their parent"))
+		add("%s lost %s parent: spans were dropped", english.Count(c.Orphans, "span"), english.Agree(c.Orphans, "its", "their"))
 	}
 	if c.Unanswered > 0 {
-		add("%s: spans were dropped", pick(c.Unanswered, "1 client or proxy span has no server span under it", english.Count(c.Unanswered, "client or proxy span")+" have no server span under them"))
+		add("%s %s no server span under %s: spans were dropped", english.Count(c.Unanswered, "client or proxy span"), english.Agree(c.Unanswered, "has", "have"), english.Agree(c.Unanswered, "it", "them"))
 	}
 	if c.Roots != c.Traces {
 		add("%s but %s", english.Count(c.Traces, "trace"), english.Count(c.Roots, "root span"))
@@ -273,11 +273,3 @@ func spans0(spans []deploy.Span) (t0 time.Time) {
 }
 
 func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
-
-// pick is one when n is 1, else many: a sentence whose verb agrees.
-func pick(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
