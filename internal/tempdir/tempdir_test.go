@@ -175,7 +175,12 @@ func TestDir(t *testing.T) {
 // record names, and no other dead process's; nothing while it lives.
 func TestSweepOwner(t *testing.T) {
 	parent := t.TempDir()
-	live, dead, other := liveProcess(t), deadProcess(t), deadProcess(t)
+	live, other := liveProcess(t), deadProcess(t)
+	// A start time of its own: deadProcess reads none (0) when the
+	// process ends first, and a record without one names any process of
+	// that PID.
+	dead := deadProcess(t)
+	dead.Start = 1000
 	mk := func(name string, owner Owner) string {
 		d := filepath.Join(parent, name)
 		if err := os.MkdirAll(filepath.Join(d, "kubetest-1", "etcd"), 0o755); err != nil {
