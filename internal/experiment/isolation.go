@@ -42,11 +42,6 @@ type Isolation struct {
 // allow it and "none" with a notice on log otherwise; "cpuset" asked for
 // where cgroups do not allow it is an error at the key.
 func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
-	cpus, err := cgroup.Allowed()
-	if err != nil {
-		return Isolation{}, err
-	}
-	all := Isolation{Mode: spec.IsolationNone, LoadgenCPUs: cgroup.List(cpus), SUTCPUs: cgroup.List(cpus), LoadgenCores: len(cpus), SUTCores: len(cpus)}
 	traits := deployerTraits(s)
 	if traits.Remote {
 		// The cluster enforces the limits and runs the load in pods: this
@@ -54,6 +49,11 @@ func DecideIsolation(s *spec.Spec, log io.Writer) (Isolation, error) {
 		// CPUs what the pods share, even on a one-node cluster here.
 		return Isolation{Mode: spec.IsolationNone, Reason: fmt.Sprintf("the %s deployer's pods run where the cluster places them, on its nodes' CPUs, under its limits", s.Deploy.Deployer)}, nil
 	}
+	cpus, err := cgroup.Allowed()
+	if err != nil {
+		return Isolation{}, err
+	}
+	all := Isolation{Mode: spec.IsolationNone, LoadgenCPUs: cgroup.List(cpus), SUTCPUs: cgroup.List(cpus), LoadgenCores: len(cpus), SUTCores: len(cpus)}
 	if err := checkCgroups(s); err != nil {
 		return Isolation{}, err
 	}
